@@ -1,0 +1,11 @@
+"""`migc validate` (placeholder until its issue lands: it refuses to run instead of pretending)."""
+
+from __future__ import annotations
+
+import click
+
+
+@click.command(name="validate")
+def command() -> None:
+    """Not implemented yet."""
+    raise click.ClickException("'migc validate' is not implemented yet")

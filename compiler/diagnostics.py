@@ -1,0 +1,143 @@
+"""The one diagnostic type every stage reports, and the registry of stable codes.
+
+Codes live in ranges (documented in ``compiler/codes/*.yaml``, one file per range):
+
+* ``MIGC0xx`` syntax and schema (load, JSON Schema)
+* ``MIGC1xx`` semantics (cross-references, names, bounds)
+* ``MIGC2xx`` solving (infeasible guarantees, unmet demand)
+* ``MIGC3xx`` output (rendering, drift, quota feasibility)
+* ``MIGC9xx`` internal and environment problems (discover, NVML)
+
+Stages never print; they return diagnostics and the reporters in ``compiler.report`` present them.
+"""
+
+from __future__ import annotations
+
+import enum
+import functools
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from importlib import resources
+from typing import Any
+
+import yaml
+
+
+class Severity(enum.IntEnum):
+    """Ordered so that ``max()`` over diagnostics gives the worst one."""
+
+    NOTE = 0
+    WARNING = 1
+    ERROR = 2
+
+    def __str__(self) -> str:
+        return self.name.lower()
+
+
+@dataclass(frozen=True, order=True)
+class Diagnostic:
+    """One finding about the user's input, located as precisely as we can.
+
+    ``line`` and ``col`` are 1-based; 0 means "the whole file" (or no file at all when ``file`` is empty).
+    ``path`` is a JSON path into the document (``$.spec.nodePools[0].gpuModel``) so tools that do not
+    read YAML positions still know which node is meant.
+    """
+
+    file: str
+    line: int
+    col: int
+    code: str
+    severity: Severity = field(compare=False)
+    message: str = field(compare=False)
+    hint: str = field(default="", compare=False)
+    path: str = field(default="", compare=False)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "code": self.code,
+            "severity": str(self.severity),
+            "file": self.file,
+            "line": self.line,
+            "col": self.col,
+            "path": self.path,
+            "message": self.message,
+            "hint": self.hint,
+        }
+
+
+@dataclass(frozen=True)
+class CodeInfo:
+    code: str
+    title: str
+    severity: Severity
+    explanation: str
+    fix: str
+
+
+class UnknownCodeError(KeyError):
+    pass
+
+
+@functools.cache
+def registry() -> Mapping[str, CodeInfo]:
+    """All documented codes, read from the YAML files shipped in ``compiler/codes``."""
+    entries: dict[str, CodeInfo] = {}
+    for item in sorted(resources.files("compiler.codes").iterdir(), key=lambda p: p.name):
+        if not item.name.endswith(".yaml"):
+            continue
+        raw = yaml.safe_load(item.read_text(encoding="utf-8")) or {}
+        for code, body in raw.get("codes", {}).items():
+            if code in entries:
+                raise ValueError(f"diagnostic code {code} is documented twice (second time in {item.name})")
+            entries[code] = CodeInfo(
+                code=code,
+                title=str(body["title"]),
+                severity=Severity[str(body["severity"]).upper()],
+                explanation=str(body["explanation"]).strip(),
+                fix=str(body.get("fix", "")).strip(),
+            )
+    return entries
+
+
+def lookup(code: str) -> CodeInfo:
+    try:
+        return registry()[code.upper()]
+    except KeyError:
+        raise UnknownCodeError(code) from None
+
+
+def make(
+    code: str,
+    message: str,
+    *,
+    file: str = "",
+    line: int = 0,
+    col: int = 0,
+    path: str = "",
+    hint: str = "",
+    severity: Severity | None = None,
+) -> Diagnostic:
+    """Build a diagnostic for a registered code; the severity defaults to the registry's.
+
+    Unregistered codes are a programming error: every code a user can see must be explainable
+    with ``migc explain``.
+    """
+    info = lookup(code)
+    return Diagnostic(
+        file=file,
+        line=line,
+        col=col,
+        code=info.code,
+        severity=info.severity if severity is None else severity,
+        message=message,
+        hint=hint or info.fix,
+        path=path,
+    )
+
+
+def has_errors(diagnostics: Iterable[Diagnostic]) -> bool:
+    return any(d.severity >= Severity.ERROR for d in diagnostics)
+
+
+def sort_key(d: Diagnostic) -> tuple[str, int, int, str, str]:
+    return (d.file, d.line, d.col, d.code, d.message)

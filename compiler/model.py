@@ -1,0 +1,282 @@
+"""The validated policy: frozen, fully resolved, deterministic in order.
+
+``compiler.validate`` is the only producer of a :class:`Policy`; every later stage (solve, plan,
+render) takes one and may rely on these invariants:
+
+* every name is a DNS-1123 label and unique where it must be;
+* every cross-reference (workload → tenant, tenant → tier, workload → cluster/pool) resolves;
+* every MIG profile a workload or quota names exists in the catalog of at least one pool it can use;
+* tuples are sorted by name (or kept in the order the user gave where order means preference).
+
+Mappings are stored as sorted tuples of pairs so the dataclasses stay hashable and iteration order
+never depends on input order or ``PYTHONHASHSEED``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Literal
+
+Isolation = Literal["hardware", "shared", "exclusive"]
+SharingMode = Literal["none", "time-slicing", "mps"]
+PartitionMode = Literal["static", "dynamic"]
+Strictness = Literal["error", "warning"]
+
+WHOLE_GPU = "gpu"
+"""Quota/served-demand key for a whole (MIG-disabled) GPU, next to profile names like ``1g.10gb``."""
+
+
+def frozen_counts(items: Mapping[str, int] | Iterable[tuple[str, int]]) -> tuple[tuple[str, int], ...]:
+    """Canonical, hashable form of a ``name → count`` mapping: sorted, zero counts dropped."""
+    pairs = items.items() if isinstance(items, Mapping) else items
+    merged: dict[str, int] = {}
+    for name, count in pairs:
+        merged[name] = merged.get(name, 0) + int(count)
+    return tuple(sorted((k, v) for k, v in merged.items() if v))
+
+
+@dataclass(frozen=True, order=True)
+class Span:
+    """Where a policy object came from, for diagnostics raised after validation."""
+
+    file: str = ""
+    line: int = 0
+    col: int = 0
+    path: str = ""
+
+
+@dataclass(frozen=True, order=True)
+class GpuLayout:
+    """What one physical GPU carries.
+
+    ``mig_enabled=False`` is a whole GPU (MIG off): used by exclusive and multi-GPU workloads, the
+    reserve, and every GPU of a non-MIG pool. ``mig_enabled=True`` with ``profiles=()`` is "MIG on,
+    no instances" (mig-parted's ``all-enabled``). ``profiles`` is a canonical multiset
+    (see :func:`frozen_counts`); mig-parted rebuilds a GPU from empty, so only the multiset matters.
+    """
+
+    mig_enabled: bool
+    profiles: tuple[tuple[str, int], ...] = ()
+
+    @staticmethod
+    def whole() -> GpuLayout:
+        return GpuLayout(mig_enabled=False, profiles=())
+
+    @staticmethod
+    def of(counts: Mapping[str, int]) -> GpuLayout:
+        return GpuLayout(mig_enabled=True, profiles=frozen_counts(counts))
+
+    def counts(self) -> dict[str, int]:
+        return dict(self.profiles)
+
+    def instances(self) -> int:
+        return sum(c for _, c in self.profiles)
+
+
+NodeLayout = tuple[GpuLayout, ...]
+"""One entry per GPU index of the node (index 0 first)."""
+
+
+@dataclass(frozen=True)
+class MaintenanceWindow:
+    """A weekly window in which the controller may take nodes of a pool out of service."""
+
+    days: tuple[str, ...]  # "Mon".."Sun"; empty = every day
+    start: str  # "HH:MM"
+    end: str  # "HH:MM"; end < start wraps past midnight
+    timezone: str = "UTC"
+
+
+@dataclass(frozen=True)
+class Sharing:
+    """How a non-MIG pool shares each GPU (device-plugin ``sharing`` config). ``replicas`` ≥ 2 unless none."""
+
+    mode: SharingMode = "none"
+    replicas: int = 1
+
+
+@dataclass(frozen=True)
+class NodePool:
+    name: str
+    cluster: str
+    gpu_product: str  # as nvidia.com/gpu.product shows it, as the user wrote it
+    gpu_model: str  # catalog key the product resolved to (e.g. "A100-SXM4-80GB")
+    gpus_per_node: int
+    node_names: tuple[str, ...]  # sorted; for selector pools the placeholder names of node_ids()
+    node_selector: tuple[tuple[str, str], ...] = ()  # matchLabels; non-empty ⇔ nodes are chosen by label
+    node_count: int = 0
+    max_unavailable: int = 1  # resolved to a node count (percentages rounded down, at least 1)
+    maintenance_windows: tuple[MaintenanceWindow, ...] = ()
+    reserve_whole_gpus: int = 0  # GPUs kept MIG-disabled and unallocated by demand
+    reserve_whole_nodes: int = 0  # nodes kept entirely MIG-disabled and unallocated by demand
+    mig: bool = True  # False: never partition (non-MIG model, or the user opted out)
+    sharing: Sharing = field(default_factory=Sharing)
+    price_per_gpu_hour: float | None = None
+    labels: tuple[tuple[str, str], ...] = ()
+    span: Span = field(default_factory=Span, compare=False)
+
+    @property
+    def uses_selector(self) -> bool:
+        return bool(self.node_selector)
+
+    @property
+    def total_gpus(self) -> int:
+        return self.gpus_per_node * len(self.node_names)
+
+
+@dataclass(frozen=True)
+class Cluster:
+    name: str
+    pools: tuple[NodePool, ...]
+    gpu_operator_namespace: str = "gpu-operator"
+    kubernetes_version: str = "1.31"
+    span: Span = field(default_factory=Span, compare=False)
+
+
+@dataclass(frozen=True)
+class Quota:
+    """Per-resource amounts. ``profiles`` keys are MIG profile names (``1g.10gb``); ``gpus`` whole GPUs."""
+
+    profiles: tuple[tuple[str, int], ...] = ()
+    gpus: int = 0
+    gpu_memory_gb: float = 0.0
+    compute_slices: int = 0
+
+    def is_empty(self) -> bool:
+        return not self.profiles and not self.gpus and not self.gpu_memory_gb and not self.compute_slices
+
+
+@dataclass(frozen=True)
+class PriorityTier:
+    name: str  # e.g. "critical"; rendered as PriorityClass "migc-<name>"
+    value: int  # PriorityClass value; higher is served first by the solver too
+    description: str = ""
+
+
+@dataclass(frozen=True)
+class Tenant:
+    name: str
+    namespaces: tuple[str, ...]
+    priority_tier: str
+    guaranteed: Quota = field(default_factory=Quota)
+    burst: Quota = field(default_factory=Quota)
+    create_namespaces: bool = True
+    span: Span = field(default_factory=Span, compare=False)
+
+
+@dataclass(frozen=True)
+class Need:
+    """What one replica needs. Exactly one form is set.
+
+    * ``profiles``: one exact profile, or a preference list (first = most preferred);
+    * ``gpu_memory_gb`` / ``compute_slices``: the compiler picks the smallest fitting profile per model;
+    * ``gpus``: k whole GPUs on one node (multi-GPU / exclusive).
+    """
+
+    profiles: tuple[str, ...] = ()
+    gpu_memory_gb: float = 0.0
+    compute_slices: int = 0
+    gpus: int = 0
+
+    @property
+    def kind(self) -> Literal["profiles", "resources", "gpus"]:
+        if self.gpus:
+            return "gpus"
+        if self.profiles:
+            return "profiles"
+        return "resources"
+
+
+@dataclass(frozen=True)
+class Workload:
+    name: str
+    tenant: str
+    replicas: int
+    need: Need
+    isolation: Isolation
+    priority_tier: str  # resolved: the workload's own or its tenant's
+    cluster: str  # resolved: required when the fleet has several clusters
+    pools: tuple[str, ...] = ()  # allowed pools in that cluster; empty = any pool that can serve it
+    span: Span = field(default_factory=Span, compare=False)
+
+
+@dataclass(frozen=True)
+class RuleCondition:
+    pending_pods_greater_than: int = 0
+    max_requested_memory_gb_below: float | None = None
+    profile: str | None = None  # only pods asking for this profile count
+
+
+@dataclass(frozen=True)
+class Rule:
+    """When pending demand matches ``when``, prefer layouts that maximise ``maximize`` instances."""
+
+    name: str
+    when: RuleCondition
+    maximize: str  # profile name
+    pools: tuple[str, ...] = ()  # empty = every pool whose model has the profile
+
+
+@dataclass(frozen=True)
+class PartitionPolicy:
+    mode: PartitionMode = "static"
+    interval_seconds: int = 900
+    reconfiguration_threshold_pct: float = 20.0
+    stabilization_seconds: int = 600
+    min_dwell_seconds: int = 3600
+    backoff_initial_seconds: int = 300
+    backoff_max_seconds: int = 7200
+    backoff_factor: float = 2.0
+    daily_change_budget: int = 0  # node reconfigurations per day per cluster; 0 = unlimited
+    unmet_demand: Strictness = "warning"
+    allow_media_extensions: bool = False  # +me profiles are only chosen when a workload names them
+    tiers: tuple[PriorityTier, ...] = (
+        PriorityTier("critical", 1_000_000, "Never starved; served first by the solver."),
+        PriorityTier("high", 100_000, "Production workloads."),
+        PriorityTier("low", 1_000, "Best effort: research, batch, burst."),
+    )
+    rules: tuple[Rule, ...] = ()
+    pricing: tuple[tuple[str, float], ...] = ()  # catalog model → $ per GPU-hour
+    span: Span = field(default_factory=Span, compare=False)
+
+    def tier_value(self, name: str) -> int:
+        for tier in self.tiers:
+            if tier.name == name:
+                return tier.value
+        raise KeyError(name)
+
+
+@dataclass(frozen=True)
+class Policy:
+    clusters: tuple[Cluster, ...]
+    tenants: tuple[Tenant, ...]
+    workloads: tuple[Workload, ...]
+    partition: PartitionPolicy = field(default_factory=PartitionPolicy)
+    fleet_name: str = "fleet"
+    source_files: tuple[str, ...] = ()  # as given on the command line, relative and sorted
+
+    def tenant(self, name: str) -> Tenant:
+        for t in self.tenants:
+            if t.name == name:
+                return t
+        raise KeyError(name)
+
+    def cluster(self, name: str) -> Cluster:
+        for c in self.clusters:
+            if c.name == name:
+                return c
+        raise KeyError(name)
+
+
+@dataclass(frozen=True)
+class CurrentState:
+    """What is deployed now (read back from a previously rendered ``output/``): per node, its GPUs.
+
+    Keys are ``(cluster, pool, node)``. An empty state means "nothing deployed": every node is new.
+    """
+
+    nodes: tuple[tuple[tuple[str, str, str], NodeLayout], ...] = ()
+
+    def as_dict(self) -> dict[tuple[str, str, str], NodeLayout]:
+        return dict(self.nodes)

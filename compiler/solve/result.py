@@ -1,0 +1,78 @@
+"""What the solve stage hands to plan and render. Pure data; no solver logic here."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from compiler.diagnostics import Diagnostic
+from compiler.model import GpuLayout, NodeLayout
+
+
+@dataclass(frozen=True)
+class NodeResult:
+    """The target layout of one node and how it differs from what is deployed."""
+
+    name: str
+    gpus: NodeLayout  # target, one GpuLayout per GPU index
+    current: NodeLayout | None  # None = nothing known deployed (new node or no previous output)
+    changed_gpus: tuple[int, ...]  # GPU indices whose layout differs from current (all when current is None)
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.changed_gpus)
+
+
+@dataclass(frozen=True)
+class ServedDemand:
+    """Instances of one resource a workload gets (or misses) in one pool.
+
+    ``resource`` is a MIG profile name (``1g.10gb``) or ``"gpu"`` for whole GPUs.
+    """
+
+    tenant: str
+    workload: str
+    resource: str
+    requested: int  # instances (replicas × per-replica count) this workload wanted from this pool
+    served: int
+    priority_tier: str
+
+    @property
+    def unmet(self) -> int:
+        return self.requested - self.served
+
+
+@dataclass(frozen=True)
+class PoolResult:
+    cluster: str
+    pool: str
+    gpu_model: str
+    nodes: tuple[NodeResult, ...]  # sorted by node name
+    demand: tuple[ServedDemand, ...]  # sorted by (tenant, workload, resource)
+    layout_counts: tuple[tuple[GpuLayout, int], ...]  # how many GPUs carry each layout (pool level)
+    optimal: bool  # True when the MILP proved optimality; False for the greedy fallback
+    lower_bound_gpus: float = 0.0  # LP bound on GPUs needed for the served demand
+    gpus_used: int = 0  # GPUs carrying at least one demanded instance or a whole-GPU workload
+    solve_seconds: float = field(default=0.0, compare=False)
+
+    def capacity(self) -> dict[str, int]:
+        """Instances per resource the pool's target layout provides (whole GPUs under ``"gpu"``)."""
+        out: dict[str, int] = {}
+        for node in self.nodes:
+            for gpu in node.gpus:
+                if not gpu.mig_enabled:
+                    out["gpu"] = out.get("gpu", 0) + 1
+                for name, count in gpu.profiles:
+                    out[name] = out.get(name, 0) + count
+        return dict(sorted(out.items()))
+
+
+@dataclass(frozen=True)
+class Solution:
+    pools: tuple[PoolResult, ...]  # sorted by (cluster, pool)
+    diagnostics: tuple[Diagnostic, ...] = ()
+
+    def pool(self, cluster: str, pool: str) -> PoolResult:
+        for p in self.pools:
+            if p.cluster == cluster and p.pool == pool:
+                return p
+        raise KeyError((cluster, pool))

@@ -1,0 +1,487 @@
+"""Positioned, bounded YAML loading: files → :class:`LoadedDocument` (plain data + line/col of every node).
+
+Why not ``yaml.safe_load``: we need the position of every node to point diagnostics at the exact
+line and column, duplicate keys must be errors (PyYAML silently keeps the last one), and hostile
+input (billion laughs, 10 000-deep nesting, python tags) must be refused quickly instead of expanded.
+
+How: ruamel.yaml (YAML 1.2, so ``yes``/``no``/``on`` stay strings) *composes* the node graph,
+which keeps aliases as shared references and never runs a constructor, so no python tag can ever
+be instantiated. Before composing, one cheap pass over the parser events bounds nesting depth and
+the number of documents (the composer is recursive). Converting nodes to plain data is our own
+iterative-enough walk that counts every node it visits, aliases included, and stops past a limit:
+a billion-laughs file costs a few thousand steps before it is refused.
+
+Every problem is a ``MIGC0xx`` diagnostic; nothing here raises on bad input.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ruamel.yaml import YAML
+from ruamel.yaml.error import MarkedYAMLError, YAMLError
+from ruamel.yaml.events import (
+    CollectionEndEvent,
+    CollectionStartEvent,
+    DocumentStartEvent,
+)
+from ruamel.yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
+
+from compiler.diagnostics import Diagnostic, make
+
+MAX_FILE_BYTES = 4 * 1024 * 1024
+MAX_DEPTH = 64
+MAX_DOCUMENTS = 1000
+MAX_NODES = 1_000_000  # per file; bounded by the file size anyway, kept as a second fence
+MAX_ALIAS_NODES = 10_000  # nodes reached again through aliases, per file: the billion-laughs fence
+MAX_FILES = 10_000
+
+YAML_SUFFIXES = (".yaml", ".yml")
+
+PathKey = tuple[str | int, ...]
+
+_TAG = "tag:yaml.org,2002:"
+_SCALAR_TAGS = {_TAG + t for t in ("str", "int", "float", "bool", "null", "timestamp")}
+_MAP_TAGS = {_TAG + "map"}
+_SEQ_TAGS = {_TAG + "seq"}
+_MERGE_TAG = _TAG + "merge"
+
+
+def json_path(path: Iterable[str | int]) -> str:
+    """``('spec', 'clusters', 0, 'name')`` → ``$.spec.clusters[0].name``; odd keys are quoted."""
+    out = "$"
+    for part in path:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        elif part.replace("_", "a").replace("-", "a").isalnum():
+            out += f".{part}"
+        else:
+            escaped = part.replace("\\", "\\\\").replace("'", "\\'")
+            out += f"['{escaped}']"
+    return out
+
+
+@dataclass(frozen=True)
+class LoadedDocument:
+    """One YAML document of a policy file, as plain JSON-like data plus where each node was written.
+
+    ``positions[path]`` is the 1-based (line, col) of the *value* at ``path``; ``key_positions[path]``
+    that of the mapping key that introduced it (same as the value for sequence items). The empty
+    path is the document root.
+    """
+
+    file: str
+    index: int  # 0-based position of the document in its file
+    data: Any
+    positions: Mapping[PathKey, tuple[int, int]] = field(repr=False)
+    key_positions: Mapping[PathKey, tuple[int, int]] = field(repr=False)
+
+    def position(self, path: Sequence[str | int], *, key: bool = False) -> tuple[int, int]:
+        """Line/col of the node at ``path``, or of its nearest ancestor that exists."""
+        table = self.key_positions if key else self.positions
+        parts = tuple(path)
+        while parts:
+            if parts in table:
+                return table[parts]
+            parts = parts[:-1]
+        return self.positions.get((), (1, 1))
+
+    def at(
+        self,
+        code: str,
+        message: str,
+        path: Sequence[str | int] = (),
+        *,
+        key: bool = False,
+        hint: str = "",
+    ) -> Diagnostic:
+        """A diagnostic located at ``path`` of this document."""
+        line, col = self.position(path, key=key)
+        return make(code, message, file=self.file, line=line, col=col, path=json_path(path), hint=hint)
+
+
+class _Abort(Exception):
+    """Internal: stop converting this file and report ``diagnostic``."""
+
+    def __init__(self, diagnostic: Diagnostic) -> None:
+        super().__init__(diagnostic.message)
+        self.diagnostic = diagnostic
+
+
+def display_path(path: Path) -> str:
+    """Paths as the user would type them: relative to the working directory when under it, POSIX slashes."""
+    try:
+        rel = os.path.relpath(path)
+    except ValueError:  # another drive on Windows
+        rel = str(path)
+    shown = rel if not rel.startswith("..") else str(path)
+    return Path(shown).as_posix()
+
+
+def expand_paths(paths: Sequence[str | os.PathLike[str]]) -> tuple[list[Path], list[Diagnostic]]:
+    """Files named directly plus ``*.yaml``/``*.yml`` under named directories (recursively, sorted).
+
+    The result is de-duplicated and sorted so the order of command-line arguments never changes output.
+    """
+    found: set[Path] = set()
+    diags: list[Diagnostic] = []
+    for raw in paths:
+        p = Path(raw)
+        if p.is_dir():
+            hits = sorted(
+                q for q in p.rglob("*") if q.suffix in YAML_SUFFIXES and q.is_file() and not _hidden(q, p)
+            )
+            if not hits:
+                diags.append(
+                    make("MIGC013", f"directory {display_path(p)} contains no *.yaml or *.yml files",
+                         file=display_path(p))
+                )
+            found.update(hits)
+        elif p.is_file():
+            found.add(p)
+        else:
+            shown = display_path(p)
+            diags.append(make("MIGC001", f"{shown}: no such file or directory", file=shown))
+    if len(found) > MAX_FILES:
+        diags.append(make("MIGC002", f"{len(found)} policy files given; the limit is {MAX_FILES}"))
+        return [], diags
+    return sorted(found, key=lambda q: display_path(q)), diags
+
+
+def _hidden(path: Path, root: Path) -> bool:
+    """Skip dot-folders (``.git``, editor caches) below a named directory."""
+    return any(part.startswith(".") for part in path.relative_to(root).parts)
+
+
+def load_paths(paths: Sequence[str | os.PathLike[str]]) -> tuple[list[LoadedDocument], list[Diagnostic]]:
+    """Load every policy file named (directories searched); all documents plus all load diagnostics."""
+    files, diags = expand_paths(paths)
+    docs: list[LoadedDocument] = []
+    for f in files:
+        shown = display_path(f)
+        try:
+            size = f.stat().st_size
+            if size > MAX_FILE_BYTES:
+                diags.append(_too_big(shown, size))
+                continue
+            with f.open("rb") as fh:
+                raw = fh.read(MAX_FILE_BYTES + 1)
+        except OSError as exc:
+            diags.append(make("MIGC001", f"cannot read {shown}: {exc.strerror or exc}", file=shown))
+            continue
+        more_docs, more_diags = load_bytes(raw, shown)
+        docs.extend(more_docs)
+        diags.extend(more_diags)
+    return docs, diags
+
+
+def _too_big(file: str, size: int) -> Diagnostic:
+    return make(
+        "MIGC002",
+        f"file is {size} bytes; policy files are limited to {MAX_FILE_BYTES} bytes",
+        file=file,
+    )
+
+
+def load_bytes(raw: bytes, file: str) -> tuple[list[LoadedDocument], list[Diagnostic]]:
+    """Decode (strict UTF-8, optional BOM) and load one file's content."""
+    if len(raw) > MAX_FILE_BYTES:
+        return [], [_too_big(file, len(raw))]
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        start = exc.start
+        line = raw.count(b"\n", 0, start) + 1
+        col = start - (raw.rfind(b"\n", 0, start) + 1) + 1
+        return [], [
+            make(
+                "MIGC003",
+                f"file is not valid UTF-8: byte 0x{raw[start]:02x} at offset {start} cannot be decoded",
+                file=file,
+                line=line,
+                col=col,
+            )
+        ]
+    return load_text(text, file)
+
+
+def load_text(text: str, file: str) -> tuple[list[LoadedDocument], list[Diagnostic]]:
+    """Load one file's text: all its non-empty documents, or the diagnostics that prevented it."""
+    if not text.strip():
+        return [], [make("MIGC012", "file is empty: it contains no YAML documents", file=file, line=1, col=1)]
+    yaml = YAML(typ="rt", pure=True)
+    try:
+        count = _precheck(yaml, text, file)
+    except _Abort as abort:
+        return [], [abort.diagnostic]
+    except YAMLError as exc:
+        return [], [_syntax_diagnostic(exc, text, file)]
+    if count is not None:
+        return [], [count]
+    docs: list[LoadedDocument] = []
+    diags: list[Diagnostic] = []
+    try:
+        nodes = list(yaml.compose_all(io.StringIO(text)))
+    except YAMLError as exc:
+        return [], [_syntax_diagnostic(exc, text, file)]
+    except RecursionError:  # depth is pre-checked; kept as a guard so no input can produce a traceback
+        return [], [make("MIGC008", f"nesting deeper than {MAX_DEPTH} levels", file=file, line=1, col=1)]
+    budget = _Budget(file)
+    for index, node in enumerate(nodes):
+        if isinstance(node, ScalarNode) and _tag(node) == _TAG + "null" and node.value in ("", "~", "null"):
+            continue  # an empty document between two "---" separators
+        conv = _Converter(file, budget)
+        try:
+            data = conv.convert(node, ())
+        except _Abort as abort:
+            diags.append(abort.diagnostic)
+            return [], diags  # past a hard limit, the rest of the file is not trustworthy either
+        diags.extend(conv.diagnostics)
+        docs.append(
+            LoadedDocument(
+                file=file, index=index, data=data, positions=conv.positions, key_positions=conv.key_positions
+            )
+        )
+    if not docs and not diags:
+        diags.append(make("MIGC012", "file contains only empty YAML documents", file=file, line=1, col=1))
+    return docs, diags
+
+
+def _precheck(yaml: YAML, text: str, file: str) -> Diagnostic | None:
+    """Bound depth and document count from the event stream, before the (recursive) composer runs."""
+    depth = 0
+    documents = 0
+    for event in yaml.parse(io.StringIO(text)):
+        if isinstance(event, CollectionStartEvent):
+            depth += 1
+            if depth > MAX_DEPTH:
+                line, col = _mark(event.start_mark)
+                return make(
+                    "MIGC008",
+                    f"nesting deeper than {MAX_DEPTH} levels",
+                    file=file,
+                    line=line,
+                    col=col,
+                )
+        elif isinstance(event, CollectionEndEvent):
+            depth -= 1
+        elif isinstance(event, DocumentStartEvent):
+            documents += 1
+            if documents > MAX_DOCUMENTS:
+                line, col = _mark(event.start_mark)
+                return make(
+                    "MIGC010",
+                    f"more than {MAX_DOCUMENTS} YAML documents in one file",
+                    file=file,
+                    line=line,
+                    col=col,
+                )
+    return None
+
+
+def _mark(mark: Any) -> tuple[int, int]:
+    if mark is None:
+        return 1, 1
+    return int(mark.line) + 1, int(mark.column) + 1
+
+
+def _syntax_diagnostic(exc: YAMLError, text: str, file: str) -> Diagnostic:
+    mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
+    line, col = _mark(mark)
+    problem = str(getattr(exc, "problem", "") or "") if isinstance(exc, MarkedYAMLError) else str(exc)
+    context = str(getattr(exc, "context", "") or "") if isinstance(exc, MarkedYAMLError) else ""
+    lines = text.splitlines()
+    # A tab where indentation is expected is the classic YAML mistake: say so instead of the scanner's words.
+    tab_line = _first_tab_indent(lines, line)
+    if tab_line is not None or "'\\t'" in problem:
+        tl, tc = tab_line if tab_line is not None else (line, col)
+        return make(
+            "MIGC004",
+            "tab character where YAML allows only spaces (indentation must be spaces)",
+            file=file,
+            line=tl,
+            col=tc,
+        )
+    message = problem or "invalid YAML"
+    if context:
+        message = f"{message} ({context})"
+    return make("MIGC005", f"YAML syntax error: {message}", file=file, line=line, col=col)
+
+
+def _first_tab_indent(lines: list[str], error_line: int) -> tuple[int, int] | None:
+    """The first line at or before the error whose indentation contains a tab, if any."""
+    for number in range(min(error_line, len(lines)), 0, -1):
+        text = lines[number - 1]
+        indent = text[: len(text) - len(text.lstrip(" \t"))]
+        if "\t" in indent and text.strip():
+            return number, indent.index("\t") + 1
+        if number < error_line - 1:
+            break
+    return None
+
+
+def _tag(node: Node) -> str:
+    tag = node.tag
+    return str(getattr(tag, "value", tag))
+
+
+@dataclass
+class _Budget:
+    """Nodes visited in one file, aliases expanded: the billion-laughs guard."""
+
+    file: str
+    visited: int = 0
+    via_alias: int = 0
+    seen: set[int] = field(default_factory=set)
+
+
+class _Converter:
+    """Node graph → plain data, recording positions and reporting duplicate keys and foreign tags."""
+
+    def __init__(self, file: str, budget: _Budget) -> None:
+        self.file = file
+        self.budget = budget
+        self.positions: dict[PathKey, tuple[int, int]] = {}
+        self.key_positions: dict[PathKey, tuple[int, int]] = {}
+        self.diagnostics: list[Diagnostic] = []
+        self._active: set[int] = set()  # nodes being converted: re-entering one is a recursive alias
+        self._safe = YAML(typ="safe", pure=True).constructor
+
+    def _diag(self, code: str, message: str, node: Node, path: PathKey) -> Diagnostic:
+        line, col = _mark(node.start_mark)
+        return make(code, message, file=self.file, line=line, col=col, path=json_path(path))
+
+    def convert(self, node: Node, path: PathKey) -> Any:
+        self.budget.visited += 1
+        if self.budget.visited > MAX_NODES:
+            raise _Abort(
+                self._diag(
+                    "MIGC009",
+                    f"more than {MAX_NODES} YAML nodes in one file; refused",
+                    node,
+                    path,
+                )
+            )
+        if id(node) in self.budget.seen:
+            self.budget.via_alias += 1
+            if self.budget.via_alias > MAX_ALIAS_NODES:
+                raise _Abort(
+                    self._diag(
+                        "MIGC009",
+                        f"YAML aliases expand to more than {MAX_ALIAS_NODES} nodes (an alias bomb?); refused",
+                        node,
+                        path,
+                    )
+                )
+        else:
+            self.budget.seen.add(id(node))
+        if path not in self.positions:
+            self.positions[path] = _mark(node.start_mark)
+        if id(node) in self._active:
+            raise _Abort(self._diag("MIGC009", "recursive YAML alias: a node contains itself", node, path))
+        tag = _tag(node)
+        if isinstance(node, ScalarNode):
+            return self._scalar(node, tag, path)
+        self._active.add(id(node))
+        try:
+            if isinstance(node, SequenceNode):
+                if tag not in _SEQ_TAGS:
+                    self.diagnostics.append(self._unsupported(node, tag, path))
+                    return None
+                return [self._item(child, (*path, i)) for i, child in enumerate(node.value)]
+            if isinstance(node, MappingNode):
+                if tag not in _MAP_TAGS:
+                    self.diagnostics.append(self._unsupported(node, tag, path))
+                    return None
+                return self._mapping(node, path)
+        finally:
+            self._active.discard(id(node))
+        raise _Abort(self._diag("MIGC005", "unsupported YAML node", node, path))  # pragma: no cover
+
+    def _item(self, child: Node, path: PathKey) -> Any:
+        self.key_positions.setdefault(path, _mark(child.start_mark))
+        return self.convert(child, path)
+
+    def _mapping(self, node: MappingNode, path: PathKey) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        merged: list[tuple[str, Any]] = []
+        for key_node, value_node in node.value:
+            if _tag(key_node) == _MERGE_TAG:
+                merged.extend(self._merge_sources(value_node, path))
+                continue
+            if not isinstance(key_node, ScalarNode):
+                self.diagnostics.append(
+                    self._diag("MIGC014", "mapping keys must be plain scalars, not lists or mappings",
+                               key_node, path)
+                )
+                continue
+            key = str(key_node.value)
+            child = (*path, key)
+            if key in out:
+                first = self.key_positions.get(child, (0, 0))
+                self.diagnostics.append(
+                    self._diag(
+                        "MIGC006",
+                        f"duplicate key '{key}' (first defined at line {first[0]}); "
+                        "YAML would silently keep only one of them",
+                        key_node,
+                        child,
+                    )
+                )
+                continue
+            self.key_positions[child] = _mark(key_node.start_mark)
+            out[key] = self.convert(value_node, child)
+        for key, value in merged:  # explicit keys win over merged ones, as YAML's merge key specifies
+            out.setdefault(key, value)
+        return out
+
+    def _merge_sources(self, value: Node, path: PathKey) -> list[tuple[str, Any]]:
+        sources = value.value if isinstance(value, SequenceNode) else [value]
+        pairs: list[tuple[str, Any]] = []
+        for src in sources:
+            if not isinstance(src, MappingNode):
+                self.diagnostics.append(
+                    self._diag("MIGC005", "YAML syntax error: '<<' merge needs a mapping", src, path)
+                )
+                continue
+            data = self.convert(src, path)
+            if isinstance(data, dict):
+                pairs.extend(data.items())
+        return pairs
+
+    def _unsupported(self, node: Node, tag: str, path: PathKey) -> Diagnostic:
+        shown = tag.replace(_TAG, "!!")
+        return self._diag(
+            "MIGC007",
+            f"YAML tag {shown} is not allowed; policy files hold plain data (strings, numbers, lists, maps)",
+            node,
+            path,
+        )
+
+    def _scalar(self, node: ScalarNode, tag: str, path: PathKey) -> Any:
+        if tag not in _SCALAR_TAGS:
+            self.diagnostics.append(self._unsupported(node, tag, path))
+            return None
+        if tag == _TAG + "str" or tag == _TAG + "timestamp":
+            # Timestamps stay text: no field of the policy language is a date, and datetimes are not JSON.
+            return str(node.value)
+        try:
+            value = self._safe.construct_object(node, deep=True)
+        except (YAMLError, ValueError, TypeError, OverflowError):
+            self.diagnostics.append(
+                self._diag("MIGC005", f"YAML syntax error: cannot read scalar {node.value!r}", node, path)
+            )
+            return None
+        if isinstance(value, float) and value != value:  # NaN: no JSON equivalent, compares unequal to itself
+            return str(node.value)
+        return value
+
+
+def iter_documents(docs: Iterable[LoadedDocument]) -> Iterator[LoadedDocument]:
+    """Documents in a stable order: by file, then position in the file."""
+    return iter(sorted(docs, key=lambda d: (d.file, d.index)))

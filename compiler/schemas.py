@@ -1,0 +1,534 @@
+"""JSON Schemas (draft 2020-12) of the policy language, one per kind, plus the editor schema.
+
+The schemas are built here, in one place, so shared definitions (names, durations, quotas) are
+written once; ``schema/*.schema.json`` are generated from this module (``python -m
+compiler.schemas --write``) for editors (``yaml-language-server`` modelines) and a test keeps
+them identical. Every field has a ``description``: it is the hover text users see.
+
+Names, durations and percentages carry their patterns in ``$defs``; the validator recognises
+those patterns to give a specific code (MIGC109 names, MIGC114 durations) instead of a generic one.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+API_VERSION = "migc.dev/v1alpha1"
+KINDS = ("Fleet", "Tenant", "Workload", "PartitionPolicy")
+SCHEMA_FILES = {
+    "Fleet": "fleet.schema.json",
+    "Tenant": "tenant.schema.json",
+    "Workload": "workload.schema.json",
+    "PartitionPolicy": "partitionpolicy.schema.json",
+}
+POLICY_FILE = "policy.schema.json"
+BASE_URI = "https://migc.dev/schema/"
+
+DNS_LABEL_PATTERN = "^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
+DURATION_PATTERN = "^([0-9]+d)?([0-9]+h)?([0-9]+m)?([0-9]+s)?$"
+PERCENT_PATTERN = "^[0-9]{1,3}%$"
+TIME_OF_DAY_PATTERN = "^([01][0-9]|2[0-3]):[0-5][0-9]$"
+PROFILE_PATTERN = "^[1-8]g\\.[0-9]+gb(\\+me)?$"
+DAYS = ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")
+
+
+def _s(description: str, **schema: Any) -> dict[str, Any]:
+    return {"description": description, **schema}
+
+
+def _common_defs() -> dict[str, Any]:
+    return {
+        "dnsLabel": _s(
+            "A DNS-1123 label: at most 63 lower-case letters, digits and '-', starting and ending "
+            "with a letter or digit. Used as Kubernetes object name and as a path under output/.",
+            type="string",
+            minLength=1,
+            maxLength=63,
+            pattern=DNS_LABEL_PATTERN,
+        ),
+        "duration": _s(
+            "A duration such as 30s, 10m, 1h30m or 2d (units d, h, m, s, in that order).",
+            type="string",
+            minLength=2,
+            pattern=DURATION_PATTERN,
+        ),
+        "profileName": _s(
+            "A MIG GPU-instance profile as nvidia-smi and mig-parted name it, e.g. 1g.10gb, 3g.40gb, "
+            "7g.141gb; '+me' variants carry the media engines (1g.10gb+me).",
+            type="string",
+            pattern=PROFILE_PATTERN,
+        ),
+        "metadata": _s(
+            "Object metadata.",
+            type="object",
+            additionalProperties=False,
+            required=["name"],
+            properties={
+                "name": _s("Name of the object, unique per kind.", **{"$ref": "#/$defs/dnsLabel"}),
+                "labels": _s(
+                    "Free-form labels, copied to nothing; for humans and tooling.",
+                    type="object",
+                    additionalProperties={"type": "string"},
+                ),
+                "annotations": _s(
+                    "Free-form annotations, copied to nothing; for humans and tooling.",
+                    type="object",
+                    additionalProperties={"type": "string"},
+                ),
+            },
+        ),
+        "quota": _s(
+            "Amounts per resource. Every field is optional; unset means no amount of that resource.",
+            type="object",
+            additionalProperties=False,
+            properties={
+                "profiles": _s(
+                    "MIG instances per profile, e.g. {1g.10gb: 4, 3g.40gb: 1}.",
+                    type="object",
+                    propertyNames={"$ref": "#/$defs/profileName"},
+                    additionalProperties={"type": "integer", "minimum": 0},
+                ),
+                "gpus": _s("Whole (MIG-disabled) GPUs.", type="integer", minimum=0),
+                "gpuMemoryGB": _s(
+                    "GPU memory in GB, a normalised unit across profiles and models.",
+                    type="number",
+                    minimum=0,
+                ),
+                "computeSlices": _s(
+                    "Compute slices (the 'g' of a profile: 1g.10gb = 1, a whole 7-slice GPU = 7), a "
+                    "normalised compute unit.",
+                    type="integer",
+                    minimum=0,
+                ),
+            },
+        ),
+    }
+
+
+def _kind_schema(kind: str, title: str, description: str, spec: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "$id": BASE_URI + SCHEMA_FILES[kind],
+        "title": title,
+        "description": description,
+        "type": "object",
+        "additionalProperties": False,
+        "required": ["apiVersion", "kind", "metadata", "spec"],
+        "properties": {
+            "apiVersion": _s(f"Policy language version; always {API_VERSION}.", const=API_VERSION),
+            "kind": _s(f"Object kind; always {kind} in this schema.", const=kind),
+            "metadata": {"$ref": "#/$defs/metadata"},
+            "spec": spec,
+        },
+        "$defs": _common_defs(),
+    }
+
+
+def _fleet() -> dict[str, Any]:
+    window = _s(
+        "A weekly window in which the controller may take nodes of the pool out of service.",
+        type="object",
+        additionalProperties=False,
+        required=["start", "end"],
+        properties={
+            "days": _s(
+                "Days of the week the window opens; empty or unset means every day.",
+                type="array",
+                items={"enum": list(DAYS)},
+                uniqueItems=True,
+            ),
+            "start": _s("Opening time, HH:MM (24 h).", type="string", pattern=TIME_OF_DAY_PATTERN),
+            "end": _s(
+                "Closing time, HH:MM (24 h); an end before the start wraps past midnight.",
+                type="string",
+                pattern=TIME_OF_DAY_PATTERN,
+            ),
+            "timezone": _s("IANA time zone of start and end, e.g. UTC or Europe/Berlin.", type="string",
+                           minLength=1, default="UTC"),
+        },
+    )
+    nodes = _s(
+        "The pool's nodes: an explicit list of node names, or a label selector plus the node count.",
+        type="object",
+        additionalProperties=False,
+        properties={
+            "names": _s(
+                "Node names (as `kubectl get nodes` shows them).",
+                type="array",
+                items={"$ref": "#/$defs/nodeName"},
+                minItems=1,
+                uniqueItems=True,
+            ),
+            "selector": _s(
+                "Label selector that picks the pool's nodes.",
+                type="object",
+                additionalProperties=False,
+                required=["matchLabels"],
+                properties={
+                    "matchLabels": _s(
+                        "Labels every node of the pool carries.",
+                        type="object",
+                        minProperties=1,
+                        additionalProperties={"type": "string"},
+                    )
+                },
+            ),
+            "count": _s("How many nodes the selector matches (used to size layouts).", type="integer",
+                        minimum=1),
+        },
+        oneOf=[
+            {"required": ["names"], "not": {"anyOf": [{"required": ["selector"]}, {"required": ["count"]}]}},
+            {"required": ["selector", "count"], "not": {"required": ["names"]}},
+        ],
+    )
+    pool = _s(
+        "A set of identical GPU nodes.",
+        type="object",
+        additionalProperties=False,
+        required=["name", "gpuProduct", "gpusPerNode", "nodes"],
+        properties={
+            "name": _s("Pool name, unique in its cluster.", **{"$ref": "#/$defs/dnsLabel"}),
+            "gpuProduct": _s(
+                "GPU model as the nvidia.com/gpu.product node label shows it (NVIDIA-A100-SXM4-80GB, "
+                "NVIDIA-H100-80GB-HBM3, NVIDIA-H200, NVIDIA-L40S) or a catalog model key.",
+                type="string",
+                minLength=1,
+            ),
+            "gpusPerNode": _s("GPUs in each node of the pool.", type="integer", minimum=1, maximum=16),
+            "nodes": nodes,
+            "maxUnavailable": _s(
+                "Most nodes the controller may reconfigure at once: a node count or a percentage of "
+                "the pool (\"25%\", rounded down, at least one node). Default 1.",
+                oneOf=[
+                    {"type": "integer", "minimum": 1},
+                    {"type": "string", "pattern": PERCENT_PATTERN},
+                ],
+            ),
+            "maintenanceWindows": _s(
+                "When the controller may reconfigure nodes; unset means any time.",
+                type="array",
+                items=window,
+            ),
+            "reserve": _s(
+                "Capacity kept MIG-disabled and unallocated by demand (debugging, emergencies).",
+                type="object",
+                additionalProperties=False,
+                properties={
+                    "wholeGpus": _s("Whole GPUs kept free across the pool.", type="integer", minimum=0),
+                    "wholeNodes": _s("Whole nodes kept free.", type="integer", minimum=0),
+                },
+            ),
+            "partitioning": _s(
+                "mig: migc chooses MIG layouts for the pool's GPUs; none: GPUs stay whole (the "
+                "default for GPUs without MIG).",
+                enum=["mig", "none"],
+            ),
+            "sharing": _s(
+                "How whole GPUs of a non-MIG pool are shared between pods (device-plugin sharing).",
+                type="object",
+                additionalProperties=False,
+                required=["mode"],
+                properties={
+                    "mode": _s("none, time-slicing or mps (never with MIG).",
+                               enum=["none", "time-slicing", "mps"]),
+                    "replicas": _s("Pods per GPU when shared.", type="integer", minimum=2, maximum=64),
+                },
+            ),
+            "labels": _s(
+                "Extra node labels migc may rely on for this pool (informational).",
+                type="object",
+                additionalProperties={"type": "string"},
+            ),
+        },
+    )
+    cluster = _s(
+        "One Kubernetes cluster; rendered into output/<cluster>/.",
+        type="object",
+        additionalProperties=False,
+        required=["name", "nodePools"],
+        properties={
+            "name": _s("Cluster name, unique in the fleet; also the output folder.",
+                       **{"$ref": "#/$defs/dnsLabel"}),
+            "kubernetesVersion": _s("Target Kubernetes minor version, e.g. \"1.31\".", type="string",
+                                    pattern="^1\\.[0-9]{1,2}$"),
+            "gpuOperatorNamespace": _s("Namespace of the NVIDIA GPU Operator.",
+                                       **{"$ref": "#/$defs/dnsLabel"}),
+            "nodePools": _s("The cluster's GPU node pools.", type="array", items=pool, minItems=1),
+        },
+    )
+    spec = _s(
+        "The GPU fleet: clusters, their GPU node pools, prices.",
+        type="object",
+        additionalProperties=False,
+        required=["clusters"],
+        properties={
+            "clusters": _s("Clusters of the fleet.", type="array", items=cluster, minItems=1),
+            "pricing": _s(
+                "Price in $ per GPU-hour, keyed by gpu.product or catalog model; used by plans.",
+                type="object",
+                additionalProperties={"type": "number", "minimum": 0},
+            ),
+        },
+    )
+    schema = _kind_schema("Fleet", "migc Fleet", "The GPU fleet (exactly one per policy set).", spec)
+    schema["$defs"]["nodeName"] = _s(
+        "A Kubernetes node name (DNS-1123 subdomain).",
+        type="string",
+        minLength=1,
+        maxLength=253,
+        pattern="^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$",
+    )
+    return schema
+
+
+def _tenant() -> dict[str, Any]:
+    spec = _s(
+        "A team that owns namespaces and gets guaranteed and burst GPU capacity.",
+        type="object",
+        additionalProperties=False,
+        required=["namespaces"],
+        properties={
+            "namespaces": _s(
+                "Namespaces of the tenant; each belongs to exactly one tenant.",
+                type="array",
+                items={"$ref": "#/$defs/dnsLabel"},
+                minItems=1,
+                uniqueItems=True,
+            ),
+            "createNamespaces": _s("Render Namespace objects (false: they exist already).",
+                                   type="boolean", default=True),
+            "priorityClass": _s(
+                "Priority tier of the tenant's workloads (a PartitionPolicy priorityTiers name; "
+                "default tiers critical, high, low). Default low.",
+                **{"$ref": "#/$defs/dnsLabel"},
+            ),
+            "guaranteed": _s("Capacity the solver must provide (ResourceQuota requests).",
+                             **{"$ref": "#/$defs/quota"}),
+            "burst": _s("Upper limit the tenant may use when capacity is free (ResourceQuota limits).",
+                        **{"$ref": "#/$defs/quota"}),
+        },
+    )
+    return _kind_schema("Tenant", "migc Tenant", "A tenant: namespaces, priority, quotas.", spec)
+
+
+NEED_FORMS = ("profile", "profiles", "gpuMemoryGB/computeSlices", "gpus")
+
+
+def _workload() -> dict[str, Any]:
+    # Each oneOf branch only states which keys make a form; the field constraints live in
+    # "properties" so a wrong value is reported at the field (e.g. "profiles must be an array"),
+    # never as an opaque "not valid under any of the given schemas".
+    need = _s(
+        "What one replica needs, in exactly one form: profile, profiles (preference list), "
+        "gpuMemoryGB and/or computeSlices (the smallest fitting profile is derived per GPU model), "
+        "or gpus (whole GPUs on one node).",
+        type="object",
+        additionalProperties=False,
+        minProperties=1,
+        properties={
+            "profile": _s("One exact MIG profile.", **{"$ref": "#/$defs/profileName"}),
+            "profiles": _s(
+                "MIG profiles in preference order (first = most preferred).",
+                type="array",
+                items={"$ref": "#/$defs/profileName"},
+                minItems=1,
+                uniqueItems=True,
+            ),
+            "gpuMemoryGB": _s("GPU memory per replica in GB.", type="number", exclusiveMinimum=0,
+                              maximum=1024),
+            "computeSlices": _s("Compute slices per replica (1..7).", type="integer", minimum=1, maximum=8),
+            "gpus": _s("Whole GPUs per replica, all on one node.", type="integer", minimum=1, maximum=16),
+        },
+        oneOf=[
+            {"required": ["profile"]},
+            {"required": ["profiles"]},
+            {"anyOf": [{"required": ["gpuMemoryGB"]}, {"required": ["computeSlices"]}]},
+            {"required": ["gpus"]},
+        ],
+    )
+    spec = _s(
+        "Demand: a workload of a tenant and what each replica needs.",
+        type="object",
+        additionalProperties=False,
+        required=["tenant", "replicas", "need"],
+        properties={
+            "tenant": _s("Owning tenant (a Tenant's metadata.name).", **{"$ref": "#/$defs/dnsLabel"}),
+            "cluster": _s("Cluster it runs in; required when the fleet has several clusters.",
+                          **{"$ref": "#/$defs/dnsLabel"}),
+            "pools": _s(
+                "Restrict placement to these pools of the cluster; unset = any pool that can serve it.",
+                type="array",
+                items={"$ref": "#/$defs/dnsLabel"},
+                minItems=1,
+                uniqueItems=True,
+            ),
+            "replicas": _s("Number of replicas (pods) to provision for.", type="integer", minimum=0,
+                           maximum=100000),
+            "need": need,
+            "isolation": _s(
+                "hardware: a MIG instance; shared: a time-sliced/MPS share of a whole GPU; exclusive: "
+                "whole GPUs. Default: exclusive for need.gpus, else hardware.",
+                enum=["hardware", "shared", "exclusive"],
+            ),
+            "priorityClass": _s("Priority tier; defaults to the tenant's.", **{"$ref": "#/$defs/dnsLabel"}),
+        },
+    )
+    return _kind_schema("Workload", "migc Workload", "Demand of one workload.", spec)
+
+
+def _partition_policy() -> dict[str, Any]:
+    rule = _s(
+        "When pending demand matches `when`, prefer layouts that maximise `prefer.maximize`.",
+        type="object",
+        additionalProperties=False,
+        required=["name", "when", "prefer"],
+        properties={
+            "name": _s("Rule name, unique.", **{"$ref": "#/$defs/dnsLabel"}),
+            "when": _s(
+                "Condition on pending GPU pods.",
+                type="object",
+                additionalProperties=False,
+                minProperties=1,
+                properties={
+                    "pendingPodsGreaterThan": _s("More than this many pods are pending.", type="integer",
+                                                 minimum=0),
+                    "maxRequestedMemoryGBBelow": _s("Each pending pod asks for less GPU memory than this.",
+                                                    type="number", exclusiveMinimum=0),
+                    "profile": _s("Only pods asking for this profile count.",
+                                  **{"$ref": "#/$defs/profileName"}),
+                },
+            ),
+            "prefer": _s(
+                "Layout preference while the condition holds.",
+                type="object",
+                additionalProperties=False,
+                required=["maximize"],
+                properties={
+                    "maximize": _s("Maximise the number of instances of this profile.",
+                                   **{"$ref": "#/$defs/profileName"}),
+                },
+            ),
+            "pools": _s("Pools the rule applies to; unset = every pool whose model has the profile.",
+                        type="array", items={"$ref": "#/$defs/dnsLabel"}, minItems=1, uniqueItems=True),
+        },
+    )
+    tier = _s(
+        "A priority tier, rendered as PriorityClass migc-<name>.",
+        type="object",
+        additionalProperties=False,
+        required=["name", "value"],
+        properties={
+            "name": _s("Tier name.", **{"$ref": "#/$defs/dnsLabel"}),
+            "value": _s("PriorityClass value; higher is served first.", type="integer", minimum=0,
+                        maximum=1000000000),
+            "description": _s("What the tier is for.", type="string"),
+        },
+    )
+    spec = _s(
+        "How and when partitions may change.",
+        type="object",
+        additionalProperties=False,
+        properties={
+            "mode": _s("static: layouts change only with policy changes; dynamic: `migc recommend` may "
+                       "propose changes from observed demand.", enum=["static", "dynamic"]),
+            "interval": _s(
+                "How often dynamic mode re-evaluates (default 15m).", **{"$ref": "#/$defs/duration"}
+            ),
+            "reconfigurationThreshold": _s(
+                "Gain in percent a new layout must bring before a change is proposed (default 20).",
+                type="number", minimum=0, maximum=100),
+            "stabilizationWindow": _s("Demand must persist this long before it counts (default 10m).",
+                                      **{"$ref": "#/$defs/duration"}),
+            "minDwell": _s("Minimum time a layout stays before it may change again (default 1h).",
+                           **{"$ref": "#/$defs/duration"}),
+            "backoff": _s(
+                "Exponential backoff after a failed reconfiguration.",
+                type="object",
+                additionalProperties=False,
+                properties={
+                    "initial": _s("First wait (default 5m).", **{"$ref": "#/$defs/duration"}),
+                    "max": _s("Longest wait (default 2h).", **{"$ref": "#/$defs/duration"}),
+                    "factor": _s("Multiplier per failure (default 2).", type="number", minimum=1, maximum=10),
+                },
+            ),
+            "dailyChangeBudget": _s("Node reconfigurations allowed per day per cluster; 0 = unlimited.",
+                                    type="integer", minimum=0),
+            "unmetDemand": _s("Whether demand the solver cannot place is a warning or an error.",
+                              enum=["warning", "error"]),
+            "allowMediaExtensions": _s(
+                "Allow +me profiles in quotas and rules without a workload naming them (default false).",
+                type="boolean"),
+            "priorityTiers": _s("Priority tiers (default critical, high, low).", type="array", items=tier,
+                                minItems=1),
+            "rules": _s("Layout preference rules.", type="array", items=rule),
+        },
+    )
+    return _kind_schema("PartitionPolicy", "migc PartitionPolicy",
+                        "Partitioning policy (at most one per policy set).", spec)
+
+
+def kind_schemas() -> dict[str, dict[str, Any]]:
+    """Fresh copies of the per-kind schemas, keyed by kind."""
+    return {
+        "Fleet": _fleet(),
+        "Tenant": _tenant(),
+        "Workload": _workload(),
+        "PartitionPolicy": _partition_policy(),
+    }
+
+
+def policy_schema() -> dict[str, Any]:
+    """The editor schema: any policy document, dispatched on ``kind`` (if/then acts as a discriminator)."""
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "$id": BASE_URI + POLICY_FILE,
+        "title": "migc policy document",
+        "description": "Any document of a migc policy set: Fleet, Tenant, Workload or PartitionPolicy.",
+        "type": "object",
+        "required": ["apiVersion", "kind"],
+        "properties": {
+            "apiVersion": _s(f"Policy language version; always {API_VERSION}.", const=API_VERSION),
+            "kind": _s("Object kind.", enum=list(KINDS)),
+        },
+        "allOf": [
+            {
+                "if": {"properties": {"kind": {"const": kind}}, "required": ["kind"]},
+                "then": {"$ref": SCHEMA_FILES[kind]},
+            }
+            for kind in KINDS
+        ],
+    }
+
+
+def all_schema_files() -> dict[str, dict[str, Any]]:
+    """File name → schema, for every file under ``schema/`` this module owns."""
+    files = {SCHEMA_FILES[k]: s for k, s in kind_schemas().items()}
+    files[POLICY_FILE] = policy_schema()
+    return files
+
+
+def dumps(schema: dict[str, Any]) -> str:
+    return json.dumps(schema, indent=2, ensure_ascii=False) + "\n"
+
+
+def schema_for(kind: str) -> dict[str, Any]:
+    return copy.deepcopy(kind_schemas()[kind])
+
+
+def main(argv: list[str]) -> int:
+    """``python -m compiler.schemas --write [DIR]`` regenerates ``schema/*.schema.json``."""
+    if not argv or argv[0] != "--write":
+        print("usage: python -m compiler.schemas --write [DIR]", file=sys.stderr)
+        return 2
+    out = Path(argv[1]) if len(argv) > 1 else Path(__file__).resolve().parents[1] / "schema"
+    for name, schema in sorted(all_schema_files().items()):
+        (out / name).write_text(dumps(schema), encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,126 @@
+"""Render a solved policy into the files Argo CD / Flux sync: ``{relative path: bytes}``.
+
+Per cluster, under ``<cluster>/`` (see docs/ARCHITECTURE.md, "Output contract"):
+
+* ``gpu-operator/`` — the mig-parted ConfigMap (key ``config.yaml``; point the GPU Operator's
+  ``migManager.config.name`` at it) and the device-plugin ConfigMap (point ``devicePlugin.config.name``
+  at it; nodes select a key with the label ``nvidia.com/device-plugin.config``);
+* ``migc-system/`` — the Namespace and the NodeAssignment ConfigMap the controller reads;
+* ``cluster/`` — a PriorityClass per tier; ``kueue/`` — ResourceFlavors (``--with kueue``);
+* ``tenants/<tenant>/`` — owned Namespaces, and per namespace a ResourceQuota and a LimitRange;
+* ``kustomization.yaml`` listing every object file, and ``.migc-index.json`` (file → sha256) that
+  the writer uses to prune files a later run no longer generates.
+
+MIG strategy. Every node with MIG enabled gets the device plugin's ``mixed`` strategy, even where
+every GPU carries one identical profile and ``single`` would be allowed: under ``single`` a
+``1g.10gb`` slice is advertised as ``nvidia.com/gpu``, so a pod asking for ``nvidia.com/mig-1g.10gb``
+would not schedule there and a ResourceQuota on ``requests.nvidia.com/gpu`` would count slices as
+whole GPUs. One resource name per kind of slice everywhere keeps quotas and requests meaningful.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping
+from typing import Any
+
+from compiler import __version__
+from compiler.catalog import Catalog
+from compiler.model import Policy
+from compiler.render import manifests
+from compiler.render.emit import dump_json, dump_yaml, header
+from compiler.render.kueue import kueue_objects
+from compiler.render.quota import check_quotas
+from compiler.solve.result import Solution
+
+__all__ = ["INDEX_NAME", "KUSTOMIZATION", "check_quotas", "default_source_label", "manifest_stream", "render"]
+
+INDEX_NAME = ".migc-index.json"
+KUSTOMIZATION = "kustomization.yaml"
+
+# Kustomize and Argo CD order objects themselves; this order only makes the file list read top-down.
+_FOLDER_ORDER = {"migc-system": 0, "cluster": 1, "gpu-operator": 2, "kueue": 3, "tenants": 4}
+
+
+def default_source_label(policy: Policy) -> str:
+    return ", ".join(sorted(policy.source_files)) or f"fleet {policy.fleet_name}"
+
+
+def _file_order(path: str) -> tuple[int, str]:
+    return (_FOLDER_ORDER.get(path.split("/", 1)[0], 9), path)
+
+
+def _object_bytes(obj: Mapping[str, Any], banner: str) -> bytes:
+    return (banner + dump_yaml(dict(obj))).encode("utf-8")
+
+
+def render(
+    policy: Policy,
+    solution: Solution,
+    catalog: Catalog,
+    *,
+    with_kueue: bool = False,
+    source_label: str | None = None,
+    version: str = __version__,
+) -> dict[str, bytes]:
+    """Every file of the output tree, keyed by path relative to the output root, sorted by path.
+
+    Pure: the same inputs give the same bytes, whatever the input file order or hash seed.
+    """
+    banner = header(version, source_label if source_label is not None else default_source_label(policy))
+    files: dict[str, bytes] = {}
+    for cluster in sorted(policy.clusters, key=lambda c: c.name):
+        objects: list[tuple[str, dict[str, Any]]] = []
+        configs = manifests.collect_configs(cluster, solution, catalog)
+        objects.append(manifests.system_namespace())
+        objects.append(
+            manifests.assignment_configmap(manifests.assignment_document(cluster, solution, configs))
+        )
+        objects.append(manifests.mig_parted_configmap(cluster, configs, catalog))
+        objects.append(
+            manifests.device_plugin_configmap(cluster, (c.device_plugin_config for c in configs.values()))
+        )
+        objects.extend(manifests.priority_classes(policy))
+        objects.extend(manifests.tenant_objects(policy, cluster, catalog))
+        if with_kueue:
+            objects.extend(kueue_objects(policy, cluster))
+        seen: set[str] = set()
+        cluster_files: dict[str, bytes] = {}
+        for path, obj in objects:
+            if path in seen:
+                raise ValueError(f"two objects render to {cluster.name}/{path}")
+            seen.add(path)
+            cluster_files[path] = _object_bytes(obj, banner)
+        ordered = sorted(cluster_files, key=_file_order)
+        kustomization = {
+            "apiVersion": "kustomize.config.k8s.io/v1beta1",
+            "kind": "Kustomization",
+            "resources": ordered,
+        }
+        cluster_files[KUSTOMIZATION] = _object_bytes(kustomization, banner)
+        index = {
+            "generator": f"migc {version}",
+            "source": source_label if source_label is not None else default_source_label(policy),
+            "files": {p: hashlib.sha256(b).hexdigest() for p, b in sorted(cluster_files.items())},
+        }
+        cluster_files[INDEX_NAME] = dump_json(index).encode("utf-8")
+        for path, data in cluster_files.items():
+            files[f"{cluster.name}/{path}"] = data
+    return dict(sorted(files.items()))
+
+
+def manifest_stream(files: Mapping[str, bytes], cluster: str | None = None) -> bytes:
+    """Every object file as one multi-document YAML stream (Argo CD config management plugins).
+
+    The kustomization and the index are not Kubernetes objects and are left out; documents follow
+    the kustomization's order, cluster by cluster.
+    """
+    docs: list[bytes] = []
+    clusters = sorted({p.split("/", 1)[0] for p in files})
+    for name in clusters:
+        if cluster is not None and name != cluster:
+            continue
+        paths = [p.split("/", 1)[1] for p in files if p.startswith(name + "/")]
+        for rel in sorted((p for p in paths if p not in (KUSTOMIZATION, INDEX_NAME)), key=_file_order):
+            docs.append(files[f"{name}/{rel}"])
+    return b"---\n".join(docs)

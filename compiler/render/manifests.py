@@ -1,0 +1,405 @@
+"""Builders for every object ``migc compile`` renders, as plain dicts in canonical key order.
+
+Each builder returns ``(relative path, object)``; :func:`compiler.render.render` turns them into
+bytes. Keys are inserted in the order ``kubectl get -o yaml`` users read (apiVersion, kind,
+metadata, then spec/data); where order is free (labels, data keys, lists of names) it is sorted.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from compiler.catalog import Catalog, GpuModel
+from compiler.model import Cluster, GpuLayout, NodeLayout, NodePool, Policy, Tenant
+from compiler.render import names
+from compiler.render.emit import FlowList, canonical_json, dump_json, dump_yaml
+from compiler.render.quota import hard_limits, per_node_max, quota_counts, resource_name, tenants_in
+from compiler.solve.result import PoolResult, Solution
+
+API_VERSION = "migc.dev/v1alpha1"
+SYSTEM_NAMESPACE = "migc-system"
+ASSIGNMENT_NAME = "migc-assignment"
+ASSIGNMENT_KEY = "assignment.json"
+MIG_CONFIGMAP = "migc-mig-parted-config"
+DEVICE_PLUGIN_CONFIGMAP = "migc-device-plugin-config"
+ASSIGNMENT_PATH = f"{SYSTEM_NAMESPACE}/configmap-{ASSIGNMENT_NAME}.yaml"
+
+Obj = dict[str, Any]
+
+
+def labels(extra: Mapping[str, str] | None = None) -> dict[str, str]:
+    # app.kubernetes.io/instance is deliberately absent: Argo CD's legacy tracking owns that label.
+    out = {"app.kubernetes.io/managed-by": "migc", "app.kubernetes.io/part-of": "migc"}
+    out.update(extra or {})
+    return dict(sorted(out.items()))
+
+
+def metadata(
+    name: str,
+    namespace: str | None = None,
+    *,
+    extra_labels: Mapping[str, str] | None = None,
+    annotations: Mapping[str, str] | None = None,
+) -> Obj:
+    meta: Obj = {"name": name}
+    if namespace is not None:
+        meta["namespace"] = namespace
+    meta["labels"] = labels(extra_labels)
+    if annotations:
+        meta["annotations"] = dict(sorted(annotations.items()))
+    return meta
+
+
+# --------------------------------------------------------------------------------------------- MIG configs
+
+
+@dataclass(frozen=True)
+class MigConfig:
+    """One named config: a mig-parted layout plus the device-plugin config its nodes get."""
+
+    name: str
+    model_key: str  # "" for all-disabled configs, which are the same on every model
+    layout: NodeLayout
+    device_plugin_config: str
+    pools: tuple[str, ...]  # pools whose nodes use it, for the readable comment
+
+    def any_mig(self) -> bool:
+        return any(g.mig_enabled for g in self.layout)
+
+    @property
+    def key(self) -> tuple[str, NodeLayout, str]:
+        return (self.model_key, self.layout, self.device_plugin_config)
+
+
+def _model(catalog: Catalog, key: str) -> GpuModel | None:
+    return catalog.get(key)
+
+
+def _config_key(model_key: str, layout: NodeLayout, dp: str) -> tuple[str, NodeLayout, str]:
+    return ("" if all(not g.mig_enabled for g in layout) else model_key, layout, dp)
+
+
+def collect_configs(cluster: Cluster, solution: Solution, catalog: Catalog) -> dict[str, MigConfig]:
+    """One config per distinct (model, node layout, device-plugin config) of the cluster, by name.
+
+    Names come from the content. When one readable name would cover several variants (``all-disabled``
+    on 4- and 8-GPU nodes, or on a time-sliced and a plain pool) each variant gets a suffix naming what
+    differs (``-4gpu``, ``-time-slicing-4``): the assignment lists one device entry per GPU index and
+    one device-plugin config per name, and the controller verifies exact counts.
+    """
+    raw: dict[str, dict[tuple[str, NodeLayout, str], set[str]]] = {}
+    for result in _pool_results(cluster, solution):
+        model = _model(catalog, result.gpu_model)
+        pool = _pool(cluster, result.pool)
+        for node in result.nodes:
+            name = names.mig_config_name(model, result.gpu_model, node.gpus)
+            key = _config_key(result.gpu_model, node.gpus, node_device_plugin_config(pool, node.gpus))
+            raw.setdefault(name, {}).setdefault(key, set()).add(result.pool)
+    out: dict[str, MigConfig] = {}
+    for name in sorted(raw):
+        variants = raw[name]
+        lengths = {len(k[1]) for k in variants}
+        plugins = {k[2] for k in variants}
+        for key, pools in sorted(variants.items(), key=lambda kv: (len(kv[0][1]), kv[0][2], kv[0][0])):
+            model_key, layout, dp = key
+            final = name
+            if len(lengths) > 1:
+                final += f"-{len(layout)}gpu"
+            if len(plugins) > 1:
+                final += "-" + dp.removeprefix("migc-")
+            if final in out or not names.is_label_value(final):
+                final = f"migc-{names.content_hash(model_key + dp, layout)}"
+            out[final] = MigConfig(final, model_key, layout, dp, tuple(sorted(pools)))
+    return dict(sorted(out.items()))
+
+
+def config_for(configs: Mapping[str, MigConfig], pool: NodePool, layout: NodeLayout) -> MigConfig:
+    wanted = _config_key(pool.gpu_model, layout, node_device_plugin_config(pool, layout))
+    for cfg in configs.values():
+        if cfg.key == wanted:
+            return cfg
+    raise KeyError(wanted)
+
+
+def _pool_results(cluster: Cluster, solution: Solution) -> list[PoolResult]:
+    return [p for p in solution.pools if p.cluster == cluster.name]
+
+
+def _pool(cluster: Cluster, name: str) -> NodePool:
+    for pool in cluster.pools:
+        if pool.name == name:
+            return pool
+    raise KeyError(name)
+
+
+def _mig_parted_entries(layout: NodeLayout) -> list[Obj]:
+    def entry(devices: Any, gpu: GpuLayout) -> Obj:
+        item: Obj = {"devices": devices, "mig-enabled": gpu.mig_enabled}
+        if gpu.mig_enabled:
+            item["mig-devices"] = {name: count for name, count in gpu.profiles}
+        return item
+
+    if len(set(layout)) == 1:
+        return [entry("all", layout[0])]
+    groups: dict[GpuLayout, list[int]] = {}
+    for index, gpu in enumerate(layout):
+        groups.setdefault(gpu, []).append(index)
+    return [entry(FlowList(indices), gpu) for gpu, indices in sorted(groups.items(), key=lambda kv: kv[1][0])]
+
+
+def mig_parted_text(configs: Mapping[str, MigConfig], catalog: Catalog) -> str:
+    """The ``config.yaml`` mig-parted reads, with a readable comment above every config."""
+    lines = ["version: v1", "mig-configs:"]
+    always = {names.ALL_DISABLED: MigConfig(names.ALL_DISABLED, "", (GpuLayout.whole(),), "", ())}
+    merged = dict(configs)
+    for key, value in always.items():
+        merged.setdefault(key, value)
+    for name in sorted(merged):
+        cfg = merged[name]
+        if cfg.name == names.ALL_DISABLED and not cfg.pools:
+            comment = "every GPU MIG-disabled: the GPU Operator's default for nodes without a migc config"
+        else:
+            model = _model(catalog, cfg.model_key)
+            where = ", ".join(cfg.pools)
+            title = cfg.model_key or "any model"
+            described = names.node_description(model, cfg.layout)
+            comment = f"{title} ({len(cfg.layout)} GPUs; pools {where}): {described}"
+        lines.append(f"  # {comment}")
+        entries = _mig_parted_entries(cfg.layout)
+        body = dump_yaml({name: entries})
+        lines.extend("  " + line for line in body.rstrip("\n").split("\n"))
+    return "\n".join(lines) + "\n"
+
+
+def mig_parted_configmap(
+    cluster: Cluster, configs: Mapping[str, MigConfig], catalog: Catalog
+) -> tuple[str, Obj]:
+    obj: Obj = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": metadata(
+            MIG_CONFIGMAP,
+            cluster.gpu_operator_namespace,
+            annotations={"migc.dev/usage": "set the GPU Operator's migManager.config.name to this ConfigMap"},
+        ),
+        "data": {"config.yaml": mig_parted_text(configs, catalog)},
+    }
+    return f"gpu-operator/configmap-{MIG_CONFIGMAP}.yaml", obj
+
+
+# ------------------------------------------------------------------------------------- device plugin
+
+
+def node_device_plugin_config(pool: NodePool, layout: NodeLayout) -> str:
+    any_mig = any(g.mig_enabled for g in layout)
+    mode = pool.sharing.mode if not pool.mig else "none"
+    return names.device_plugin_config_name(any_mig, mode, pool.sharing.replicas)
+
+
+def _device_plugin_body(name: str) -> Obj:
+    body: Obj = {"version": "v1"}
+    if name == "migc-mig-mixed":
+        body["flags"] = {"migStrategy": "mixed"}
+        return body
+    body["flags"] = {"migStrategy": "none"}
+    for prefix, key in (("migc-time-slicing-", "timeSlicing"), ("migc-mps-", "mps")):
+        if name.startswith(prefix):
+            replicas = int(name.removeprefix(prefix))
+            body["sharing"] = {key: {"resources": [{"name": "nvidia.com/gpu", "replicas": replicas}]}}
+    return body
+
+
+def device_plugin_configmap(cluster: Cluster, used: Iterable[str]) -> tuple[str, Obj]:
+    data = {name: dump_yaml(_device_plugin_body(name)) for name in sorted(set(used))}
+    obj: Obj = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": metadata(
+            DEVICE_PLUGIN_CONFIGMAP,
+            cluster.gpu_operator_namespace,
+            annotations={
+                "migc.dev/usage": "set the GPU Operator's devicePlugin.config.name to this ConfigMap; "
+                "migc-controller labels nodes with nvidia.com/device-plugin.config"
+            },
+        ),
+        "data": data,
+    }
+    return f"gpu-operator/configmap-{DEVICE_PLUGIN_CONFIGMAP}.yaml", obj
+
+
+def expected_resources(pool: NodePool, layout: NodeLayout) -> dict[str, int]:
+    """Allocatable counts the controller verifies once the node is configured (mixed strategy)."""
+    out: dict[str, int] = {}
+    whole = sum(1 for g in layout if not g.mig_enabled)
+    any_mig = any(g.mig_enabled for g in layout)
+    shares = pool.sharing.replicas if (not any_mig and not pool.mig and pool.sharing.mode != "none") else 1
+    out["nvidia.com/gpu"] = whole * shares
+    for gpu in layout:
+        for name, count in gpu.profiles:
+            key = resource_name(name)
+            out[key] = out.get(key, 0) + count
+    return dict(sorted(out.items()))
+
+
+# ----------------------------------------------------------------------------------------- assignment
+
+
+def assignment_document(
+    cluster: Cluster, solution: Solution, configs: Mapping[str, MigConfig]
+) -> dict[str, Any]:
+    """The NodeAssignment (``schema/assignment.schema.json``) with its content-hash revision."""
+    config_entries: dict[str, Any] = {}
+    pools: list[dict[str, Any]] = []
+    for result in _pool_results(cluster, solution):
+        pool = _pool(cluster, result.pool)
+        node_entries = []
+        counts: dict[str, int] = {}
+        for node in result.nodes:
+            cfg = config_for(configs, pool, node.gpus)
+            dp = cfg.device_plugin_config
+            entry = {
+                "devices": [{"migEnabled": g.mig_enabled, "profiles": dict(g.profiles)} for g in node.gpus],
+                "migStrategy": "mixed" if cfg.any_mig() else "none",
+                "devicePluginConfig": dp,
+                "resources": expected_resources(pool, node.gpus),
+            }
+            config_entries[cfg.name] = entry
+            node_entries.append({"name": node.name, "config": cfg.name})
+            counts[cfg.name] = counts.get(cfg.name, 0) + 1
+        item: dict[str, Any] = {
+            "name": pool.name,
+            "gpuModel": pool.gpu_model,
+            "maxUnavailable": max(1, pool.max_unavailable),
+            "maintenanceWindows": [
+                {"days": list(w.days), "start": w.start, "end": w.end, "timezone": w.timezone}
+                for w in pool.maintenance_windows
+            ],
+            "nodes": [] if pool.uses_selector else sorted(node_entries, key=lambda n: n["name"]),
+        }
+        if pool.uses_selector:
+            item["selector"] = dict(pool.node_selector)
+            item["configCounts"] = dict(sorted(counts.items()))
+        pools.append(item)
+    doc: dict[str, Any] = {
+        "apiVersion": API_VERSION,
+        "kind": "NodeAssignment",
+        "cluster": cluster.name,
+        "migConfigMap": {"namespace": cluster.gpu_operator_namespace, "name": MIG_CONFIGMAP},
+        "configs": dict(sorted(config_entries.items())),
+        "pools": sorted(pools, key=lambda p: p["name"]),
+    }
+    doc["revision"] = hashlib.sha256(canonical_json(doc).encode("utf-8")).hexdigest()
+    return doc
+
+
+def assignment_configmap(doc: Mapping[str, Any]) -> tuple[str, Obj]:
+    obj: Obj = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": metadata(
+            ASSIGNMENT_NAME,
+            SYSTEM_NAMESPACE,
+            annotations={"migc.dev/revision": str(doc["revision"])},
+        ),
+        "data": {ASSIGNMENT_KEY: dump_json(doc)},
+    }
+    return ASSIGNMENT_PATH, obj
+
+
+def system_namespace() -> tuple[str, Obj]:
+    obj: Obj = {"apiVersion": "v1", "kind": "Namespace", "metadata": metadata(SYSTEM_NAMESPACE)}
+    return f"{SYSTEM_NAMESPACE}/namespace-{SYSTEM_NAMESPACE}.yaml", obj
+
+
+# ------------------------------------------------------------------------------------ cluster-scoped
+
+
+def priority_classes(policy: Policy) -> list[tuple[str, Obj]]:
+    out = []
+    for tier in sorted(policy.partition.tiers, key=lambda t: t.name):
+        name = f"migc-{tier.name}"
+        obj: Obj = {
+            "apiVersion": "scheduling.k8s.io/v1",
+            "kind": "PriorityClass",
+            "metadata": metadata(name),
+            "value": tier.value,
+            "globalDefault": False,
+            "description": tier.description or f"migc priority tier {tier.name}",
+        }
+        out.append((f"cluster/priorityclass-{name}.yaml", obj))
+    return out
+
+
+# ------------------------------------------------------------------------------------------- tenants
+
+
+def _fmt_quota(counts: Mapping[str, float]) -> str:
+    return ",".join(f"{k}={int(v) if float(v).is_integer() else v}" for k, v in sorted(counts.items()))
+
+
+def _quota_summary(tenant: Tenant, which: str) -> str:
+    quota = tenant.guaranteed if which == "guaranteed" else tenant.burst
+    counts: dict[str, float] = {k: float(v) for k, v in quota_counts(quota).items()}
+    if quota.gpu_memory_gb:
+        counts["gpuMemoryGB"] = quota.gpu_memory_gb
+    if quota.compute_slices:
+        counts["computeSlices"] = float(quota.compute_slices)
+    return _fmt_quota(counts) or "none"
+
+
+def tenant_objects(policy: Policy, cluster: Cluster, catalog: Catalog) -> list[tuple[str, Obj]]:
+    out: list[tuple[str, Obj]] = []
+    node_max = per_node_max(cluster, catalog)
+    for tenant in tenants_in(policy, cluster.name):
+        tenant_label = {"migc.dev/tenant": tenant.name}
+        hard = hard_limits(tenant)
+        for ns in sorted(tenant.namespaces):
+            base = f"tenants/{tenant.name}"
+            if tenant.create_namespaces:
+                ns_obj: Obj = {
+                    "apiVersion": "v1",
+                    "kind": "Namespace",
+                    "metadata": metadata(
+                        ns,
+                        extra_labels=tenant_label,
+                        # Deleting a namespace deletes every workload in it: never let a sync prune one.
+                        annotations={
+                            "argocd.argoproj.io/sync-options": "Prune=false",
+                            "kustomize.toolkit.fluxcd.io/prune": "disabled",
+                        },
+                    ),
+                }
+                out.append((f"{base}/namespace-{ns}.yaml", ns_obj))
+            if not hard:
+                continue
+            annotations = {
+                "migc.dev/guaranteed": _quota_summary(tenant, "guaranteed"),
+                "migc.dev/burst": _quota_summary(tenant, "burst"),
+                "migc.dev/priority-class": f"migc-{tenant.priority_tier}",
+            }
+            quota: Obj = {
+                "apiVersion": "v1",
+                "kind": "ResourceQuota",
+                "metadata": metadata("migc-gpu", ns, extra_labels=tenant_label, annotations=annotations),
+                "spec": {
+                    "hard": dict(sorted((f"requests.{resource_name(r)}", str(v)) for r, v in hard.items()))
+                },
+            }
+            out.append((f"{base}/{ns}/resourcequota-migc-gpu.yaml", quota))
+            limits = {
+                resource_name(r): str(min(v, node_max.get(r, v)))
+                for r, v in sorted(hard.items())
+                if min(v, node_max.get(r, v)) > 0
+            }
+            if limits:
+                limit_range: Obj = {
+                    "apiVersion": "v1",
+                    "kind": "LimitRange",
+                    "metadata": metadata("migc-gpu", ns, extra_labels=tenant_label),
+                    "spec": {"limits": [{"type": "Container", "max": dict(sorted(limits.items()))}]},
+                }
+                out.append((f"{base}/{ns}/limitrange-migc-gpu.yaml", limit_range))
+    return out

@@ -1,0 +1,201 @@
+"""Tenant quotas: which clusters a tenant lands in, its hard limits, and whether guarantees fit.
+
+Hard limits. A ResourceQuota has one ``hard`` value per resource, while the policy has two
+(guaranteed and burst). We render ``hard = burst`` where the tenant sets a burst for that resource
+and ``hard = guaranteed`` otherwise: the quota is the ceiling a tenant may reach when others are
+idle; the guarantee is what the *capacity* must cover (checked here, MIGC250-MIGC253) and what
+Kueue's ``nominalQuota`` expresses when ``--with kueue`` is used. ResourceQuota cannot span
+namespaces, so every namespace of a tenant gets the tenant's full hard limit; only Kueue's
+ClusterQueue enforces the tenant-wide total.
+
+Clusters. Tenants are fleet-wide. A tenant's objects are rendered into every cluster one of its
+workloads targets; a tenant without workloads is rendered into every cluster (its quota is the
+only thing that lets it run anything).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from compiler.catalog import Catalog
+from compiler.diagnostics import Diagnostic, make
+from compiler.model import WHOLE_GPU, Cluster, Policy, Quota, Tenant
+from compiler.solve.result import Solution
+
+
+def tenant_clusters(policy: Policy) -> dict[str, tuple[str, ...]]:
+    """tenant → the clusters its objects are rendered into (sorted)."""
+    all_clusters = tuple(sorted(c.name for c in policy.clusters))
+    out: dict[str, tuple[str, ...]] = {}
+    for tenant in policy.tenants:
+        used = sorted({w.cluster for w in policy.workloads if w.tenant == tenant.name})
+        out[tenant.name] = tuple(used) if used else all_clusters
+    return out
+
+
+def tenants_in(policy: Policy, cluster: str) -> tuple[Tenant, ...]:
+    placement = tenant_clusters(policy)
+    return tuple(sorted((t for t in policy.tenants if cluster in placement[t.name]), key=lambda t: t.name))
+
+
+def quota_counts(quota: Quota) -> dict[str, int]:
+    """Countable resources of a quota: profile names and ``"gpu"`` (whole GPUs)."""
+    out = dict(quota.profiles)
+    if quota.gpus:
+        out[WHOLE_GPU] = quota.gpus
+    return out
+
+
+def hard_limits(tenant: Tenant) -> dict[str, int]:
+    """Per countable resource: burst where set, else guaranteed (see the module docstring)."""
+    hard = quota_counts(tenant.guaranteed)
+    hard.update(quota_counts(tenant.burst))
+    return dict(sorted(hard.items()))
+
+
+def resource_name(resource: str) -> str:
+    """Extended resource of a quota key: ``nvidia.com/mig-1g.10gb.me`` or ``nvidia.com/gpu``."""
+    if resource == WHOLE_GPU:
+        return "nvidia.com/gpu"
+    return "nvidia.com/mig-" + resource.replace("+", ".")
+
+
+def reserved_gpus(cluster: Cluster, pool_name: str) -> int:
+    for pool in cluster.pools:
+        if pool.name == pool_name:
+            return pool.reserve_whole_gpus + pool.reserve_whole_nodes * pool.gpus_per_node
+    return 0
+
+
+def cluster_capacity(
+    policy: Policy, solution: Solution, catalog: Catalog, cluster: Cluster
+) -> dict[str, float]:
+    """What tenants can be given in a cluster: instances per profile, whole GPUs, memory GB, compute slices.
+
+    Reserved whole GPUs are not capacity (they are kept out of demand). A whole GPU of a
+    time-sliced or MPS pool counts once per replica: that is how many ``nvidia.com/gpu`` the device
+    plugin advertises and therefore what a ResourceQuota on ``requests.nvidia.com/gpu`` counts.
+    """
+    out: dict[str, float] = {}
+    pools = {p.name: p for p in cluster.pools}
+    for result in solution.pools:
+        if result.cluster != cluster.name or result.pool not in pools:
+            continue
+        pool = pools[result.pool]
+        model = catalog.get(result.gpu_model)
+        whole = 0
+        for node in result.nodes:
+            for gpu in node.gpus:
+                if not gpu.mig_enabled:
+                    whole += 1
+                    continue
+                for name, count in gpu.profiles:
+                    out[name] = out.get(name, 0) + count
+                    prof = model.profile(name) if model is not None else None
+                    if prof is not None:
+                        out["memoryGB"] = out.get("memoryGB", 0) + prof.memory_gb * count
+                        out["computeSlices"] = out.get("computeSlices", 0) + prof.compute_slices * count
+        whole = max(0, whole - reserved_gpus(cluster, pool.name))
+        shares = pool.sharing.replicas if (not pool.mig and pool.sharing.mode != "none") else 1
+        out[WHOLE_GPU] = out.get(WHOLE_GPU, 0) + whole * shares
+        if model is not None:
+            out["memoryGB"] = out.get("memoryGB", 0) + whole * model.memory_gb
+            out["computeSlices"] = out.get("computeSlices", 0) + whole * model.compute_slices
+    return dict(sorted(out.items()))
+
+
+def _fmt(value: float) -> str:
+    return str(int(value)) if float(value).is_integer() else f"{value:g}"
+
+
+def _tenant_diag(code: str, message: str, tenant: Tenant, field_path: str) -> Diagnostic:
+    span = tenant.span
+    path = f"{span.path}.{field_path}" if span.path else f"$.{field_path}"
+    return make(code, message, file=span.file, line=span.line, col=span.col, path=path)
+
+
+def _amounts(quota: Quota) -> dict[str, float]:
+    out: dict[str, float] = {k: float(v) for k, v in quota_counts(quota).items()}
+    if quota.gpu_memory_gb:
+        out["memoryGB"] = float(quota.gpu_memory_gb)
+    if quota.compute_slices:
+        out["computeSlices"] = float(quota.compute_slices)
+    return out
+
+
+_CODE = {WHOLE_GPU: "MIGC251", "memoryGB": "MIGC252", "computeSlices": "MIGC253"}
+_FIELD = {
+    WHOLE_GPU: "spec.guaranteed.gpus",
+    "memoryGB": "spec.guaranteed.gpuMemoryGB",
+    "computeSlices": "spec.guaranteed.computeSlices",
+}
+_WHAT = {WHOLE_GPU: "whole GPUs", "memoryGB": "GB of GPU memory", "computeSlices": "compute slices"}
+
+
+def _describe(resource: str) -> str:
+    return _WHAT.get(resource, f"{resource} instances")
+
+
+def check_quotas(policy: Policy, solution: Solution, catalog: Catalog) -> list[Diagnostic]:
+    """MIGC250-253: guarantees that the solved layout cannot honour; MIGC255: unreachable burst limits."""
+    diagnostics: list[Diagnostic] = []
+    for cluster in sorted(policy.clusters, key=lambda c: c.name):
+        capacity = cluster_capacity(policy, solution, catalog, cluster)
+        tenants = tenants_in(policy, cluster.name)
+        guaranteed: dict[str, list[tuple[Tenant, float]]] = {}
+        for tenant in tenants:
+            for resource, amount in _amounts(tenant.guaranteed).items():
+                guaranteed.setdefault(resource, []).append((tenant, amount))
+        for resource in sorted(guaranteed):
+            holders = guaranteed[resource]
+            total = sum(a for _, a in holders)
+            have = capacity.get(resource, 0.0)
+            if total <= have + 1e-9:
+                continue
+            who = ", ".join(f"{t.name} {_fmt(a)}" for t, a in holders)
+            first = holders[0][0]
+            field_path = _FIELD.get(resource, f"spec.guaranteed.profiles.{resource}")
+            diagnostics.append(
+                _tenant_diag(
+                    _CODE.get(resource, "MIGC250"),
+                    f"cluster {cluster.name}: tenants are guaranteed {_fmt(total)} {_describe(resource)} "
+                    f"({who}) but the solved layout provides {_fmt(have)}: short by {_fmt(total - have)}",
+                    first,
+                    field_path,
+                )
+            )
+        for tenant in tenants:
+            burst = _amounts(tenant.burst)
+            for resource in sorted(burst):
+                have = capacity.get(resource, 0.0)
+                if burst[resource] > have + 1e-9:
+                    field_path = {
+                        WHOLE_GPU: "spec.burst.gpus",
+                        "memoryGB": "spec.burst.gpuMemoryGB",
+                        "computeSlices": "spec.burst.computeSlices",
+                    }.get(resource, f"spec.burst.profiles.{resource}")
+                    diagnostics.append(
+                        _tenant_diag(
+                            "MIGC255",
+                            f"cluster {cluster.name}: tenant {tenant.name} may burst to "
+                            f"{_fmt(burst[resource])} {_describe(resource)} but the solved layout provides "
+                            f"only {_fmt(have)}",
+                            tenant,
+                            field_path,
+                        )
+                    )
+    return diagnostics
+
+
+def per_node_max(cluster: Cluster, catalog: Catalog) -> Mapping[str, int]:
+    """Most instances of each resource one node of the cluster could ever offer (for LimitRange max)."""
+    out: dict[str, int] = {}
+    for pool in cluster.pools:
+        shares = pool.sharing.replicas if (not pool.mig and pool.sharing.mode != "none") else 1
+        out[WHOLE_GPU] = max(out.get(WHOLE_GPU, 0), pool.gpus_per_node * shares)
+        model = catalog.get(pool.gpu_model)
+        if model is None or not pool.mig:
+            continue
+        for prof in model.profiles:
+            out[prof.name] = max(out.get(prof.name, 0), prof.max_count * pool.gpus_per_node)
+    return out

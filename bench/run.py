@@ -1,0 +1,686 @@
+"""``python -m bench``: runs M1–M4, prints tables, optionally writes them to a Markdown file.
+
+Never asserts on time. Structural facts that must hold (migc's gap to the optimum is 0, every
+layout it picks is feasible, no baseline beats the optimum) are reported as ``CHECK FAILED`` lines
+and make the exit status 1, so a broken solver cannot hide behind a table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import platform
+import shlex
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from bench import baselines, harness, openb, scale, synthetic
+from bench.demand import TIERS, Pod, profile_counts, whole_gpus
+from bench.geometry import Geometry, geometry
+from bench.optimum import (
+    Measure,
+    Served,
+    max_served,
+    measure_pods,
+    measure_slices,
+    min_disruption,
+    min_gpus,
+    served_of,
+)
+from compiler.catalog import GpuModel, load_catalog
+
+# --- configuration -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Config:
+    name: str
+    models: tuple[str, ...] = ("A100-SXM4-80GB", "H100-80GB")
+    mixes: tuple[str, ...] = tuple(synthetic.MIXES)
+    synth_sizes: tuple[int, ...] = (200,)
+    synth_seeds: tuple[int, ...] = (1,)
+    openb_first: tuple[int, ...] = (500,)
+    openb_windows: tuple[int, ...] = (300,)
+    openb_window_seeds: tuple[int, ...] = (1,)
+    m2_fractions: tuple[float, ...] = (0.6,)
+    m2_size: int = 300
+    m3_small_seeds: tuple[int, ...] = (1, 2)
+    m3_shifts: tuple[float, ...] = (10.0, 30.0)
+    m3_large_size: int = 1000
+    m3_windows: tuple[int, int, int] = (300, 75, 3)  # window pods, step, count
+    m4_sizes: tuple[int, ...] = (1000, 10000)
+
+
+QUICK = Config(name="quick")
+FULL = Config(
+    name="full",
+    synth_sizes=(100, 1000, 10000),
+    synth_seeds=(1, 2, 3),
+    openb_first=(100, 1000, 7064),
+    openb_windows=(500,),
+    openb_window_seeds=(1, 2, 3, 4, 5),
+    m2_fractions=(0.5, 0.8),
+    m2_size=2000,
+    m3_small_seeds=(1, 2, 3, 4, 5),
+    m3_shifts=(5.0, 10.0, 30.0, 50.0),
+    m3_large_size=5000,
+    m3_windows=(1000, 100, 6),
+    m4_sizes=(1000, 10000, 80000),
+)
+
+
+@dataclass
+class Checks:
+    failed: list[str] = field(default_factory=list)
+
+    def expect(self, ok: bool, what: str) -> None:
+        if not ok:
+            self.failed.append(what)
+
+
+# --- formatting ----------------------------------------------------------------------------------
+
+
+def table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
+    """A Markdown pipe table, column-aligned so it reads in a terminal too."""
+    cells = [[str(h) for h in headers], *[[str(c) for c in r] for r in rows]]
+    widths = [max(len(r[i]) for r in cells) for i in range(len(headers))]
+
+    def line(r: Sequence[str]) -> str:
+        return "| " + " | ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)) + " |"
+
+    sep = "|" + "|".join("-" * (w + 2) for w in widths) + "|"
+    return "\n".join([line(cells[0]), sep, *[line(r) for r in cells[1:]]])
+
+
+def ratio(value: float, best: float) -> str:
+    if best <= 0:
+        return "n/a"
+    return f"{value / best:.3f}"
+
+
+def geq(served: Served, measure: float = 7.0) -> str:
+    """Served measure per tier (critical/high/low), in GPU-equivalents of compute slices."""
+    return "/".join(f"{v / measure:.1f}" for _, v in served.measure)
+
+
+def score(served: Served) -> float:
+    """Priority-weighted served demand: Σ tier value × measure served in that tier."""
+    values = dict(TIERS)
+    return sum(values[t] * v for t, v in served.measure)
+
+
+# --- M1 ------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class M1Row:
+    instance: str
+    model: str
+    pods: int
+    lp_bound: float
+    optimum: int
+    migc: int | None
+    migc_proved: bool | None
+    balanced: int
+    whole: int
+    greedy: int
+
+
+def m1_instances(
+    cfg: Config, geo: Geometry, mappings: Sequence[openb.Mapping]
+) -> list[tuple[str, list[Pod]]]:
+    out: list[tuple[str, list[Pod]]] = []
+    for mix in cfg.mixes:
+        for n in cfg.synth_sizes:
+            for seed in cfg.synth_seeds:
+                out.append((f"synthetic {mix} n={n} s={seed}", synthetic.generate(geo, mix, n, seed)))
+    if openb.available():
+        trace = openb.load_trace()
+        for mapping in mappings:
+            for n in cfg.openb_first:
+                out.append(
+                    (f"openb/{mapping} first {n}", openb.to_pods(geo, openb.first_n(trace, n), mapping))
+                )
+            for n in cfg.openb_windows:
+                for seed in cfg.openb_window_seeds:
+                    window = openb.random_window(trace, n, seed)
+                    out.append((f"openb/{mapping} window {n} s={seed}", openb.to_pods(geo, window, mapping)))
+    return out
+
+
+def fleet_nodes(pods: Sequence[Pod], per_node: int = 8) -> int:
+    """Nodes enough for one whole GPU per pod: a fleet that never limits the M1 optimum."""
+    return max(1, math.ceil(baselines.whole_per_pod_gpus(pods) / per_node))
+
+
+def run_m1(
+    cfg: Config, models: Sequence[GpuModel], mappings: Sequence[openb.Mapping], checks: Checks, use_migc: bool
+) -> list[M1Row]:
+    catalog = load_catalog()
+    rows: list[M1Row] = []
+    for model in models:
+        geo = geometry(model)
+        feasible = baselines.layout_feasibility(geo)
+        for label, pods in m1_instances(cfg, geo, mappings):
+            opt = min_gpus(geo, pods)
+            checks.expect(opt.optimal, f"M1 {label} {model.model}: reference MILP not proved optimal")
+            bal = baselines.balanced_gpus(geo, pods)
+            whole = baselines.whole_per_pod_gpus(pods)
+            greedy = baselines.greedy_gpus(geo, pods, feasible)
+            for name, v in (("all-balanced", bal), ("whole-gpu", whole), ("greedy-ff", greedy)):
+                checks.expect(
+                    v >= opt.gpus, f"M1 {label} {model.model}: {name} {v} beats the optimum {opt.gpus}"
+                )
+            migc: int | None = None
+            proved: bool | None = None
+            if use_migc:
+                policy = harness.build_policy(model, pods, fleet_nodes(pods))
+                rb = harness.read_back(geo, harness.solve(policy, catalog), policy)
+                migc, proved = rb.gpus_used, rb.optimal
+                checks.expect(
+                    rb.unmet == 0, f"M1 {label} {model.model}: migc left {rb.unmet} unmet on an ample fleet"
+                )
+                checks.expect(
+                    rb.infeasible_layouts == 0,
+                    f"M1 {label} {model.model}: migc chose {rb.infeasible_layouts} infeasible layouts",
+                )
+                checks.expect(
+                    migc == opt.gpus, f"M1 {label} {model.model}: migc {migc} GPUs, optimum {opt.gpus}"
+                )
+            rows.append(
+                M1Row(label, model.model, len(pods), opt.lp_bound, opt.gpus, migc, proved, bal, whole, greedy)
+            )
+    return rows
+
+
+def render_m1(rows: Sequence[M1Row]) -> str:
+    body = [
+        (
+            r.instance,
+            r.model,
+            r.pods,
+            f"{r.lp_bound:.2f}",
+            r.optimum,
+            "n/a" if r.migc is None else r.migc,
+            "n/a" if r.migc is None else r.migc - r.optimum,
+            "n/a" if r.migc_proved is None else ("yes" if r.migc_proved else "NO"),
+            f"{r.balanced} ({ratio(r.balanced, r.optimum)})",
+            f"{r.whole} ({ratio(r.whole, r.optimum)})",
+            f"{r.greedy} ({ratio(r.greedy, r.optimum)})",
+        )
+        for r in rows
+    ]
+    headers = (
+        "instance",
+        "model",
+        "pods",
+        "LP bound",
+        "optimum",
+        "migc",
+        "gap",
+        "migc proved",
+        "all-balanced (×opt)",
+        "whole-gpu (×opt)",
+        "greedy-ff (×opt)",
+    )
+    out = [table(headers, body), ""]
+    if rows:
+        gaps = [r.migc - r.optimum for r in rows if r.migc is not None]
+        out.append(
+            f"migc gap to the optimum: max {max(gaps)} GPUs over {len(gaps)} instances"
+            if gaps
+            else "migc gap to the optimum: not measured (solver not available)"
+        )
+        columns: tuple[tuple[str, Callable[[M1Row], int]], ...] = (
+            ("all-balanced", lambda r: r.balanced),
+            ("whole-gpu", lambda r: r.whole),
+            ("greedy-ff", lambda r: r.greedy),
+        )
+        for name, get in columns:
+            rs = [get(r) / r.optimum for r in rows if r.optimum > 0]
+            out.append(f"{name}: GPUs / optimum mean {sum(rs) / len(rs):.3f}, max {max(rs):.3f}")
+    return "\n".join(out)
+
+
+# --- M2 ------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class M2Row:
+    instance: str
+    model: str
+    fleet: int
+    demand: Served
+    optimum: Served
+    migc: Served | None
+    balanced: Served
+    whole: Served
+    greedy: Served
+
+
+def run_m2(
+    cfg: Config,
+    models: Sequence[GpuModel],
+    mappings: Sequence[openb.Mapping],
+    checks: Checks,
+    use_migc: bool,
+    measure: Measure,
+) -> list[M2Row]:
+    catalog = load_catalog()
+    rows: list[M2Row] = []
+    model = models[0]
+    geo = geometry(model)
+    feasible = baselines.layout_feasibility(geo)
+    cases: list[tuple[str, list[Pod]]] = [
+        (f"synthetic {mix} n={cfg.m2_size}", synthetic.generate(geo, mix, cfg.m2_size, 7))
+        for mix in cfg.mixes
+    ]
+    if openb.available():
+        trace = openb.load_trace()
+        for mapping in mappings:
+            cases.append(
+                (
+                    f"openb/{mapping} first {cfg.m2_size}",
+                    openb.to_pods(geo, openb.first_n(trace, cfg.m2_size), mapping),
+                )
+            )
+    for label, pods in cases:
+        need = min_gpus(geo, pods).gpus
+        for frac in cfg.m2_fractions:
+            fleet = max(8, 8 * math.floor(frac * need / 8))
+            opt = max_served(geo, pods, fleet, measure)
+            checks.expect(opt.optimal, f"M2 {label}: reference MILP not proved optimal")
+            bal = served_of(geo, baselines.balanced_served(geo, pods, fleet), measure)
+            whole = served_of(geo, baselines.whole_per_pod_served(pods, fleet), measure)
+            greedy = served_of(geo, baselines.greedy_served(geo, pods, fleet, feasible), measure)
+            for name, s in (("all-balanced", bal), ("whole-gpu", whole), ("greedy-ff", greedy)):
+                checks.expect(s.key() <= opt.key(), f"M2 {label} fleet {fleet}: {name} beats the optimum")
+            migc: Served | None = None
+            if use_migc:
+                policy = harness.build_policy(model, pods, fleet // 8)
+                rb = harness.read_back(geo, harness.solve(policy, catalog), policy)
+                migc = served_of(geo, rb.served, measure)
+                checks.expect(rb.infeasible_layouts == 0, f"M2 {label}: migc chose infeasible layouts")
+                checks.expect(
+                    migc.key() == opt.key(),
+                    f"M2 {label} fleet {fleet}: migc served {migc.key()}, optimum {opt.key()}",
+                )
+            rows.append(
+                M2Row(
+                    f"{label} ({frac:.0%} of opt)",
+                    model.model,
+                    fleet,
+                    served_of(geo, pods, measure),
+                    opt,
+                    migc,
+                    bal,
+                    whole,
+                    greedy,
+                )
+            )
+    return rows
+
+
+def tier_share(s: Served, opt: Served) -> str:
+    """Served in each tier as a percentage of the optimum's (— where the optimum serves nothing)."""
+    return "/".join(
+        "—" if o <= 0 else f"{100 * v / o:.0f}" for (_, v), (_, o) in zip(s.measure, opt.measure, strict=True)
+    )
+
+
+def _rounded(key: tuple[float, ...]) -> tuple[float, ...]:
+    return tuple(round(v, 6) for v in key)
+
+
+def render_m2(rows: Sequence[M2Row], measure_name: str) -> str:
+    unit = 7.0 if measure_name == "slices" else 1.0
+
+    def cell(s: Served | None, opt: Served) -> str:
+        if s is None:
+            return "n/a"
+        return f"{geq(s, unit)} ({tier_share(s, opt)}%)"
+
+    body = [
+        (
+            r.instance,
+            r.fleet,
+            geq(r.demand, unit),
+            geq(r.optimum, unit),
+            cell(r.migc, r.optimum),
+            cell(r.balanced, r.optimum),
+            cell(r.whole, r.optimum),
+            cell(r.greedy, r.optimum),
+        )
+        for r in rows
+    ]
+    what = "GPU-equivalents (compute slices / 7)" if measure_name == "slices" else "pods"
+    headers = (
+        "instance",
+        "fleet GPUs",
+        "demand c/h/l",
+        "optimum c/h/l",
+        "migc (% of opt per tier)",
+        "all-balanced",
+        "whole-gpu",
+        "greedy-ff",
+    )
+    summary = []
+    for name, get in (("all-balanced", "balanced"), ("whole-gpu", "whole"), ("greedy-ff", "greedy")):
+        worse = sum(1 for r in rows if _rounded(getattr(r, get).key()) < _rounded(r.optimum.key()))
+        summary.append(f"{name}: below the lexicographic optimum on {worse} of {len(rows)} instances")
+    return "\n".join(
+        [
+            f"Served per tier critical/high/low in {what}; in brackets each tier as % of the optimum's. "
+            "Tiers are strict: a lower tier only counts once every higher tier is at its optimum.",
+            "",
+            table(headers, body),
+            "",
+            *summary,
+        ]
+    )
+
+
+# --- M3 ------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class M3Row:
+    case: str
+    gpus_before: int
+    gpus_after: int
+    migc: tuple[int, int]
+    minimum: tuple[int, int] | None  # exhaustive, small cases only
+    scratch: tuple[int, int]
+
+
+def _small_demand(geo: Geometry, seed: int, target: int) -> list[Pod]:
+    """A synthetic 'uniform' demand whose optimum is close to ``target`` GPUs (no whole-GPU pods)."""
+    pods: list[Pod] = []
+    n = 4
+    while True:
+        pods = [p for p in synthetic.generate(geo, "inference", n, seed, tenants=3)]
+        if min_gpus(geo, pods).gpus >= target:
+            return pods
+        n += 2
+
+
+def run_m3(
+    cfg: Config, models: Sequence[GpuModel], mappings: Sequence[openb.Mapping], checks: Checks, use_migc: bool
+) -> list[M3Row]:
+    if not use_migc:
+        return []
+    catalog = load_catalog()
+    model = models[0]
+    geo = geometry(model)
+    rows: list[M3Row] = []
+
+    def step(label: str, before: list[Pod], after: list[Pod], nodes: int, per_node: int, exact: bool) -> None:
+        p1 = harness.build_policy(model, before, nodes, per_node)
+        s1 = harness.solve(p1, catalog)
+        state1 = harness.node_states(s1.pool(harness.CLUSTER, harness.POOL))
+        p2 = harness.build_policy(model, after, nodes, per_node)
+        s2 = harness.solve(p2, catalog, harness.current_state(s1))
+        rb2 = harness.read_back(geo, s2, p2)
+        s3 = harness.solve(p2, catalog)
+        migc = harness.changes(state1, rb2.nodes)
+        scratch = harness.changes(state1, harness.node_states(s3.pool(harness.CLUSTER, harness.POOL)))
+        opt2 = min_gpus(geo, after).gpus
+        minimum = None
+        if exact:
+            d = min_disruption(
+                geo, [list(g) for _, g in state1], profile_counts(after), whole_gpus(after), opt2
+            )
+            minimum = (d.nodes, d.gpus) if d.found else None
+            checks.expect(d.found, f"M3 {label}: no exhaustive solution within {opt2} GPUs")
+            if minimum is not None:
+                checks.expect(
+                    migc == minimum, f"M3 {label}: migc touched {migc} (nodes, GPUs), minimum is {minimum}"
+                )
+        if before == after:
+            checks.expect(migc == (0, 0), f"M3 {label}: unchanged demand changed {migc}")
+        checks.expect(rb2.unmet == 0 or rb2.gpus_used <= opt2, f"M3 {label}: migc left demand unmet")
+        gpus1 = harness.read_back(geo, s1, p1).gpus_used
+        rows.append(M3Row(label, gpus1, rb2.gpus_used, migc, minimum, scratch))
+
+    # small cases, exact minimum by exhaustive search: 3 nodes × 4 GPUs
+    for seed in cfg.m3_small_seeds:
+        before = _small_demand(geo, seed, 7)
+        step(f"small s={seed} unchanged", before, before, 3, 4, True)
+        for pct in cfg.m3_shifts:
+            after = synthetic.shift(before, pct, seed)
+            if min_gpus(geo, after).gpus <= 12:
+                step(f"small s={seed} ±{pct:.0f}%", before, after, 3, 4, True)
+    # larger synthetic shifts: migc vs re-solving from scratch
+    for mix in cfg.mixes[:2]:
+        before = synthetic.generate(geo, mix, cfg.m3_large_size, 11)
+        for pct in cfg.m3_shifts:
+            after = synthetic.shift(before, pct, 11)
+            nodes = fleet_nodes(before + after)
+            step(f"synthetic {mix} n={cfg.m3_large_size} ±{pct:.0f}%", before, after, nodes, 8, False)
+    # consecutive windows of the openb trace by creation time
+    if openb.available():
+        trace = openb.load_trace()
+        n, stride, count = cfg.m3_windows
+        for mapping in mappings:
+            windows = [openb.to_pods(geo, w, mapping) for w in openb.sliding_windows(trace, n, stride, count)]
+            nodes = max(fleet_nodes(w) for w in windows)
+            for i in range(1, len(windows)):
+                step(
+                    f"openb/{mapping} window {i - 1}→{i} ({n} pods, step {stride})",
+                    windows[i - 1],
+                    windows[i],
+                    nodes,
+                    8,
+                    False,
+                )
+    return rows
+
+
+def render_m3(rows: Sequence[M3Row]) -> str:
+    def pair(p: tuple[int, int] | None) -> str:
+        return "n/a" if p is None else f"{p[0]} / {p[1]}"
+
+    body = [
+        (r.case, f"{r.gpus_before}→{r.gpus_after}", pair(r.migc), pair(r.minimum), pair(r.scratch))
+        for r in rows
+    ]
+    headers = ("case", "GPUs used", "migc nodes / GPUs changed", "exact minimum", "re-solve from scratch")
+    return table(headers, body) if rows else "not measured (solver not available)"
+
+
+# --- M4 ------------------------------------------------------------------------------------------
+
+
+def run_m4(cfg: Config, use_migc: bool) -> list[dict[str, object]]:
+    if not use_migc:
+        return []
+    out = []
+    with tempfile.TemporaryDirectory(prefix="migc-bench-") as tmp:
+        for size in cfg.m4_sizes:
+            out.append(scale.run_size(size, Path(tmp)))
+    return out
+
+
+def render_m4(results: Sequence[dict[str, object]]) -> str:
+    if not results:
+        return "not measured (solver not available)"
+    body = []
+    prev: dict[str, object] | None = None
+    for r in results:
+        if "error" in r:
+            body.append((r.get("gpus", "?"), "error: " + str(r["error"]), "", "", "", "", "", ""))
+            prev = None
+            continue
+        growth = "—"
+        if prev is not None:
+            t_ratio = float(r["total_s"]) / max(1e-9, float(prev["total_s"]))  # type: ignore[arg-type]
+            n_ratio = float(r["gpus"]) / float(prev["gpus"])  # type: ignore[arg-type]
+            growth = f"×{t_ratio:.1f} time for ×{n_ratio:.0f} GPUs"
+        body.append(
+            (
+                r["gpus"],
+                r["nodes"],
+                r["workloads"],
+                f"{float(r['validate_s']):.2f}",  # type: ignore[arg-type]
+                f"{float(r['solve_s']):.2f}",  # type: ignore[arg-type]
+                f"{float(r['total_s']):.2f}",  # type: ignore[arg-type]
+                f"{float(r['peak_rss_mb']):.0f} (of which {float(r['rss_before_mb']):.0f} at start)",  # type: ignore[arg-type]
+                growth,
+            )
+        )
+        prev = r
+    via = {str(r.get("validated_by")) for r in results if "validated_by" in r}
+    headers = (
+        "GPUs",
+        "nodes",
+        "workloads",
+        "load+validate s",
+        "solve+assign s",
+        "total s",
+        "peak RSS MB",
+        "growth",
+    )
+    return "\n".join([table(headers, body), "", "Policy read by: " + ", ".join(sorted(via))])
+
+
+# --- driver --------------------------------------------------------------------------------------
+
+
+def machine_facts() -> list[str]:
+    cpu = platform.processor() or "unknown"
+    try:
+        for line in Path("/proc/cpuinfo").read_text(encoding="utf-8").splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    mem = "unknown"
+    try:
+        for line in Path("/proc/meminfo").read_text(encoding="utf-8").splitlines():
+            if line.startswith("MemTotal"):
+                mem = f"{int(line.split()[1]) / 1024 / 1024:.1f} GiB"
+    except OSError:
+        pass
+    from importlib.metadata import version
+
+    commit = (
+        subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"],
+            capture_output=True,
+            text=True,
+            cwd=Path(__file__).resolve().parents[1],
+            check=False,
+        ).stdout.strip()
+        or "unknown"
+    )
+    return [
+        f"- CPU: {cpu}, {os.cpu_count()} logical CPUs (shared with other work while measuring)",
+        f"- memory: {mem}",
+        f"- OS: {platform.platform()}",
+        f"- Python {platform.python_version()}, highspy {version('highspy')}",
+        f"- git commit: {commit} (plus uncommitted work in progress of other modules, if any)",
+    ]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
+    mode = ap.add_mutually_exclusive_group()
+    mode.add_argument("--quick", action="store_true", help="small instances, about a minute (default)")
+    mode.add_argument("--full", action="store_true", help="every instance class and size, several minutes")
+    ap.add_argument(
+        "--mapping",
+        choices=("compute", "memory", "both"),
+        default="both",
+        help="how openb fractional pods become MIG profiles",
+    )
+    ap.add_argument(
+        "--measure",
+        choices=("slices", "pods"),
+        default="slices",
+        help="M2: what 'demand served' counts within a tier",
+    )
+    ap.add_argument("--only", default="M1,M2,M3,M4", help="comma-separated subset of M1,M2,M3,M4")
+    ap.add_argument("--results", type=Path, help="also write the tables to this Markdown file")
+    args = ap.parse_args(argv)
+    cfg = FULL if args.full else QUICK
+    only = {s.strip().upper() for s in args.only.split(",")}
+    mappings: tuple[openb.Mapping, ...] = openb.MAPPINGS if args.mapping == "both" else (args.mapping,)
+    catalog = load_catalog()
+    models = [m for name in cfg.models if (m := catalog.get(name)) is not None]
+    use_migc = harness.solver_available()
+    measure: Measure = measure_slices if args.measure == "slices" else measure_pods
+    checks = Checks()
+    command = "python -m bench " + " ".join(shlex.quote(a) for a in (sys.argv[1:] if argv is None else argv))
+    started = time.perf_counter()
+    trace_note = f"found at {openb.trace_path()}" if openb.available() else "NOT FOUND (skipped)"
+    solver_note = "compiler.solve.solve" if use_migc else "NOT AVAILABLE: only references and baselines ran"
+    doc: list[str] = [
+        "# migc benchmark results",
+        "",
+        f"Produced by `{command.strip()}` (mode: {cfg.name}).",
+        "",
+        *machine_facts(),
+        f"- openb trace: {trace_note}",
+        f"- migc solver: {solver_note}",
+        "",
+    ]
+    print("\n".join(doc), flush=True)
+
+    def section(title: str, intro: str, produce: Callable[[], str]) -> None:
+        t0 = time.perf_counter()
+        body = produce()
+        text = f"## {title}\n\n{intro}\n\n{body}\n\n(section took {time.perf_counter() - t0:.1f} s)\n"
+        print(text, flush=True)
+        doc.append(text)
+
+    if "M1" in only:
+        section(
+            "M1: GPUs used vs the proven optimum and the baselines",
+            "Optimum: the bench's own cutting-stock MILP (HiGHS, zero gap tolerance, proved optimal) over "
+            "layouts it enumerates itself; LP bound: its relaxation. Every fleet is large enough to serve "
+            "everything; `gap` = migc − optimum.",
+            lambda: render_m1(run_m1(cfg, models, mappings, checks, use_migc)),
+        )
+    if "M2" in only:
+        section(
+            "M2: priority-weighted demand served on a fleet smaller than the demand",
+            f"Fleet: a fraction of the M1 optimum, in whole 8-GPU nodes, {models[0].model}. Optimum: "
+            f"lexicographic MILP, each tier maximised with the tiers above fixed (measure: {args.measure}). "
+            "Baselines admit pods in priority order.",
+            lambda: render_m2(run_m2(cfg, models, mappings, checks, use_migc, measure), args.measure),
+        )
+    if "M3" in only:
+        section(
+            "M3: disruption when demand shifts",
+            "Nodes touched / GPUs whose layout changes, between migc's previous answer and (a) migc given "
+            "that answer as `current`, (b) the exhaustive minimum within the optimal GPU count (small cases: "
+            "3 nodes × 4 GPUs), (c) migc re-solving from scratch without `current`. Shifts are ±x% per "
+            "(tenant, profile) group; openb windows slide by creation time.",
+            lambda: render_m3(run_m3(cfg, models, mappings, checks, use_migc)),
+        )
+    if "M4" in only:
+        section(
+            "M4: validate + solve + assign at scale",
+            f"{scale.TENANTS} tenants × {scale.WORKLOADS_PER_TENANT} workloads, "
+            f"{len(scale.MODELS)} GPU models "
+            f"({', '.join(scale.MODELS)}), {scale.GPUS_PER_NODE} GPUs per node, demand ≈ "
+            f"{scale.FILL:.0%} of the fleet's compute slices; YAML written to a temp dir, each size measured "
+            "in a fresh subprocess (wall time, ru_maxrss).",
+            lambda: render_m4(run_m4(cfg, use_migc)),
+        )
+    verdict = ["## Checks", ""]
+    verdict += [f"- CHECK FAILED: {f}" for f in checks.failed] or ["- all structural checks passed"]
+    verdict += ["", f"Total bench time: {time.perf_counter() - started:.0f} s.", ""]
+    print("\n".join(verdict), flush=True)
+    doc.append("\n".join(verdict))
+    if args.results:
+        args.results.write_text("\n".join(doc), encoding="utf-8")
+    return 1 if checks.failed else 0

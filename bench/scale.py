@@ -1,0 +1,256 @@
+"""M4: wall time and peak memory of ``validate + solve + assign`` at fleet scale.
+
+The parent writes a policy set as YAML files into a temporary directory; a fresh subprocess per
+size loads, validates and solves it and reports its own ``ru_maxrss``, so the sizes do not share a
+heap or caches. Fleet: one cluster, one 8-GPU-per-node pool per GPU model (6 models), 500 tenants
+with 3 workloads each, sized to ask for about 70% of the fleet's compute slices.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import resource
+import subprocess
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from bench.geometry import geometry
+
+MODELS = ("A100-SXM4-40GB", "A100-SXM4-80GB", "H100-80GB", "H100-NVL-94GB", "H200-141GB", "B200-180GB")
+TENANTS = 500
+WORKLOADS_PER_TENANT = 3
+GPUS_PER_NODE = 8
+FILL = 0.70
+CLUSTER = "scale"
+
+
+def _pool_name(model: str) -> str:
+    return model.lower()
+
+
+def generate(gpus: int, seed: int = 1) -> list[dict[str, Any]]:
+    """The policy set as YAML documents (Fleet, Tenants, Workloads)."""
+    from compiler.catalog import load_catalog
+
+    catalog = load_catalog()
+    rng = random.Random(f"scale:{gpus}:{seed}")
+    nodes_total = max(len(MODELS), gpus // GPUS_PER_NODE)
+    pools = []
+    pool_nodes: dict[str, int] = {}
+    for i, model in enumerate(MODELS):
+        n = nodes_total // len(MODELS) + (1 if i < nodes_total % len(MODELS) else 0)
+        pool_nodes[model] = n
+        gm = catalog.get(model)
+        assert gm is not None, model
+        pools.append(
+            {
+                "name": _pool_name(model),
+                "gpuProduct": gm.gpu_products[0],
+                "gpusPerNode": GPUS_PER_NODE,
+                "nodes": {"names": [f"{_pool_name(model)}-{j:05d}" for j in range(n)]},
+                "maxUnavailable": "10%",
+                "partitioning": "mig",
+            }
+        )
+    docs: list[dict[str, Any]] = [
+        {
+            "apiVersion": "migc.dev/v1alpha1",
+            "kind": "Fleet",
+            "metadata": {"name": "scale"},
+            "spec": {"clusters": [{"name": CLUSTER, "nodePools": pools}]},
+        }
+    ]
+    tiers = ("critical", "high", "low")
+    for t in range(TENANTS):
+        docs.append(
+            {
+                "apiVersion": "migc.dev/v1alpha1",
+                "kind": "Tenant",
+                "metadata": {"name": f"tenant-{t:03d}"},
+                "spec": {"namespaces": [f"tenant-{t:03d}"], "priorityClass": tiers[t % 3]},
+            }
+        )
+    # each workload is pinned to one pool; its replicas share that pool's slices with the others
+    workloads_per_pool: dict[str, list[tuple[int, int]]] = {m: [] for m in MODELS}
+    for t in range(TENANTS):
+        for w in range(WORKLOADS_PER_TENANT):
+            workloads_per_pool[rng.choice(MODELS)].append((t, w))
+    for model in MODELS:
+        gm = catalog.get(model)
+        assert gm is not None, model
+        geo = geometry(gm)
+        members = workloads_per_pool[model]
+        if not members:
+            continue
+        budget = pool_nodes[model] * GPUS_PER_NODE * geo.model.compute_slices * FILL / len(members)
+        for t, w in members:
+            spec: dict[str, Any] = {"tenant": f"tenant-{t:03d}", "pools": [_pool_name(model)]}
+            if rng.random() < 0.1:
+                k = rng.choice((1, 2, 4, 8))
+                spec["need"] = {"gpus": k}
+                spec["isolation"] = "exclusive"
+                spec["replicas"] = max(1, round(budget / (k * geo.model.compute_slices)))
+            else:
+                prof = rng.choice([p for p in geo.profiles if p.compute_slices < geo.model.compute_slices])
+                spec["need"] = {"profile": prof.name}
+                spec["isolation"] = "hardware"
+                spec["replicas"] = max(1, round(budget / prof.compute_slices))
+            docs.append(
+                {
+                    "apiVersion": "migc.dev/v1alpha1",
+                    "kind": "Workload",
+                    "metadata": {"name": f"tenant-{t:03d}-w{w}"},
+                    "spec": spec,
+                }
+            )
+    return docs
+
+
+def write(docs: Sequence[dict[str, Any]], directory: Path) -> list[Path]:
+    """Fleet in one file, tenants in one, workloads in one: like a real policy repository."""
+    directory.mkdir(parents=True, exist_ok=True)
+    files = {"Fleet": "fleet.yaml", "Tenant": "tenants.yaml", "Workload": "workloads.yaml"}
+    out = []
+    for kind, fname in files.items():
+        path = directory / fname
+        with path.open("w", encoding="utf-8") as f:
+            yaml.safe_dump_all([d for d in docs if d["kind"] == kind], f, sort_keys=False)
+        out.append(path)
+    return out
+
+
+def _rss_mb() -> float:
+    # Linux reports ru_maxrss in KiB
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def measure(directory: Path) -> dict[str, Any]:
+    """Run in the child: load + validate + solve (+ assign, part of solve) the policy in ``directory``."""
+    import compiler.solve as solve_mod
+    from compiler.catalog import load_catalog
+
+    catalog = load_catalog()
+    paths = sorted(directory.glob("*.yaml"))
+    rss_before = _rss_mb()
+    t0 = time.perf_counter()
+    policy, via = _validated_policy(paths)
+    t1 = time.perf_counter()
+    solution = solve_mod.solve(policy, catalog, None)
+    t2 = time.perf_counter()
+    gpus = sum(p.gpus_used for p in solution.pools)
+    return {
+        "validate_s": t1 - t0,
+        "solve_s": t2 - t1,
+        "total_s": t2 - t0,
+        "rss_before_mb": rss_before,
+        "peak_rss_mb": _rss_mb(),
+        "validated_by": via,
+        "gpus_used": gpus,
+        "optimal": all(p.optimal for p in solution.pools),
+        "nodes": sum(len(p.nodes) for p in solution.pools),
+        "workloads": len(policy.workloads),
+        "tenants": len(policy.tenants),
+    }
+
+
+def _validated_policy(paths: Sequence[Path]) -> tuple[Any, str]:
+    try:
+        from compiler.commands.validate import load_and_validate  # type: ignore[attr-defined]
+    except ImportError:
+        return _direct_policy(paths), "direct (load_and_validate not available: validate NOT timed)"
+    result = load_and_validate([str(p) for p in paths])
+    policy, diagnostics = result if isinstance(result, tuple) else (result, [])
+    errors = [d for d in diagnostics if getattr(d, "severity", "") == "error"]
+    if policy is None or errors:
+        raise SystemExit(f"generated policy does not validate: {errors[:3]}")
+    return policy, "compiler.commands.validate.load_and_validate"
+
+
+def _direct_policy(paths: Sequence[Path]) -> Any:
+    """Fallback while the validator is missing: the same YAML, read with PyYAML, built by hand."""
+    from compiler.catalog import load_catalog
+    from compiler.model import Cluster, Need, NodePool, Policy, Tenant, Workload
+
+    catalog = load_catalog()
+    docs = [d for p in paths for d in yaml.safe_load_all(p.read_text(encoding="utf-8"))]
+    fleet = next(d for d in docs if d["kind"] == "Fleet")
+    pools = []
+    for c in fleet["spec"]["clusters"]:
+        for p in c["nodePools"]:
+            gm = catalog.by_product(p["gpuProduct"])
+            assert gm is not None
+            pools.append(
+                NodePool(
+                    name=p["name"],
+                    cluster=c["name"],
+                    gpu_product=p["gpuProduct"],
+                    gpu_model=gm.model,
+                    gpus_per_node=p["gpusPerNode"],
+                    node_names=tuple(sorted(p["nodes"]["names"])),
+                )
+            )
+    tenants = {
+        d["metadata"]["name"]: Tenant(
+            d["metadata"]["name"], tuple(d["spec"]["namespaces"]), d["spec"]["priorityClass"]
+        )
+        for d in docs
+        if d["kind"] == "Tenant"
+    }
+    workloads = []
+    for d in docs:
+        if d["kind"] != "Workload":
+            continue
+        s = d["spec"]
+        need = Need(gpus=s["need"]["gpus"]) if "gpus" in s["need"] else Need(profiles=(s["need"]["profile"],))
+        workloads.append(
+            Workload(
+                name=d["metadata"]["name"],
+                tenant=s["tenant"],
+                replicas=s["replicas"],
+                need=need,
+                isolation=s["isolation"],
+                priority_tier=tenants[s["tenant"]].priority_tier,
+                cluster=CLUSTER,
+                pools=tuple(s["pools"]),
+            )
+        )
+    return Policy(
+        clusters=(Cluster(CLUSTER, tuple(sorted(pools, key=lambda p: p.name))),),
+        tenants=tuple(sorted(tenants.values(), key=lambda t: t.name)),
+        workloads=tuple(sorted(workloads, key=lambda w: w.name)),
+    )
+
+
+def run_size(gpus: int, workdir: Path, timeout: float = 600.0) -> dict[str, Any]:
+    """Generate, write, then measure in a fresh interpreter."""
+    directory = workdir / f"fleet-{gpus}"
+    write(generate(gpus), directory)
+    repo = Path(__file__).resolve().parents[1]
+    proc = subprocess.run(
+        [sys.executable, "-m", "bench.scale", str(directory)],
+        cwd=repo,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+    if proc.returncode != 0:
+        return {"error": (proc.stderr.strip().splitlines() or ["failed"])[-1]}
+    result: dict[str, Any] = json.loads(proc.stdout.strip().splitlines()[-1])
+    result["gpus"] = gpus
+    return result
+
+
+def main(argv: Sequence[str]) -> int:
+    print(json.dumps(measure(Path(argv[0]))))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))

@@ -1,0 +1,172 @@
+"""The benchmark end to end on tiny instances: structural facts only, never time.
+
+The bench lives outside the installed package, so the repository root goes on ``sys.path``.
+Instances from the openb trace are used when ``../shared/data/openb`` (or ``$MIGC_SHARED_DIR``)
+holds it; otherwise those parts skip.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench import baselines, harness, openb, run, scale, synthetic
+from bench.demand import WHOLE, Pod, profile_counts, whole_gpus
+from bench.geometry import geometry
+from bench.optimum import GpuState, max_served, measure_slices, min_disruption, min_gpus, served_of
+from compiler.catalog import GpuModel, load_catalog
+from compiler.catalog.layouts import enumerate_layouts
+
+TINY = run.Config(
+    name="tiny",
+    synth_sizes=(30,),
+    synth_seeds=(1,),
+    openb_first=(40,),
+    openb_windows=(30,),
+    openb_window_seeds=(3,),
+    m2_fractions=(0.5,),
+    m2_size=40,
+    m3_small_seeds=(1,),
+    m3_shifts=(30.0,),
+    m3_large_size=60,
+    m3_windows=(40, 10, 2),
+    m4_sizes=(96,),
+)
+
+
+def _a100() -> GpuModel:
+    model = load_catalog().get("A100-SXM4-80GB")
+    assert model is not None
+    return model
+
+
+MODELS = [_a100()]
+
+
+def test_bench_geometry_matches_the_catalog_enumeration() -> None:
+    for model in load_catalog().models:
+        if model.mig_capable:
+            ours = set(geometry(model).layouts)
+            assert ours == {lay.profiles for lay in enumerate_layouts(model)}, model.model
+
+
+def test_reference_optimum_on_a_hand_checked_case() -> None:
+    geo = geometry(_a100())
+    # 21 compute slices need at least 3 GPUs, and 3 suffice: two × {3g.40gb, 4 × 1g.10gb} and
+    # {3 × 2g.20gb, 1g.10gb}; the 2-GPU pod adds 2 whole GPUs
+    pods = [Pod("3g.40gb")] * 2 + [Pod("2g.20gb")] * 3 + [Pod("1g.10gb")] * 9 + [Pod(WHOLE, 2)]
+    opt = min_gpus(geo, pods)
+    assert opt.optimal
+    assert opt.gpus == 3 + 2
+    assert opt.lp_bound <= opt.gpus
+    assert baselines.whole_per_pod_gpus(pods) == 2 + 3 + 9 + 2
+
+
+def test_m1_optimum_never_worse_than_a_baseline_and_migc_matches_it() -> None:
+    checks = run.Checks()
+    rows = run.run_m1(TINY, MODELS, openb.MAPPINGS, checks, harness.solver_available())
+    assert len(rows) >= len(synthetic.MIXES)
+    for r in rows:
+        assert r.lp_bound <= r.optimum + 1e-6
+        assert r.optimum <= min(r.balanced, r.whole, r.greedy), r
+        assert r.whole / r.optimum >= 1.0
+        if r.migc is not None:
+            assert r.migc == r.optimum, r
+    assert checks.failed == []
+    assert "optimum" in run.render_m1(rows)
+
+
+def test_m2_optimum_serves_lexicographically_most() -> None:
+    checks = run.Checks()
+    rows = run.run_m2(TINY, MODELS, openb.MAPPINGS, checks, harness.solver_available(), measure_slices)
+    assert rows
+    for r in rows:
+        for s in (r.balanced, r.whole, r.greedy):
+            assert s.key() <= r.optimum.key()
+        assert sum(p for _, p in r.optimum.pods) <= sum(p for _, p in r.demand.pods)
+        if r.migc is not None:
+            assert r.migc.key() == r.optimum.key()
+    assert checks.failed == []
+
+
+def test_m2_fleet_bound_is_respected_by_every_baseline() -> None:
+    geo = geometry(_a100())
+    pods = synthetic.generate(geo, "training", 50, 3)
+    fleet = 16
+    feasible = baselines.layout_feasibility(geo)
+    for served in (
+        baselines.balanced_served(geo, pods, fleet),
+        baselines.whole_per_pod_served(pods, fleet),
+        baselines.greedy_served(geo, pods, fleet, feasible),
+    ):
+        assert min_gpus(geo, served).gpus <= fleet
+    assert max_served(geo, pods, fleet, measure_slices).key() >= served_of(geo, [], measure_slices).key()
+
+
+def test_exhaustive_minimum_disruption() -> None:
+    geo = geometry(_a100())
+    seven = (("1g.10gb", 7),)
+    current: list[list[GpuState]] = [[seven, None], [None, None]]
+    assert (min_disruption(geo, current, {"1g.10gb": 7}, 0, 1).nodes, 0) == (0, 0)
+    d = min_disruption(geo, current, {"1g.10gb": 7, "3g.40gb": 2}, 0, 2)
+    assert (d.nodes, d.gpus) == (1, 1)
+    # one GPU cannot host 14 × 1g.10gb with a budget of one GPU
+    assert not min_disruption(geo, current, {"1g.10gb": 14}, 0, 1).found
+
+
+@pytest.mark.skipif(not harness.solver_available(), reason="compiler.solve.solve not available yet")
+def test_m3_migc_disruption_is_minimal_on_small_cases() -> None:
+    checks = run.Checks()
+    rows = run.run_m3(TINY, MODELS, ("compute",), checks, True)
+    small = [r for r in rows if r.minimum is not None]
+    assert small
+    for r in rows:
+        if "unchanged" in r.case:
+            assert r.migc == (0, 0)
+    assert checks.failed == []
+
+
+def test_openb_mapping_structure() -> None:
+    if not openb.available():
+        pytest.skip(f"openb trace not found under {openb.shared_dir()}")
+    geo = geometry(_a100())
+    trace = openb.first_n(openb.load_trace(), 200)
+    assert all(p.num_gpu > 0 for p in trace)
+    assert [p.creation_time for p in trace] == sorted(p.creation_time for p in trace)
+    for mapping in openb.MAPPINGS:
+        pods = openb.to_pods(geo, trace, mapping)
+        assert len(pods) == len(trace)
+        for tp, pod in zip(trace, pods, strict=True):
+            if tp.num_gpu >= 2 or tp.gpu_milli >= 1000:
+                assert pod == Pod(WHOLE, tp.num_gpu, pod.tenant, pod.tier)
+            elif pod.resource != WHOLE:
+                prof = geo.profile(pod.resource)
+                if mapping == "compute":
+                    assert prof.compute_slices * 1000 >= tp.gpu_milli * 7
+                else:
+                    assert prof.memory_gb * 1000 >= tp.gpu_milli * 80 - 1e-6
+        assert whole_gpus(pods) + sum(profile_counts(pods).values()) >= len(pods)
+
+
+def test_openb_skips_cleanly_without_data(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("MIGC_SHARED_DIR", str(tmp_path))
+    assert not openb.available()
+    labels = [label for label, _ in run.m1_instances(TINY, geometry(_a100()), openb.MAPPINGS)]
+    assert labels and not any(label.startswith("openb") for label in labels)
+
+
+def test_scale_policy_shape(tmp_path: Path) -> None:
+    docs = scale.generate(96)
+    kinds = [d["kind"] for d in docs]
+    assert kinds.count("Fleet") == 1
+    assert kinds.count("Tenant") == scale.TENANTS
+    assert kinds.count("Workload") == scale.TENANTS * scale.WORKLOADS_PER_TENANT
+    pools = docs[0]["spec"]["clusters"][0]["nodePools"]
+    assert len(pools) == len(scale.MODELS)
+    assert sum(p["gpusPerNode"] * len(p["nodes"]["names"]) for p in pools) == 96
+    paths = scale.write(docs, tmp_path)
+    assert all(p.is_file() for p in paths)

@@ -237,6 +237,11 @@ def _fleet() -> dict[str, Any]:
                                enum=["none", "time-slicing", "mps"]),
                     "replicas": _s("Pods per GPU when shared.", type="integer", minimum=2, maximum=64),
                 },
+                # replicas is what makes sharing mean anything; no silent default
+                **{
+                    "if": {"properties": {"mode": {"enum": ["time-slicing", "mps"]}}, "required": ["mode"]},
+                    "then": {"required": ["replicas"]},
+                },
             ),
             "labels": _s(
                 "Extra node labels migc may rely on for this pool (informational).",
@@ -328,7 +333,6 @@ def _workload() -> dict[str, Any]:
         "or gpus (whole GPUs on one node).",
         type="object",
         additionalProperties=False,
-        minProperties=1,
         properties={
             "profile": _s("One exact MIG profile.", **{"$ref": "#/$defs/profileName"}),
             "profiles": _s(

@@ -105,9 +105,10 @@ def ratio(value: float, best: float) -> str:
     return f"{value / best:.3f}"
 
 
-def geq(served: Served, measure: float = 7.0) -> str:
-    """Served measure per tier (critical/high/low), in GPU-equivalents of compute slices."""
-    return "/".join(f"{v / measure:.1f}" for _, v in served.measure)
+def geq(served: Served, unit: float = 7.0) -> str:
+    """Served measure per tier (critical/high/low): GPU-equivalents of compute slices, or pods (unit 1)."""
+    digits = 1 if unit != 1.0 else 0
+    return "/".join(f"{v / unit:.{digits}f}" for _, v in served.measure)
 
 
 def score(served: Served) -> float:
@@ -603,9 +604,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     ap.add_argument(
         "--measure",
-        choices=("slices", "pods"),
-        default="slices",
-        help="M2: what 'demand served' counts within a tier",
+        choices=("pods", "slices"),
+        default="pods",
+        help="M2: what 'demand served' counts within a tier (migc maximises pods served per tier)",
     )
     ap.add_argument("--only", default="M1,M2,M3,M4", help="comma-separated subset of M1,M2,M3,M4")
     ap.add_argument("--results", type=Path, help="also write the tables to this Markdown file")

@@ -674,8 +674,11 @@ def to_entry(model: DiscoveredModel, known: GpuModel | None = None) -> dict[str,
     return entry
 
 
-def compare(model: DiscoveredModel, known: GpuModel | None, origin: str = "") -> list[Diagnostic]:
-    """Every field where the catalog entry ``known`` disagrees with the GPU; empty when they agree."""
+def compare(model: DiscoveredModel, known: GpuModel | None, origin: str | None = None) -> list[Diagnostic]:
+    """Every field where the catalog entry ``known`` disagrees with the GPU; empty when they agree.
+
+    ``origin`` names the file to fix in the diagnostics; by default the shipped data file of ``known``.
+    """
     if known is None:
         return [
             make(
@@ -683,6 +686,8 @@ def compare(model: DiscoveredModel, known: GpuModel | None, origin: str = "") ->
                 f"{model.product} ({model.pci_device_id}) has no catalog entry; add the printed one",
             )
         ]
+    if origin is None:
+        origin = catalog_file(known.model)
     out: list[Diagnostic] = []
 
     def differ(path: str, what: str, catalog_value: Any, gpu_value: Any) -> None:

@@ -23,6 +23,7 @@ with warnings.catch_warnings():
     warnings.simplefilter("ignore")  # the pynvml shim's deprecation warning
     import pynvml
 
+REAL = pynvml  # the real bindings, for tests that list what they export
 FIXTURES = Path(__file__).parent / "fixtures" / "nvml"
 
 # Verbs of NVML functions that change device state. Matched against any nvml* name.
@@ -51,7 +52,9 @@ def load_capture(name: str) -> dict[str, Any]:
     return loaded
 
 
-def non_mig_gpu(index: int, name: str = "NVIDIA L4", pci: str = "0x27B810DE", mib: int = 23034) -> dict[str, Any]:
+def non_mig_gpu(
+    index: int, name: str = "NVIDIA L4", pci: str = "0x27B810DE", mib: int = 23034
+) -> dict[str, Any]:
     """A GPU that answers "not supported" to the MIG mode query (L4-like)."""
     return {
         "index": index,
@@ -217,7 +220,7 @@ class FakeNvml(types.ModuleType):
         return self.nvmlDeviceGetGpuInstanceProfileInfo(device, profile, version)
 
     def _row_by_id(self, gpu: Mapping[str, Any], profile_id: int) -> Mapping[str, Any]:
-        row = next((p for p in gpu["profiles"] if int(p["id"]) == profile_id), None)
+        row: Mapping[str, Any] | None = next((p for p in gpu["profiles"] if int(p["id"]) == profile_id), None)
         if row is None:
             _raise(NVML_ERROR_INVALID_ARGUMENT)
         assert row is not None

@@ -107,8 +107,7 @@ def run(*, fmt: str, compare: bool, gpu: int | None, output_format: str, quiet: 
         known = discover.find_in_catalog(model, catalog)
         entries.append(discover.to_entry(model, known))
         if compare:
-            origin = discover.catalog_file(known.model) if known else ""
-            differences.extend(discover.compare(model, known, origin))
+            differences.extend(discover.compare(model, known))
     if fmt == "json":
         click.echo(json.dumps(entries, indent=2))
     else:

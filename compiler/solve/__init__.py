@@ -2,3 +2,7 @@
 
 Public entry point: :func:`compiler.solve.solve` (implemented in ``compiler/solve/pipeline.py``).
 """
+
+from compiler.solve.pipeline import solve
+
+__all__ = ["solve"]

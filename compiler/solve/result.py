@@ -53,6 +53,8 @@ class PoolResult:
     lower_bound_gpus: float = 0.0  # LP bound on GPUs needed for the served demand
     gpus_used: int = 0  # GPUs carrying at least one demanded instance or a whole-GPU workload
     solve_seconds: float = field(default=0.0, compare=False)
+    # (tenant, resource, instances) held idle in this pool so a tenant's guarantee is met without demand
+    reserved: tuple[tuple[str, str, int], ...] = ()
 
     def capacity(self) -> dict[str, int]:
         """Instances per resource the pool's target layout provides (whole GPUs under ``"gpu"``)."""

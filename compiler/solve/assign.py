@@ -1,0 +1,128 @@
+"""Node assignment: turn a pool-level decision into one layout per GPU index of every node.
+
+The integer program already chose, per group of identical current nodes, how many nodes stay
+exactly as deployed (that is where "nodes touched" is minimised, jointly with the layout counts).
+What is left here is linear in the number of GPUs, so 10,000 nodes take milliseconds:
+
+1. kept nodes get their current layout back (lowest node names of each group first);
+2. re-laid nodes that must host a multi-GPU pattern (or be a reserved whole node) are the ones
+   with the most whole GPUs already, and those whole GPUs are kept where they are;
+3. every other re-laid GPU keeps its current layout while the target still needs that layout, so
+   the GPUs changed equal the pool-level lower bound ``sum(max(0, current - target))``;
+4. the remaining target GPUs fill the free positions in canonical (sorted) order, so new nodes get
+   sorted layouts and identical nodes compare equal.
+
+Ties are broken by node name and GPU index only: the result does not depend on input order.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping
+
+from compiler.model import GpuLayout, NodeLayout
+from compiler.solve.plan_types import RESERVE, Pattern, PoolDecision, pattern_size
+from compiler.solve.result import NodeResult
+
+WHOLE = GpuLayout.whole()
+
+
+def changed_indices(target: NodeLayout, current: NodeLayout | None) -> tuple[int, ...]:
+    if current is None:
+        return tuple(range(len(target)))
+    return tuple(i for i, lay in enumerate(target) if i >= len(current) or current[i] != lay)
+
+
+def assign_pool(decision: PoolDecision, current: Mapping[str, NodeLayout]) -> tuple[NodeResult, ...]:
+    """Node results of one pool, sorted by node name. ``current`` maps node name to its deployed layout."""
+    pool = decision.pool
+    gpn = pool.gpus_per_node
+    names = sorted(pool.node_names)
+    targets: dict[str, list[GpuLayout | None]] = {}
+
+    if decision.model is None:  # non-MIG pool (or MIG disabled): every GPU whole
+        for name in names:
+            targets[name] = [WHOLE] * gpn
+        return _results(names, targets, current)
+
+    remaining: Counter[GpuLayout] = Counter(decision.layouts)
+    remaining[WHOLE] = decision.whole_gpus
+    patterns_left: Counter[Pattern] = Counter(decision.patterns)
+
+    groups: dict[NodeLayout, list[str]] = {}
+    for name in names:
+        cur = current.get(name)
+        if cur is not None and len(cur) == gpn:
+            groups.setdefault(cur, []).append(name)
+    taken: dict[NodeLayout, int] = {}
+    for (group, pattern), count in sorted(decision.kept.items()):
+        members = groups.get(group, [])
+        start = taken.get(group, 0)
+        for name in members[start : start + count]:
+            targets[name] = list(group)
+            remaining.subtract(Counter(group))
+            if pattern:
+                patterns_left[pattern] -= 1
+        taken[group] = start + count
+
+    relaid = [n for n in names if n not in targets]
+    for name in relaid:
+        targets[name] = [None] * gpn
+
+    # 2. pattern hosts: the re-laid nodes with the most whole GPUs now
+    def whole_now(name: str) -> int:
+        cur = current.get(name)
+        return sum(1 for lay in cur[:gpn] if lay == WHOLE) if cur is not None else 0
+
+    hosts = sorted(relaid, key=lambda n: (-whole_now(n), n))
+    todo = sorted(
+        (p for p, c in patterns_left.items() for _ in range(max(0, c))),
+        key=lambda p: (-pattern_size(p, gpn), p != RESERVE, p),
+    )
+    for pattern, name in zip(todo, hosts, strict=False):
+        size = pattern_size(pattern, gpn)
+        cur = current.get(name)
+        slots = targets[name]
+        preferred = [i for i in range(gpn) if cur is not None and i < len(cur) and cur[i] == WHOLE]
+        others = [i for i in range(gpn) if i not in preferred]
+        for i in (preferred + others)[:size]:
+            slots[i] = WHOLE
+        remaining[WHOLE] -= size
+
+    # 3. keep what still matches
+    for name in relaid:
+        cur = current.get(name)
+        if cur is None:
+            continue
+        slots = targets[name]
+        for i in range(min(gpn, len(cur))):
+            if slots[i] is None and remaining[cur[i]] > 0:
+                slots[i] = cur[i]
+                remaining[cur[i]] -= 1
+
+    # 4. fill the rest in canonical order
+    leftover = [lay for lay in sorted(remaining) for _ in range(max(0, remaining[lay]))]
+    pos = 0
+    for name in relaid:
+        slots = targets[name]
+        fresh = current.get(name) is None
+        for i in range(gpn):
+            if slots[i] is None:
+                slots[i] = leftover[pos] if pos < len(leftover) else WHOLE
+                pos += 1
+        if fresh:
+            targets[name] = list[GpuLayout | None](sorted(lay for lay in slots if lay is not None))
+    # the decision's counts cover every GPU exactly; anything else is a bug in the model above
+    assert pos == len(leftover), f"{pool.name}: {len(leftover)} target GPUs for {pos} free positions"
+    return _results(names, targets, current)
+
+
+def _results(
+    names: list[str], targets: Mapping[str, list[GpuLayout | None]], current: Mapping[str, NodeLayout]
+) -> tuple[NodeResult, ...]:
+    out = []
+    for name in names:
+        gpus = tuple(lay if lay is not None else WHOLE for lay in targets[name])
+        cur = current.get(name)
+        out.append(NodeResult(name=name, gpus=gpus, current=cur, changed_gpus=changed_indices(gpus, cur)))
+    return tuple(out)

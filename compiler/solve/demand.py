@@ -1,0 +1,234 @@
+"""Turn workloads and tenant guarantees into solver demand, per cluster.
+
+A workload replica is served in exactly one way: a MIG instance of one profile in one pool
+(``mig``), ``k`` whole GPUs on one node (``whole``), or ``k`` time-sliced/MPS replicas of a
+non-MIG pool (``shared``). Workloads that ask for the same thing (same tenant, tier, kind, size and
+options) are merged into one :class:`DemandItem` so the integer program stays small when a fleet has
+thousands of workloads; the result is split back per workload in name order.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+from compiler.catalog import Catalog, GpuModel, Profile
+from compiler.model import WHOLE_GPU, Cluster, NodePool, Policy, Workload
+
+Kind = Literal["mig", "whole", "shared"]
+
+
+@dataclass(frozen=True, order=True)
+class Option:
+    pool: str
+    resource: str  # MIG profile name, or "gpu" for whole GPUs / shared replicas
+    rank: int = 0  # preference rank among the workload's profiles (0 = most preferred)
+
+
+@dataclass(frozen=True)
+class DemandItem:
+    tenant: str
+    tier: str
+    tier_value: int
+    kind: Kind
+    size: int  # whole GPUs (whole) or shared replicas (shared) per workload replica; 1 for mig
+    options: tuple[Option, ...]  # sorted by (rank, pool, resource); empty = nothing can serve it
+    workloads: tuple[tuple[str, int], ...]  # (workload name, replicas), sorted by name
+    reason: str = ""  # why no option exists (for the diagnostic)
+
+    @property
+    def replicas(self) -> int:
+        return sum(r for _, r in self.workloads)
+
+
+@dataclass(frozen=True)
+class Guarantee:
+    tenant: str
+    resource: str  # profile name or "gpu"
+    amount: int
+    pools: tuple[str, ...]  # pools of the cluster that can hold it
+
+
+def is_shared_pool(pool: NodePool) -> bool:
+    return not pool.mig and pool.sharing.mode != "none"
+
+
+def offers_whole(pool: NodePool) -> bool:
+    """Whole, unshared GPUs: any MIG pool (MIG disabled per GPU) or a non-MIG pool without sharing."""
+    return pool.mig or pool.sharing.mode == "none"
+
+
+def pool_model(pool: NodePool, catalog: Catalog) -> GpuModel | None:
+    return catalog.get(pool.gpu_model) or catalog.by_product(pool.gpu_product)
+
+
+def mig_model(pool: NodePool, catalog: Catalog) -> GpuModel | None:
+    model = pool_model(pool, catalog)
+    if not pool.mig or model is None or not model.mig_capable or not model.profiles:
+        return None
+    return model
+
+
+def smallest_fitting(model: GpuModel, memory_gb: float, compute: int) -> Profile | None:
+    """The smallest non-``+me`` profile with at least this memory and compute.
+
+    "Smallest" is the share of the memory-slice axis it blocks; ties go to fewer compute slices,
+    then less memory, then name.
+    """
+    fitting = [
+        p
+        for p in model.profiles
+        if not p.media_extensions and p.memory_gb >= memory_gb and p.compute_slices >= compute
+    ]
+    if not fitting:
+        return None
+    return min(fitting, key=lambda p: (p.memory_slices, p.compute_slices, p.memory_gb, p.name))
+
+
+def _candidate_pools(cluster: Cluster, workload: Workload) -> list[NodePool]:
+    pools = sorted(cluster.pools, key=lambda p: p.name)
+    if workload.pools:
+        allowed = set(workload.pools)
+        pools = [p for p in pools if p.name in allowed]
+    return pools
+
+
+def _options(
+    workload: Workload, cluster: Cluster, catalog: Catalog
+) -> tuple[Kind, int, tuple[Option, ...], str]:
+    need = workload.need
+    pools = _candidate_pools(cluster, workload)
+    opts: list[Option] = []
+    if workload.isolation == "shared":
+        size = max(1, need.gpus)
+        for pool in pools:
+            if not is_shared_pool(pool):
+                continue
+            model = pool_model(pool, catalog)
+            if need.gpu_memory_gb and model is not None and model.memory_gb < need.gpu_memory_gb:
+                continue
+            if size <= pool.gpus_per_node * pool.sharing.replicas:
+                opts.append(Option(pool.name, WHOLE_GPU))
+        why = "no time-sliced or MPS pool in the cluster can host it" if not opts else ""
+        return "shared", size, tuple(sorted(opts)), why
+    if workload.isolation == "exclusive" or need.kind == "gpus":
+        size = max(1, need.gpus)
+        for pool in pools:
+            if offers_whole(pool) and size <= pool.gpus_per_node:
+                opts.append(Option(pool.name, WHOLE_GPU))
+        why = f"no pool offers {size} whole unshared GPU(s) on one node" if not opts else ""
+        return "whole", size, tuple(sorted(opts)), why
+    for pool in pools:
+        model = mig_model(pool, catalog)
+        if model is None:
+            continue
+        if need.kind == "profiles":
+            for rank, name in enumerate(need.profiles):
+                if model.profile(name) is not None:
+                    opts.append(Option(pool.name, name, rank))
+        else:
+            prof = smallest_fitting(model, need.gpu_memory_gb, need.compute_slices)
+            if prof is not None:
+                opts.append(Option(pool.name, prof.name))
+    if opts:
+        why = ""
+    elif need.kind == "profiles":
+        why = f"no MIG pool it may use offers {', '.join(need.profiles)}"
+    else:
+        why = (
+            f"no MIG profile in the pools it may use has {need.gpu_memory_gb:g} GB and "
+            f"{need.compute_slices} compute slice(s)"
+        )
+    return "mig", 1, tuple(sorted(opts)), why
+
+
+def build_demand(policy: Policy, cluster: Cluster, catalog: Catalog) -> tuple[DemandItem, ...]:
+    """Demand items of one cluster, merged and sorted deterministically."""
+    merged: dict[tuple[str, str, Kind, int, tuple[Option, ...], str], list[tuple[str, int]]] = {}
+    for w in sorted(policy.workloads, key=lambda w: w.name):
+        if w.cluster != cluster.name or w.replicas <= 0:
+            continue
+        kind, size, opts, why = _options(w, cluster, catalog)
+        key = (w.tenant, w.priority_tier, kind, size, opts, why)
+        merged.setdefault(key, []).append((w.name, w.replicas))
+    items = []
+    for (tenant, tier, kind, size, opts, why), wls in merged.items():
+        items.append(
+            DemandItem(
+                tenant=tenant,
+                tier=tier,
+                tier_value=_tier_value(policy, tier),
+                kind=kind,
+                size=size,
+                options=opts,
+                workloads=tuple(sorted(wls)),
+                reason=why,
+            )
+        )
+    return tuple(sorted(items, key=lambda i: (i.tenant, i.workloads, i.kind, i.size)))
+
+
+def _tier_value(policy: Policy, tier: str) -> int:
+    try:
+        return policy.partition.tier_value(tier)
+    except KeyError:
+        return 0
+
+
+def guarantee_pools(cluster: Cluster, catalog: Catalog, resource: str) -> tuple[str, ...]:
+    out = []
+    for pool in sorted(cluster.pools, key=lambda p: p.name):
+        if resource == WHOLE_GPU:
+            if offers_whole(pool):
+                out.append(pool.name)
+            continue
+        model = mig_model(pool, catalog)
+        if model is not None and model.profile(resource) is not None:
+            out.append(pool.name)
+    return tuple(out)
+
+
+def tenant_guarantees(
+    policy: Policy, catalog: Catalog
+) -> tuple[dict[str, list[Guarantee]], list[tuple[str, str, int]]]:
+    """Guarantees per cluster, and those no cluster can hold at all: ``(tenant, resource, amount)``.
+
+    A guarantee holds in every cluster where the tenant runs workloads and some pool offers the
+    resource (quotas are rendered per cluster); a tenant without workloads gets it in every cluster
+    that offers the resource.
+    """
+    per_cluster: dict[str, list[Guarantee]] = {c.name: [] for c in policy.clusters}
+    nowhere: list[tuple[str, str, int]] = []
+    for tenant in sorted(policy.tenants, key=lambda t: t.name):
+        wanted: list[tuple[str, int]] = list(tenant.guaranteed.profiles)
+        if tenant.guaranteed.gpus:
+            wanted.append((WHOLE_GPU, tenant.guaranteed.gpus))
+        if not wanted:
+            continue
+        running = {w.cluster for w in policy.workloads if w.tenant == tenant.name}
+        for resource, amount in sorted(wanted):
+            if amount <= 0:
+                continue
+            placed = False
+            for cluster in sorted(policy.clusters, key=lambda c: c.name):
+                if running and cluster.name not in running:
+                    continue
+                pools = guarantee_pools(cluster, catalog, resource)
+                if pools:
+                    per_cluster[cluster.name].append(Guarantee(tenant.name, resource, amount, pools))
+                    placed = True
+            if not placed:
+                nowhere.append((tenant.name, resource, amount))
+    return per_cluster, nowhere
+
+
+def split_served(workloads: Sequence[tuple[str, int]], served: int) -> list[tuple[str, int, int]]:
+    """Split a merged item's served replicas back over its workloads, in name order: (name, wanted, got)."""
+    out = []
+    left = served
+    for name, replicas in workloads:
+        got = min(replicas, left)
+        left -= got
+        out.append((name, replicas, got))
+    return out

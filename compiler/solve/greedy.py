@@ -1,0 +1,175 @@
+"""First-fit-decreasing fallback, used only when HiGHS fails or runs out of time (and by benchmarks).
+
+Guarantees are reserved first, then demand by priority tier (highest first), larger instances
+first; each instance goes into the first already-opened GPU of a pool whose layout still has room
+for it (checked against the placement tables), else a new GPU. Whole-GPU replicas take the first
+node with enough free GPUs. It ignores the current layout beyond what node assignment keeps, so
+its pools are always marked ``optimal=False``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Mapping, Sequence
+
+from compiler.catalog import Catalog
+from compiler.catalog.layouts import is_feasible
+from compiler.model import WHOLE_GPU, Cluster, GpuLayout, NodeLayout, NodePool
+from compiler.solve.demand import DemandItem, Guarantee, is_shared_pool, mig_model
+from compiler.solve.milp import ClusterOutcome
+from compiler.solve.plan_types import RESERVE, Pattern, PoolDecision
+
+
+class _PoolState:
+    def __init__(self, pool: NodePool, catalog: Catalog) -> None:
+        self.pool = pool
+        self.model = mig_model(pool, catalog)
+        gpn = pool.gpus_per_node
+        nodes = len(pool.node_names)
+        self.reserve_nodes = min(pool.reserve_whole_nodes, nodes)
+        self.node_free = [gpn] * (nodes - self.reserve_nodes)
+        # reserved whole GPUs come off the last nodes so multi-GPU replicas keep the first ones
+        left = pool.reserve_whole_gpus
+        for j in range(len(self.node_free) - 1, -1, -1):
+            take = min(left, self.node_free[j])
+            self.node_free[j] -= take
+            left -= take
+        self.open: Counter[tuple[tuple[str, int], ...]] = Counter()  # MIG layouts opened -> GPUs
+        self.node_jobs: dict[int, list[int]] = {}
+        self.singles = 0
+        self.slots = 0
+        self.reserved: Counter[tuple[str, str]] = Counter()
+        self.held: Counter[tuple[str, str]] = Counter()  # reservation units still idle
+
+    def take_gpus(self, k: int) -> int | None:
+        for j, free in enumerate(self.node_free):
+            if free >= k:
+                self.node_free[j] -= k
+                return j
+        return None
+
+    def add_instance(self, profile: str) -> bool:
+        assert self.model is not None
+        for layout in sorted(self.open):
+            counts = dict(layout)
+            counts[profile] = counts.get(profile, 0) + 1
+            if is_feasible(self.model, counts):
+                self.open[layout] -= 1
+                if not self.open[layout]:
+                    del self.open[layout]
+                self.open[tuple(sorted(counts.items()))] += 1
+                return True
+        if not is_feasible(self.model, {profile: 1}) or self.take_gpus(1) is None:
+            return False
+        self.open[((profile, 1),)] += 1
+        return True
+
+    def shared_capacity(self) -> int:
+        return sum(self.node_free) * self.pool.sharing.replicas
+
+    def place(self, kind: str, resource: str, size: int) -> bool:
+        if kind == "shared":
+            if self.slots + size > self.shared_capacity():
+                return False
+            self.slots += size
+            return True
+        if resource == WHOLE_GPU:
+            j = self.take_gpus(size)
+            if j is None:
+                return False
+            if size >= 2:
+                self.node_jobs.setdefault(j, []).append(size)
+            else:
+                self.singles += 1
+            return True
+        if self.model is None:
+            return False
+        return self.add_instance(resource)
+
+
+def greedy_cluster(
+    cluster: Cluster,
+    catalog: Catalog,
+    items: Sequence[DemandItem],
+    guarantees: Sequence[Guarantee],
+    current: Mapping[tuple[str, str], NodeLayout],
+) -> ClusterOutcome:
+    del current  # the heuristic does not try to minimise change
+    state = {p.name: _PoolState(p, catalog) for p in sorted(cluster.pools, key=lambda p: p.name)}
+    shortfall: dict[tuple[str, str], int] = {}
+    for g in guarantees:
+        got = 0
+        for _ in range(g.amount):
+            if not any(
+                state[name].place("whole" if g.resource == WHOLE_GPU else "mig", g.resource, 1)
+                and _hold(state[name], g)
+                for name in g.pools
+            ):
+                break
+            got += 1
+        if got < g.amount:
+            shortfall[(g.tenant, g.resource)] = g.amount - got
+
+    served: dict[str, Counter[tuple[int, str]]] = {name: Counter() for name in state}
+
+    def size_key(i: int) -> tuple[int, int, int]:
+        item = items[i]
+        biggest = 0
+        for opt in item.options:
+            st = state[opt.pool]
+            prof = st.model.profile(opt.resource) if st.model is not None else None
+            biggest = max(biggest, prof.memory_slices if prof is not None else 8 * item.size)
+        return (-item.tier_value, -biggest, i)
+
+    for i in sorted(range(len(items)), key=size_key):
+        item = items[i]
+        opts = sorted(item.options, key=lambda o: (o.rank, o.pool, o.resource))
+        for _ in range(item.replicas):
+            placed = False
+            for opt in opts:
+                st = state[opt.pool]
+                key = (item.tenant, opt.resource)
+                if item.kind != "shared" and st.held[key] >= item.size:
+                    st.held[key] -= item.size
+                    served[opt.pool][(i, opt.resource)] += 1
+                    placed = True
+                    break
+                if st.place(item.kind, opt.resource, item.size):
+                    served[opt.pool][(i, opt.resource)] += 1
+                    placed = True
+                    break
+            if not placed:
+                break
+
+    decisions: dict[str, PoolDecision] = {}
+    for name, st in state.items():
+        layouts: Counter[GpuLayout] = Counter()
+        for lay, count in st.open.items():
+            layouts[GpuLayout(mig_enabled=True, profiles=lay)] += count
+        patterns: Counter[Pattern] = Counter()
+        for jobs in st.node_jobs.values():
+            patterns[tuple(sorted(jobs, reverse=True))] += 1
+        if st.reserve_nodes:
+            patterns[RESERVE] = st.reserve_nodes
+        multi = sum(sum(p) * c for p, c in patterns.items() if p != RESERVE)
+        used = sum(layouts.values()) + st.singles + multi
+        if is_shared_pool(st.pool):
+            used = math.ceil(st.slots / max(1, st.pool.sharing.replicas))
+        decisions[name] = PoolDecision(
+            pool=st.pool,
+            model=st.model,
+            layouts=dict(layouts),
+            patterns=dict(patterns),
+            kept={},
+            served=dict(served[name]),
+            reserved={k: v for k, v in sorted(st.held.items()) if v > 0},
+            gpus_used=used,
+            optimal=False,
+        )
+    return ClusterOutcome(decisions=decisions, shortfall=shortfall, result=None)
+
+
+def _hold(st: _PoolState, g: Guarantee) -> bool:
+    st.held[(g.tenant, g.resource)] += 1
+    return True

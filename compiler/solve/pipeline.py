@@ -1,0 +1,312 @@
+"""``solve(policy, catalog, current) -> Solution``: demand -> exact pool-level MILP -> node assignment."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping, Sequence
+from typing import Literal
+
+from compiler.catalog import Catalog
+from compiler.catalog.layouts import is_feasible
+from compiler.diagnostics import Diagnostic, Severity, make, sort_key
+from compiler.model import WHOLE_GPU, Cluster, CurrentState, GpuLayout, NodeLayout, Policy, Span, Workload
+from compiler.solve.assign import assign_pool
+from compiler.solve.bounds import lp_bound
+from compiler.solve.demand import DemandItem, Guarantee, build_demand, split_served, tenant_guarantees
+from compiler.solve.greedy import greedy_cluster
+from compiler.solve.milp import ClusterOutcome, solve_cluster
+from compiler.solve.plan_types import PoolDecision
+from compiler.solve.result import NodeResult, PoolResult, ServedDemand, Solution
+
+Method = Literal["exact", "greedy"]
+
+
+def solve(
+    policy: Policy,
+    catalog: Catalog,
+    current: CurrentState | None = None,
+    *,
+    time_limit_s: float = 60.0,
+    method: Method = "exact",
+) -> Solution:
+    """Choose a layout for every GPU of every pool, one integer program per cluster.
+
+    ``time_limit_s`` bounds each cluster's HiGHS run; when it is hit (or HiGHS fails) the cluster
+    falls back to first-fit decreasing and its pools are marked ``optimal=False`` (MIGC203).
+    ``method="greedy"`` forces that heuristic (benchmarks compare against it).
+    """
+    diags: list[Diagnostic] = []
+    per_cluster_guarantees, nowhere = tenant_guarantees(policy, catalog)
+    for tenant, resource, amount in nowhere:
+        t = policy.tenant(tenant)
+        diags.append(
+            _at(
+                "MIGC200",
+                f"tenant {tenant}: guaranteed {amount} x {resource}, but no pool in any cluster where it "
+                f"runs offers {resource}",
+                t.span,
+                severity=Severity.ERROR,
+            )
+        )
+    deployed = current.as_dict() if current is not None else {}
+    pools: list[PoolResult] = []
+    for cluster in sorted(policy.clusters, key=lambda c: c.name):
+        cur = {
+            (pool, node): lay for (cl, pool, node), lay in sorted(deployed.items()) if cl == cluster.name
+        }
+        results, cluster_diags = _solve_cluster(
+            policy, catalog, cluster, per_cluster_guarantees.get(cluster.name, []), cur, time_limit_s, method
+        )
+        pools.extend(results)
+        diags.extend(cluster_diags)
+    pools.sort(key=lambda p: (p.cluster, p.pool))
+    return Solution(pools=tuple(pools), diagnostics=tuple(sorted(set(diags), key=sort_key)))
+
+
+def _solve_cluster(
+    policy: Policy,
+    catalog: Catalog,
+    cluster: Cluster,
+    guarantees: Sequence[Guarantee],
+    current: Mapping[tuple[str, str], NodeLayout],
+    time_limit: float,
+    method: Method,
+) -> tuple[list[PoolResult], list[Diagnostic]]:
+    diags: list[Diagnostic] = []
+    started = time.perf_counter()
+    items = build_demand(policy, cluster, catalog)
+    outcome: ClusterOutcome | None = None
+    if method == "exact":
+        outcome = solve_cluster(cluster, catalog, items, guarantees, current, time_limit)
+        if outcome.result is None or not outcome.decisions:
+            diags.append(
+                make(
+                    "MIGC203",
+                    f"cluster {cluster.name}: HiGHS found no solution within {time_limit:g}s; "
+                    "using the greedy heuristic",
+                    file=_span_file(cluster.span),
+                    line=cluster.span.line,
+                    col=cluster.span.col,
+                    path=cluster.span.path,
+                )
+            )
+            outcome = None
+        elif not outcome.result.optimal:
+            diags.append(
+                make(
+                    "MIGC203",
+                    f"cluster {cluster.name}: HiGHS did not prove level '{outcome.result.failed_level}' "
+                    f"optimal within {time_limit:g}s; the plan is feasible but may not be optimal",
+                    file=_span_file(cluster.span),
+                    line=cluster.span.line,
+                    col=cluster.span.col,
+                    path=cluster.span.path,
+                )
+            )
+    if outcome is None:
+        outcome = greedy_cluster(cluster, catalog, items, guarantees, current)
+    elapsed = time.perf_counter() - started
+
+    for (tenant, resource), short in sorted(outcome.shortfall.items()):
+        g = next(g for g in guarantees if (g.tenant, g.resource) == (tenant, resource))
+        alone = _max_alone(outcome.decisions, g)
+        t = policy.tenant(tenant)
+        diags.append(
+            _at(
+                "MIGC200",
+                f"tenant {tenant}: guaranteed {g.amount} x {resource} in cluster {cluster.name}, but at most "
+                f"{g.amount - short} can be held alongside the other guarantees (pools "
+                f"{', '.join(g.pools)} hold at most {alone} on their own)",
+                t.span,
+                severity=Severity.ERROR,
+            )
+        )
+
+    results: list[PoolResult] = []
+    rows = _demand_rows(items, outcome.decisions)
+    unmet_sev = Severity.ERROR if policy.partition.unmet_demand == "error" else Severity.WARNING
+    workloads = {w.name: w for w in policy.workloads if w.cluster == cluster.name}
+    for item in items:
+        if item.options:
+            continue
+        for name, replicas in item.workloads:
+            diags.append(
+                _at(
+                    "MIGC202",
+                    f"workload {name} (tenant {item.tenant}): none of its {replicas} replica(s) can be "
+                    f"served in cluster {cluster.name}: {item.reason}",
+                    workloads[name].span,
+                    severity=unmet_sev,
+                )
+            )
+    diags.extend(_unmet_diagnostics(rows, workloads, cluster.name, unmet_sev))
+
+    for pool in sorted(cluster.pools, key=lambda p: p.name):
+        dec = outcome.decisions[pool.name]
+        pool_current = {node: lay for (pname, node), lay in current.items() if pname == pool.name}
+        nodes = assign_pool(dec, pool_current)
+        diags.extend(_invalid_current(dec, pool_current, cluster.name))
+        demand = tuple(
+            sorted(
+                (r for (pname, r) in rows if pname == pool.name),
+                key=lambda d: (d.tenant, d.workload, d.resource),
+            )
+        )
+        results.append(
+            PoolResult(
+                cluster=cluster.name,
+                pool=pool.name,
+                gpu_model=pool.gpu_model,
+                nodes=nodes,
+                demand=demand,
+                layout_counts=_layout_counts(nodes),
+                optimal=dec.optimal,
+                lower_bound_gpus=lp_bound(dec, items),
+                gpus_used=dec.gpus_used,
+                solve_seconds=elapsed,
+                reserved=tuple(sorted((t, r, c) for (t, r), c in dec.reserved.items())),
+            )
+        )
+    return results, diags
+
+
+def _layout_counts(nodes: Sequence[NodeResult]) -> tuple[tuple[GpuLayout, int], ...]:
+    counts: dict[GpuLayout, int] = {}
+    for node in nodes:
+        for gpu in node.gpus:
+            counts[gpu] = counts.get(gpu, 0) + 1
+    return tuple(sorted(counts.items()))
+
+
+def _demand_rows(
+    items: Sequence[DemandItem], decisions: Mapping[str, PoolDecision]
+) -> list[tuple[str, ServedDemand]]:
+    """Per (pool, tenant, workload, resource): instances requested and served.
+
+    A workload's unmet replicas are booked against its most preferred option (lowest rank, then
+    pool and profile name) so every requested replica appears exactly once.
+    """
+    out: dict[tuple[str, str, str, str], list[int]] = {}
+    tiers: dict[tuple[str, str, str, str], str] = {}
+    for i, item in enumerate(items):
+        if not item.options:
+            continue
+        got_by_opt: list[tuple[str, str, int]] = []
+        for opt in item.options:
+            dec = decisions.get(opt.pool)
+            served = dec.served.get((i, opt.resource), 0) if dec is not None else 0
+            if served:
+                got_by_opt.append((opt.pool, opt.resource, served))
+        total = sum(s for _, _, s in got_by_opt)
+        first = min(item.options, key=lambda o: (o.rank, o.pool, o.resource))
+        queue = list(got_by_opt)
+        for name, wanted, got in split_served(item.workloads, total):
+            need = got
+            while need:
+                pool, res, avail = queue[0]
+                take = min(avail, need)
+                key = (pool, item.tenant, name, res)
+                row = out.setdefault(key, [0, 0])
+                row[0] += take * item.size
+                row[1] += take * item.size
+                tiers[key] = item.tier
+                need -= take
+                if take == avail:
+                    queue.pop(0)
+                else:
+                    queue[0] = (pool, res, avail - take)
+            if wanted > got:
+                key = (first.pool, item.tenant, name, first.resource)
+                row = out.setdefault(key, [0, 0])
+                row[0] += (wanted - got) * item.size
+                tiers[key] = item.tier
+    return [
+        (
+            pool,
+            ServedDemand(
+                tenant=tenant,
+                workload=wl,
+                resource=res,
+                requested=req,
+                served=srv,
+                priority_tier=tiers[(pool, tenant, wl, res)],
+            ),
+        )
+        for (pool, tenant, wl, res), (req, srv) in sorted(out.items())
+    ]
+
+
+def _unmet_diagnostics(
+    rows: Sequence[tuple[str, ServedDemand]], workloads: Mapping[str, Workload], cluster: str, sev: Severity
+) -> list[Diagnostic]:
+    wanted: dict[str, int] = {}
+    got: dict[str, int] = {}
+    short: dict[str, list[str]] = {}
+    for pool, row in rows:
+        wanted[row.workload] = wanted.get(row.workload, 0) + row.requested
+        got[row.workload] = got.get(row.workload, 0) + row.served
+        if row.unmet:
+            short.setdefault(row.workload, []).append(f"{row.unmet} x {row.resource} (pool {pool})")
+    out = []
+    for name in sorted(short):
+        w = workloads[name]
+        out.append(
+            _at(
+                "MIGC201",
+                f"workload {name} (tenant {w.tenant}, tier {w.priority_tier}) gets {got[name]} of "
+                f"{wanted[name]} instance(s) in cluster {cluster}; unmet: {', '.join(short[name])}",
+                w.span,
+                severity=sev,
+            )
+        )
+    return out
+
+
+def _max_alone(decisions: Mapping[str, PoolDecision], g: Guarantee) -> int:
+    total = 0
+    for name in g.pools:
+        dec = decisions.get(name)
+        if dec is None:
+            continue
+        pool = dec.pool
+        usable = pool.total_gpus - pool.reserve_whole_gpus - pool.reserve_whole_nodes * pool.gpus_per_node
+        if g.resource == WHOLE_GPU:
+            total += max(0, usable)
+        elif dec.model is not None:
+            prof = dec.model.profile(g.resource)
+            total += max(0, usable) * (prof.max_count if prof is not None else 0)
+    return total
+
+
+def _invalid_current(
+    dec: PoolDecision, current: Mapping[str, NodeLayout], cluster: str
+) -> list[Diagnostic]:
+    out = []
+    pool = dec.pool
+    for node in sorted(current):
+        if node not in pool.node_names:
+            continue
+        lay = current[node]
+        bad = len(lay) != pool.gpus_per_node
+        if not bad and dec.model is not None:
+            bad = any(g.mig_enabled and not is_feasible(dec.model, g.counts()) for g in lay)
+        if bad:
+            out.append(
+                _at(
+                    "MIGC204",
+                    f"node {node} of pool {cluster}/{pool.name}: its deployed layout does not fit "
+                    f"{pool.gpus_per_node} x {pool.gpu_model}; it will be re-laid",
+                    pool.span,
+                )
+            )
+    return out
+
+
+def _span_file(span: Span) -> str:
+    return span.file
+
+
+def _at(code: str, message: str, span: Span, severity: Severity | None = None) -> Diagnostic:
+    return make(
+        code, message, file=span.file, line=span.line, col=span.col, path=span.path, severity=severity
+    )

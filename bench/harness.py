@@ -6,8 +6,9 @@ loader); M4 goes through YAML files and validation instead (see ``bench/scale.py
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import cast
 
 from bench.demand import TIERS, WHOLE, Pod
 from bench.geometry import Geometry
@@ -29,11 +30,24 @@ CLUSTER = "bench"
 POOL = "pool"
 
 
-def solver_available() -> bool:
-    """Whether ``compiler.solve.solve`` exists; without it the bench runs only references and baselines."""
-    import compiler.solve as s
+def _solve_fn() -> Callable[..., Solution] | None:
+    """``compiler.solve.solve``; before the package exports it, its implementation module."""
+    import compiler.solve as package
 
-    return callable(getattr(s, "solve", None))
+    fn = getattr(package, "solve", None)
+    if callable(fn):
+        return cast(Callable[..., Solution], fn)
+    try:
+        from compiler.solve import pipeline
+    except ImportError:
+        return None
+    fn = getattr(pipeline, "solve", None)
+    return cast(Callable[..., Solution], fn) if callable(fn) else None
+
+
+def solver_available() -> bool:
+    """Whether migc's solver exists; without it the bench runs only its references and baselines."""
+    return _solve_fn() is not None
 
 
 def _slug(resource: str) -> str:
@@ -82,10 +96,10 @@ def build_policy(model: GpuModel, pods: Sequence[Pod], nodes: int, gpus_per_node
 
 
 def solve(policy: Policy, catalog: Catalog, current: CurrentState | None = None) -> Solution:
-    import compiler.solve as s  # late: the bench still runs its baselines without it
-
-    solution: Solution = s.solve(policy, catalog, current)
-    return solution
+    fn = _solve_fn()
+    if fn is None:
+        raise RuntimeError("compiler.solve.solve is not available")
+    return fn(policy, catalog, current)
 
 
 def current_state(solution: Solution) -> CurrentState:

@@ -51,6 +51,7 @@ class Config:
     m2_fractions: tuple[float, ...] = (0.6,)
     m2_size: int = 300
     m3_small_seeds: tuple[int, ...] = (1, 2)
+    m3_small_shifts: tuple[float, ...] = (30.0, 60.0, 100.0)
     m3_shifts: tuple[float, ...] = (10.0, 30.0)
     m3_large_size: int = 1000
     m3_windows: tuple[int, int, int] = (300, 75, 3)  # window pods, step, count
@@ -68,6 +69,7 @@ FULL = Config(
     m2_fractions=(0.5, 0.8),
     m2_size=2000,
     m3_small_seeds=(1, 2, 3, 4, 5),
+    m3_small_shifts=(10.0, 30.0, 60.0, 100.0),
     m3_shifts=(5.0, 10.0, 30.0, 50.0),
     m3_large_size=5000,
     m3_windows=(1000, 100, 6),
@@ -309,8 +311,9 @@ def run_m2(
                 rb = harness.read_back(geo, harness.solve(policy, catalog), policy)
                 migc = served_of(geo, rb.served, measure)
                 checks.expect(rb.infeasible_layouts == 0, f"M2 {label}: migc chose infeasible layouts")
+                # migc maximises pods per tier; under another measure its answer is not the optimum
                 checks.expect(
-                    migc.key() == opt.key(),
+                    measure is not measure_pods or migc.key() == opt.key(),
                     f"M2 {label} fleet {fleet}: migc served {migc.key()}, optimum {opt.key()}",
                 )
             rows.append(
@@ -401,15 +404,14 @@ class M3Row:
     scratch: tuple[int, int]
 
 
-def _small_demand(geo: Geometry, seed: int, target: int) -> list[Pod]:
-    """A synthetic 'uniform' demand whose optimum is close to ``target`` GPUs (no whole-GPU pods)."""
-    pods: list[Pod] = []
-    n = 4
+def _small_demand(geo: Geometry, seed: int, target: int, mix: str = "inference") -> list[Pod]:
+    """The smallest synthetic demand of ``mix`` whose optimum needs ``target`` GPUs."""
+    n = 2
     while True:
-        pods = [p for p in synthetic.generate(geo, "inference", n, seed, tenants=3)]
+        pods = synthetic.generate(geo, mix, n, seed, tenants=3)
         if min_gpus(geo, pods).gpus >= target:
             return pods
-        n += 2
+        n += 1
 
 
 def run_m3(
@@ -454,10 +456,13 @@ def run_m3(
     for seed in cfg.m3_small_seeds:
         before = _small_demand(geo, seed, 7)
         step(f"small s={seed} unchanged", before, before, 3, 4, True)
-        for pct in cfg.m3_shifts:
+        for pct in cfg.m3_small_shifts:
             after = synthetic.shift(before, pct, seed)
             if min_gpus(geo, after).gpus <= 12:
                 step(f"small s={seed} ±{pct:.0f}%", before, after, 3, 4, True)
+        # a different mix altogether: most layouts must change
+        other = _small_demand(geo, seed, 7, "balanced-shaped")
+        step(f"small s={seed} inference→balanced-shaped mix", before, other, 3, 4, True)
     # larger synthetic shifts: migc vs re-solving from scratch
     for mix in cfg.mixes[:2]:
         before = synthetic.generate(geo, mix, cfg.m3_large_size, 11)

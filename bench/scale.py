@@ -113,16 +113,23 @@ def generate(gpus: int, seed: int = 1) -> list[dict[str, Any]]:
 
 
 def write(docs: Sequence[dict[str, Any]], directory: Path) -> list[Path]:
-    """Fleet in one file, tenants in one, workloads in one: like a real policy repository."""
+    """Like a real policy repository: ``fleet.yaml``, and ``tenants/<name>.yaml`` holding one
+    tenant with its workloads (the loader caps documents per file, and teams own their files)."""
     directory.mkdir(parents=True, exist_ok=True)
-    files = {"Fleet": "fleet.yaml", "Tenant": "tenants.yaml", "Workload": "workloads.yaml"}
-    out = []
-    for kind, fname in files.items():
-        path = directory / fname
+    (directory / "tenants").mkdir(exist_ok=True)
+    per_file: dict[Path, list[dict[str, Any]]] = {}
+    for d in docs:
+        if d["kind"] == "Fleet":
+            path = directory / "fleet.yaml"
+        elif d["kind"] == "Tenant":
+            path = directory / "tenants" / f"{d['metadata']['name']}.yaml"
+        else:
+            path = directory / "tenants" / f"{d['spec']['tenant']}.yaml"
+        per_file.setdefault(path, []).append(d)
+    for path, group in per_file.items():
         with path.open("w", encoding="utf-8") as f:
-            yaml.safe_dump_all([d for d in docs if d["kind"] == kind], f, sort_keys=False)
-        out.append(path)
-    return out
+            yaml.safe_dump_all(group, f, sort_keys=False)
+    return sorted(per_file)
 
 
 def _rss_mb() -> float:
@@ -132,16 +139,16 @@ def _rss_mb() -> float:
 
 def measure(directory: Path) -> dict[str, Any]:
     """Run in the child: load + validate + solve (+ assign, part of solve) the policy in ``directory``."""
-    import compiler.solve as solve_mod
+    from bench.harness import solve
     from compiler.catalog import load_catalog
 
     catalog = load_catalog()
-    paths = sorted(directory.glob("*.yaml"))
+    paths = [directory]
     rss_before = _rss_mb()
     t0 = time.perf_counter()
     policy, via = _validated_policy(paths)
     t1 = time.perf_counter()
-    solution = solve_mod.solve(policy, catalog, None)
+    solution = solve(policy, catalog, None)
     t2 = time.perf_counter()
     gpus = sum(p.gpus_used for p in solution.pools)
     return {
@@ -160,71 +167,27 @@ def measure(directory: Path) -> dict[str, Any]:
 
 
 def _validated_policy(paths: Sequence[Path]) -> tuple[Any, str]:
+    """The policy through migc's own loader and validator, refusing to time an invalid one."""
+    from compiler.diagnostics import Severity
+
     try:
-        from compiler.commands.validate import load_and_validate  # type: ignore[attr-defined]
+        from compiler.commands.validate import load_and_validate  # type: ignore[attr-defined,unused-ignore]
+
+        policy, diagnostics = load_and_validate(tuple(str(p) for p in paths))
+        via = "compiler.commands.validate.load_and_validate"
     except ImportError:
-        return _direct_policy(paths), "direct (load_and_validate not available: validate NOT timed)"
-    result = load_and_validate([str(p) for p in paths])
-    policy, diagnostics = result if isinstance(result, tuple) else (result, [])
-    errors = [d for d in diagnostics if getattr(d, "severity", "") == "error"]
+        from compiler.catalog import load_catalog
+        from compiler.load import load_paths
+        from compiler.validate import validate
+
+        docs, load_diags = load_paths([str(p) for p in paths])
+        policy, diagnostics = validate(docs, load_catalog())
+        diagnostics = [*load_diags, *diagnostics]
+        via = "compiler.load.load_paths + compiler.validate.validate"
+    errors = [d for d in diagnostics if d.severity >= Severity.ERROR]
     if policy is None or errors:
         raise SystemExit(f"generated policy does not validate: {errors[:3]}")
-    return policy, "compiler.commands.validate.load_and_validate"
-
-
-def _direct_policy(paths: Sequence[Path]) -> Any:
-    """Fallback while the validator is missing: the same YAML, read with PyYAML, built by hand."""
-    from compiler.catalog import load_catalog
-    from compiler.model import Cluster, Need, NodePool, Policy, Tenant, Workload
-
-    catalog = load_catalog()
-    docs = [d for p in paths for d in yaml.safe_load_all(p.read_text(encoding="utf-8"))]
-    fleet = next(d for d in docs if d["kind"] == "Fleet")
-    pools = []
-    for c in fleet["spec"]["clusters"]:
-        for p in c["nodePools"]:
-            gm = catalog.by_product(p["gpuProduct"])
-            assert gm is not None
-            pools.append(
-                NodePool(
-                    name=p["name"],
-                    cluster=c["name"],
-                    gpu_product=p["gpuProduct"],
-                    gpu_model=gm.model,
-                    gpus_per_node=p["gpusPerNode"],
-                    node_names=tuple(sorted(p["nodes"]["names"])),
-                )
-            )
-    tenants = {
-        d["metadata"]["name"]: Tenant(
-            d["metadata"]["name"], tuple(d["spec"]["namespaces"]), d["spec"]["priorityClass"]
-        )
-        for d in docs
-        if d["kind"] == "Tenant"
-    }
-    workloads = []
-    for d in docs:
-        if d["kind"] != "Workload":
-            continue
-        s = d["spec"]
-        need = Need(gpus=s["need"]["gpus"]) if "gpus" in s["need"] else Need(profiles=(s["need"]["profile"],))
-        workloads.append(
-            Workload(
-                name=d["metadata"]["name"],
-                tenant=s["tenant"],
-                replicas=s["replicas"],
-                need=need,
-                isolation=s["isolation"],
-                priority_tier=tenants[s["tenant"]].priority_tier,
-                cluster=CLUSTER,
-                pools=tuple(s["pools"]),
-            )
-        )
-    return Policy(
-        clusters=(Cluster(CLUSTER, tuple(sorted(pools, key=lambda p: p.name))),),
-        tenants=tuple(sorted(tenants.values(), key=lambda t: t.name)),
-        workloads=tuple(sorted(workloads, key=lambda w: w.name)),
-    )
+    return policy, via
 
 
 def run_size(gpus: int, workdir: Path, timeout: float = 600.0) -> dict[str, Any]:

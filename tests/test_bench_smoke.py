@@ -17,7 +17,15 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench import baselines, harness, openb, run, scale, synthetic
 from bench.demand import WHOLE, Pod, profile_counts, whole_gpus
 from bench.geometry import geometry
-from bench.optimum import GpuState, max_served, measure_slices, min_disruption, min_gpus, served_of
+from bench.optimum import (
+    GpuState,
+    max_served,
+    measure_pods,
+    measure_slices,
+    min_disruption,
+    min_gpus,
+    served_of,
+)
 from compiler.catalog import GpuModel, load_catalog
 from compiler.catalog.layouts import enumerate_layouts
 
@@ -31,6 +39,7 @@ TINY = run.Config(
     m2_fractions=(0.5,),
     m2_size=40,
     m3_small_seeds=(1,),
+    m3_small_shifts=(100.0,),
     m3_shifts=(30.0,),
     m3_large_size=60,
     m3_windows=(40, 10, 2),
@@ -82,7 +91,7 @@ def test_m1_optimum_never_worse_than_a_baseline_and_migc_matches_it() -> None:
 
 def test_m2_optimum_serves_lexicographically_most() -> None:
     checks = run.Checks()
-    rows = run.run_m2(TINY, MODELS, openb.MAPPINGS, checks, harness.solver_available(), measure_slices)
+    rows = run.run_m2(TINY, MODELS, openb.MAPPINGS, checks, harness.solver_available(), measure_pods)
     assert rows
     for r in rows:
         for s in (r.balanced, r.whole, r.greedy):

@@ -111,11 +111,12 @@ def run(*, fmt: str, compare: bool, gpu: int | None, output_format: str, quiet: 
     if fmt == "json":
         click.echo(json.dumps(entries, indent=2))
     else:
+        # Every document opens with "---" so that outputs of many nodes concatenate into one stream.
         header = (
             f"# Captured by `migc discover` (read-only NVML), driver {cap.driver_version}.\n"
             "# One document per GPU model; drop a document into compiler/catalog/data/<model>.yaml.\n"
         )
-        click.echo(header + "---\n".join(discover.dump_yaml_entry(e) for e in entries), nl=False)
+        click.echo(header + "".join("---\n" + discover.dump_yaml_entry(e) for e in entries), nl=False)
     diagnostics.extend(differences)
     if diagnostics:
         _print_diagnostics(diagnostics, output_format)

@@ -1,11 +1,186 @@
-"""`migc compile` (placeholder until its issue lands: it refuses to run instead of pretending)."""
+"""`migc compile`: validate → solve (against what ``--out`` holds) → check quotas → render → write.
+
+* default: write ``--out`` atomically (nothing is written when any error diagnostic exists);
+* ``--check``: render in memory and compare with ``--out``; exit 3 and list stale/missing/extra files;
+* ``--stdout``: print the manifests as one multi-document YAML stream and write nothing (Argo CD
+  config management plugin); diagnostics and logs go to stderr so stdout holds manifests only.
+"""
 
 from __future__ import annotations
 
+import os
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
 import click
+
+from compiler import report
+from compiler.catalog import Catalog, load_catalog
+from compiler.current import read_current
+from compiler.diagnostics import Diagnostic, has_errors, make
+from compiler.load import display_path, load_paths
+from compiler.model import CurrentState, Policy
+from compiler.render import check_quotas, manifest_stream, render
+from compiler.render.writer import compare, write_tree
+from compiler.solve import solve
+from compiler.solve.result import Solution
+from compiler.validate import validate
+
+EXIT_OK = 0
+EXIT_INVALID = 1
+EXIT_DRIFT = 3
+
+
+@dataclass(frozen=True)
+class Compiled:
+    """Everything a run produced up to (not including) writing; ``policy``/``solution`` None on errors."""
+
+    policy: Policy | None
+    solution: Solution | None
+    catalog: Catalog
+    current: CurrentState
+    diagnostics: tuple[Diagnostic, ...]
+    source_label: str
+
+    @property
+    def failed(self) -> bool:
+        return self.policy is None or self.solution is None or has_errors(self.diagnostics)
+
+
+def source_label(paths: Sequence[str]) -> str:
+    """Policy paths for the generated-file header: normalised and sorted (argument order is irrelevant)."""
+    shown = sorted({display_path(Path(p)) for p in paths})
+    return ", ".join(shown)
+
+
+def compile_policy(paths: Sequence[str], against: Path | None) -> Compiled:
+    """Load, validate, read the deployed state from ``against``, solve, and check quota feasibility."""
+    catalog = load_catalog()
+    label = source_label(paths)
+    docs, diagnostics = load_paths(list(paths))
+    if has_errors(diagnostics):
+        return Compiled(None, None, catalog, CurrentState(), tuple(diagnostics), label)
+    policy, more = validate(docs, catalog)
+    diagnostics.extend(more)
+    if policy is None or has_errors(diagnostics):
+        return Compiled(None, None, catalog, CurrentState(), tuple(diagnostics), label)
+    current, more = read_current(against, policy)
+    diagnostics.extend(more)
+    solution = solve(policy, catalog, current)
+    diagnostics.extend(solution.diagnostics)
+    if not has_errors(diagnostics):
+        diagnostics.extend(check_quotas(policy, solution, catalog))
+    return Compiled(policy, solution, catalog, current, tuple(diagnostics), label)
+
+
+def emit_diagnostics(diagnostics: Sequence[Diagnostic], fmt: str, *, to_stderr: bool) -> None:
+    text = report.render(list(diagnostics), fmt)
+    if text:
+        click.echo(text, nl=False, err=to_stderr)
 
 
 @click.command(name="compile")
-def command() -> None:
-    """Not implemented yet."""
-    raise click.ClickException("'migc compile' is not implemented yet")
+@click.argument("paths", nargs=-1, required=True, type=click.Path(exists=False))
+@click.option(
+    "--out",
+    "out",
+    default="output",
+    show_default=True,
+    type=click.Path(file_okay=False),
+    help="Output directory (one sub-directory per cluster).",
+)
+@click.option("--check", is_flag=True, help="Compare with --out instead of writing; exit 3 when they differ.")
+@click.option(
+    "--stdout", "to_stdout", is_flag=True, help="Print the manifests as multi-document YAML; write nothing."
+)
+@click.option(
+    "--with",
+    "extras",
+    multiple=True,
+    type=click.Choice(["kueue"]),
+    help="Also render optional objects: kueue (ResourceFlavors, ClusterQueues, LocalQueues).",
+)
+@click.option("--cluster", default=None, help="With --stdout: print only this cluster's manifests.")
+@click.option(
+    "--output-format",
+    "-o",
+    "fmt",
+    default="text",
+    show_default=True,
+    type=click.Choice(list(report.FORMATS)),
+    help="Format of the diagnostics.",
+)
+@click.pass_context
+def command(
+    ctx: click.Context,
+    paths: tuple[str, ...],
+    out: str,
+    check: bool,
+    to_stdout: bool,
+    extras: tuple[str, ...],
+    cluster: str | None,
+    fmt: str,
+) -> None:
+    """Compile policy PATHS (files or directories) into Kubernetes manifests under --out."""
+    if check and to_stdout:
+        raise click.UsageError("--check and --stdout exclude each other")
+    out_dir = Path(out)
+    result = compile_policy(paths, out_dir)
+    log_to_stderr = to_stdout or check
+    emit_diagnostics(result.diagnostics, fmt, to_stderr=log_to_stderr)
+    if result.failed or result.policy is None or result.solution is None:
+        click.echo(
+            report.summary(list(result.diagnostics), what="compile") + "; nothing was written", err=True
+        )
+        ctx.exit(EXIT_INVALID)
+        return
+    files = render(
+        result.policy,
+        result.solution,
+        result.catalog,
+        with_kueue="kueue" in extras,
+        source_label=result.source_label,
+    )
+    if to_stdout:
+        if cluster is not None and cluster not in {c.name for c in result.policy.clusters}:
+            raise click.BadParameter(f"no cluster named {cluster!r} in the policy", param_hint="--cluster")
+        sys.stdout.buffer.write(manifest_stream(files, cluster))
+        sys.stdout.flush()
+        click.echo(f"migc: {len(files)} files rendered to stdout", err=True)
+        ctx.exit(EXIT_OK)
+        return
+    if check:
+        drift = compare(files, out_dir)
+        if drift.clean:
+            click.echo(f"migc: {display_path(out_dir)} is up to date ({len(files)} files)", err=True)
+            ctx.exit(EXIT_OK)
+            return
+        for label, items in (("stale", drift.stale), ("missing", drift.missing), ("extra", drift.extra)):
+            for item in items:
+                click.echo(f"{label}: {display_path(out_dir / item)}")
+        stale_diag = make(
+            "MIGC302",
+            f"{display_path(out_dir)} is out of date: {len(drift.stale)} stale, "
+            f"{len(drift.missing)} missing, {len(drift.extra)} extra",
+            file=display_path(out_dir),
+        )
+        emit_diagnostics([stale_diag], fmt, to_stderr=True)
+        ctx.exit(EXIT_DRIFT)
+        return
+    written = write_tree(files, out_dir)
+    emit_diagnostics(written, fmt, to_stderr=False)
+    if has_errors(written):
+        click.echo(
+            report.summary(written, what="compile") + f"; {display_path(out_dir)} left unchanged", err=True
+        )
+        ctx.exit(EXIT_INVALID)
+        return
+    clusters = len(result.policy.clusters)
+    click.echo(
+        f"migc: wrote {len(files)} files for {clusters} cluster{'s' if clusters != 1 else ''} "
+        f"to {display_path(out_dir)}{os.sep}",
+        err=True,
+    )
+    ctx.exit(EXIT_OK)

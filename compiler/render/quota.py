@@ -109,9 +109,9 @@ def _fmt(value: float) -> str:
 
 
 def _tenant_diag(code: str, message: str, tenant: Tenant, field_path: str) -> Diagnostic:
+    # The span points at the tenant's name; one Tenant per document, so the field path is absolute.
     span = tenant.span
-    path = f"{span.path}.{field_path}" if span.path else f"$.{field_path}"
-    return make(code, message, file=span.file, line=span.line, col=span.col, path=path)
+    return make(code, message, file=span.file, line=span.line, col=span.col, path=f"$.{field_path}")
 
 
 def _amounts(quota: Quota) -> dict[str, float]:

@@ -788,8 +788,8 @@ def _bar(model: GpuModel | None, gpu: GpuLayout | None, x: int, y: int, slots: i
             f'fill="{_colour(model, name)}" rx="3"><title>{escape(name)} at slice {start}</title></rect>'
         )
         parts.append(
-            f'<text x="{px + size * _CELL // 2}" y="{y + 14}" text-anchor="middle" fill="#fff">'
-            f"{escape(name)}</text>"
+            f'<text x="{px + size * _CELL // 2}" y="{y + 14}" text-anchor="middle" fill="#fff" '
+            f'font-size="{9 if size == 1 else 11}">{escape(name)}</text>'
         )
     return parts
 

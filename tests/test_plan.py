@@ -1,0 +1,198 @@
+"""The plan: no change, a resized pool, an added tenant, demand above capacity, evictions, cost, SVG."""
+
+from __future__ import annotations
+
+import json
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+from test_render_support import BALANCED, SEVEN_SMALL, WHOLE, default_solution, policy, solution
+
+from compiler.catalog import load_catalog
+from compiler.model import CurrentState, GpuLayout, NodeLayout
+from compiler.plan import build_plan, parse_snapshot, to_json, to_markdown, to_svg, to_text, write_svgs
+from compiler.solve.result import ServedDemand, Solution
+
+CATALOG = load_catalog()
+
+
+def deployed(sol: Solution) -> CurrentState:
+    """The state after ``sol`` was rolled out."""
+    return CurrentState(
+        nodes=tuple(sorted(((p.cluster, p.pool, n.name), n.gpus) for p in sol.pools for n in p.nodes))
+    )
+
+
+BASE_DEMAND = (
+    ServedDemand("search", "bert", "1g.10gb", 8, 8, "high"),
+    ServedDemand("research", "notebooks", "gpu", 6, 6, "low"),
+)
+
+
+def test_no_change_reports_nothing() -> None:
+    sol = default_solution()
+    plan = build_plan(policy(), sol, CATALOG, deployed(sol))
+    assert not plan.has_changes
+    assert plan.changes == () and plan.removed == ()
+    assert to_text(plan) == "No changes: all 5 nodes already carry their target layout.\n"
+    md = to_markdown(plan, "svg")
+    assert "Nodes to reconfigure" not in md and "No changes" in md
+    assert json.loads(to_json(plan))["hasChanges"] is False
+
+
+def test_first_rollout_marks_every_node_new() -> None:
+    plan = build_plan(policy(), default_solution(), CATALOG, CurrentState())
+    assert len(plan.changes) == 5
+    assert all(c.before is None and c.reason.startswith("new node") for c in plan.changes)
+    assert "+ node a100-01" in to_text(plan)
+
+
+def test_one_pool_resized() -> None:
+    before = default_solution()
+    after = solution(
+        {"a100-01": (BALANCED,) * 8, "a100-02": (SEVEN_SMALL,) * 8},
+        demand=BASE_DEMAND,
+        current={"a100-01": (BALANCED,) * 8, "a100-02": (SEVEN_SMALL,) * 6 + (WHOLE,) * 2},
+    )
+    plan = build_plan(policy(), after, CATALOG, deployed(before))
+    assert [(c.pool, c.node, c.changed_gpus) for c in plan.changes] == [("a100", "a100-02", (6, 7))]
+    change = plan.changes[0]
+    assert change.reason == "pool a100 capacity +14 1g.10gb, -2 whole GPUs"
+    rows = {(r.pool, r.resource): (r.before, r.after) for r in plan.capacity}
+    assert rows[("a100", "1g.10gb")] == (58, 72)
+    assert rows[("a100", "gpu")] == (2, 0)
+    assert rows[("h200", "7g.141gb")] == (16, 16)
+    text = to_text(plan)
+    assert "~ node a100-02 (pool a100, A100-SXM4-80GB)" in text
+    assert "gpu 6: whole GPU (MIG off) → 7x 1g.10gb" in text
+    assert "a100-01" not in text  # untouched nodes are not listed
+    md = to_markdown(plan)
+    assert "| east | a100 | `a100-02` | 7 | whole GPU (MIG off) | 7x 1g.10gb |" in md
+
+
+def test_tenant_added() -> None:
+    before = default_solution()
+    seg = GpuLayout.of({"3g.40gb": 2})
+    after = solution(
+        {"a100-01": (BALANCED,) * 8, "a100-02": (SEVEN_SMALL,) * 6 + (seg, seg)},
+        demand=(*BASE_DEMAND, ServedDemand("vision", "seg", "3g.40gb", 2, 2, "high")),
+    )
+    plan = build_plan(policy(extra_tenant=True), after, CATALOG, deployed(before))
+    assert [c.node for c in plan.changes] == ["a100-02"]
+    tenants = {(t.tenant, t.resource): (t.before, t.after, t.requested) for t in plan.tenants}
+    # The deployed balanced node already has 8 3g.40gb, so the estimate says vision was servable before.
+    assert tenants[("vision", "3g.40gb")] == (2, 2, 2)
+    assert tenants[("search", "1g.10gb")] == (8, 8, 8)
+    doc = json.loads(to_json(plan))
+    assert doc["changes"][0]["after"][6] == {"migEnabled": True, "profiles": {"3g.40gb": 2}}
+    assert doc["hasChanges"] is True
+
+
+def test_tenant_added_on_a_full_pool_shows_capacity_gain() -> None:
+    full: NodeLayout = (SEVEN_SMALL,) * 8
+    before = solution({"a100-01": full, "a100-02": full}, demand=BASE_DEMAND)
+    seg = GpuLayout.of({"3g.40gb": 2})
+    after = solution(
+        {"a100-01": full, "a100-02": (SEVEN_SMALL,) * 7 + (seg,)},
+        demand=(*BASE_DEMAND, ServedDemand("vision", "seg", "3g.40gb", 2, 2, "high")),
+    )
+    plan = build_plan(policy(extra_tenant=True), after, CATALOG, deployed(before))
+    tenants = {(t.tenant, t.resource): (t.before, t.after) for t in plan.tenants}
+    assert tenants[("vision", "3g.40gb")] == (0, 2)
+    assert "east vision 3g.40gb: 0 → 2 of 2" in to_text(plan)
+
+
+def test_demand_above_capacity_is_listed_as_unmet() -> None:
+    sol = solution(
+        {"a100-01": (BALANCED,) * 8, "a100-02": (BALANCED,) * 8},
+        demand=(
+            ServedDemand("search", "bert", "1g.10gb", 40, 32, "high"),
+            ServedDemand("research", "notebooks", "gpu", 20, 16, "low"),
+        ),
+    )
+    plan = build_plan(policy(), sol, CATALOG, deployed(sol))
+    assert not plan.has_changes
+    assert [(u.workload, u.requested, u.served) for u in plan.unmet] == [
+        ("bert", 40, 32),
+        ("notebooks", 20, 16),
+    ]
+    text = to_text(plan)
+    assert "unmet demand" in text and "east/a100 search/bert (high): 32 of 40 1g.10gb" in text
+    assert "east/l40s research/notebooks (low): 16 of 20 whole GPU" in text
+    assert "| east | a100 | search | bert | high | 32 | 40 1g.10gb |" in to_markdown(plan)
+    assert len(json.loads(to_json(plan))["unmet"]) == 2
+
+
+def test_evictions_from_a_kubectl_snapshot() -> None:
+    snapshot = {
+        "apiVersion": "v1",
+        "kind": "List",
+        "items": [
+            {
+                "metadata": {"namespace": "search", "name": "bert-0"},
+                "spec": {
+                    "nodeName": "a100-02",
+                    "containers": [{"resources": {"limits": {"nvidia.com/mig-1g.10gb": "1", "cpu": "2"}}}],
+                },
+                "status": {"phase": "Running"},
+            },
+            {
+                "metadata": {"namespace": "search", "name": "web"},
+                "spec": {"nodeName": "a100-02", "containers": [{"resources": {"limits": {"cpu": "1"}}}]},
+            },
+            {
+                "metadata": {"namespace": "search", "name": "done"},
+                "spec": {
+                    "nodeName": "a100-02",
+                    "containers": [{"resources": {"limits": {"nvidia.com/gpu": 1}}}],
+                },
+                "status": {"phase": "Succeeded"},
+            },
+            {
+                "metadata": {"namespace": "search", "name": "elsewhere"},
+                "spec": {
+                    "nodeName": "a100-01",
+                    "containers": [{"resources": {"limits": {"nvidia.com/gpu": 1}}}],
+                },
+            },
+        ],
+    }
+    pods = parse_snapshot(json.dumps(snapshot))
+    assert [p["name"] for p in pods] == ["bert-0", "elsewhere"]
+    before = default_solution()
+    after = solution({"a100-01": (BALANCED,) * 8, "a100-02": (SEVEN_SMALL,) * 8}, demand=BASE_DEMAND)
+    plan = build_plan(policy(), after, CATALOG, deployed(before), pods=pods)
+    assert [(e.node, e.pod, e.resources) for e in plan.evictions] == [
+        ("a100-02", "bert-0", (("nvidia.com/mig-1g.10gb", 1),))
+    ]
+    assert "a100-02: search/bert-0 (nvidia.com/mig-1g.10gb=1)" in to_text(plan)
+
+
+def test_cost_before_after_and_balanced() -> None:
+    before = default_solution()
+    plan = build_plan(policy(), before, CATALOG, CurrentState())
+    (cost,) = plan.costs
+    # bert's 8 x 1g.10gb fit on the 1g-heavy GPUs of a100-02 (7 + 1 -> 2 GPUs); the 6 notebook shares
+    # need 2 time-sliced L40S (4 replicas each); nothing runs on the H200s. Nothing deployed before.
+    assert (cost.gpus_before, cost.gpus_after, cost.gpus_total) == (0, 4, 36)
+    assert cost.per_hour_after == 2 * 3.5 + 2 * 1.5
+    # all-balanced: 2 x 1g.10gb per A100 GPU -> 4 GPUs, plus the same 2 L40S.
+    assert (cost.gpus_balanced, cost.unmet_balanced) == (6, 0)
+    assert cost.per_hour_balanced == 4 * 3.5 + 2 * 1.5
+
+
+def test_svg_draws_every_instance_and_is_well_formed(tmp_path: Path) -> None:
+    before = default_solution()
+    after = solution({"a100-01": (BALANCED,) * 8, "a100-02": (SEVEN_SMALL,) * 8}, demand=BASE_DEMAND)
+    plan = build_plan(policy(), after, CATALOG, deployed(before))
+    (change,) = plan.changes
+    svg = to_svg(change, CATALOG.get("A100-SXM4-80GB"))
+    root = ET.fromstring(svg)
+    ns = "{http://www.w3.org/2000/svg}"
+    instance_rects = [r for r in root.iter(f"{ns}rect") if r.find(f"{ns}title") is not None]
+    # before: 6 GPUs x 7 instances; after: 8 GPUs x 7 instances.
+    assert len(instance_rects) == 6 * 7 + 8 * 7
+    assert svg.count(">whole GPU<") == 2
+    written = write_svgs(plan, CATALOG, tmp_path / "svg")
+    assert [p.name for p in written] == ["east-a100-02.svg"]
+    assert "![a100-02](svg/east-a100-02.svg)" in to_markdown(plan, "svg")

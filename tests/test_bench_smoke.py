@@ -179,3 +179,16 @@ def test_scale_policy_shape(tmp_path: Path) -> None:
     assert sum(p["gpusPerNode"] * len(p["nodes"]["names"]) for p in pools) == 96
     paths = scale.write(docs, tmp_path)
     assert all(p.is_file() for p in paths)
+
+
+@pytest.mark.skipif(not harness.solver_available(), reason="compiler.solve.solve not available yet")
+def test_scale_pipeline_end_to_end_on_a_small_fleet(tmp_path: Path) -> None:
+    scale.write(scale.generate(96, tenants=12), tmp_path)
+    result = scale.measure(tmp_path)
+    assert "validate" in result["validated_by"]
+    assert result["tenants"] == 12
+    assert result["workloads"] == 12 * scale.WORKLOADS_PER_TENANT
+    assert result["nodes"] == 96 // scale.GPUS_PER_NODE
+    assert result["optimal"]
+    assert result["unmet"] == 0  # the generator never asks for more than the fleet has
+    assert 0 < result["gpus_used"] <= 96

@@ -1,0 +1,146 @@
+"""``migc-controller``: run the in-cluster controller."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import signal
+import socket
+import sys
+from collections.abc import Sequence
+from types import FrameType
+
+from kubernetes import client, config
+
+from controller import logs
+from controller.runner import Controller
+from controller.settings import Settings
+
+_UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
+
+
+def duration(text: str) -> float:
+    """Seconds from '90', '90s', '30m', '1h', '1h30m', '250ms'."""
+    if re.fullmatch(r"\d+(\.\d+)?", text):
+        return float(text)
+    parts = re.findall(r"(\d+(?:\.\d+)?)(ms|s|m|h)", text)
+    if not parts or "".join(n + u for n, u in parts) != text:
+        raise argparse.ArgumentTypeError(f"not a duration: {text!r} (use e.g. 90s, 30m, 1h)")
+    return sum(float(n) * _UNITS[u] for n, u in parts)
+
+
+def parser() -> argparse.ArgumentParser:
+    d = Settings()
+    p = argparse.ArgumentParser(prog="migc-controller", description=__doc__)
+    conn = p.add_argument_group("connection")
+    conn.add_argument(
+        "--kubeconfig",
+        help="kubeconfig file (default: in-cluster when running in a pod, "
+        "else $KUBECONFIG or ~/.kube/config)",
+    )
+    conn.add_argument("--context", help="kubeconfig context")
+    conn.add_argument("--in-cluster", action="store_true", help="use the pod's service account")
+    p.add_argument("--namespace", default=d.namespace, help="namespace of the assignment ConfigMap and Lease")
+    p.add_argument("--assignment-name", default=d.assignment_name, help="name of the assignment ConfigMap")
+    p.add_argument("--node-event-namespace", default=d.node_event_namespace)
+    t = p.add_argument_group("timeouts (seconds, or 90s / 30m / 1h)")
+    t.add_argument(
+        "--drain-grace-timeout",
+        type=duration,
+        default=d.drain_grace_timeout,
+        help="wait this long for GPU pods to finish before evicting them",
+    )
+    t.add_argument(
+        "--eviction-timeout",
+        type=duration,
+        default=d.eviction_timeout,
+        help="then keep retrying blocked evictions this long before failing the node",
+    )
+    t.add_argument(
+        "--apply-timeout",
+        type=duration,
+        default=d.apply_timeout,
+        help="wait this long for nvidia.com/mig.config.state=success",
+    )
+    t.add_argument(
+        "--verify-timeout",
+        type=duration,
+        default=d.verify_timeout,
+        help="wait this long for allocatable resources to match",
+    )
+    t.add_argument(
+        "--failure-backoff",
+        type=duration,
+        default=d.failure_backoff,
+        help="delay before the one automatic retry of a failed node",
+    )
+    t.add_argument("--poll-interval", type=duration, default=d.poll_interval)
+    t.add_argument("--resync-interval", type=duration, default=d.resync_interval)
+    t.add_argument("--lease-duration", type=duration, default=d.lease_duration)
+    p.add_argument("--lease-name", default=d.lease_name)
+    p.add_argument(
+        "--identity",
+        default=os.environ.get("POD_NAME") or f"{socket.gethostname()}-{os.getpid()}",
+        help="leader-election identity (default: $POD_NAME)",
+    )
+    p.add_argument("--dry-run", action="store_true", help="log every step it would take; write nothing")
+    p.add_argument("--metrics-address", default="0.0.0.0")
+    p.add_argument("--metrics-port", type=int, default=8080, help="/metrics, /healthz, /readyz (0: disabled)")
+    p.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
+    return p
+
+
+def _api_client(args: argparse.Namespace) -> client.ApiClient:
+    cfg = client.Configuration()
+    if args.in_cluster or (not args.kubeconfig and os.environ.get("KUBERNETES_SERVICE_HOST")):
+        config.load_incluster_config(client_configuration=cfg)  # type: ignore[no-untyped-call]  # untyped
+    else:
+        config.load_kube_config(  # type: ignore[no-untyped-call]  # the client's config module is untyped
+            config_file=args.kubeconfig, context=args.context, client_configuration=cfg
+        )
+    return client.ApiClient(cfg)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    logs.setup(args.log_level)
+    settings = Settings(
+        namespace=args.namespace,
+        assignment_name=args.assignment_name,
+        node_event_namespace=args.node_event_namespace,
+        drain_grace_timeout=args.drain_grace_timeout,
+        eviction_timeout=args.eviction_timeout,
+        apply_timeout=args.apply_timeout,
+        verify_timeout=args.verify_timeout,
+        failure_backoff=args.failure_backoff,
+        poll_interval=args.poll_interval,
+        resync_interval=args.resync_interval,
+        lease_name=args.lease_name,
+        lease_duration=args.lease_duration,
+        identity=args.identity,
+        dry_run=args.dry_run,
+    )
+    try:
+        api = _api_client(args)
+    except Exception as exc:
+        logs.log(40, "cannot configure the Kubernetes client", error=str(exc))
+        return 2
+    ctl = Controller(
+        settings,
+        api,
+        http_address=args.metrics_address if args.metrics_port else None,
+        http_port=args.metrics_port or None,
+    )
+
+    def _stop(signum: int, frame: FrameType | None) -> None:
+        ctl.stop()
+
+    signal.signal(signal.SIGTERM, _stop)
+    signal.signal(signal.SIGINT, _stop)
+    ctl.run()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

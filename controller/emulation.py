@@ -1,0 +1,504 @@
+"""A local Kubernetes API for tests and the demo: KMock's emulator plus what the controller needs.
+
+KMock's ``KubernetesEmulator`` serves an in-memory API over real HTTP, so the official client
+talks to it unmodified. It is simple by design; this module adds, in one subclass, the pieces of
+real API-server behaviour the controller depends on (each marked where it is done):
+
+* the Eviction subresource (the emulator answers 404): deletes the pod, or answers 429 while a
+  test-controlled "PodDisruptionBudget" gate says no;
+* ``metadata.resourceVersion``: stamped on every write, and a PATCH that carries a stale one is
+  refused with 409, like the real optimistic-concurrency check;
+* equality field/label selectors on list and watch (the emulator ignores them);
+* fault injection: a hook that answers a request with an error *instead of* applying it (KMock's
+  own reactions run after the object was already changed);
+* a fake GPU Operator MIG manager that reacts to ``nvidia.com/mig.config`` label changes.
+
+It needs the test extra (``pip install migc[test]``): kmock is imported only by this module.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import dataclasses
+import itertools
+import threading
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import aiohttp.web
+import attrs
+import kmock
+
+NODES = kmock.resource("", "v1", "nodes")
+PODS = kmock.resource("", "v1", "pods")
+CONFIGMAPS = kmock.resource("", "v1", "configmaps")
+EVENTS = kmock.resource("", "v1", "events")
+LEASES = kmock.resource("coordination.k8s.io", "v1", "leases")
+
+MIG_CONFIG = "nvidia.com/mig.config"
+MIG_STATE = "nvidia.com/mig.config.state"
+
+Fault = Callable[[kmock.Request], Exception | None]
+
+
+@dataclass(frozen=True)
+class Call:
+    """One recorded HTTP request, reduced to what invariants and the RBAC check need."""
+
+    id: int
+    verb: str  # Kubernetes RBAC verb: get list watch create patch update delete
+    group: str
+    resource: str
+    subresource: str | None
+    namespace: str | None
+    name: str | None
+    body: Any
+    user_agent: str
+    refused: bool  # answered with an error (injected fault, 409, 429, 404): nothing changed
+
+
+def _verb(req: kmock.Request) -> str:
+    method = str(req.method.value).upper()
+    if method == "GET":
+        if req.params.get("watch") in ("true", "1"):
+            return "watch"
+        return "get" if req.name else "list"
+    return {"POST": "create", "PATCH": "patch", "PUT": "update", "DELETE": "delete"}.get(
+        method, method.lower()
+    )
+
+
+def _get(obj: Mapping[str, Any], dotted: str) -> Any:
+    cur: Any = obj
+    for part in dotted.split("."):
+        if not isinstance(cur, Mapping):
+            return None
+        cur = cur.get(part)
+    return cur
+
+
+def _selected(obj: Mapping[str, Any], params: Mapping[str, str]) -> bool:
+    for term in filter(None, (params.get("fieldSelector") or "").split(",")):
+        key, _, value = term.partition("=")
+        if str(_get(obj, key.rstrip("="))) != value.lstrip("="):
+            return False
+    labels = _get(obj, "metadata.labels") or {}
+    for term in filter(None, (params.get("labelSelector") or "").split(",")):
+        key, sep, value = term.partition("=")
+        if sep and labels.get(key) != value.lstrip("="):
+            return False
+        if not sep and key not in labels:
+            return False
+    return True
+
+
+@attrs.define(kw_only=True)
+class ApiServer(kmock.KubernetesEmulator):
+    faults: list[Fault] = attrs.field(factory=list)
+    # (namespace, name) -> whether an eviction is allowed now; stands in for PodDisruptionBudgets.
+    eviction_gate: Callable[[str, str], bool] = attrs.field(default=lambda ns, name: True)
+    mig_manager: FakeMigManager | None = attrs.field(default=None)
+    history: list[Call] = attrs.field(factory=list)
+    _seq: Any = attrs.field(factory=itertools.count)
+    _rv: Any = attrs.field(factory=lambda: itertools.count(1000))
+    _tasks: set[asyncio.Task[None]] = attrs.field(factory=set)
+
+    def _next_rv(self) -> str:
+        return str(next(self._rv))
+
+    def _record(self, request: kmock.Request) -> int:
+        res = request.resource
+        self.history.append(
+            Call(
+                id=next(self._seq),
+                verb=_verb(request),
+                group=str(res.group or "") if res else "",
+                resource=str(res.plural or "") if res else "",
+                subresource=request.subresource,
+                namespace=request.namespace,
+                name=request.name,
+                body=copy.deepcopy(request.data),
+                user_agent=str(request.headers.get("User-Agent", "")),
+                refused=False,
+            )
+        )
+        return len(self.history) - 1
+
+    async def _handle(self, request: kmock.Request) -> aiohttp.web.StreamResponse:
+        # KMock matches every request against its whole request log (quadratic over a long
+        # scenario); we keep our own log in ``history`` and only a short tail in KMock's.
+        if len(self._requests) > 64:
+            del self._requests[:-64]
+        index = self._record(request)
+        try:
+            return await self._serve(request)
+        except Exception:
+            self.history[index] = dataclasses.replace(self.history[index], refused=True)
+            raise
+
+    def _conflict(self, request: kmock.Request, current: Mapping[str, Any]) -> Exception | None:
+        # Real API-server behaviour: a PATCH carrying a resourceVersion is a precondition.
+        sent = ((request.data or {}).get("metadata") or {}).get("resourceVersion")
+        if sent is not None and sent != current.get("resourceVersion"):
+            return kmock.KubernetesError(
+                status=409,
+                reason="Conflict",
+                message="the object has been modified; please apply your changes to the latest version "
+                "and try again",
+            )
+        return None
+
+    async def _serve(self, request: kmock.Request) -> aiohttp.web.StreamResponse:
+        for fault in self.faults:
+            exc = fault(request)
+            if exc is not None:
+                raise exc
+        if (
+            request.resource == PODS
+            and request.subresource == "eviction"
+            and str(request.method.value) == "POST"
+        ):
+            return await self._evict(request)
+
+        old_label: str | None = None
+        key: Any = (request.resource, request.namespace, request.name)
+        writing = request.action in (kmock.action.UPDATE, kmock.action.CREATE)
+        if request.resource is not None and writing and isinstance(request.data, dict):
+            if (
+                request.action == kmock.action.UPDATE
+                and key in self.objects
+                and not self.objects[key].deleted
+            ):
+                current = self.objects[key].raw.get("metadata") or {}
+                conflict = self._conflict(request, current)
+                if conflict is not None:
+                    raise conflict
+                old_label = (current.get("labels") or {}).get(MIG_CONFIG)
+            request.data.setdefault("metadata", {})["resourceVersion"] = self._next_rv()
+        response = await super()._handle(request)
+        if (
+            self.mig_manager is not None
+            and request.resource == NODES
+            and request.action == kmock.action.UPDATE
+            and key in self.objects
+            and not self.objects[key].deleted
+        ):
+            new_label = ((self.objects[key].raw.get("metadata") or {}).get("labels") or {}).get(MIG_CONFIG)
+            if new_label and new_label != old_label:
+                self._spawn(self.mig_manager.react(self, str(request.name), str(new_label)))
+        return response
+
+    def _spawn(self, coro: Any) -> None:
+        task = asyncio.get_running_loop().create_task(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _evict(self, request: kmock.Request) -> aiohttp.web.StreamResponse:
+        # Real API-server behaviour (policy/v1 Eviction): 429 while a PodDisruptionBudget forbids
+        # the disruption, else the pod is deleted. Here without a grace period, for speed.
+        ns, name = str(request.namespace), str(request.name)
+        key = (PODS, ns, name)
+        if key not in self.objects or self.objects[key].deleted:
+            raise kmock.KubernetesObjectNotFoundError()
+        if not self.eviction_gate(ns, name):
+            raise kmock.KubernetesError(
+                status=429,
+                reason="TooManyRequests",
+                message="Cannot evict pod as it would violate the pod's disruption budget.",
+            )
+        await self.remove(PODS, ns, name)
+        return aiohttp.web.json_response(
+            {"apiVersion": "v1", "kind": "Status", "status": "Success", "code": 201, "metadata": {}},
+            status=201,
+        )
+
+    async def _serve_list(self, request: kmock.Request) -> Any:
+        payload: Any = await super()._serve_list(request)
+        # Real API-server behaviour: field and label selectors (equality only).
+        payload["items"] = [o for o in payload["items"] if _selected(o, request.params)]
+        return payload
+
+    async def _serve_watch(self, request: kmock.Request) -> Any:
+        async for event in super()._serve_watch(request):
+            if not isinstance(event, dict) or _selected(event.get("object") or {}, request.params):
+                yield event
+
+    # --- direct state changes (not HTTP requests: they stay out of the request history) --------
+    async def upsert(self, res: Any, ns: str | None, name: str, obj: Mapping[str, Any]) -> None:
+        body = copy.deepcopy(dict(obj))
+        body.setdefault("metadata", {}).update({"name": name, "resourceVersion": self._next_rv()})
+        if ns is not None:
+            body["metadata"]["namespace"] = ns
+        async with self._lock:
+            key = (res, ns, name)
+            exists = key in self.objects and not self.objects[key].deleted
+            if key in self.objects:
+                self.objects[key].create(body)
+            else:
+                self.objects[key] = body
+            await self._buses[res].put(
+                {"type": "MODIFIED" if exists else "ADDED", "object": self.objects[key].raw}
+            )
+
+    async def patch_obj(self, res: Any, ns: str | None, name: str, patch: Mapping[str, Any]) -> None:
+        body = copy.deepcopy(dict(patch))
+        body.setdefault("metadata", {})["resourceVersion"] = self._next_rv()
+        async with self._lock:
+            key = (res, ns, name)
+            if key not in self.objects or self.objects[key].deleted:
+                return
+            self.objects[key].patch(body)
+            await self._buses[res].put({"type": "MODIFIED", "object": self.objects[key].raw})
+
+    async def remove(self, res: Any, ns: str | None, name: str) -> None:
+        async with self._lock:
+            key = (res, ns, name)
+            if key not in self.objects or self.objects[key].deleted:
+                return
+            raw = self.objects[key].raw
+            self.objects[key].delete()
+            await self._buses[res].put({"type": "DELETED", "object": raw})
+
+
+@dataclass
+class FakeMigManager:
+    """Plays the GPU Operator's MIG manager: reacts to a *change* of ``nvidia.com/mig.config``.
+
+    ``success``: state ``pending``, then ``success`` with the config's resources published as
+    node allocatable (like the device plugin after a restart). ``failed``: ``pending`` then
+    ``failed``. ``hang``: ``pending`` forever. An unknown config name fails, like
+    ``nvidia-mig-parted assert --valid-config``.
+    """
+
+    resources: Mapping[str, Mapping[str, int]]
+    mode: str = "success"
+    per_node: dict[str, str] = field(default_factory=dict)
+    # Called as decide(node, config, attempt) -> mode; overrides mode/per_node when set.
+    decide: Callable[[str, str, int], str] | None = None
+    delay: float = 0.005
+    handled: list[tuple[str, str, str]] = field(default_factory=list)
+
+    def _mode(self, node: str, config: str) -> str:
+        attempt = sum(1 for n, c, _ in self.handled if n == node and c == config) + 1
+        if self.decide is not None:
+            return self.decide(node, config, attempt)
+        return self.per_node.get(node, self.mode)
+
+    async def react(self, api: ApiServer, node: str, config: str) -> None:
+        mode = self._mode(node, config) if config in self.resources else "failed"
+        self.handled.append((node, config, mode))
+        await asyncio.sleep(self.delay)
+        await api.patch_obj(NODES, None, node, {"metadata": {"labels": {MIG_STATE: "pending"}}})
+        if mode == "hang":
+            return
+        await asyncio.sleep(self.delay)
+        if mode == "failed":
+            await api.patch_obj(NODES, None, node, {"metadata": {"labels": {MIG_STATE: "failed"}}})
+            return
+        key = (NODES, None, node)
+        alloc = dict((api.objects[key].raw.get("status") or {}).get("allocatable") or {})
+        cleared: dict[str, Any] = {
+            k: None for k in alloc if k.startswith("nvidia.com/mig-") or k == "nvidia.com/gpu"
+        }
+        cleared.update({k: str(v) for k, v in self.resources[config].items()})
+        await api.patch_obj(NODES, None, node, {"status": {"allocatable": cleared}})
+        await api.patch_obj(NODES, None, node, {"metadata": {"labels": {MIG_STATE: "success"}}})
+
+
+class EmulatorThread:
+    """Runs an ``ApiServer`` on 127.0.0.1 in a background event loop; sync helpers for callers."""
+
+    def __init__(self, mig_manager: FakeMigManager | None = None) -> None:
+        self.mig_manager = mig_manager
+        self._ready = threading.Event()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._stop: asyncio.Event | None = None
+        self._server: ApiServer | None = None
+        self.url = ""
+        self._thread = threading.Thread(
+            target=lambda: asyncio.run(self._main()), name="emulator", daemon=True
+        )
+        self._error: BaseException | None = None
+
+    async def _main(self) -> None:
+        try:
+            self._loop = asyncio.get_running_loop()
+            self._stop = asyncio.Event()
+            async with ApiServer(mig_manager=self.mig_manager) as api, kmock.Server(api) as http:
+                for res in (
+                    "v1/nodes",
+                    "v1/pods",
+                    "v1/configmaps",
+                    "v1/events",
+                    "coordination.k8s.io/v1/leases",
+                ):
+                    api.resources[res] = kmock.ResourceInfo()
+                self._server = api
+                self.url = str(http.url).rstrip("/")
+                self._ready.set()
+                await self._stop.wait()
+        except BaseException as exc:
+            self._error = exc
+            self._ready.set()
+            raise
+
+    def start(self) -> EmulatorThread:
+        self._thread.start()
+        self._ready.wait(10)
+        if self._error is not None or self._server is None:
+            raise RuntimeError(f"the API emulator did not start: {self._error!r}")
+        return self
+
+    def stop(self) -> None:
+        if self._loop is not None and self._stop is not None:
+            self._loop.call_soon_threadsafe(self._stop.set)
+        self._thread.join(10)
+
+    @property
+    def api(self) -> ApiServer:
+        assert self._server is not None
+        return self._server
+
+    def run(self, fn: Callable[[ApiServer], Any], timeout: float = 10) -> Any:
+        """Run ``fn(api)`` in the server's loop (await it if it returns a coroutine)."""
+        assert self._loop is not None
+
+        async def call() -> Any:
+            result = fn(self.api)
+            if asyncio.iscoroutine(result):
+                result = await result
+            return result
+
+        return asyncio.run_coroutine_threadsafe(call(), self._loop).result(timeout)
+
+    # --- sync helpers ----------------------------------------------------------------------------
+    def upsert(self, res: Any, ns: str | None, name: str, obj: Mapping[str, Any]) -> None:
+        self.run(lambda api: api.upsert(res, ns, name, obj))
+
+    def patch(self, res: Any, ns: str | None, name: str, patch: Mapping[str, Any]) -> None:
+        self.run(lambda api: api.patch_obj(res, ns, name, patch))
+
+    def remove(self, res: Any, ns: str | None, name: str) -> None:
+        self.run(lambda api: api.remove(res, ns, name))
+
+    def get(self, res: Any, ns: str | None, name: str) -> dict[str, Any] | None:
+        def read(api: ApiServer) -> dict[str, Any] | None:
+            key = (res, ns, name)
+            if key not in api.objects or api.objects[key].deleted:
+                return None
+            return copy.deepcopy(api.objects[key].raw)
+
+        out: dict[str, Any] | None = self.run(read)
+        return out
+
+    def nodes(self) -> dict[str, dict[str, Any]]:
+        def read(api: ApiServer) -> dict[str, dict[str, Any]]:
+            return {
+                name: copy.deepcopy(obj.raw)
+                for (res, _ns, name), obj in api.objects.items()
+                if res == NODES and not obj.deleted
+            }
+
+        out: dict[str, dict[str, Any]] = self.run(read)
+        return out
+
+    def pods(self) -> list[dict[str, Any]]:
+        def read(api: ApiServer) -> list[dict[str, Any]]:
+            return [
+                copy.deepcopy(obj.raw)
+                for (res, _ns, _n), obj in api.objects.items()
+                if res == PODS and not obj.deleted
+            ]
+
+        out: list[dict[str, Any]] = self.run(read)
+        return out
+
+    def calls(self) -> list[Call]:
+        calls: list[Call] = self.run(lambda api: list(api.history))
+        return calls
+
+
+# --- fleet builders (tests and the demo) ---------------------------------------------------------
+def revision_of(doc: Mapping[str, Any]) -> str:
+    """Content hash of everything but ``revision`` (how the compiler defines it)."""
+    import hashlib
+    import json
+
+    rest = {k: v for k, v in doc.items() if k != "revision"}
+    return hashlib.sha256(json.dumps(rest, sort_keys=True, separators=(",", ":")).encode()).hexdigest()[:16]
+
+
+def assignment_configmap(
+    doc: Mapping[str, Any],
+    *,
+    namespace: str = "migc-system",
+    name: str = "migc-assignment",
+    paused: bool = False,
+) -> dict[str, Any]:
+    import json
+
+    meta: dict[str, Any] = {"name": name, "namespace": namespace}
+    if paused:
+        meta["annotations"] = {"migc.dev/paused": "true"}
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": meta,
+        "data": {"assignment.json": json.dumps(doc, indent=2, sort_keys=True)},
+    }
+
+
+def node_object(name: str, labels: Mapping[str, str], resources: Mapping[str, int]) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": name, "labels": dict(labels)},
+        "spec": {},
+        "status": {
+            "allocatable": {
+                "cpu": "64",
+                "memory": "512Gi",
+                "pods": "110",
+                **{k: str(v) for k, v in resources.items()},
+            }
+        },
+    }
+
+
+def pod_object(
+    name: str,
+    node: str,
+    *,
+    namespace: str = "default",
+    gpu: str | None = "nvidia.com/gpu",
+    daemonset: bool = False,
+    phase: str = "Running",
+) -> dict[str, Any]:
+    res = {"limits": {gpu: "1"}} if gpu else {"requests": {"cpu": "1"}}
+    meta: dict[str, Any] = {"name": name, "namespace": namespace}
+    if daemonset:
+        meta["ownerReferences"] = [{"apiVersion": "apps/v1", "kind": "DaemonSet", "name": "ds", "uid": "u"}]
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": meta,
+        "spec": {"nodeName": node, "containers": [{"name": "c", "image": "x", "resources": res}]},
+        "status": {"phase": phase},
+    }
+
+
+def fleet_nodes(doc: Mapping[str, Any]) -> dict[str, tuple[dict[str, str], str]]:
+    """Node name -> (labels, config) for the nodes an assignment document describes."""
+    out: dict[str, tuple[dict[str, str], str]] = {}
+    for pool in doc["pools"]:
+        for n in pool["nodes"]:
+            out[n["name"]] = ({}, n["config"])
+        if pool.get("selector"):
+            i = 0
+            for cfg, count in sorted((pool.get("configCounts") or {}).items()):
+                for _ in range(count):
+                    out[f"{pool['name']}-{i:02d}"] = (dict(pool["selector"]), cfg)
+                    i += 1
+    return out

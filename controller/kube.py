@@ -1,0 +1,142 @@
+"""The only place that talks to the API server.
+
+Every call goes through ``_call``: the kill switch (tests), the dry-run guard, and translation
+of client exceptions into the controller's error taxonomy. Responses are read as plain JSON
+dicts (camelCase, exactly as the server sends them) instead of the client's models.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from kubernetes import client
+
+from controller.errors import ControllerKilled, PermanentError, translate
+
+MERGE_PATCH = "application/merge-patch+json"
+USER_AGENT = "migc-controller/0.1"
+
+
+class DryRunWriteError(PermanentError):
+    """A write was attempted in dry-run mode (a bug: dry-run code paths must not write)."""
+
+
+class Kube:
+    def __init__(self, api_client: client.ApiClient, *, dry_run: bool = False) -> None:
+        api_client.user_agent = USER_AGENT
+        self.api_client = api_client
+        self.core = client.CoreV1Api(api_client)
+        self.coord = client.CoordinationV1Api(api_client)
+        self.dry_run = dry_run
+        self.killed = threading.Event()
+        self.request_timeout: tuple[float, float] = (5.0, 30.0)
+
+    def kill(self) -> None:
+        self.killed.set()
+
+    def _call(self, what: str, fn: Callable[..., Any], *args: Any, write: bool = False, **kw: Any) -> Any:
+        if self.killed.is_set():
+            raise ControllerKilled(what)
+        if write and self.dry_run:
+            raise DryRunWriteError(f"dry-run: refusing to {what}")
+        try:
+            resp = fn(*args, _preload_content=False, _request_timeout=self.request_timeout, **kw)
+        except Exception as exc:
+            raise translate(exc, what) from exc
+        data = resp.data
+        if not data:
+            return {}
+        return json.loads(data)
+
+    # --- reads -------------------------------------------------------------------------------
+    def get_configmap(self, namespace: str, name: str) -> dict[str, Any]:
+        out: dict[str, Any] = self._call(
+            f"get configmap {namespace}/{name}", self.core.read_namespaced_config_map, name, namespace
+        )
+        return out
+
+    def list_nodes(self) -> list[dict[str, Any]]:
+        items: list[dict[str, Any]] = self._call("list nodes", self.core.list_node).get("items") or []
+        return items
+
+    def list_pods(self, node: str | None = None) -> list[dict[str, Any]]:
+        if node is None:
+            resp = self._call("list pods", self.core.list_pod_for_all_namespaces)
+        else:
+            resp = self._call(
+                f"list pods on {node}",
+                self.core.list_pod_for_all_namespaces,
+                field_selector=f"spec.nodeName={node}",
+            )
+        items: list[dict[str, Any]] = resp.get("items") or []
+        # Filter again client-side: field selectors are a server feature we do not want to depend
+        # on for safety (an API emulator or an aggregated proxy may ignore them).
+        if node is not None:
+            items = [p for p in items if (p.get("spec") or {}).get("nodeName") == node]
+        return items
+
+    def get_lease(self, namespace: str, name: str) -> dict[str, Any]:
+        out: dict[str, Any] = self._call(
+            f"get lease {namespace}/{name}", self.coord.read_namespaced_lease, name, namespace
+        )
+        return out
+
+    # --- writes ------------------------------------------------------------------------------
+    def patch_node(self, name: str, patch: Mapping[str, Any]) -> dict[str, Any]:
+        # JSON merge patch, not strategic merge: lists (taints) are replaced as a whole, which is
+        # what the caller computed from the node it read; ``null`` deletes a label/annotation.
+        out: dict[str, Any] = self._call(
+            f"patch node {name}",
+            self.core.patch_node,
+            name,
+            dict(patch),
+            write=True,
+            _content_type=MERGE_PATCH,
+        )
+        return out
+
+    def evict(self, namespace: str, name: str) -> dict[str, Any]:
+        body = {
+            "apiVersion": "policy/v1",
+            "kind": "Eviction",
+            "metadata": {"name": name, "namespace": namespace},
+        }
+        out: dict[str, Any] = self._call(
+            f"evict pod {namespace}/{name}",
+            self.core.create_namespaced_pod_eviction,
+            name,
+            namespace,
+            body,
+            write=True,
+        )
+        return out
+
+    def create_event(self, namespace: str, body: Mapping[str, Any]) -> None:
+        self._call(
+            f"create event in {namespace}",
+            self.core.create_namespaced_event,
+            namespace,
+            dict(body),
+            write=True,
+        )
+
+    def create_lease(self, namespace: str, body: Mapping[str, Any]) -> dict[str, Any]:
+        out: dict[str, Any] = self._call(
+            f"create lease {namespace}", self.coord.create_namespaced_lease, namespace, dict(body), write=True
+        )
+        return out
+
+    def patch_lease(self, namespace: str, name: str, patch: Mapping[str, Any]) -> dict[str, Any]:
+        out: dict[str, Any] = self._call(
+            f"patch lease {namespace}/{name}",
+            self.coord.patch_namespaced_lease,
+            name,
+            namespace,
+            dict(patch),
+            write=True,
+            _content_type=MERGE_PATCH,
+        )
+        return out

@@ -1,0 +1,190 @@
+"""The process: leader election, watches that wake the loop, the reconcile loop, endpoints.
+
+Watches only *wake* the loop; every pass relists, so a dropped or broken watch costs latency,
+never correctness, and ``resync_interval`` bounds that latency.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+from kubernetes import client, watch
+
+from controller.errors import ControllerError, ControllerKilled
+from controller.kube import Kube
+from controller.leader import LeaseElector
+from controller.logs import log
+from controller.metrics import Endpoint, Health, Metrics
+from controller.reconciler import Reconciler
+from controller.settings import Settings
+
+
+def utcnow() -> dt.datetime:
+    return dt.datetime.now(dt.UTC)
+
+
+class Controller:
+    def __init__(
+        self,
+        settings: Settings,
+        api_client: client.ApiClient,
+        *,
+        clock: Callable[[], dt.datetime] = utcnow,
+        metrics: Metrics | None = None,
+        http_address: str | None = None,
+        http_port: int | None = None,
+    ) -> None:
+        self.s = settings
+        self.kube = Kube(api_client, dry_run=settings.dry_run)
+        self.kube.request_timeout = (5.0, settings.request_timeout)
+        self.metrics = metrics if metrics is not None else Metrics()
+        self.health = Health(stale_after=max(30.0, settings.resync_interval * 3))
+        self.reconciler = Reconciler(self.kube, settings, self.metrics, clock, self.health)
+        self.elector = LeaseElector(
+            self.kube,
+            settings.namespace,
+            settings.lease_name,
+            settings.identity,
+            settings.lease_duration,
+            clock,
+        )
+        self.stop_event = threading.Event()
+        self.wake = threading.Event()
+        self.passes = 0  # completed reconcile passes (tests wait on it instead of sleeping)
+        self.endpoint = (
+            Endpoint(self.metrics, self.health, http_address, http_port)
+            if http_address is not None and http_port is not None
+            else None
+        )
+        self._threads: list[threading.Thread] = []
+
+    # --- watches -----------------------------------------------------------------------------
+    def _watch(self, what: str, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> None:
+        delay = self.s.retry_backoff
+        while not self.stop_event.is_set() and not self.kube.killed.is_set():
+            w = watch.Watch()  # type: ignore[no-untyped-call]  # the client's watch module is untyped
+            try:
+                for _event in w.stream(  # type: ignore[no-untyped-call]  # untyped client module
+                    fn,
+                    *args,
+                    timeout_seconds=max(1, int(self.s.watch_timeout)),
+                    _request_timeout=(5.0, self.s.watch_timeout + 5.0),
+                    **kwargs,
+                ):
+                    self.wake.set()
+                    delay = self.s.retry_backoff
+                    if self.stop_event.is_set() or self.kube.killed.is_set():
+                        w.stop()  # type: ignore[no-untyped-call]  # untyped client module
+                log(logging.DEBUG, "watch ended; re-establishing", watch=what)
+            except Exception as exc:
+                if self.stop_event.is_set() or self.kube.killed.is_set():
+                    return
+                log(
+                    logging.WARNING,
+                    "watch failed; re-establishing",
+                    watch=what,
+                    error=str(exc)[:256],
+                    retry_in=round(delay, 3),
+                )
+                self.stop_event.wait(delay)
+                delay = min(self.s.retry_backoff_max, delay * 2)
+            # Events may have been missed while the watch was down: relist now.
+            self.wake.set()
+
+    def _start_watches(self) -> None:
+        core = self.kube.core
+        specs: list[tuple[str, Callable[..., Any], tuple[Any, ...], dict[str, Any]]] = [
+            ("nodes", core.list_node, (), {}),
+            (
+                "assignment",
+                core.list_namespaced_config_map,
+                (self.s.namespace,),
+                {"field_selector": f"metadata.name={self.s.assignment_name}"},
+            ),
+        ]
+        for what, fn, args, kwargs in specs:
+            t = threading.Thread(
+                target=self._watch,
+                args=(what, fn, *args),
+                kwargs=kwargs,
+                name=f"migc-watch-{what}",
+                daemon=True,
+            )
+            t.start()
+            self._threads.append(t)
+
+    # --- main loop ---------------------------------------------------------------------------
+    def run(self) -> None:
+        """Block until ``stop()``; returns normally also after ``kill()``."""
+        log(
+            logging.INFO,
+            "starting",
+            identity=self.s.identity,
+            dry_run=self.s.dry_run,
+            namespace=self.s.namespace,
+            assignment=self.s.assignment_name,
+        )
+        if self.endpoint is not None:
+            self.endpoint.start()
+        watches_started = False
+        error_delay = self.s.retry_backoff
+        try:
+            while not self.stop_event.is_set():
+                self.health.loop_tick()
+                # Dry-run writes nothing, not even the Lease: it never acts, so it needs no lock.
+                leading = True if self.s.dry_run else self.elector.tick()
+                self.metrics.leader.set(1 if leading else 0)
+                interval = self.s.resync_interval
+                if leading:
+                    if not watches_started:
+                        self._start_watches()
+                        watches_started = True
+                    try:
+                        self.wake.clear()
+                        self.reconciler.reconcile_once()
+                        error_delay = self.s.retry_backoff
+                        if self.reconciler.busy:
+                            interval = self.s.poll_interval
+                    except ControllerError as exc:
+                        log(logging.WARNING, "pass failed; backing off", error=str(exc), retry_in=error_delay)
+                        interval = error_delay
+                        error_delay = min(self.s.retry_backoff_max, error_delay * 2)
+                    self.passes += 1
+                else:
+                    interval = max(0.05, self.s.lease_duration / 3)
+                if self.wake.wait(interval):
+                    # Coalesce bursts of watch events into one pass.
+                    self.stop_event.wait(min(0.05, self.s.poll_interval))
+        except ControllerKilled:
+            log(logging.WARNING, "killed", identity=self.s.identity)
+            return
+        finally:
+            if self.endpoint is not None:
+                self.endpoint.stop()
+        if not self.kube.killed.is_set():
+            self.elector.release()
+        log(logging.INFO, "stopped", identity=self.s.identity)
+
+    def stop(self) -> None:
+        self.stop_event.set()
+        self.wake.set()
+
+    def kill(self) -> None:
+        """Die at the next API call without any cleanup (tests: a SIGKILL between two requests)."""
+        self.kube.kill()
+        self.stop_event.set()
+        self.wake.set()
+
+
+def wait_for(cond: Callable[[], bool], timeout: float, interval: float = 0.01) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if cond():
+            return True
+        time.sleep(interval)
+    return cond()

@@ -1,0 +1,37 @@
+"""Tunables of the controller; the CLI fills them, tests shrink them."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Settings:
+    namespace: str = "migc-system"
+    assignment_name: str = "migc-assignment"
+    node_event_namespace: str = "default"  # where `kubectl describe node` looks for Node events
+    # Draining: first let GPU pods finish on their own, then evict; a PDB 429 is waited out.
+    drain_grace_timeout: float = 1800.0
+    eviction_timeout: float = 1800.0
+    eviction_backoff: float = 1.0
+    eviction_backoff_max: float = 30.0
+    # Applying / Verifying.
+    apply_timeout: float = 900.0
+    verify_timeout: float = 300.0
+    # After a failure: wait failure_backoff * 2**(attempts-1), then retry automatically while
+    # attempts < max_attempts (2 = one automatic retry); after that a human decides.
+    failure_backoff: float = 300.0
+    max_attempts: int = 2
+    # Temporary API errors (409, 429, 5xx, connection) back off per node.
+    retry_backoff: float = 0.5
+    retry_backoff_max: float = 30.0
+    # Loop cadence: short while a node is in flight, a full relist every resync_interval anyway.
+    poll_interval: float = 2.0
+    resync_interval: float = 60.0
+    watch_timeout: float = 300.0
+    request_timeout: float = 30.0
+    # Leader election.
+    lease_name: str = "migc-controller"
+    lease_duration: float = 15.0
+    identity: str = "migc-controller"
+    dry_run: bool = False

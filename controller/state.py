@@ -1,0 +1,145 @@
+"""The per-node state machine as it is persisted: annotations, labels and taints on the Node.
+
+Nothing about a node's progress lives only in memory, so a restarted (or newly elected)
+controller reads the exact phase back from the API and continues from there.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import enum
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+P = "migc.dev/"
+PHASE = P + "phase"
+TARGET = P + "target-config"
+REVISION = P + "revision"
+POOL = P + "pool"
+PREVIOUS = P + "previous-config"
+PREVIOUS_DP = P + "previous-device-plugin-config"
+ATTEMPTS = P + "attempts"
+PHASE_SINCE = P + "phase-since"
+STARTED_AT = P + "started-at"
+LAST_ERROR = P + "last-error"
+RETRY_AFTER = P + "retry-after"
+ROLLING_BACK = P + "rolling-back"
+HELD_REVISION = P + "held-revision"
+PRE_CORDONED = P + "pre-cordoned"
+# Set by humans:
+RETRY = P + "retry"
+ROLLBACK = P + "rollback"
+PAUSED = P + "paused"
+
+TAINT_KEY = P + "reconfiguring"
+TAINT_EFFECT = "NoSchedule"
+
+MIG_CONFIG = "nvidia.com/mig.config"
+MIG_STATE = "nvidia.com/mig.config.state"
+DEVICE_PLUGIN_CONFIG = "nvidia.com/device-plugin.config"
+
+# Everything a finished reconfiguration clears again (human-set and audit keys stay).
+TRANSIENT = (TARGET, POOL, ATTEMPTS, STARTED_AT, LAST_ERROR, RETRY_AFTER, ROLLING_BACK, PRE_CORDONED)
+
+
+class Phase(enum.StrEnum):
+    IDLE = "Idle"
+    CORDONED = "Cordoned"
+    DRAINING = "Draining"
+    APPLYING = "Applying"
+    VERIFYING = "Verifying"
+    DONE = "Done"
+    FAILED = "Failed"
+
+
+def fmt_time(t: dt.datetime) -> str:
+    return t.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def parse_time(s: str | None) -> dt.datetime | None:
+    if not s:
+        return None
+    try:
+        return dt.datetime.fromisoformat(s.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+
+
+def _truthy(v: str | None) -> bool:
+    return (v or "").strip().lower() in ("true", "1", "yes")
+
+
+@dataclass(frozen=True)
+class NodeView:
+    """The parts of a Node object the controller reads (camelCase JSON as the API serves it)."""
+
+    name: str
+    labels: Mapping[str, str]
+    annotations: Mapping[str, str]
+    unschedulable: bool
+    taints: tuple[Mapping[str, Any], ...]
+    allocatable: Mapping[str, str]
+    resource_version: str | None
+
+    @classmethod
+    def from_obj(cls, obj: Mapping[str, Any]) -> NodeView:
+        meta = obj.get("metadata") or {}
+        spec = obj.get("spec") or {}
+        status = obj.get("status") or {}
+        return cls(
+            name=str(meta.get("name", "")),
+            labels=dict(meta.get("labels") or {}),
+            annotations=dict(meta.get("annotations") or {}),
+            unschedulable=bool(spec.get("unschedulable")),
+            taints=tuple(spec.get("taints") or ()),
+            allocatable=dict(status.get("allocatable") or {}),
+            resource_version=meta.get("resourceVersion"),
+        )
+
+    @property
+    def phase(self) -> Phase:
+        try:
+            return Phase(self.annotations.get(PHASE, Phase.IDLE.value))
+        except ValueError:
+            # An unknown value (a newer controller wrote it?) must not be mistaken for Idle,
+            # or the node could be admitted twice; Failed waits for a human.
+            return Phase.FAILED
+
+    @property
+    def current_config(self) -> str | None:
+        return self.labels.get(MIG_CONFIG)
+
+    @property
+    def target(self) -> str | None:
+        return self.annotations.get(TARGET)
+
+    @property
+    def attempts(self) -> int:
+        try:
+            return int(self.annotations.get(ATTEMPTS, "0"))
+        except ValueError:
+            return 0
+
+    @property
+    def paused(self) -> bool:
+        return _truthy(self.annotations.get(PAUSED))
+
+    @property
+    def wants_retry(self) -> bool:
+        return _truthy(self.annotations.get(RETRY))
+
+    @property
+    def wants_rollback(self) -> bool:
+        return _truthy(self.annotations.get(ROLLBACK))
+
+    @property
+    def rolling_back(self) -> bool:
+        return _truthy(self.annotations.get(ROLLING_BACK))
+
+    @property
+    def has_taint(self) -> bool:
+        return any(t.get("key") == TAINT_KEY for t in self.taints)
+
+    def since(self, key: str = PHASE_SINCE) -> dt.datetime | None:
+        return parse_time(self.annotations.get(key))

@@ -1,0 +1,247 @@
+"""Fixtures for the controller scenarios: an API emulator over real HTTP, a fake MIG manager,
+controllers running in threads with tiny timeouts, and invariant checks that read the emulator's
+request history (never the controller's own bookkeeping)."""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import threading
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any
+
+import pytest
+from kubernetes import client
+
+from controller import state as st
+from controller.emulation import (
+    CONFIGMAPS,
+    NODES,
+    PODS,
+    Call,
+    EmulatorThread,
+    FakeMigManager,
+    assignment_configmap,
+    node_object,
+    pod_object,
+    revision_of,
+)
+from controller.kube import USER_AGENT
+from controller.metrics import Metrics
+from controller.runner import Controller, utcnow, wait_for
+from controller.settings import Settings
+
+CONFIGS: dict[str, dict[str, Any]] = {
+    "all-1g.10gb": {
+        "devices": [{"migEnabled": True, "profiles": {"1g.10gb": 7}}] * 8,
+        "migStrategy": "mixed",
+        "devicePluginConfig": "mixed",
+        "resources": {"nvidia.com/mig-1g.10gb": 56},
+    },
+    "all-3g.40gb": {
+        "devices": [{"migEnabled": True, "profiles": {"3g.40gb": 2}}] * 8,
+        "migStrategy": "mixed",
+        "devicePluginConfig": "mixed",
+        "resources": {"nvidia.com/mig-3g.40gb": 16},
+    },
+    "all-balanced": {
+        "devices": [{"migEnabled": True, "profiles": {"1g.10gb": 2, "2g.20gb": 1, "3g.40gb": 1}}] * 8,
+        "migStrategy": "mixed",
+        "devicePluginConfig": "mixed",
+        "resources": {"nvidia.com/mig-1g.10gb": 16, "nvidia.com/mig-2g.20gb": 8, "nvidia.com/mig-3g.40gb": 8},
+    },
+}
+RESOURCES = {name: c["resources"] for name, c in CONFIGS.items()}
+
+FAST = Settings(
+    drain_grace_timeout=0.0,
+    eviction_timeout=5.0,
+    eviction_backoff=0.02,
+    eviction_backoff_max=0.1,
+    apply_timeout=3.0,
+    verify_timeout=2.0,
+    failure_backoff=0.05,
+    max_attempts=2,
+    retry_backoff=0.02,
+    retry_backoff_max=0.2,
+    poll_interval=0.02,
+    resync_interval=0.5,
+    watch_timeout=5.0,
+    request_timeout=5.0,
+    lease_duration=0.6,
+    identity="ctl-a",
+)
+
+
+def assignment(
+    nodes: Mapping[str, str],
+    *,
+    max_unavailable: int = 2,
+    pool: str = "a100",
+    windows: list[dict[str, Any]] | None = None,
+) -> dict[str, Any]:
+    doc: dict[str, Any] = {
+        "apiVersion": "migc.dev/v1alpha1",
+        "kind": "NodeAssignment",
+        "cluster": "test",
+        "revision": "",
+        "migConfigMap": {"namespace": "gpu-operator", "name": "default-mig-parted-config"},
+        "configs": {k: v for k, v in CONFIGS.items() if k in set(nodes.values())},
+        "pools": [
+            {
+                "name": pool,
+                "gpuModel": "A100-SXM4-80GB",
+                "maxUnavailable": max_unavailable,
+                "maintenanceWindows": windows or [],
+                "nodes": [{"name": n, "config": c} for n, c in sorted(nodes.items())],
+            }
+        ],
+    }
+    doc["revision"] = revision_of(doc)
+    return doc
+
+
+class Clock:
+    """Wall time by default; a test may pin it to exercise maintenance windows."""
+
+    def __init__(self) -> None:
+        self.fixed: dt.datetime | None = None
+
+    def __call__(self) -> dt.datetime:
+        return self.fixed if self.fixed is not None else utcnow()
+
+
+@dataclasses.dataclass
+class Running:
+    controller: Controller
+    thread: threading.Thread
+
+
+class Cluster:
+    def __init__(self) -> None:
+        self.mig = FakeMigManager(resources=RESOURCES)
+        self.emu = EmulatorThread(self.mig).start()
+        self.clock = Clock()
+        self.running: list[Running] = []
+
+    # --- fleet ---------------------------------------------------------------------------------
+    def add_nodes(self, names: list[str], config: str) -> None:
+        for n in names:
+            labels = {st.MIG_CONFIG: config, st.MIG_STATE: "success", "nvidia.com/gpu.product": "A100"}
+            self.emu.upsert(NODES, None, n, node_object(n, labels, RESOURCES[config]))
+
+    def add_pod(self, name: str, node: str, **kw: Any) -> None:
+        ns = kw.get("namespace", "default")
+        self.emu.upsert(PODS, ns, name, pod_object(name, node, **kw))
+
+    def set_assignment(self, doc: Mapping[str, Any], *, paused: bool = False) -> None:
+        self.emu.upsert(
+            CONFIGMAPS, "migc-system", "migc-assignment", assignment_configmap(doc, paused=paused)
+        )
+
+    def node(self, name: str) -> dict[str, Any]:
+        obj = self.emu.get(NODES, None, name)
+        assert obj is not None
+        return obj
+
+    def annotate(self, node: str, annotations: Mapping[str, str | None]) -> None:
+        self.emu.patch(NODES, None, node, {"metadata": {"annotations": dict(annotations)}})
+
+    # --- controllers ---------------------------------------------------------------------------
+    def start(self, settings: Settings = FAST, **overrides: Any) -> Controller:
+        cfg = client.Configuration()
+        cfg.host = self.emu.url
+        s = dataclasses.replace(settings, **overrides)
+        ctl = Controller(s, client.ApiClient(cfg), clock=self.clock, metrics=Metrics())
+        t = threading.Thread(target=ctl.run, name=f"controller-{s.identity}", daemon=True)
+        t.start()
+        self.running.append(Running(ctl, t))
+        return ctl
+
+    def stop_all(self) -> None:
+        for r in self.running:
+            r.controller.stop()
+        for r in self.running:
+            r.thread.join(10)
+            assert not r.thread.is_alive(), "controller did not stop"
+        self.running.clear()
+
+    # --- observations --------------------------------------------------------------------------
+    def phases(self) -> dict[str, str]:
+        return {
+            n: (o["metadata"].get("annotations") or {}).get(st.PHASE, "Idle")
+            for n, o in self.emu.nodes().items()
+        }
+
+    def wait(self, cond: Callable[[], bool], timeout: float = 20.0) -> None:
+        assert wait_for(cond, timeout, 0.02), "condition not reached in time"
+
+    def converged(self, targets: Mapping[str, str]) -> bool:
+        nodes = self.emu.nodes()
+        for name, cfg in targets.items():
+            o = nodes[name]
+            ann = o["metadata"].get("annotations") or {}
+            if (
+                o["metadata"]["labels"].get(st.MIG_CONFIG) != cfg
+                or ann.get(st.PHASE, "Idle") != "Idle"
+                or o["spec"].get("unschedulable")
+                or any(t["key"] == st.TAINT_KEY for t in o["spec"].get("taints") or [])
+            ):
+                return False
+        return True
+
+    def controller_calls(self) -> list[Call]:
+        return [c for c in self.emu.calls() if c.user_agent == USER_AGENT]
+
+
+def writes(calls: list[Call]) -> list[Call]:
+    return [c for c in calls if c.verb in ("create", "patch", "update", "delete")]
+
+
+def max_cordoned(calls: list[Call], initially: set[str] | None = None) -> int:
+    """Replay successful node PATCHes in order; the most nodes cordoned by migc at one time."""
+    cordoned = set(initially or ())
+    peak = len(cordoned)
+    for c in calls:
+        if c.resource != "nodes" or c.verb != "patch" or c.refused:
+            continue
+        spec = (c.body or {}).get("spec") or {}
+        if "taints" in spec:
+            if any(t.get("key") == st.TAINT_KEY for t in spec["taints"] or []):
+                cordoned.add(str(c.name))
+            else:
+                cordoned.discard(str(c.name))
+        peak = max(peak, len(cordoned))
+    return peak
+
+
+def assert_cordons_are_marked(calls: list[Call]) -> None:
+    """Every write that cordons a node also records the migc phase, in the same request."""
+    for c in calls:
+        spec = (c.body or {}).get("spec") or {} if c.resource == "nodes" and c.verb == "patch" else {}
+        if spec.get("unschedulable") is True or any(
+            t.get("key") == st.TAINT_KEY for t in spec.get("taints") or []
+        ):
+            ann = ((c.body or {}).get("metadata") or {}).get("annotations") or {}
+            assert ann.get(st.PHASE) == "Cordoned", f"cordon without a phase annotation: {c}"
+
+
+def assert_only_gpu_pods_evicted(calls: list[Call], gpu_pods: set[str]) -> set[str]:
+    evicted = {
+        f"{c.namespace}/{c.name}"
+        for c in calls
+        if c.resource == "pods" and c.subresource == "eviction" and c.verb == "create"
+    }
+    assert evicted <= gpu_pods, f"non-GPU or DaemonSet pods evicted: {sorted(evicted - gpu_pods)}"
+    assert not [c for c in calls if c.resource == "pods" and c.verb == "delete"], "pods deleted, not evicted"
+    return evicted
+
+
+@pytest.fixture
+def cluster() -> Iterator[Cluster]:
+    c = Cluster()
+    try:
+        yield c
+    finally:
+        c.stop_all()
+        c.emu.stop()

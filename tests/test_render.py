@@ -212,9 +212,7 @@ def test_long_config_name_falls_back_to_hash_with_readable_comment() -> None:
     text = yaml.safe_load(files["east/gpu-operator/configmap-migc-mig-parted-config.yaml"])["data"][
         "config.yaml"
     ]
-    assert (
-        "gpu 0: 7x 1g.10gb; gpu 1: 2x 3g.40gb; gpu 2: 3x 2g.20gb + 1x 1g.10gb; gpu 3: MIG disabled" in text
-    )
+    assert "gpu 0: 7x 1g.10gb; gpu 1: 2x 3g.40gb; gpu 2: 3x 2g.20gb + 1x 1g.10gb; gpu 3: MIG disabled" in text
     assert f"  {name}:\n" in text
 
 
@@ -322,7 +320,7 @@ def test_guarantees_above_capacity_are_errors_naming_tenants() -> None:
     assert "MIGC250" in by_code
     message = by_code["MIGC250"].message
     assert "guaranteed 68 1g.10gb instances (greedy 60, search 8)" in message
-    assert "provides 58: short by 10" in message
+    assert "provides 58 and can honour 58 of them: short by 10" in message
     assert "MIGC251" not in by_code  # 5 + 2 whole GPUs fit into 18
     assert by_code["MIGC255"].severity.name == "WARNING" and "greedy" in by_code["MIGC255"].message
 
@@ -343,7 +341,36 @@ def test_whole_gpu_shortfall_counts_reserve_and_sharing() -> None:
     diagnostics = check_quotas(pol, default_solution(), load_catalog())
     assert sorted(d.code for d in diagnostics) == ["MIGC251", "MIGC255"]
     assert "guaranteed 17 whole GPUs (research 17)" in diagnostics[0].message
-    assert "provides 16: short by 1" in diagnostics[0].message
+    assert "provides 16 and can honour 16 of them: short by 1" in diagnostics[0].message
     assert diagnostics[0].path == "$.spec.guaranteed.gpus"
     pol_ok = dataclasses.replace(pol, tenants=(dataclasses.replace(research, guaranteed=Quota(gpus=16)),))
     assert [d.code for d in check_quotas(pol_ok, default_solution(), load_catalog())] == ["MIGC255"]
+
+
+def test_guarantees_spread_over_the_clusters_each_tenant_runs_in() -> None:
+    """search runs only in east, research in both: research's guarantee may use west, search's may not."""
+    base = policy()
+    east = base.clusters[0]
+    west = dataclasses.replace(
+        east, name="west", pools=tuple(dataclasses.replace(p, cluster="west") for p in east.pools)
+    )
+    sol = default_solution()
+    both = type(sol)(pools=sol.pools + tuple(dataclasses.replace(p, cluster="west") for p in sol.pools))
+    notebooks_west = dataclasses.replace(base.workloads[1], name="notebooks-west", cluster="west")
+    research, search = base.tenants
+    # Whole GPUs: east 2 + 16 shares, west the same. research needs 30: only fits using both clusters.
+    pol = dataclasses.replace(
+        base,
+        clusters=(east, west),
+        workloads=(*base.workloads, notebooks_west),
+        tenants=(dataclasses.replace(research, guaranteed=Quota(gpus=30), burst=Quota(gpus=30)), search),
+    )
+    assert check_quotas(pol, both, load_catalog()) == []
+    # search is only in east (58 1g.10gb there); asking 100 fails although west has 58 more.
+    greedy_search = dataclasses.replace(search, guaranteed=Quota(profiles=(("1g.10gb", 100),)), burst=Quota())
+    diagnostics = check_quotas(
+        dataclasses.replace(pol, tenants=(pol.tenants[0], greedy_search)), both, load_catalog()
+    )
+    assert [d.code for d in diagnostics] == ["MIGC250"]
+    assert diagnostics[0].message.startswith("cluster east: tenants are guaranteed 100 1g.10gb instances")
+    assert "short by 42" in diagnostics[0].message

@@ -10,12 +10,16 @@ ClusterQueue enforces the tenant-wide total.
 
 Clusters. Tenants are fleet-wide. A tenant's objects are rendered into every cluster one of its
 workloads targets; a tenant without workloads is rendered into every cluster (its quota is the
-only thing that lets it run anything).
+only thing that lets it run anything). A guarantee is a fleet-wide amount that any of the tenant's
+clusters may honour, so the feasibility check spreads it over them (a max flow per resource).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import networkx as nx
 
 from compiler.catalog import Catalog
 from compiler.diagnostics import Diagnostic, make
@@ -136,54 +140,95 @@ def _describe(resource: str) -> str:
     return _WHAT.get(resource, f"{resource} instances")
 
 
+_BURST_FIELD = {
+    WHOLE_GPU: "spec.burst.gpus",
+    "memoryGB": "spec.burst.gpuMemoryGB",
+    "computeSlices": "spec.burst.computeSlices",
+}
+_SCALE = 1000  # fixed-point for the flow: GPU memory guarantees may be fractional GB
+
+
+def _servable(
+    holders: list[tuple[Tenant, float]],
+    placement: Mapping[str, tuple[str, ...]],
+    capacity: Mapping[str, float],
+) -> float:
+    """Most of the holders' guarantees the clusters can cover, each tenant only from its own clusters.
+
+    A max flow source → tenant (its guarantee) → its clusters → sink (the cluster's capacity): the
+    guarantees fit exactly when the flow saturates every tenant edge (Hall's condition).
+    """
+    graph: nx.DiGraph[Any] = nx.DiGraph()
+    for tenant, amount in holders:
+        graph.add_edge("source", ("t", tenant.name), capacity=round(amount * _SCALE))
+        for cluster in placement[tenant.name]:
+            graph.add_edge(("t", tenant.name), ("c", cluster), capacity=round(amount * _SCALE))
+    for cluster, have in capacity.items():
+        if graph.has_node(("c", cluster)):
+            graph.add_edge(("c", cluster), "sink", capacity=round(have * _SCALE))
+    if not graph.has_node("sink"):
+        return 0.0
+    value: float = nx.maximum_flow_value(graph, "source", "sink")
+    return value / _SCALE
+
+
+def _where(clusters: Sequence[str]) -> str:
+    return f"cluster {clusters[0]}" if len(clusters) == 1 else f"clusters {', '.join(clusters)}"
+
+
 def check_quotas(policy: Policy, solution: Solution, catalog: Catalog) -> list[Diagnostic]:
-    """MIGC250-253: guarantees that the solved layout cannot honour; MIGC255: unreachable burst limits."""
+    """MIGC250-253: guarantees the solved layout cannot honour; MIGC255: burst limits it can never reach.
+
+    A tenant's guarantee may be served by any cluster its objects are rendered into (see
+    :func:`tenant_clusters`), so the check is a small flow problem per resource, not a per-cluster sum.
+    """
     diagnostics: list[Diagnostic] = []
-    for cluster in sorted(policy.clusters, key=lambda c: c.name):
-        capacity = cluster_capacity(policy, solution, catalog, cluster)
-        tenants = tenants_in(policy, cluster.name)
-        guaranteed: dict[str, list[tuple[Tenant, float]]] = {}
-        for tenant in tenants:
-            for resource, amount in _amounts(tenant.guaranteed).items():
-                guaranteed.setdefault(resource, []).append((tenant, amount))
-        for resource in sorted(guaranteed):
-            holders = guaranteed[resource]
-            total = sum(a for _, a in holders)
-            have = capacity.get(resource, 0.0)
-            if total <= have + 1e-9:
-                continue
-            who = ", ".join(f"{t.name} {_fmt(a)}" for t, a in holders)
-            first = holders[0][0]
-            field_path = _FIELD.get(resource, f"spec.guaranteed.profiles.{resource}")
-            diagnostics.append(
-                _tenant_diag(
-                    _CODE.get(resource, "MIGC250"),
-                    f"cluster {cluster.name}: tenants are guaranteed {_fmt(total)} {_describe(resource)} "
-                    f"({who}) but the solved layout provides {_fmt(have)}: short by {_fmt(total - have)}",
-                    first,
-                    field_path,
-                )
+    placement = tenant_clusters(policy)
+    capacities = {
+        c.name: cluster_capacity(policy, solution, catalog, c)
+        for c in sorted(policy.clusters, key=lambda c: c.name)
+    }
+    guaranteed: dict[str, list[tuple[Tenant, float]]] = {}
+    for tenant in sorted(policy.tenants, key=lambda t: t.name):
+        for resource, amount in _amounts(tenant.guaranteed).items():
+            guaranteed.setdefault(resource, []).append((tenant, amount))
+    for resource in sorted(guaranteed):
+        holders = guaranteed[resource]
+        total = sum(a for _, a in holders)
+        per_cluster = {name: cap.get(resource, 0.0) for name, cap in capacities.items()}
+        servable = _servable(holders, placement, per_cluster)
+        if total <= servable + 1e-6:
+            continue
+        clusters = sorted({c for t, _ in holders for c in placement[t.name]})
+        have = sum(per_cluster[c] for c in clusters)
+        where = _where(clusters)
+        who = ", ".join(f"{t.name} {_fmt(a)}" for t, a in holders)
+        diagnostics.append(
+            _tenant_diag(
+                _CODE.get(resource, "MIGC250"),
+                f"{where}: tenants are guaranteed {_fmt(total)} {_describe(resource)} ({who}) but the solved "
+                f"layout provides {_fmt(have)} and can honour {_fmt(servable)} of them: "
+                f"short by {_fmt(total - servable)}",
+                holders[0][0],
+                _FIELD.get(resource, f"spec.guaranteed.profiles.{resource}"),
             )
-        for tenant in tenants:
-            burst = _amounts(tenant.burst)
-            for resource in sorted(burst):
-                have = capacity.get(resource, 0.0)
-                if burst[resource] > have + 1e-9:
-                    field_path = {
-                        WHOLE_GPU: "spec.burst.gpus",
-                        "memoryGB": "spec.burst.gpuMemoryGB",
-                        "computeSlices": "spec.burst.computeSlices",
-                    }.get(resource, f"spec.burst.profiles.{resource}")
-                    diagnostics.append(
-                        _tenant_diag(
-                            "MIGC255",
-                            f"cluster {cluster.name}: tenant {tenant.name} may burst to "
-                            f"{_fmt(burst[resource])} {_describe(resource)} but the solved layout provides "
-                            f"only {_fmt(have)}",
-                            tenant,
-                            field_path,
-                        )
+        )
+    for tenant in sorted(policy.tenants, key=lambda t: t.name):
+        burst = _amounts(tenant.burst)
+        tenant_clusters_ = placement[tenant.name]
+        for resource in sorted(burst):
+            have = sum(capacities[c].get(resource, 0.0) for c in tenant_clusters_)
+            if burst[resource] > have + 1e-9:
+                where = _where(tenant_clusters_)
+                diagnostics.append(
+                    _tenant_diag(
+                        "MIGC255",
+                        f"{where}: tenant {tenant.name} may burst to {_fmt(burst[resource])} "
+                        f"{_describe(resource)} but the solved layout provides only {_fmt(have)}",
+                        tenant,
+                        _BURST_FIELD.get(resource, f"spec.burst.profiles.{resource}"),
                     )
+                )
     return diagnostics
 
 

@@ -677,7 +677,8 @@ def to_entry(model: DiscoveredModel, known: GpuModel | None = None) -> dict[str,
 def compare(model: DiscoveredModel, known: GpuModel | None, origin: str | None = None) -> list[Diagnostic]:
     """Every field where the catalog entry ``known`` disagrees with the GPU; empty when they agree.
 
-    ``origin`` names the file to fix in the diagnostics; by default the shipped data file of ``known``.
+    ``origin`` names the file to fix in the diagnostics; by default the shipped data file of ``known``,
+    whose text also gives each diagnostic its line and column.
     """
     if known is None:
         return [
@@ -686,20 +687,19 @@ def compare(model: DiscoveredModel, known: GpuModel | None, origin: str | None =
                 f"{model.product} ({model.pci_device_id}) has no catalog entry; add the printed one",
             )
         ]
+    text = ""
     if origin is None:
-        origin = catalog_file(known.model)
+        origin, text = _catalog_source(known.model)
     out: list[Diagnostic] = []
 
-    def differ(path: str, what: str, catalog_value: Any, gpu_value: Any) -> None:
-        out.append(
-            make(
-                "MIGC920",
-                f"{known.model}: {what}: catalog has {_show(catalog_value)}, "
-                f"the GPU reports {_show(gpu_value)}",
-                file=origin,
-                path=path,
-            )
-        )
+    def report(message: str, path: str, key: str, profile: str | None = None) -> None:
+        line, col = _position(text, key, profile)
+        out.append(make("MIGC920", f"{known.model}: {message}", file=origin, line=line, col=col, path=path))
+
+    def differ(path: str, key: str, catalog_value: Any, gpu_value: Any, profile: str | None = None) -> None:
+        what = f"profile {profile} {key}" if profile else key
+        shown = f"catalog has {_show(catalog_value)}, the GPU reports {_show(gpu_value)}"
+        report(f"{what}: {shown}", path, key, profile)
 
     if model.pci_device_id not in known.pci_device_ids:
         differ("$.pciDeviceIds", "pciDeviceIds", list(known.pci_device_ids), model.pci_device_id)
@@ -721,13 +721,11 @@ def compare(model: DiscoveredModel, known: GpuModel | None, origin: str | None =
         mine = model.profile(theirs.name)
         path = f"$.profiles[{index}]"
         if mine is None:
-            out.append(
-                make(
-                    "MIGC920",
-                    f"{known.model}: profile {theirs.name} is in the catalog but NVML does not list it",
-                    file=origin,
-                    path=path,
-                )
+            report(
+                f"profile {theirs.name} is in the catalog but NVML does not list it",
+                path,
+                "name",
+                theirs.name,
             )
             continue
         pairs = (
@@ -741,19 +739,32 @@ def compare(model: DiscoveredModel, known: GpuModel | None, origin: str | None =
         )
         for key, catalog_value, gpu_value in pairs:
             if catalog_value != gpu_value:
-                differ(f"{path}.{key}", f"profile {theirs.name} {key}", catalog_value, gpu_value)
+                differ(f"{path}.{key}", key, catalog_value, gpu_value, theirs.name)
     for mine in model.profiles:
         if known.profile(mine.name) is None:
-            out.append(
-                make(
-                    "MIGC920",
-                    f"{known.model}: profile {mine.name} (id {mine.id}) is listed by NVML "
-                    "but missing from the catalog",
-                    file=origin,
-                    path="$.profiles",
-                )
+            report(
+                f"profile {mine.name} (id {mine.id}) is listed by NVML but missing from the catalog",
+                "$.profiles",
+                "profiles",
             )
     return out
+
+
+def _position(text: str, key: str, profile: str | None) -> tuple[int, int]:
+    """1-based line and column of ``key`` in a data file laid out like the shipped ones (one flow
+    mapping per profile); (0, 0) when the text is unknown or laid out otherwise."""
+    lines = text.splitlines()
+    if profile is not None:
+        pattern = re.compile(rf"\bname:\s*['\"]?{re.escape(profile)}['\"]?\s*[,}}]")
+        for number, line in enumerate(lines, start=1):
+            if pattern.search(line):
+                found = re.search(rf"\b{re.escape(key)}:", line)
+                return number, (found.start() + 1 if found else line.index("name:") + 1)
+        return 0, 0
+    for number, line in enumerate(lines, start=1):
+        if line.startswith(f"{key}:"):
+            return number, 1
+    return 0, 0
 
 
 def _show(value: Any) -> str:
@@ -814,11 +825,16 @@ def layout_lines(cap: Capture) -> list[str]:
 
 def catalog_file(model_key: str) -> str:
     """The shipped data file that defines ``model_key`` (repository-relative), or "" if none does."""
+    return _catalog_source(model_key)[0]
+
+
+def _catalog_source(model_key: str) -> tuple[str, str]:
     data_dir = resources.files("compiler.catalog").joinpath("data")
     for item in sorted(data_dir.iterdir(), key=lambda p: p.name):
         if not item.name.endswith(".yaml"):
             continue
-        raw = yaml.safe_load(item.read_text(encoding="utf-8"))
+        text = item.read_text(encoding="utf-8")
+        raw = yaml.safe_load(text)
         if isinstance(raw, dict) and raw.get("model") == model_key:
-            return f"compiler/catalog/data/{item.name}"
-    return ""
+            return f"compiler/catalog/data/{item.name}", text
+    return "", ""

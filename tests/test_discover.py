@@ -127,6 +127,13 @@ def test_compare_names_each_planted_difference() -> None:
     paths = {d.path for d in diffs}
     assert paths == {"$.profiles[2].id", "$.profiles[4].maxCount", "$.profiles[4].placements"}
     assert all(d.file == "compiler/catalog/data/h100-80gb.yaml" for d in diffs)
+    # Each points at the field to edit in the data file.
+    lines = (ROOT / "compiler/catalog/data/h100-80gb.yaml").read_text(encoding="utf-8").splitlines()
+    for d in diffs:
+        key = d.path.rsplit(".", 1)[1]
+        assert d.line > 0 and lines[d.line - 1][d.col - 1 :].startswith(f"{key}:"), d
+        profile = d.message.split()[2]
+        assert f"name: {profile}," in lines[d.line - 1]
 
 
 def test_compare_reports_a_profile_the_catalog_lacks_and_one_it_has_extra() -> None:
@@ -157,6 +164,8 @@ def test_cli_compare_exits_3_on_a_planted_mismatch_and_0_when_equal(monkeypatch:
     assert result.exit_code == 3
     assert "MIGC920" in result.stderr
     assert "profile 7g.80gb memorySlices: catalog has 8, the GPU reports 7" in result.stderr
+    where = r"compiler/catalog/data/h100-80gb\.yaml:\d+:\d+: MIGC920 warning: H100-80GB: "
+    assert re.search(where, result.stderr)
     assert "1 difference(s) from the shipped catalog" in result.stderr
     assert result.stdout.count("model: H100-80GB") == 1  # the entry is still printed to fix the file with
 
@@ -291,9 +300,11 @@ def test_old_driver_with_mig_disabled_lists_no_profiles(monkeypatch: pytest.Monk
     nvml = fakenvml.FakeNvml(fakenvml.load_capture("a100-sxm4-40gb"), hide_profiles_when_disabled=True)
     result = run_cli(monkeypatch, nvml, "--output-format", "json")
     assert result.exit_code == 1
-    (diag,) = json.loads(result.stderr)
+    payload = json.loads(result.stderr)
+    (diag,) = payload["diagnostics"]
+    assert payload["summary"]["errors"] == 1
     assert diag["code"] == "MIGC907" and "MIG is disabled" in diag["message"]
-    assert "never changes the MIG mode" in diag["hint"] or "Enable MIG yourself" in diag["hint"]
+    assert "Enable MIG yourself" in diag["hint"]
 
 
 def test_layout_unreadable_without_permission_is_only_a_warning(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -13,9 +13,9 @@ import sys
 import click
 import yaml
 
-from compiler import discover
+from compiler import discover, report
 from compiler.catalog import load_catalog
-from compiler.diagnostics import Diagnostic, Severity, has_errors
+from compiler.diagnostics import Diagnostic, has_errors
 
 EXIT_OK = 0
 EXIT_FAILED = 1
@@ -23,19 +23,8 @@ EXIT_DIFFERENT = 3
 
 
 def _print_diagnostics(diagnostics: list[Diagnostic], output_format: str) -> None:
-    # compiler.report sits beside this module's layer and is not importable from compiler.discover;
-    # the command prints its own few diagnostics in the two formats a terminal or a script needs.
-    if output_format == "json":
-        click.echo(json.dumps([d.as_dict() for d in diagnostics], indent=2), err=True)
-        return
-    for d in diagnostics:
-        where = d.file or "nvml"
-        if d.line:
-            where += f":{d.line}:{d.col}"
-        path = f" [{d.path}]" if d.path else ""
-        click.echo(f"{where}: {d.code} {d.severity}: {d.message}{path}", err=True)
-        if d.hint and d.severity >= Severity.WARNING:
-            click.echo(f"  hint: {d.hint}", err=True)
+    # stderr, not stdout as `migc validate` does: discover's stdout is the catalog data.
+    click.echo(report.render(diagnostics, output_format), err=True, nl=False)
 
 
 @click.command(name="discover")
@@ -62,7 +51,7 @@ def _print_diagnostics(diagnostics: list[Diagnostic], output_format: str) -> Non
 )
 @click.option(
     "--output-format",
-    type=click.Choice(["text", "json"]),
+    type=click.Choice(list(report.FORMATS)),
     default="text",
     show_default=True,
     help="Format of diagnostics on stderr.",

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import dataclasses
 import math
 import re
 import warnings
@@ -563,7 +564,7 @@ def _with_balanced(model: DiscoveredModel) -> DiscoveredModel:
             return model
         best = min(candidates, key=lambda p: (-p.max_count, p.memory_slices, p.name))
         chosen[best.name] = n
-    return DiscoveredModel(**{**model.__dict__, "balanced": tuple(sorted(chosen.items()))})
+    return dataclasses.replace(model, balanced=tuple(sorted(chosen.items())))
 
 
 def models_from_capture(cap: Capture) -> tuple[list[DiscoveredModel], list[Diagnostic]]:
@@ -611,7 +612,7 @@ def models_from_capture(cap: Capture) -> tuple[list[DiscoveredModel], list[Diagn
                         path=f"gpu[{other.index}]",
                     )
                 )
-        models.append(DiscoveredModel(**{**model.__dict__, "gpu_indices": tuple(g.index for g in gpus)}))
+        models.append(dataclasses.replace(model, gpu_indices=tuple(g.index for g in gpus)))
     return models, notes
 
 

@@ -187,3 +187,15 @@ def test_plan_exit_codes_and_markdown(tmp_path: Path, capsys: pytest.CaptureFixt
     assert f"]({svg}/lab-lab-dgx-a100-01.svg)" in md
     assert run("plan", str(policy), "--against", str(out), "-o", "json") == 0
     assert '"solution"' in capsys.readouterr().out
+
+
+def test_gitops_examples_point_at_the_rendered_output() -> None:
+    apps = list(yaml.safe_load_all((ROOT / "examples/argocd/application.yaml").read_text()))
+    assert (ROOT / apps[0]["spec"]["source"]["path"] / "kustomization.yaml").exists()
+    flux = list(yaml.safe_load_all((ROOT / "examples/flux/kustomization.yaml").read_text()))
+    assert (ROOT / flux[1]["spec"]["path"] / "kustomization.yaml").exists()
+    hooks = yaml.safe_load((ROOT / ".pre-commit-hooks.yaml").read_text())
+    assert {h["id"] for h in hooks} == {"migc-validate", "migc-compile-check", "migc-compile"}
+    workflow = yaml.safe_load((ROOT / "examples/github-actions/migc.yml").read_text())
+    steps = " ".join(str(s.get("run", "")) for s in workflow["jobs"]["migc"]["steps"])
+    assert "migc compile" in steps and "--check" in steps and "--output-format markdown" in steps

@@ -112,9 +112,7 @@ def emit_diagnostics(diagnostics: Sequence[Diagnostic], fmt: str, *, to_stderr: 
     type=click.Choice(list(report.FORMATS)),
     help="Format of the diagnostics.",
 )
-@click.pass_context
 def command(
-    ctx: click.Context,
     paths: tuple[str, ...],
     out: str,
     check: bool,
@@ -122,7 +120,7 @@ def command(
     extras: tuple[str, ...],
     cluster: str | None,
     fmt: str,
-) -> None:
+) -> int:
     """Compile policy PATHS (files or directories) into Kubernetes manifests under --out."""
     if check and to_stdout:
         raise click.UsageError("--check and --stdout exclude each other")
@@ -134,8 +132,7 @@ def command(
         click.echo(
             report.summary(list(result.diagnostics), what="compile") + "; nothing was written", err=True
         )
-        ctx.exit(EXIT_INVALID)
-        return
+        return EXIT_INVALID
     files = render(
         result.policy,
         result.solution,
@@ -149,14 +146,12 @@ def command(
         sys.stdout.buffer.write(manifest_stream(files, cluster))
         sys.stdout.flush()
         click.echo(f"migc: {len(files)} files rendered to stdout", err=True)
-        ctx.exit(EXIT_OK)
-        return
+        return EXIT_OK
     if check:
         drift = compare(files, out_dir)
         if drift.clean:
             click.echo(f"migc: {display_path(out_dir)} is up to date ({len(files)} files)", err=True)
-            ctx.exit(EXIT_OK)
-            return
+            return EXIT_OK
         for label, items in (("stale", drift.stale), ("missing", drift.missing), ("extra", drift.extra)):
             for item in items:
                 click.echo(f"{label}: {display_path(out_dir / item)}")
@@ -167,20 +162,18 @@ def command(
             file=display_path(out_dir),
         )
         emit_diagnostics([stale_diag], fmt, to_stderr=True)
-        ctx.exit(EXIT_DRIFT)
-        return
+        return EXIT_DRIFT
     written = write_tree(files, out_dir)
     emit_diagnostics(written, fmt, to_stderr=False)
     if has_errors(written):
         click.echo(
             report.summary(written, what="compile") + f"; {display_path(out_dir)} left unchanged", err=True
         )
-        ctx.exit(EXIT_INVALID)
-        return
+        return EXIT_INVALID
     clusters = len(result.policy.clusters)
     click.echo(
         f"migc: wrote {len(files)} files for {clusters} cluster{'s' if clusters != 1 else ''} "
         f"to {display_path(out_dir)}{os.sep}",
         err=True,
     )
-    ctx.exit(EXIT_OK)
+    return EXIT_OK

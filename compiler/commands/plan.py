@@ -58,16 +58,14 @@ from compiler.solve.export import solution_to_dict
     type=click.Path(dir_okay=False),
     help="Pods of the cluster (kubectl get pods -A -o json) to list the GPU pods a rollout evicts.",
 )
-@click.pass_context
 def command(
-    ctx: click.Context,
     paths: tuple[str, ...],
     against: str,
     fmt: str,
     svg_dir: str | None,
     exit_code: bool,
     snapshot: str | None,
-) -> None:
+) -> int:
     """Show what compiling policy PATHS would change: nodes, GPUs, capacity, evictions and cost."""
     result = compile_policy(paths, Path(against))
     diagnostics = list(result.diagnostics)
@@ -80,8 +78,7 @@ def command(
     emit_diagnostics(diagnostics, "text", to_stderr=True)
     if result.failed or result.policy is None or result.solution is None or has_errors(diagnostics):
         click.echo(report.summary(diagnostics, what="plan"), err=True)
-        ctx.exit(EXIT_INVALID)
-        return
+        return EXIT_INVALID
     plan = build_plan(
         result.policy,
         result.solution,
@@ -98,4 +95,4 @@ def command(
         click.echo(to_markdown(plan, svg_dir), nl=False)
     else:
         click.echo(to_text(plan), nl=False)
-    ctx.exit(EXIT_DRIFT if exit_code and plan.has_changes else EXIT_OK)
+    return EXIT_DRIFT if exit_code and plan.has_changes else EXIT_OK

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -67,14 +68,16 @@ def check_kueue(obj: dict[str, Any]) -> None:
         assert len(covered) == len(set(covered))
 
 
-def assert_valid_tree(files: dict[str, bytes]) -> None:
+def assert_valid_tree(files: dict[str, bytes], versions: Sequence[str] = ()) -> None:
+    """Every object valid for the latest Kubernetes kubernetes-validate ships and for ``versions``."""
     migparted = load_schema("mig-parted-v1.schema.json")
     assignment_schema = load_schema("assignment.schema.json")
     for path, obj in objects(files).items():
         if obj["kind"] in KUEUE_KINDS:
             check_kueue(obj)
         else:
-            kubernetes_validate.validate(obj, K8S_VERSION, strict=True)
+            for version in sorted({K8S_VERSION, *versions}):
+                kubernetes_validate.validate(obj, version, strict=True)
         labels = obj["metadata"]["labels"]
         assert labels["app.kubernetes.io/managed-by"] == "migc"
         assert "app.kubernetes.io/instance" not in labels

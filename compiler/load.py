@@ -6,10 +6,10 @@ input (billion laughs, 10 000-deep nesting, python tags) must be refused quickly
 
 How: ruamel.yaml (YAML 1.2, so ``yes``/``no``/``on`` stay strings) *composes* the node graph,
 which keeps aliases as shared references and never runs a constructor, so no python tag can ever
-be instantiated. Before composing, one cheap pass over the parser events bounds nesting depth and
-the number of documents (the composer is recursive). Converting nodes to plain data is our own
-iterative-enough walk that counts every node it visits, aliases included, and stops past a limit:
-a billion-laughs file costs a few thousand steps before it is refused.
+be instantiated. Nesting depth is bounded while composing (and, for flow brackets, by a linear
+textual scan first: the scanner's look-ahead over unclosed brackets is quadratic). Converting
+nodes to plain data is our own walk that counts every node it visits, aliases included, and
+stops past a limit: a billion-laughs file costs a few thousand steps before it is refused.
 
 Every problem is a ``MIGC0xx`` diagnostic; nothing here raises on bad input.
 """
@@ -25,11 +25,6 @@ from typing import Any
 
 from ruamel.yaml import YAML
 from ruamel.yaml.error import MarkedYAMLError, YAMLError
-from ruamel.yaml.events import (
-    CollectionEndEvent,
-    CollectionStartEvent,
-    DocumentStartEvent,
-)
 from ruamel.yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 from compiler.diagnostics import Diagnostic, make
@@ -214,23 +209,29 @@ def load_text(text: str, file: str) -> tuple[list[LoadedDocument], list[Diagnost
     """Load one file's text: all its non-empty documents, or the diagnostics that prevented it."""
     if not text.strip():
         return [], [make("MIGC012", "file is empty: it contains no YAML documents", file=file, line=1, col=1)]
-    yaml = YAML(typ="rt", pure=True)
-    try:
-        count = _precheck(yaml, text, file)
-    except _Abort as abort:
-        return [], [abort.diagnostic]
-    except YAMLError as exc:
-        return [], [_syntax_diagnostic(exc, text, file)]
-    if count is not None:
-        return [], [count]
+    flow = _flow_depth_exceeded(text)
+    if flow is not None:
+        return [], [_too_deep(file, *flow)]
+    # typ="safe": the round-trip parser's comment bookkeeping makes it several times slower, and
+    # comments are not needed here (positions are kept by every parser).
+    yaml = YAML(typ="safe", pure=True)
+    yaml.max_depth = MAX_DEPTH  # newer ruamel stops composing there; older ones hit the RecursionError guard
     docs: list[LoadedDocument] = []
     diags: list[Diagnostic] = []
+    nodes: list[Node] = []
     try:
-        nodes = list(yaml.compose_all(io.StringIO(text)))
+        for node in yaml.compose_all(io.StringIO(text)):
+            nodes.append(node)
+            if len(nodes) > MAX_DOCUMENTS:
+                line, col = _mark(node.start_mark)
+                message = f"more than {MAX_DOCUMENTS} YAML documents in one file"
+                return [], [make("MIGC010", message, file=file, line=line, col=col)]
     except YAMLError as exc:
+        if type(exc).__name__ == "MaxDepthExceededError":
+            return [], [_too_deep(file, *_mark(getattr(exc, "problem_mark", None)))]
         return [], [_syntax_diagnostic(exc, text, file)]
-    except RecursionError:  # depth is pre-checked; kept as a guard so no input can produce a traceback
-        return [], [make("MIGC008", f"nesting deeper than {MAX_DEPTH} levels", file=file, line=1, col=1)]
+    except RecursionError:
+        return [], [_too_deep(file, 1, 1)]
     budget = _Budget(file)
     for index, node in enumerate(nodes):
         if isinstance(node, ScalarNode) and _tag(node) == _TAG + "null" and node.value in ("", "~", "null"):
@@ -252,35 +253,30 @@ def load_text(text: str, file: str) -> tuple[list[LoadedDocument], list[Diagnost
     return docs, diags
 
 
-def _precheck(yaml: YAML, text: str, file: str) -> Diagnostic | None:
-    """Bound depth and document count from the event stream, before the (recursive) composer runs."""
+def _too_deep(file: str, line: int, col: int) -> Diagnostic:
+    return make("MIGC008", f"nesting deeper than {MAX_DEPTH} levels", file=file, line=line, col=col)
+
+
+def _flow_depth_exceeded(text: str) -> tuple[int, int] | None:
+    """Where brackets nest deeper than the limit, by a linear textual scan.
+
+    ruamel's scanner looks ahead through every unclosed flow bracket before it emits a single
+    event (and keeps a candidate "simple key" per level), so ``[[[[...`` costs quadratic time
+    before the event-based check below sees anything. Brackets inside quoted strings are counted
+    too; 64 of them unclosed is not a policy file.
+    """
     depth = 0
-    documents = 0
-    for event in yaml.parse(io.StringIO(text)):
-        if isinstance(event, CollectionStartEvent):
+    line, col = 1, 0
+    for ch in text:
+        col += 1
+        if ch == "\n":
+            line, col = line + 1, 0
+        elif ch in "[{":
             depth += 1
             if depth > MAX_DEPTH:
-                line, col = _mark(event.start_mark)
-                return make(
-                    "MIGC008",
-                    f"nesting deeper than {MAX_DEPTH} levels",
-                    file=file,
-                    line=line,
-                    col=col,
-                )
-        elif isinstance(event, CollectionEndEvent):
+                return line, col
+        elif ch in "]}" and depth:
             depth -= 1
-        elif isinstance(event, DocumentStartEvent):
-            documents += 1
-            if documents > MAX_DOCUMENTS:
-                line, col = _mark(event.start_mark)
-                return make(
-                    "MIGC010",
-                    f"more than {MAX_DOCUMENTS} YAML documents in one file",
-                    file=file,
-                    line=line,
-                    col=col,
-                )
     return None
 
 
@@ -292,6 +288,9 @@ def _mark(mark: Any) -> tuple[int, int]:
 
 def _syntax_diagnostic(exc: YAMLError, text: str, file: str) -> Diagnostic:
     mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
+    if "end of stream" in str(getattr(exc, "problem", "")) and getattr(exc, "context_mark", None) is not None:
+        # an unclosed quote or bracket: where it was opened helps, the end of the file does not
+        mark = exc.context_mark  # type: ignore[attr-defined]
     line, col = _mark(mark)
     problem = str(getattr(exc, "problem", "") or "") if isinstance(exc, MarkedYAMLError) else str(exc)
     context = str(getattr(exc, "context", "") or "") if isinstance(exc, MarkedYAMLError) else ""

@@ -97,14 +97,14 @@ def _listing(items: Iterable[str]) -> str:
 # Schema errors → diagnostics
 
 
-def _schema_diagnostics(doc: LoadedDocument, kind: str) -> list[Diagnostic]:
+def _schema_diagnostics(doc: LoadedDocument, kind: str, profiles: Sequence[str]) -> list[Diagnostic]:
     out: list[Diagnostic] = []
     errors = sorted(
         _validators()[kind].iter_errors(doc.data),
         key=lambda e: (json_path(e.absolute_path), str(e.validator), e.message),
     )
     for error in errors:
-        out.extend(_translate(doc, error))
+        out.extend(_translate(doc, error, profiles))
     return out
 
 
@@ -135,12 +135,16 @@ def _type_name(value: Any) -> str:
     return type(value).__name__
 
 
+def _article(noun: str) -> str:
+    return f"an {noun}" if noun[:1] in "aeiou" else f"a {noun}"
+
+
 def _short(value: Any) -> str:
     text = repr(value)
     return text if len(text) <= 60 else text[:57] + "..."
 
 
-def _translate(doc: LoadedDocument, error: ValidationError) -> list[Diagnostic]:
+def _translate(doc: LoadedDocument, error: ValidationError, profiles: Sequence[str]) -> list[Diagnostic]:
     path: PathT = tuple(p for p in error.absolute_path if isinstance(p, str | int))
     validator = str(error.validator)
     schema = error.schema if isinstance(error.schema, dict) else {}
@@ -170,15 +174,17 @@ def _translate(doc: LoadedDocument, error: ValidationError) -> list[Diagnostic]:
             )
         return out
     if validator == "oneOf" or validator == "anyOf":
-        return _translate_choice(doc, error, path)
+        return _translate_choice(doc, error, path, profiles)
     if validator == "type":
         expected = bound
         words = " or ".join(expected) if isinstance(expected, list) else str(expected)
         words = words.replace("object", "mapping").replace("array", "list")
+        article = "an" if words[:1] in "aeiou" else "a"
         return [
             doc.at(
                 "MIGC032",
-                f"{where} must be a {words}, not a {_type_name(instance)} ({_short(instance)})",
+                f"{where} must be {article} {words}, "
+                f"not {_article(_type_name(instance))} ({_short(instance)})",
                 path,
             )
         ]
@@ -212,6 +218,8 @@ def _translate(doc: LoadedDocument, error: ValidationError) -> list[Diagnostic]:
             ]
         if validator == "pattern":
             words = _PATTERN_WORDS.get(pattern, f"a string matching {pattern}")
+            if pattern == PROFILE_PATTERN:
+                words += _suggest(str(instance), profiles)
             return [
                 doc.at(
                     "MIGC034", f"{json_path(at_path)}: {_short(instance)} is not {words}", at_path, key=on_key
@@ -261,6 +269,28 @@ def _rephrase(error: ValidationError) -> str:
     return error.message
 
 
+def _relevant_branch(errors: Iterable[ValidationError]) -> list[ValidationError]:
+    """Errors of the union branches whose *type* matched the value, when any did.
+
+    ``maxUnavailable: ten`` fails the integer branch on its type and the percentage branch on its
+    pattern; the pattern error is the one that helps. jsonschema's ``best_match`` alone would
+    pick either, so branches that rejected the value's type are dropped first.
+    """
+    errors = list(errors)
+    by_branch: dict[Any, list[ValidationError]] = {}
+    for e in errors:
+        branch = e.relative_schema_path[0] if e.relative_schema_path else None
+        by_branch.setdefault(branch, []).append(e)
+    typed = [
+        errs
+        for errs in by_branch.values()
+        if not any(e.validator == "type" and not e.relative_path for e in errs)
+    ]
+    if len(typed) == 1:
+        return typed[0]
+    return errors
+
+
 _NEED_KEYS = {
     "profile": "profile",
     "profiles": "profiles",
@@ -270,7 +300,9 @@ _NEED_KEYS = {
 }
 
 
-def _translate_choice(doc: LoadedDocument, error: ValidationError, path: PathT) -> list[Diagnostic]:
+def _translate_choice(
+    doc: LoadedDocument, error: ValidationError, path: PathT, profiles: Sequence[str]
+) -> list[Diagnostic]:
     instance: Any = error.instance
     where = json_path(path)
     # Discriminator-style answers for the two unions of the language, whose branches differ by keys.
@@ -307,9 +339,9 @@ def _translate_choice(doc: LoadedDocument, error: ValidationError, path: PathT) 
         return [doc.at("MIGC039", message, path)]
     # Generic union (e.g. maxUnavailable: integer or percentage): the most relevant branch's error.
     if error.context:
-        best = best_match(error.context)
+        best = best_match(_relevant_branch(error.context))
         if best is not None:
-            return _translate(doc, best)
+            return _translate(doc, best, profiles)
     return [doc.at("MIGC039", f"{where}: {error.message}", path)]
 
 
@@ -364,7 +396,9 @@ class _PoolInfo:
     def partitionable_gpus(self) -> int:
         reserve = self.raw.get("reserve", {})
         held = int(reserve.get("wholeGpus", 0)) + int(reserve.get("wholeNodes", 0)) * self.gpus_per_node
-        return max(0, self.total_gpus - held)
+        if held > self.total_gpus:
+            return self.total_gpus  # an impossible reserve is MIGC112; do not let it cascade into bounds
+        return self.total_gpus - held
 
 
 @dataclass
@@ -377,6 +411,7 @@ class _Context:
     workloads: list[_Obj] = field(default_factory=list)
     partition: _Obj | None = None
     partition_ok: bool = True  # no PartitionPolicy, or a schema-valid one
+    incomplete: bool = False  # documents are missing (unloadable, or of unknown kind)
     broken_names: dict[str, set[str]] = field(default_factory=dict)  # kind → names of schema-invalid docs
     pools: dict[tuple[str, str], _PoolInfo] = field(default_factory=dict)
     clusters: list[str] = field(default_factory=list)
@@ -386,13 +421,18 @@ class _Context:
         self.diags.append(d)
 
 
-def validate(documents: Sequence[LoadedDocument], catalog: Catalog) -> tuple[Policy | None, list[Diagnostic]]:
+def validate(
+    documents: Sequence[LoadedDocument], catalog: Catalog, *, incomplete: bool = False
+) -> tuple[Policy | None, list[Diagnostic]]:
     """Validate a loaded policy set; a :class:`Policy` only when no diagnostic is an error.
 
     Diagnostics are sorted by file, line, column and code; every error of every document is
-    reported, not only the first.
+    reported, not only the first. ``incomplete=True`` says some documents could not be loaded
+    (already reported): rules that would only complain about their absence (unknown tenant, no
+    Fleet) stay quiet, and no Policy is returned.
     """
-    ctx = _Context(catalog=catalog)
+    ctx = _Context(catalog=catalog, incomplete=incomplete)
+    profile_names = sorted({p.name for m in catalog.models for p in m.profiles})
     fleets: list[_Obj] = []
     partitions: list[_Obj] = []
     for doc in sorted(documents, key=lambda d: (d.file, d.index)):
@@ -400,7 +440,7 @@ def validate(documents: Sequence[LoadedDocument], catalog: Catalog) -> tuple[Pol
         if obj is None:
             continue
         kind = str(doc.data["kind"])
-        schema_diags = _schema_diagnostics(doc, kind)
+        schema_diags = _schema_diagnostics(doc, kind, profile_names)
         ctx.diags.extend(schema_diags)
         if has_errors(schema_diags):
             obj.valid = False
@@ -445,7 +485,7 @@ def validate(documents: Sequence[LoadedDocument], catalog: Catalog) -> tuple[Pol
     _check_workloads(ctx)
 
     diags = sorted(set(ctx.diags), key=sort_key)
-    if has_errors(diags) or not ctx.fleet_ok or not ctx.partition_ok:
+    if has_errors(diags) or not ctx.fleet_ok or not ctx.partition_ok or ctx.incomplete:
         return None, diags
     return _build(ctx, documents), diags
 
@@ -453,6 +493,7 @@ def validate(documents: Sequence[LoadedDocument], catalog: Catalog) -> tuple[Pol
 def _envelope(ctx: _Context, doc: LoadedDocument) -> _Obj | None:
     data = doc.data
     if not isinstance(data, dict):
+        ctx.incomplete = True
         ctx.add(
             doc.at(
                 "MIGC011",
@@ -489,11 +530,20 @@ def _envelope(ctx: _Context, doc: LoadedDocument) -> _Obj | None:
             )
         )
         ok = False
+    if not ok and kind not in KINDS:
+        ctx.incomplete = True  # whatever this document was meant to define is missing now
+    if not ok and kind in KINDS:
+        # remembered so references to this object are not reported as unknown on top of this error
+        name = _value_at(data, ("metadata", "name"))
+        if isinstance(name, str):
+            ctx.broken_names.setdefault(str(kind), set()).add(name)
     return _Obj(doc) if ok else None
 
 
 def _check_fleet_count(ctx: _Context, fleets: list[_Obj]) -> None:
     if not fleets:
+        if ctx.broken_names.get("Fleet") or ctx.incomplete:
+            return  # there is a Fleet, already reported for its apiVersion
         ctx.add(
             make(
                 "MIGC115",
@@ -518,7 +568,7 @@ def _check_fleet_count(ctx: _Context, fleets: list[_Obj]) -> None:
     ctx.fleet_ok = fleets[0].valid
 
 
-def _dupes(ctx: _Context, items: list[tuple[str, LoadedDocument, PathT]], what: str) -> None:
+def _dupes(ctx: _Context, items: list[tuple[str, LoadedDocument, PathT]], what: str, scope: str = "") -> None:
     seen: dict[str, tuple[LoadedDocument, PathT]] = {}
     for name, doc, path in items:
         if name in seen:
@@ -526,7 +576,9 @@ def _dupes(ctx: _Context, items: list[tuple[str, LoadedDocument, PathT]], what: 
             line = first_doc.position(first_path)[0]
             ctx.add(
                 doc.at(
-                    "MIGC103", f"{what} '{name}' is defined twice (first at {first_doc.file}:{line})", path
+                    "MIGC103",
+                    f"{what} '{name}' is defined twice{scope} (first at {first_doc.file}:{line})",
+                    path,
                 )
             )
         else:
@@ -608,7 +660,8 @@ def _check_fleet(ctx: _Context) -> None:
         _dupes(
             ctx,
             [(str(p["name"]), doc, (*base, pi, "name")) for pi, p in enumerate(pools)],
-            f"pool of cluster {cname}",
+            "pool",
+            f" in cluster {cname}",
         )
         nodes: list[tuple[str, LoadedDocument, PathT]] = []
         for pi, pool in enumerate(pools):
@@ -664,7 +717,7 @@ def _check_fleet(ctx: _Context) -> None:
             )
             ctx.pools.setdefault((cname, pname), info)
             _check_pool_bounds(ctx, doc, info)
-        _dupes(ctx, nodes, f"node of cluster {cname}")
+        _dupes(ctx, nodes, "node", f" in cluster {cname}")
     for key in sorted(fleet.spec.get("pricing", {})):
         if ctx.catalog.by_product(key) is None:
             ctx.add(
@@ -784,15 +837,27 @@ def _check_profile_known(
     what: str,
 ) -> bool:
     """MIGC101 unless some MIG pool among ``pools`` has ``profile``; returns whether it is known."""
+    if any(p.model is None for p in pools):
+        return False  # a pool's GPU product is unknown (MIGC100): nothing sound can be said about profiles
     models = {p.model.model: p.model for p in pools if p.mig and p.model is not None}
     if any(m.profile(profile) is not None for m in models.values()):
         return True
     candidates = {pr.name for m in models.values() for pr in m.profiles}
-    where = ", ".join(sorted(models)) or "no MIG-partitioned pool"
+    if not models:
+        ctx.add(
+            obj.doc.at(
+                "MIGC101",
+                f"{what} profile '{profile}' cannot be used: no pool it applies to is MIG-partitioned",
+                path,
+                key=on_key,
+            )
+        )
+        return False
     ctx.add(
         obj.doc.at(
             "MIGC101",
-            f"{what} profile '{profile}' does not exist on {where}{_suggest(profile, candidates)}",
+            f"{what} profile '{profile}' does not exist on {', '.join(sorted(models))}"
+            f"{_suggest(profile, candidates)}",
             path,
             key=on_key,
         )
@@ -920,7 +985,7 @@ def _check_workloads(ctx: _Context) -> None:
     tenants = {t.name for t in ctx.tenants} | ctx.broken_names.get("Tenant", set())
     for w in ctx.workloads:
         spec = w.spec
-        if spec["tenant"] not in tenants:
+        if spec["tenant"] not in tenants and not ctx.incomplete:
             ctx.add(
                 w.doc.at(
                     "MIGC104",
@@ -1011,6 +1076,16 @@ def _check_need(ctx: _Context, w: _Obj, pools: list[_PoolInfo]) -> None:
             items: list[tuple[PathT, str]] = [(("spec", "need", "profile"), str(need["profile"]))]
         else:
             items = [(("spec", "need", "profiles", i), str(p)) for i, p in enumerate(need["profiles"])]
+        if not any(p.mig for p in pools):
+            ctx.add(
+                w.doc.at(
+                    "MIGC107",
+                    f"workload '{w.name}' needs a MIG profile but none of its pools "
+                    f"({_listing(p.name for p in pools)}) is MIG-partitioned",
+                    ("spec", "need"),
+                )
+            )
+            return
         for path, profile in items:
             _check_profile_known(ctx, w, path, profile, pools, on_key=False, what=f"workload '{w.name}':")
         return
@@ -1084,6 +1159,8 @@ def _check_rules(ctx: _Context, p: _Obj) -> None:
                         )
                     )
             scope = [pool for pool in all_pools if pool.name in rule["pools"]]
+            if len({pool.name for pool in scope}) < len(rule["pools"]):
+                continue  # an unknown pool was reported; profiles cannot be judged against a partial scope
         targets = [((*base, "prefer", "maximize"), str(rule["prefer"]["maximize"]))]
         if "profile" in rule["when"]:
             targets.append(((*base, "when", "profile"), str(rule["when"]["profile"])))

@@ -1,11 +1,28 @@
-"""`migc version` (placeholder until its issue lands: it refuses to run instead of pretending)."""
+"""``migc version``: tool version, policy apiVersion, and the GPU catalog it was built with."""
 
 from __future__ import annotations
 
 import click
 
+from compiler import __version__
+from compiler.catalog import load_catalog
+from compiler.schemas import API_VERSION
+
 
 @click.command(name="version")
-def command() -> None:
-    """Not implemented yet."""
-    raise click.ClickException("'migc version' is not implemented yet")
+@click.option(
+    "--catalog", "show_catalog", is_flag=True, help="Also list every catalog model and its gpu.product names."
+)
+def command(show_catalog: bool) -> int:
+    """Print the migc version, the policy apiVersion it reads and the catalog size."""
+    catalog = load_catalog()
+    mig = sum(1 for m in catalog.models if m.mig_capable)
+    click.echo(f"migc {__version__}")
+    click.echo(f"policy apiVersion: {API_VERSION}")
+    click.echo(f"catalog: {len(catalog.models)} GPU models ({mig} MIG-capable)")
+    if show_catalog:
+        for m in catalog.models:
+            products = ", ".join(m.gpu_products) or "-"
+            kind = f"MIG, {len(m.profiles)} profiles" if m.mig_capable else "no MIG"
+            click.echo(f"  {m.model:<16} {kind:<18} gpu.product: {products}")
+    return 0

@@ -7,7 +7,8 @@ and what the GPUs in use cost per hour before, after, and under the GPU Operator
 default. It renders as text, markdown (a pull-request comment), JSON, and SVG slice pictures.
 
 "Before" figures other than the layouts themselves are estimates: the deployed layout is served
-the same demand greedily (higher priority tiers first), because the solver only ran on the target.
+the same demand greedily (higher priority tiers first, most constrained workloads first, each in
+its preference order), because the solver only ran on the target.
 "GPUs in use" counts GPUs that carry at least one instance serving demand; cost = GPUs in use ×
 the pool's $/GPU-hour from the policy's ``pricing``.
 """
@@ -25,7 +26,8 @@ from compiler.catalog import Catalog, GpuModel
 from compiler.catalog.layouts import place
 from compiler.diagnostics import Diagnostic, make
 from compiler.model import WHOLE_GPU, CurrentState, GpuLayout, NodeLayout, NodePool, Policy
-from compiler.solve.result import ServedDemand, Solution
+from compiler.solve.demand import DemandItem, build_demand
+from compiler.solve.result import Solution
 
 # ------------------------------------------------------------------------------------------ data
 
@@ -160,23 +162,44 @@ def _delta_text(before: Mapping[str, int], after: Mapping[str, int]) -> str:
 
 
 def _serve(
-    rows: Sequence[ServedDemand], capacity: Mapping[str, int], policy: Policy
+    items: Sequence[DemandItem], capacity: Mapping[tuple[str, str], int]
 ) -> dict[tuple[str, str, str], int]:
-    """Greedy estimate of what ``capacity`` serves of ``rows``: higher tiers first, then by name."""
+    """Greedy estimate of what ``capacity`` ((pool, resource) → units) serves: higher tiers first.
 
-    def tier(name: str) -> int:
-        try:
-            return policy.partition.tier_value(name)
-        except KeyError:
-            return 0
-
+    Each demand item takes its options in preference order (as the solver lists them), so a
+    workload counts as served wherever the deployed layout could have run it. Units are instances
+    (MIG), GPUs (whole) or shares (time-sliced), as in :class:`ServedDemand`. Returns
+    ``(tenant, pool, resource) → units``.
+    """
     left = dict(capacity)
     out: dict[tuple[str, str, str], int] = {}
-    for row in sorted(rows, key=lambda r: (-tier(r.priority_tier), r.tenant, r.workload, r.resource)):
-        take = max(0, min(row.requested, left.get(row.resource, 0)))
-        left[row.resource] = left.get(row.resource, 0) - take
-        key = (row.tenant, row.workload, row.resource)
-        out[key] = out.get(key, 0) + take
+    # Within a tier the most constrained items go first, so a flexible workload does not take the
+    # only capacity a pinned one could use.
+    for item in sorted(items, key=lambda i: (-i.tier_value, len(i.options), i.tenant, i.workloads, i.kind)):
+        unit = 1 if item.kind == "mig" else max(1, item.size)
+        remaining = item.replicas
+        for option in item.options:
+            if remaining <= 0:
+                break
+            key = (option.pool, option.resource)
+            take = min(remaining, left.get(key, 0) // unit)
+            if take > 0:
+                left[key] -= take * unit
+                served_key = (item.tenant, option.pool, option.resource)
+                out[served_key] = out.get(served_key, 0) + take * unit
+                remaining -= take
+    return out
+
+
+def _requested_units(items: Sequence[DemandItem]) -> int:
+    return sum(i.replicas * (1 if i.kind == "mig" else max(1, i.size)) for i in items)
+
+
+def _pool_served(served: Mapping[tuple[str, str, str], int], pool: str) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for (_, p, resource), n in served.items():
+        if p == pool:
+            out[resource] = out.get(resource, 0) + n
     return out
 
 
@@ -218,13 +241,6 @@ def _price(policy: Policy, pool: NodePool) -> float | None:
     return dict(policy.partition.pricing).get(pool.gpu_model)
 
 
-def _served_totals(served: Mapping[tuple[str, str, str], int]) -> dict[str, int]:
-    out: dict[str, int] = {}
-    for (_, _, resource), n in served.items():
-        out[resource] = out.get(resource, 0) + n
-    return out
-
-
 def _reserved(pool: NodePool | None) -> int:
     if pool is None:
         return 0
@@ -251,141 +267,145 @@ def build_plan(
     deployed = current.as_dict()
     changes: list[NodeChange] = []
     capacity: list[CapacityRow] = []
-    tenant_rows: dict[tuple[str, str, str], list[int]] = {}
     unmet: list[Unmet] = []
     targets: set[tuple[str, str, str]] = set()
-    cost_parts: dict[str, dict[str, Any]] = {}
+    costs: list[Cost] = []
+    tenant_rows: dict[tuple[str, str, str], list[int]] = {}
     nodes_total = 0
 
-    for result in sorted(solution.pools, key=lambda p: (p.cluster, p.pool)):
-        pool = _pool_of(policy, result.cluster, result.pool)
-        model = catalog.get(result.gpu_model)
-        befores: list[NodeLayout | None] = []
-        afters: list[NodeLayout] = []
-        for node in result.nodes:
-            key = (result.cluster, result.pool, node.name)
-            targets.add(key)
-            befores.append(deployed.get(key))
-            afters.append(node.gpus)
-        nodes_total += len(result.nodes)
-        cap_before = layout_counts(befores, pool)
-        cap_after = layout_counts(afters, pool)
-        for resource in sorted(set(cap_before) | set(cap_after)):
-            capacity.append(
-                CapacityRow(
-                    result.cluster,
-                    result.pool,
-                    resource,
-                    cap_before.get(resource, 0),
-                    cap_after.get(resource, 0),
+    for cluster in sorted(policy.clusters, key=lambda c: c.name):
+        results = [r for r in solution.pools if r.cluster == cluster.name]
+        caps_before: dict[tuple[str, str], int] = {}
+        caps_balanced: dict[tuple[str, str], int] = {}
+        layouts: dict[str, tuple[list[NodeLayout | None], list[NodeLayout], list[NodeLayout | None]]] = {}
+        after_served: dict[tuple[str, str, str], int] = {}
+        for result in sorted(results, key=lambda r: r.pool):
+            pool = _pool_of(policy, result.cluster, result.pool)
+            model = catalog.get(result.gpu_model)
+            befores: list[NodeLayout | None] = []
+            afters: list[NodeLayout] = []
+            for node in result.nodes:
+                key = (result.cluster, result.pool, node.name)
+                targets.add(key)
+                befores.append(deployed.get(key))
+                afters.append(node.gpus)
+            nodes_total += len(result.nodes)
+            balanced: list[NodeLayout | None] = (
+                [_balanced(model, pool) for _ in result.nodes] if pool is not None else list(afters)
+            )
+            layouts[result.pool] = (befores, afters, balanced)
+            for resource, n in _demand_capacity(befores, pool).items():
+                caps_before[(result.pool, resource)] = n
+            for resource, n in _demand_capacity(balanced, pool).items():
+                caps_balanced[(result.pool, resource)] = n
+            cap_before = layout_counts(befores, pool)
+            cap_after = layout_counts(afters, pool)
+            for resource in sorted(set(cap_before) | set(cap_after)):
+                capacity.append(
+                    CapacityRow(
+                        result.cluster,
+                        result.pool,
+                        resource,
+                        cap_before.get(resource, 0),
+                        cap_after.get(resource, 0),
+                    )
+                )
+            delta = _delta_text(cap_before, cap_after)
+            for node, before in zip(result.nodes, befores, strict=True):
+                if before is None:
+                    changed = tuple(range(len(node.gpus)))
+                    reason = "new node: no layout deployed yet"
+                elif len(before) != len(node.gpus):
+                    changed = tuple(range(len(node.gpus)))
+                    reason = f"GPU count changed ({len(before)} → {len(node.gpus)})"
+                else:
+                    changed = tuple(
+                        i for i, (b, a) in enumerate(zip(before, node.gpus, strict=True)) if b != a
+                    )
+                    reason = (
+                        f"pool {result.pool} capacity {delta}"
+                        if delta
+                        else f"pool {result.pool} rebalanced (capacity unchanged)"
+                    )
+                if changed:
+                    changes.append(
+                        NodeChange(
+                            result.cluster,
+                            result.pool,
+                            node.name,
+                            result.gpu_model,
+                            before,
+                            node.gpus,
+                            changed,
+                            reason,
+                        )
+                    )
+            for row in result.demand:
+                key3 = (row.tenant, result.pool, row.resource)
+                after_served[key3] = after_served.get(key3, 0) + row.served
+                acc = tenant_rows.setdefault((cluster.name, row.tenant, row.resource), [0, 0, 0])
+                acc[0] += row.requested
+                acc[2] += row.served
+                if row.unmet > 0:
+                    unmet.append(
+                        Unmet(
+                            result.cluster,
+                            result.pool,
+                            row.tenant,
+                            row.workload,
+                            row.resource,
+                            row.requested,
+                            row.served,
+                            row.priority_tier,
+                        )
+                    )
+
+        items = build_demand(policy, cluster, catalog)
+        served_before = _serve(items, caps_before)
+        served_balanced = _serve(items, caps_balanced)
+        for (tenant, _pool, resource), n in served_before.items():
+            tenant_rows.setdefault((cluster.name, tenant, resource), [0, 0, 0])[1] += n
+
+        gpus = {"total": 0, "before": 0, "after": 0, "balanced": 0}
+        money = [0.0, 0.0, 0.0]
+        unpriced: set[str] = set()
+        for pool_name, (befores, afters, balanced) in sorted(layouts.items()):
+            pool = _pool_of(policy, cluster.name, pool_name)
+            used = (
+                gpus_in_use(befores, _pool_served(served_before, pool_name), pool),
+                gpus_in_use(afters, _pool_served(after_served, pool_name), pool),
+                gpus_in_use(balanced, _pool_served(served_balanced, pool_name), pool),
+            )
+            gpus["total"] += sum(len(a) for a in afters)
+            gpus["before"] += used[0]
+            gpus["after"] += used[1]
+            gpus["balanced"] += used[2]
+            price = _price(policy, pool) if pool is not None else None
+            if price is None:
+                if any(used):
+                    unpriced.add(pool_name)
+                continue
+            for i in range(3):
+                money[i] += used[i] * price
+        if results:
+            priced = not unpriced
+            costs.append(
+                Cost(
+                    cluster=cluster.name,
+                    gpus_total=gpus["total"],
+                    gpus_before=gpus["before"],
+                    gpus_after=gpus["after"],
+                    gpus_balanced=gpus["balanced"],
+                    unmet_balanced=_requested_units(items) - sum(served_balanced.values()),
+                    per_hour_before=round(money[0], 2) if priced else None,
+                    per_hour_after=round(money[1], 2) if priced else None,
+                    per_hour_balanced=round(money[2], 2) if priced else None,
+                    unpriced_pools=tuple(sorted(unpriced)),
                 )
             )
-        delta = _delta_text(cap_before, cap_after)
-        for node, before in zip(result.nodes, befores, strict=True):
-            if before is None:
-                changed = tuple(range(len(node.gpus)))
-                reason = "new node: no layout deployed yet"
-            elif len(before) != len(node.gpus):
-                changed = tuple(range(len(node.gpus)))
-                reason = f"GPU count changed ({len(before)} → {len(node.gpus)})"
-            else:
-                changed = tuple(i for i, (b, a) in enumerate(zip(before, node.gpus, strict=True)) if b != a)
-                reason = (
-                    f"pool {result.pool} capacity {delta}"
-                    if delta
-                    else f"pool {result.pool} rebalanced (capacity unchanged)"
-                )
-            if changed:
-                changes.append(
-                    NodeChange(
-                        result.cluster,
-                        result.pool,
-                        node.name,
-                        result.gpu_model,
-                        before,
-                        node.gpus,
-                        changed,
-                        reason,
-                    )
-                )
-
-        served_before = _serve(result.demand, _demand_capacity(befores, pool), policy)
-        for row in result.demand:
-            key3 = (result.cluster, row.tenant, row.resource)
-            acc = tenant_rows.setdefault(key3, [0, 0, 0])
-            acc[0] += row.requested
-            acc[1] += served_before.get((row.tenant, row.workload, row.resource), 0)
-            acc[2] += row.served
-            if row.unmet > 0:
-                unmet.append(
-                    Unmet(
-                        result.cluster,
-                        result.pool,
-                        row.tenant,
-                        row.workload,
-                        row.resource,
-                        row.requested,
-                        row.served,
-                        row.priority_tier,
-                    )
-                )
-        balanced_layouts: list[NodeLayout | None] = (
-            [_balanced(model, pool) for _ in result.nodes] if pool is not None else list(afters)
-        )
-        served_balanced = _serve(result.demand, _demand_capacity(balanced_layouts, pool), policy)
-        after_served: dict[str, int] = {}
-        for row in result.demand:
-            after_served[row.resource] = after_served.get(row.resource, 0) + row.served
-        part = cost_parts.setdefault(
-            result.cluster,
-            {
-                "total": 0,
-                "before": 0,
-                "after": 0,
-                "balanced": 0,
-                "unmet_bal": 0,
-                "cost": [0.0, 0.0, 0.0],
-                "unpriced": set(),
-            },
-        )
-        used_before = gpus_in_use(befores, _served_totals(served_before), pool)
-        used_after = gpus_in_use(afters, after_served, pool)
-        used_bal = gpus_in_use(balanced_layouts, _served_totals(served_balanced), pool)
-        part["total"] += sum(len(a) for a in afters)
-        part["before"] += used_before
-        part["after"] += used_after
-        part["balanced"] += used_bal
-        part["unmet_bal"] += sum(r.requested for r in result.demand) - sum(served_balanced.values())
-        price = _price(policy, pool) if pool is not None else None
-        if price is None:
-            if used_before or used_after or used_bal:
-                part["unpriced"].add(result.pool)
-        else:
-            part["cost"][0] += used_before * price
-            part["cost"][1] += used_after * price
-            part["cost"][2] += used_bal * price
 
     removed = tuple(RemovedNode(*key) for key in sorted(deployed) if key not in targets)
     changed_nodes = {(c.cluster, c.node) for c in changes}
-    evictions = _evictions(pods or (), changed_nodes)
-    costs = []
-    for cluster in sorted(cost_parts):
-        part = cost_parts[cluster]
-        priced = not part["unpriced"]
-        costs.append(
-            Cost(
-                cluster=cluster,
-                gpus_total=part["total"],
-                gpus_before=part["before"],
-                gpus_after=part["after"],
-                gpus_balanced=part["balanced"],
-                unmet_balanced=part["unmet_bal"],
-                per_hour_before=round(part["cost"][0], 2) if priced else None,
-                per_hour_after=round(part["cost"][1], 2) if priced else None,
-                per_hour_balanced=round(part["cost"][2], 2) if priced else None,
-                unpriced_pools=tuple(sorted(part["unpriced"])),
-            )
-        )
     tenants = tuple(TenantRow(c, t, r, v[0], v[1], v[2]) for (c, t, r), v in sorted(tenant_rows.items()))
     return Plan(
         clusters=tuple(sorted({p.cluster for p in solution.pools})),
@@ -395,7 +415,7 @@ def build_plan(
         capacity=tuple(capacity),
         tenants=tenants,
         unmet=tuple(unmet),
-        evictions=evictions,
+        evictions=_evictions(pods or (), changed_nodes),
         costs=tuple(costs),
         snapshot_given=pods is not None,
         solution=dict(solution_dict or {}),

@@ -18,15 +18,15 @@ import click
 
 from compiler import report
 from compiler.catalog import Catalog, load_catalog
+from compiler.commands._common import load_and_validate, output_format_option, paths_argument
 from compiler.current import read_current
 from compiler.diagnostics import Diagnostic, has_errors, make
-from compiler.load import display_path, load_paths
+from compiler.load import display_path
 from compiler.model import CurrentState, Policy
 from compiler.render import check_quotas, manifest_stream, render
 from compiler.render.writer import compare, write_tree
 from compiler.solve import solve
 from compiler.solve.result import Solution
-from compiler.validate import validate
 
 EXIT_OK = 0
 EXIT_INVALID = 1
@@ -59,11 +59,7 @@ def compile_policy(paths: Sequence[str], against: Path | None) -> Compiled:
     """Load, validate, read the deployed state from ``against``, solve, and check quota feasibility."""
     catalog = load_catalog()
     label = source_label(paths)
-    docs, diagnostics = load_paths(list(paths))
-    if has_errors(diagnostics):
-        return Compiled(None, None, catalog, CurrentState(), tuple(diagnostics), label)
-    policy, more = validate(docs, catalog)
-    diagnostics.extend(more)
+    policy, diagnostics = load_and_validate(paths, catalog)
     if policy is None or has_errors(diagnostics):
         return Compiled(None, None, catalog, CurrentState(), tuple(diagnostics), label)
     current, more = read_current(against, policy)
@@ -82,7 +78,7 @@ def emit_diagnostics(diagnostics: Sequence[Diagnostic], fmt: str, *, to_stderr: 
 
 
 @click.command(name="compile")
-@click.argument("paths", nargs=-1, required=True, type=click.Path(exists=False))
+@paths_argument
 @click.option(
     "--out",
     "out",
@@ -103,15 +99,7 @@ def emit_diagnostics(diagnostics: Sequence[Diagnostic], fmt: str, *, to_stderr: 
     help="Also render optional objects: kueue (ResourceFlavors, ClusterQueues, LocalQueues).",
 )
 @click.option("--cluster", default=None, help="With --stdout: print only this cluster's manifests.")
-@click.option(
-    "--output-format",
-    "-o",
-    "fmt",
-    default="text",
-    show_default=True,
-    type=click.Choice(list(report.FORMATS)),
-    help="Format of the diagnostics.",
-)
+@output_format_option
 def command(
     paths: tuple[str, ...],
     out: str,
@@ -119,7 +107,7 @@ def command(
     to_stdout: bool,
     extras: tuple[str, ...],
     cluster: str | None,
-    fmt: str,
+    output_format: str,
 ) -> int:
     """Compile policy PATHS (files or directories) into Kubernetes manifests under --out."""
     if check and to_stdout:
@@ -127,7 +115,7 @@ def command(
     out_dir = Path(out)
     result = compile_policy(paths, out_dir)
     log_to_stderr = to_stdout or check
-    emit_diagnostics(result.diagnostics, fmt, to_stderr=log_to_stderr)
+    emit_diagnostics(result.diagnostics, output_format, to_stderr=log_to_stderr)
     if result.failed or result.policy is None or result.solution is None:
         click.echo(
             report.summary(list(result.diagnostics), what="compile") + "; nothing was written", err=True
@@ -161,10 +149,10 @@ def command(
             f"{len(drift.missing)} missing, {len(drift.extra)} extra",
             file=display_path(out_dir),
         )
-        emit_diagnostics([stale_diag], fmt, to_stderr=True)
+        emit_diagnostics([stale_diag], output_format, to_stderr=True)
         return EXIT_DRIFT
     written = write_tree(files, out_dir)
-    emit_diagnostics(written, fmt, to_stderr=False)
+    emit_diagnostics(written, output_format, to_stderr=False)
     if has_errors(written):
         click.echo(
             report.summary(written, what="compile") + f"; {display_path(out_dir)} left unchanged", err=True

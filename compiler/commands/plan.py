@@ -11,6 +11,7 @@ from pathlib import Path
 import click
 
 from compiler import report
+from compiler.commands._common import paths_argument
 from compiler.commands.compile import EXIT_DRIFT, EXIT_INVALID, EXIT_OK, compile_policy, emit_diagnostics
 from compiler.diagnostics import has_errors
 from compiler.plan import (
@@ -27,7 +28,7 @@ from compiler.solve.export import solution_to_dict
 
 
 @click.command(name="plan")
-@click.argument("paths", nargs=-1, required=True, type=click.Path(exists=False))
+@paths_argument
 @click.option(
     "--against",
     default="output",

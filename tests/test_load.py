@@ -36,8 +36,17 @@ def test_positions_of_values_and_keys_are_one_based() -> None:
 
 def test_yaml_12_scalars_no_norway_problem() -> None:
     doc = _one("a: yes\nb: on\nc: 0o17\nd: 1_000\ne: 2024-01-01\nf: ~\ng: 1.5\nh: true\ni: '1'\n")
-    assert doc.data == {"a": "yes", "b": "on", "c": 15, "d": 1000, "e": "2024-01-01", "f": None, "g": 1.5,
-                        "h": True, "i": "1"}
+    assert doc.data == {
+        "a": "yes",
+        "b": "on",
+        "c": 15,
+        "d": 1000,
+        "e": "2024-01-01",
+        "f": None,
+        "g": 1.5,
+        "h": True,
+        "i": "1",
+    }
 
 
 def test_multiple_documents_and_empty_ones_between_separators() -> None:

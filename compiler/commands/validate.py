@@ -1,17 +1,32 @@
-"""``migc validate PATH...``: load and check a policy set; print diagnostics; exit 0 valid, 1 invalid."""
+"""``migc validate PATH...``: load and check policy sets; print diagnostics; exit 0 valid, 1 invalid."""
 
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
 import click
 
 from compiler.commands._common import count_files, load_and_validate, output_format_option, paths_argument
-from compiler.diagnostics import Severity
+from compiler.diagnostics import Diagnostic, Severity, sort_key
 from compiler.report import emit
 
 EXIT_OK = 0
 EXIT_INVALID = 1
+
+
+def policy_sets(paths: tuple[str, ...]) -> list[list[str]]:
+    """Each directory is a policy set of its own; files named directly form one set together.
+
+    So ``migc validate examples/lab examples/prod`` checks two independent fleets, while
+    ``migc validate fleet.yaml tenants.yaml`` checks one set split over two files.
+    """
+    dirs = [p for p in paths if Path(p).is_dir()]
+    files = [p for p in paths if not Path(p).is_dir()]
+    sets = [[d] for d in dict.fromkeys(dirs)]
+    if files:
+        sets.append(files)
+    return sets
 
 
 @click.command(name="validate")
@@ -19,12 +34,17 @@ EXIT_INVALID = 1
 @output_format_option
 @click.option("--strict", is_flag=True, help="Fail (exit 1) on warnings too, not only on errors.")
 def command(paths: tuple[str, ...], output_format: str, strict: bool) -> int:
-    """Check policy files (or directories of them) against the schemas and semantic rules.
+    """Check policy sets against the schemas and semantic rules.
 
-    Diagnostics go to stdout in the chosen format, a one-line summary to stderr.
+    Each PATH directory is one policy set (searched for *.yaml/*.yml); files given directly form
+    one set together. Diagnostics go to stdout in the chosen format, a one-line summary to stderr.
     Exit status: 0 valid, 1 invalid (or warnings with --strict), 2 usage error.
     """
-    _, diagnostics = load_and_validate(paths)
+    diagnostics: list[Diagnostic] = []
+    for group in policy_sets(paths):
+        _, diags = load_and_validate(group)
+        diagnostics.extend(diags)
+    diagnostics = sorted(set(diagnostics), key=sort_key)
     emit(diagnostics, output_format, out=sys.stdout, err=sys.stderr, files=count_files(paths))
     worst = max((d.severity for d in diagnostics), default=None)
     if worst is None:

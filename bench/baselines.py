@@ -56,26 +56,48 @@ def whole_per_pod_gpus(pods: Sequence[Pod]) -> int:
 
 
 def greedy_gpus(geo: Geometry, pods: Sequence[Pod], feasible: Feasible) -> int:
-    gpus: list[dict[str, int]] = []
+    ff = _FirstFit(feasible)
     whole = 0
     for pod in sorted(pods, key=lambda p: _size_key(geo, p)):
         if pod.resource == WHOLE:
             whole += pod.count
             continue
-        if not _first_fit(gpus, pod.resource, feasible):
-            gpus.append({pod.resource: 1})
-    return len(gpus) + whole
+        if not ff.place(pod.resource):
+            ff.open(pod.resource)
+    return len(ff.gpus) + whole
 
 
-def _first_fit(gpus: list[dict[str, int]], name: str, feasible: Feasible) -> bool:
-    for g in gpus:
-        g[name] = g.get(name, 0) + 1
-        if feasible(g):
-            return True
-        g[name] -= 1
-        if not g[name]:
-            del g[name]
-    return False
+class _FirstFit:
+    """First fit over partitioned GPUs, in opening order.
+
+    Feasibility is downward closed (removing instances keeps a layout valid), so a GPU that once
+    rejected profile p rejects it forever as it only fills up; remembering, per profile, the first
+    GPU not yet known to reject it gives the same answer as scanning from the start every time,
+    in O(pods + GPUs × profiles) checks instead of O(pods × GPUs).
+    """
+
+    def __init__(self, feasible: Feasible) -> None:
+        self.feasible = feasible
+        self.gpus: list[dict[str, int]] = []
+        self.start: dict[str, int] = {}
+
+    def place(self, name: str) -> bool:
+        i = self.start.get(name, 0)
+        while i < len(self.gpus):
+            g = self.gpus[i]
+            g[name] = g.get(name, 0) + 1
+            if self.feasible(g):
+                self.start[name] = i
+                return True
+            g[name] -= 1
+            if not g[name]:
+                del g[name]
+            i += 1
+        self.start[name] = i
+        return False
+
+    def open(self, name: str) -> None:
+        self.gpus.append({name: 1})
 
 
 # --- demand served on a fixed fleet --------------------------------------------------------------
@@ -120,7 +142,7 @@ def whole_per_pod_served(pods: Sequence[Pod], fleet_gpus: int) -> list[Pod]:
 def greedy_served(geo: Geometry, pods: Sequence[Pod], fleet_gpus: int, feasible: Feasible) -> list[Pod]:
     """Tier by tier, largest first within a tier, first fit; a new GPU only while the fleet has one."""
     free = fleet_gpus
-    gpus: list[dict[str, int]] = []
+    ff = _FirstFit(feasible)
     served: list[Pod] = []
     ordered = sorted(pods, key=lambda p: (tier_rank(p.tier), _size_key(geo, p)))
     for pod in ordered:
@@ -129,10 +151,10 @@ def greedy_served(geo: Geometry, pods: Sequence[Pod], fleet_gpus: int, feasible:
                 free -= pod.count
                 served.append(pod)
             continue
-        if _first_fit(gpus, pod.resource, feasible):
+        if ff.place(pod.resource):
             served.append(pod)
         elif free > 0:
             free -= 1
-            gpus.append({pod.resource: 1})
+            ff.open(pod.resource)
             served.append(pod)
     return served

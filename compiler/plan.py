@@ -42,6 +42,12 @@ class NodeChange:
     after: NodeLayout
     changed_gpus: tuple[int, ...]
     reason: str
+    selector: bool = False  # a placeholder for one of the nodes a selector pool matches
+
+    @property
+    def where(self) -> str:
+        extra = "; selector pool: stands for any matching node" if self.selector else ""
+        return f"pool {self.pool}, {self.gpu_model}{extra}"
 
 
 @dataclass(frozen=True)
@@ -338,6 +344,7 @@ def build_plan(
                             node.gpus,
                             changed,
                             reason,
+                            selector=pool is not None and pool.uses_selector,
                         )
                     )
             for row in result.demand:
@@ -582,7 +589,7 @@ def to_text(plan: Plan) -> str:
             out.append(f"cluster {cluster}")
             for c in changes:
                 sign = "+" if c.before is None else "~"
-                out.append(f"  {sign} node {c.node} (pool {c.pool}, {c.gpu_model}): {c.reason}")
+                out.append(f"  {sign} node {c.node} ({c.where}): {c.reason}")
                 out.extend("      " + line for line in _gpu_lines(c))
             for r in removed:
                 out.append(f"  - node {r.node} (pool {r.pool}): no longer in the policy; left as deployed")
@@ -653,7 +660,7 @@ def to_markdown(plan: Plan, svg_dir: str | None = None) -> str:
             out.append(f"| {r.cluster} | {r.pool} | `{r.node}` | all | deployed | removed from policy |")
         out += ["", "Why:", ""]
         for c in plan.changes:
-            out.append(f"- `{c.node}`: {c.reason}")
+            out.append(f"- `{c.node}`{' (selector pool placeholder)' if c.selector else ''}: {c.reason}")
         if svg_dir is not None:
             out += ["", "<details><summary>Slice pictures</summary>", ""]
             for c in plan.changes:

@@ -17,6 +17,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+import yaml
 
 from compiler.cli import main
 from compiler.render.writer import FAULT_ENV
@@ -73,3 +74,13 @@ def test_golden_tree(case: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
 def test_committed_output_is_the_prod_golden_tree() -> None:
     committed = {p: b for p, b in tree(ROOT / "output").items()}
     assert committed == tree(GOLDEN / "prod"), first_difference(tree(GOLDEN / "prod"), committed)
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_controller_parses_every_rendered_assignment(case: str) -> None:
+    """The contract end to end: what the compiler renders, the controller accepts."""
+    assignment = pytest.importorskip("controller.assignment")
+    for path in sorted((GOLDEN / case).glob("*/migc-system/configmap-migc-assignment.yaml")):
+        text = yaml.safe_load(path.read_text(encoding="utf-8"))["data"]["assignment.json"]
+        parsed = assignment.parse(text)
+        assert parsed.revision and parsed.cluster == path.parts[-3]

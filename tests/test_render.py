@@ -377,3 +377,17 @@ def test_guarantees_spread_over_the_clusters_each_tenant_runs_in() -> None:
     assert [d.code for d in diagnostics] == ["MIGC250"]
     assert diagnostics[0].message.startswith("cluster east: tenants are guaranteed 100 1g.10gb instances")
     assert "short by 42" in diagnostics[0].message
+
+
+def test_config_names_are_label_values_for_every_catalog_profile() -> None:
+    catalog = load_catalog()
+    for model in catalog.models:
+        for prof in model.profiles:
+            name = mig_config_name(model, model.model, (GpuLayout.of({prof.name: 1}),) * 8)
+            assert is_label_value(name), name
+            assert "+" not in name
+            if prof.name.endswith("+me"):
+                assert name.endswith(".me"), name
+    a100 = catalog.get("A100-SXM4-80GB")
+    assert mig_config_name(a100, "A100-SXM4-80GB", (GpuLayout.of({}),) * 2) == "migc-a100-sxm4-80gb-mig-empty"
+    assert mig_config_name(a100, "A100-SXM4-80GB", (GpuLayout.whole(),) * 8) == ALL_DISABLED

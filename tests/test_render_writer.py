@@ -165,3 +165,13 @@ def test_solution_fixture_differs_for_a_resized_pool() -> None:
     one = render(policy(), default_solution(), load_catalog())
     two = render(policy(), solution({"a100-01": (BALANCED,) * 8, "a100-02": (BALANCED,) * 8}), load_catalog())
     assert one != two
+
+
+def test_unwritable_output_is_a_diagnostic_not_a_traceback(tmp_path: Path, files: dict[str, bytes]) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("I am a file\n")
+    diagnostics = write_tree(files, blocker / "output")
+    assert [d.code for d in diagnostics] == ["MIGC301"]
+    diagnostics = write_tree(files, blocker)
+    assert [d.code for d in diagnostics] == ["MIGC301"]
+    assert blocker.read_text() == "I am a file\n"

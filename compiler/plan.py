@@ -827,7 +827,12 @@ def to_svg(change: NodeChange, model: GpuModel | None) -> str:
     panel = slots * _CELL
     width = _LABEL + 2 * panel + 40
     rows = len(change.after)
-    height = 56 + rows * _ROW + 10
+    used = sorted(
+        {n for layout in (change.before or (), change.after) for gpu in layout for n, _ in gpu.profiles},
+        key=lambda n: _size_key((n, 0)),
+    )
+    legend_y = 48 + rows * _ROW + 14
+    height = legend_y + (22 if used else 0)
     left, right = _LABEL, _LABEL + panel + 30
     body = [
         f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
@@ -845,6 +850,14 @@ def to_svg(change: NodeChange, model: GpuModel | None) -> str:
         body.append(f'<text x="4" y="{y + 14}">GPU {i}{marker}</text>')
         body.extend(_bar(model, before, left, y, slots))
         body.extend(_bar(model, after, right, y, slots))
+    note = "* changed GPU; one column per memory slice"
+    body.append(f'<text x="4" y="{legend_y - 2}" fill="#555">{note}</text>')
+    x = 4
+    for name in used:
+        colour = _colour(model, name)
+        body.append(f'<rect x="{x}" y="{legend_y + 4}" width="12" height="12" fill="{colour}"/>')
+        body.append(f'<text x="{x + 16}" y="{legend_y + 14}">{escape(name)}</text>')
+        x += 22 + 7 * len(name)
     body.append("</svg>")
     return "\n".join(body) + "\n"
 

@@ -206,3 +206,16 @@ def test_gitops_examples_point_at_the_rendered_output() -> None:
     workflow = yaml.safe_load((ROOT / "examples/github-actions/migc.yml").read_text())
     steps = " ".join(str(s.get("run", "")) for s in workflow["jobs"]["migc"]["steps"])
     assert "migc compile" in steps and "--check" in steps and "--output-format markdown" in steps
+
+
+def test_recompiling_a_changed_policy_reaches_a_fixpoint(tmp_path: Path) -> None:
+    """compile(old) → change → compile(new, against old) → --check is clean: CI stays green after a PR."""
+    out = tmp_path / "out"
+    assert run("compile", "examples/prod", "--out", str(out)) == 0
+    policy = tmp_path / "policy"
+    shutil.copytree(ROOT / "examples/prod", policy)
+    text = (policy / "workloads.yaml").read_text()
+    (policy / "workloads.yaml").write_text(text.replace("replicas: 12\n", "replicas: 16\n", 1))
+    assert run("compile", str(policy), "--out", str(out)) == 0
+    assert run("compile", str(policy), "--out", str(out), "--check") == 0
+    assert run("plan", str(policy), "--against", str(out), "--exit-code") == 0

@@ -109,7 +109,12 @@ def command(
     cluster: str | None,
     output_format: str,
 ) -> int:
-    """Compile policy PATHS (files or directories) into Kubernetes manifests under --out."""
+    """Compile policy PATHS (files or directories) into Kubernetes manifests under --out.
+
+    The layout deployed now is read from --out, so nodes keep their layout where they can.
+    Exit status: 0 written (or up to date with --check), 1 invalid or infeasible policy (nothing
+    written), 2 usage error, 3 --check found stale, missing or extra files.
+    """
     if check and to_stdout:
         raise click.UsageError("--check and --stdout exclude each other")
     out_dir = Path(out)

@@ -67,7 +67,11 @@ def command(
     exit_code: bool,
     snapshot: str | None,
 ) -> int:
-    """Show what compiling policy PATHS would change: nodes, GPUs, capacity, evictions and cost."""
+    """Show what compiling policy PATHS would change: nodes, GPUs, capacity, evictions and cost.
+
+    Exit status: 0 (also with changes, unless --exit-code), 1 invalid or infeasible policy,
+    2 usage error, 3 changes present with --exit-code.
+    """
     result = compile_policy(paths, Path(against))
     diagnostics = list(result.diagnostics)
     pods = None

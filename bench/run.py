@@ -684,7 +684,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"{len(scale.MODELS)} GPU models "
             f"({', '.join(scale.MODELS)}), {scale.GPUS_PER_NODE} GPUs per node, demand ≈ "
             f"{scale.FILL:.0%} of the fleet's compute slices; YAML written to a temp dir, each size measured "
-            "in a fresh subprocess (wall time, ru_maxrss).",
+            "in a fresh subprocess (wall time; peak resident memory as VmHWM, which unlike ru_maxrss "
+            "is not inherited across exec).",
             lambda: render_m4(run_m4(cfg, use_migc)),
         )
     verdict = ["## Checks", ""]

@@ -237,7 +237,7 @@ def test_quota_objects_use_burst_else_guaranteed() -> None:
     assert quota["metadata"]["annotations"]["migc.dev/guaranteed"] == "1g.10gb=8"
     limits = yaml.safe_load(files["east/tenants/search/search/limitrange-migc-gpu.yaml"])
     assert limits["spec"]["limits"] == [
-        {"type": "Container", "max": {"nvidia.com/mig-1g.10gb": "12", "nvidia.com/mig-2g.20gb": "2"}}
+        {"type": "Pod", "max": {"nvidia.com/mig-1g.10gb": "12", "nvidia.com/mig-2g.20gb": "2"}}
     ]
     # research does not own its namespace: quota yes, Namespace object no.
     assert "east/tenants/research/research/resourcequota-migc-gpu.yaml" in files

@@ -389,6 +389,8 @@ def tenant_objects(policy: Policy, cluster: Cluster, catalog: Catalog) -> list[t
                 },
             }
             out.append((f"{base}/{ns}/resourcequota-migc-gpu.yaml", quota))
+            # Max per pod: no pod can get more than the tenant's hard limit, nor more than one node
+            # can ever offer; a bigger request would sit Pending forever instead of failing fast.
             limits = {
                 resource_name(r): str(min(v, node_max.get(r, v)))
                 for r, v in sorted(hard.items())
@@ -399,7 +401,7 @@ def tenant_objects(policy: Policy, cluster: Cluster, catalog: Catalog) -> list[t
                     "apiVersion": "v1",
                     "kind": "LimitRange",
                     "metadata": metadata("migc-gpu", ns, extra_labels=tenant_label),
-                    "spec": {"limits": [{"type": "Container", "max": dict(sorted(limits.items()))}]},
+                    "spec": {"limits": [{"type": "Pod", "max": dict(sorted(limits.items()))}]},
                 }
                 out.append((f"{base}/{ns}/limitrange-migc-gpu.yaml", limit_range))
     return out

@@ -18,7 +18,6 @@ OutputFormat = Literal["text", "json", "github", "sarif"]
 FORMATS: tuple[OutputFormat, ...] = ("text", "json", "github", "sarif")
 
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
-INFORMATION_URI = "https://migc.dev/docs/diagnostics"
 
 
 def _sorted(diagnostics: Iterable[Diagnostic]) -> list[Diagnostic]:
@@ -99,7 +98,7 @@ def sarif_log(diagnostics: Sequence[Diagnostic]) -> dict[str, Any]:
             "shortDescription": {"text": info.title},
             "fullDescription": {"text": info.explanation},
             "defaultConfiguration": {"level": level[info.severity]},
-            "helpUri": f"{INFORMATION_URI}#{code.lower()}",
+            # no helpUri: `migc explain CODE` is the documentation, and it ships with the tool
         }
         if info.fix:
             rule["help"] = {"text": info.fix}
@@ -135,7 +134,6 @@ def sarif_log(diagnostics: Sequence[Diagnostic]) -> dict[str, Any]:
                     "driver": {
                         "name": "migc",
                         "version": __version__,
-                        "informationUri": INFORMATION_URI,
                         "rules": rules,
                     }
                 },

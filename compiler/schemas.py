@@ -32,6 +32,7 @@ DNS_LABEL_PATTERN = "^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
 DURATION_PATTERN = "^([0-9]+d)?([0-9]+h)?([0-9]+m)?([0-9]+s)?$"
 PERCENT_PATTERN = "^[0-9]{1,3}%$"
 TIME_OF_DAY_PATTERN = "^([01][0-9]|2[0-3]):[0-5][0-9]$"
+NODE_NAME_PATTERN = "^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
 PROFILE_PATTERN = "^[1-8]g\\.[0-9]+gb(\\+me)?$"
 DAYS = ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")
 
@@ -285,7 +286,7 @@ def _fleet() -> dict[str, Any]:
         type="string",
         minLength=1,
         maxLength=253,
-        pattern="^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$",
+        pattern=NODE_NAME_PATTERN,
     )
     return schema
 

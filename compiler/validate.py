@@ -18,6 +18,7 @@ import difflib
 import functools
 import math
 import re
+import zoneinfo
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -50,6 +51,7 @@ from compiler.schemas import (
     DNS_LABEL_PATTERN,
     DURATION_PATTERN,
     KINDS,
+    NODE_NAME_PATTERN,
     PERCENT_PATTERN,
     PROFILE_PATTERN,
     TIME_OF_DAY_PATTERN,
@@ -206,6 +208,15 @@ def _translate(doc: LoadedDocument, error: ValidationError, profiles: Sequence[s
                     "(lower-case letters, digits and '-', at most 63, starting and ending alphanumeric)",
                     at_path,
                     key=on_key,
+                )
+            ]
+        if pattern == NODE_NAME_PATTERN:
+            return [
+                doc.at(
+                    "MIGC109",
+                    f"{json_path(at_path)}: {_short(instance)} is not a valid node name "
+                    "(a DNS-1123 subdomain: lower-case letters, digits, '-' and '.', at most 253)",
+                    at_path,
                 )
             ]
         if pattern == DURATION_PATTERN:
@@ -772,7 +783,17 @@ def _check_pool_bounds(ctx: _Context, doc: LoadedDocument, pool: _PoolInfo) -> N
                     (*pool.path, "maxUnavailable"),
                 )
             )
+    zones = _time_zones()
     for wi, window in enumerate(raw.get("maintenanceWindows", [])):
+        tz = window.get("timezone")
+        if tz is not None and zones and tz not in zones:
+            ctx.add(
+                doc.at(
+                    "MIGC125",
+                    f"pool '{pool.name}': unknown time zone '{tz}'{_suggest(str(tz), zones)}",
+                    (*pool.path, "maintenanceWindows", wi, "timezone"),
+                )
+            )
         if window["start"] == window["end"]:
             ctx.add(
                 doc.at(
@@ -781,6 +802,15 @@ def _check_pool_bounds(ctx: _Context, doc: LoadedDocument, pool: _PoolInfo) -> N
                     (*pool.path, "maintenanceWindows", wi, "end"),
                 )
             )
+
+
+@functools.cache
+def _time_zones() -> frozenset[str]:
+    """IANA zone names known here; empty when the machine has no time-zone database (then not checked)."""
+    try:
+        return frozenset(zoneinfo.available_timezones())
+    except Exception:  # a broken or missing tzdata must not turn into a policy error
+        return frozenset()
 
 
 def _resolve_max_unavailable(raw: Any, nodes: int) -> int:

@@ -10,6 +10,7 @@ from refresh_cases import ROOT, case_names, read_expected, run_case
 
 from compiler.commands._common import load_and_validate
 from compiler.diagnostics import registry
+from compiler.validate import _time_zones
 
 INVALID = case_names("invalid")
 VALID = case_names("valid")
@@ -27,6 +28,8 @@ def test_there_are_enough_cases() -> None:
 
 @pytest.mark.parametrize("name", INVALID)
 def test_invalid_case(name: str) -> None:
+    if name == "timezone-unknown" and not _time_zones():
+        pytest.skip("no IANA time-zone database on this machine: time zones are not checked")
     policy, rows = run_case("invalid", name)
     expected = read_expected(name)
     assert rows == expected

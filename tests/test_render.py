@@ -18,7 +18,7 @@ from test_render_support import BALANCED, WHOLE, default_solution, policy, solut
 
 from compiler.catalog import load_catalog
 from compiler.model import GpuLayout, Quota, Tenant
-from compiler.render import manifest_stream, render
+from compiler.render import manifest_stream, oversized, render
 from compiler.render.names import ALL_DISABLED, is_label_value, mig_config_name
 from compiler.render.quota import check_quotas, hard_limits
 
@@ -391,3 +391,24 @@ def test_config_names_are_label_values_for_every_catalog_profile() -> None:
     a100 = catalog.get("A100-SXM4-80GB")
     assert mig_config_name(a100, "A100-SXM4-80GB", (GpuLayout.of({}),) * 2) == "migc-a100-sxm4-80gb-mig-empty"
     assert mig_config_name(a100, "A100-SXM4-80GB", (GpuLayout.whole(),) * 8) == ALL_DISABLED
+
+
+def test_assignment_above_the_configmap_limit_is_reported() -> None:
+    base = policy()
+    a100 = base.clusters[0].pools[0]
+    names = tuple(f"gpu-node-{i:05d}" for i in range(9000))
+    cluster = dataclasses.replace(base.clusters[0], pools=(dataclasses.replace(a100, node_names=names),))
+    pol = dataclasses.replace(base, clusters=(cluster,))
+    sol = type(default_solution())(
+        pools=(
+            dataclasses.replace(
+                default_solution().pools[0],
+                nodes=tuple(dataclasses.replace(default_solution().pools[0].nodes[0], name=n) for n in names),
+            ),
+        )
+    )
+    files = render(pol, sol, load_catalog())
+    diagnostics = oversized(files)
+    assert [d.code for d in diagnostics] == ["MIGC306"]
+    assert diagnostics[0].file == "east/migc-system/configmap-migc-assignment.yaml"
+    assert oversized(render(policy(), default_solution(), load_catalog())) == []

@@ -23,7 +23,7 @@ from compiler.current import read_current
 from compiler.diagnostics import Diagnostic, has_errors, make
 from compiler.load import display_path
 from compiler.model import CurrentState, Policy
-from compiler.render import check_quotas, manifest_stream, render
+from compiler.render import check_quotas, manifest_stream, oversized, render
 from compiler.render.writer import compare, write_tree
 from compiler.solve import solve
 from compiler.solve.result import Solution
@@ -133,6 +133,11 @@ def command(
         with_kueue="kueue" in extras,
         source_label=result.source_label,
     )
+    too_big = oversized(files)
+    if too_big:
+        emit_diagnostics(too_big, output_format, to_stderr=log_to_stderr)
+        click.echo(report.summary(too_big, what="compile") + "; nothing was written", err=True)
+        return EXIT_INVALID
     if to_stdout:
         if cluster is not None and cluster not in {c.name for c in result.policy.clusters}:
             raise click.BadParameter(f"no cluster named {cluster!r} in the policy", param_hint="--cluster")

@@ -24,8 +24,11 @@ import hashlib
 from collections.abc import Mapping
 from typing import Any
 
+import yaml
+
 from compiler import __version__
 from compiler.catalog import Catalog
+from compiler.diagnostics import Diagnostic, make
 from compiler.model import Policy
 from compiler.render import manifests
 from compiler.render.emit import dump_json, dump_yaml, header
@@ -33,7 +36,15 @@ from compiler.render.kueue import kueue_objects
 from compiler.render.quota import check_quotas
 from compiler.solve.result import Solution
 
-__all__ = ["INDEX_NAME", "KUSTOMIZATION", "check_quotas", "default_source_label", "manifest_stream", "render"]
+__all__ = [
+    "INDEX_NAME",
+    "KUSTOMIZATION",
+    "check_quotas",
+    "default_source_label",
+    "manifest_stream",
+    "oversized",
+    "render",
+]
 
 INDEX_NAME = ".migc-index.json"
 KUSTOMIZATION = "kustomization.yaml"
@@ -107,6 +118,28 @@ def render(
         for path, data in cluster_files.items():
             files[f"{cluster.name}/{path}"] = data
     return dict(sorted(files.items()))
+
+
+CONFIGMAP_DATA_LIMIT = 1024 * 1024  # bytes of data the API server accepts in one ConfigMap
+
+
+def oversized(files: Mapping[str, bytes]) -> list[Diagnostic]:
+    """MIGC306 for every rendered ConfigMap whose data exceeds what the API server stores."""
+    out = []
+    for path, data in files.items():
+        if "/configmap-" not in path or len(data) <= CONFIGMAP_DATA_LIMIT:
+            continue
+        obj = yaml.safe_load(data)
+        size = sum(len(str(v).encode("utf-8")) for v in (obj.get("data") or {}).values())
+        if size > CONFIGMAP_DATA_LIMIT:
+            out.append(
+                make(
+                    "MIGC306",
+                    f"{path}: ConfigMap data is {size} bytes, above the API server's {CONFIGMAP_DATA_LIMIT}",
+                    file=path,
+                )
+            )
+    return out
 
 
 def manifest_stream(files: Mapping[str, bytes], cluster: str | None = None) -> bytes:

@@ -26,6 +26,9 @@ SCHEMA_FILES = {
     "PartitionPolicy": "partitionpolicy.schema.json",
 }
 POLICY_FILE = "policy.schema.json"
+# No "$id" in the files: editors then resolve the editor schema's relative "$ref"s against the file's
+# own location (schema/fleet.schema.json next to it) instead of trying to download an $id URL.
+# Python code that needs absolute URIs registers the files under this base.
 BASE_URI = "https://migc.dev/schema/"
 
 DNS_LABEL_PATTERN = "^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
@@ -113,7 +116,6 @@ def _common_defs() -> dict[str, Any]:
 def _kind_schema(kind: str, title: str, description: str, spec: dict[str, Any]) -> dict[str, Any]:
     return {
         "$schema": "https://json-schema.org/draft/2020-12/schema",
-        "$id": BASE_URI + SCHEMA_FILES[kind],
         "title": title,
         "description": description,
         "type": "object",
@@ -490,7 +492,6 @@ def policy_schema() -> dict[str, Any]:
     """The editor schema: any policy document, dispatched on ``kind`` (if/then acts as a discriminator)."""
     return {
         "$schema": "https://json-schema.org/draft/2020-12/schema",
-        "$id": BASE_URI + POLICY_FILE,
         "title": "migc policy document",
         "description": "Any document of a migc policy set: Fleet, Tenant, Workload or PartitionPolicy.",
         "type": "object",

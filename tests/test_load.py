@@ -175,3 +175,13 @@ def test_json_path() -> None:
     expected = "$.spec.clusters[0].nodePools[1].name"
     assert json_path(("spec", "clusters", 0, "nodePools", 1, "name")) == expected
     assert json_path(("spec", "profiles", "1g.10gb")) == "$.spec.profiles['1g.10gb']"
+
+
+def test_registry_texts_state_the_real_limits() -> None:
+    from compiler.diagnostics import registry
+
+    codes = registry()
+    assert str(load.MAX_ALIAS_NODES) in codes["MIGC009"].explanation.replace(",", "")
+    assert str(load.MAX_DEPTH) in codes["MIGC008"].explanation
+    assert str(load.MAX_DOCUMENTS) in codes["MIGC010"].explanation
+    assert f"{load.MAX_FILE_BYTES // (1024 * 1024)} MiB" in codes["MIGC002"].explanation

@@ -106,18 +106,22 @@ def test_invalid_policy_writes_nothing(tmp_path: Path, capsys: pytest.CaptureFix
     assert tree(out) == before
 
 
-def test_guarantee_above_capacity_fails_with_migc250(
+def test_guarantees_that_only_fail_together_are_caught(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    """Each tenant's 400 GB fits the lab's 640 GB (the validator checks tenants one by one); both do not."""
     policy = tmp_path / "policy"
     shutil.copytree(ROOT / "examples/lab", policy)
     text = (policy / "tenants.yaml").read_text()
-    (policy / "tenants.yaml").write_text(text.replace("profiles: {1g.10gb: 8}", "profiles: {1g.10gb: 80}", 1))
+    text = text.replace("    gpus: 2\n  burst:", "    gpus: 2\n    gpuMemoryGB: 400\n  burst:", 1)
+    text = text.replace(
+        "    profiles: {1g.10gb: 8}\n", "    profiles: {1g.10gb: 8}\n    gpuMemoryGB: 400\n", 1
+    )
+    (policy / "tenants.yaml").write_text(text)
     assert run("compile", str(policy), "--out", str(tmp_path / "out")) == 1
-    captured = capsys.readouterr()
-    if "MIGC250" not in captured.out:
-        # The validator may already reject a guarantee above the pool's size; either way nothing is written.
-        assert "error" in captured.out
+    out = capsys.readouterr().out
+    assert "MIGC252 error: cluster lab: tenants are guaranteed 800 GB of GPU memory" in out
+    assert "(students 400, vision-group 400)" in out and "short by 160" in out
     assert not (tmp_path / "out").exists()
 
 

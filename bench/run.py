@@ -465,7 +465,9 @@ def run_m3(
                 )
         if before == after:
             checks.expect(migc == (0, 0), f"M3 {label}: unchanged demand changed {migc}")
-        checks.expect(rb2.unmet == 0 or rb2.gpus_used <= opt2, f"M3 {label}: migc left demand unmet")
+        checks.expect(rb2.unmet == 0, f"M3 {label}: migc left {rb2.unmet} unmet on an ample fleet")
+        # fewest GPUs comes before least change in migc's objective order
+        checks.expect(rb2.gpus_used == opt2, f"M3 {label}: migc used {rb2.gpus_used} GPUs, optimum {opt2}")
         gpus1 = harness.read_back(geo, s1, p1).gpus_used
         rows.append(M3Row(label, gpus1, rb2.gpus_used, migc, minimum, scratch))
 

@@ -83,6 +83,22 @@ def parse_duration(text: str) -> int | None:
     return ((d * 24 + h) * 60 + mi) * 60 + s
 
 
+def unique_sorted(diagnostics: Iterable[Diagnostic]) -> list[Diagnostic]:
+    """Sorted for reports, exact repeats dropped.
+
+    Not ``set()``: Diagnostic equality compares only file, line, col and code, so two different
+    messages at one spot (two missing fields of one mapping) would collapse into one.
+    """
+    seen: set[tuple[str, int, int, str, str, str]] = set()
+    out: list[Diagnostic] = []
+    for d in sorted(diagnostics, key=sort_key):
+        key = (d.file, d.line, d.col, d.code, d.message, d.path)
+        if key not in seen:
+            seen.add(key)
+            out.append(d)
+    return out
+
+
 def _suggest(value: str, candidates: Iterable[str]) -> str:
     pool = sorted(set(candidates))
     lowered = {c.lower(): c for c in pool}
@@ -495,7 +511,7 @@ def validate(
     _check_tenants(ctx)
     _check_workloads(ctx)
 
-    diags = sorted(set(ctx.diags), key=sort_key)
+    diags = unique_sorted(ctx.diags)
     if has_errors(diags) or not ctx.fleet_ok or not ctx.partition_ok or ctx.incomplete:
         return None, diags
     return _build(ctx, documents), diags

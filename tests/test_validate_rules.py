@@ -241,3 +241,12 @@ def test_every_example_file_has_the_modeline() -> None:
         if (path.parent / "fleet.yaml").exists():
             first = path.read_text(encoding="utf-8").splitlines()[0]
             assert first == "# yaml-language-server: $schema=../../schema/policy.schema.json", path
+
+
+def test_every_missing_field_is_reported_even_at_one_position() -> None:
+    # same file, line, column and code: still three different findings
+    text = "apiVersion: migc.dev/v1alpha1\nkind: Workload\nmetadata: {name: w}\nspec: {}\n"
+    docs, _ = load_text(text, "w.yaml")
+    _, diags = validate(docs, load_catalog())
+    missing = sorted(d.message for d in diags if d.code == "MIGC030")
+    assert missing == [f"missing required field '{f}' in $.spec" for f in ("need", "replicas", "tenant")]

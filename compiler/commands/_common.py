@@ -13,11 +13,11 @@ from typing import Any, TypeVar
 import click
 
 from compiler.catalog import Catalog, load_catalog
-from compiler.diagnostics import Diagnostic, has_errors, sort_key
+from compiler.diagnostics import Diagnostic, has_errors
 from compiler.load import expand_paths, load_paths
 from compiler.model import Policy
 from compiler.report import FORMATS
-from compiler.validate import validate
+from compiler.validate import unique_sorted, validate
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -38,7 +38,7 @@ def load_and_validate(
     # null at the same place would only repeat the loader's diagnostic.
     refused = {(d.file, d.path) for d in load_diags if d.path}
     kept = [d for d in diags if (d.file, d.path) not in refused]
-    merged = sorted(set(load_diags) | set(kept), key=sort_key)
+    merged = unique_sorted([*load_diags, *kept])
     return (None if incomplete else policy), merged
 
 

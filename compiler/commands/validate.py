@@ -8,8 +8,9 @@ from pathlib import Path
 import click
 
 from compiler.commands._common import count_files, load_and_validate, output_format_option, paths_argument
-from compiler.diagnostics import Diagnostic, Severity, sort_key
+from compiler.diagnostics import Diagnostic, Severity
 from compiler.report import emit
+from compiler.validate import unique_sorted
 
 EXIT_OK = 0
 EXIT_INVALID = 1
@@ -44,7 +45,7 @@ def command(paths: tuple[str, ...], output_format: str, strict: bool) -> int:
     for group in policy_sets(paths):
         _, diags = load_and_validate(group)
         diagnostics.extend(diags)
-    diagnostics = sorted(set(diagnostics), key=sort_key)
+    diagnostics = unique_sorted(diagnostics)
     emit(diagnostics, output_format, out=sys.stdout, err=sys.stderr, files=count_files(paths))
     worst = max((d.severity for d in diagnostics), default=None)
     if worst is None:

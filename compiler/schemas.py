@@ -36,8 +36,14 @@ DURATION_PATTERN = "^([0-9]+d)?([0-9]+h)?([0-9]+m)?([0-9]+s)?$"
 PERCENT_PATTERN = "^[0-9]{1,3}%$"
 TIME_OF_DAY_PATTERN = "^([01][0-9]|2[0-3]):[0-5][0-9]$"
 NODE_NAME_PATTERN = "^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
+LABEL_KEY_PATTERN = "^([a-z0-9]([-a-z0-9.]*[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$"
+LABEL_VALUE_PATTERN = "^([A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)?$"
 PROFILE_PATTERN = "^[1-8]g\\.[0-9]+gb(\\+me)?$"
 DAYS = ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")
+
+
+_LABEL_KEY = {"type": "string", "maxLength": 317, "pattern": LABEL_KEY_PATTERN}
+_LABEL_VALUE = {"type": "string", "maxLength": 63, "pattern": LABEL_VALUE_PATTERN}
 
 
 def _s(description: str, **schema: Any) -> dict[str, Any]:
@@ -173,10 +179,12 @@ def _fleet() -> dict[str, Any]:
                 required=["matchLabels"],
                 properties={
                     "matchLabels": _s(
-                        "Labels every node of the pool carries.",
+                        "Labels every node of the pool carries (Kubernetes label syntax: they end up in "
+                        "node selectors).",
                         type="object",
                         minProperties=1,
-                        additionalProperties={"type": "string"},
+                        propertyNames=_LABEL_KEY,
+                        additionalProperties=_LABEL_VALUE,
                     )
                 },
             ),
@@ -249,7 +257,8 @@ def _fleet() -> dict[str, Any]:
             "labels": _s(
                 "Extra node labels migc may rely on for this pool (informational).",
                 type="object",
-                additionalProperties={"type": "string"},
+                propertyNames=_LABEL_KEY,
+                additionalProperties=_LABEL_VALUE,
             ),
         },
     )

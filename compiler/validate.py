@@ -51,6 +51,8 @@ from compiler.schemas import (
     DNS_LABEL_PATTERN,
     DURATION_PATTERN,
     KINDS,
+    LABEL_KEY_PATTERN,
+    LABEL_VALUE_PATTERN,
     NODE_NAME_PATTERN,
     PERCENT_PATTERN,
     PROFILE_PATTERN,
@@ -65,6 +67,10 @@ _PATTERN_WORDS = {
     TIME_OF_DAY_PATTERN: 'a time of day "HH:MM" (24 h)',
     PROFILE_PATTERN: "a MIG profile name such as 1g.10gb or 3g.40gb",
     "^1\\.[0-9]{1,2}$": 'a Kubernetes minor version such as "1.31"',
+    LABEL_KEY_PATTERN: "a Kubernetes label key (an optional DNS prefix and '/', then letters, digits, "
+    "'-', '_', '.')",
+    LABEL_VALUE_PATTERN: "a Kubernetes label value (at most 63 letters, digits, '-', '_', '.', "
+    "alphanumeric at both ends)",
 }
 _DURATION_RE = re.compile(r"^(?:(\d+)d)?(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?$")
 

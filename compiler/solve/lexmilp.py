@@ -34,6 +34,7 @@ class Level:
 class LexResult:
     values: list[float]
     objectives: dict[str, float] = field(default_factory=dict)
+    level_seconds: dict[str, float] = field(default_factory=dict)
     optimal: bool = True  # every level proven optimal (gap 0)
     failed_level: str = ""  # first level that did not prove optimality ("" = none)
     seconds: float = 0.0
@@ -103,7 +104,7 @@ class Milp:
     def _highs(self, time_limit: float, relax: bool) -> highspy.Highs:
         h = _new_highs()
         h.setOptionValue("mip_rel_gap", 0.0)
-        h.setOptionValue("mip_abs_gap", 1e-6)
+        h.setOptionValue("mip_abs_gap", 0.99)
         h.setOptionValue("time_limit", max(0.1, time_limit))
         h.setOptionValue("random_seed", 0)
         n = self.num_vars
@@ -164,8 +165,11 @@ class Milp:
                 sol.col_value = list(result.values)
                 sol.value_valid = True
                 h.setSolution(sol)
+            level_started = time.perf_counter()
             h.run()
             status = h.getModelStatus()
+            if result is not None:
+                result.level_seconds[level.name] = time.perf_counter() - level_started
             info = h.getInfo()
             has_point = info.primal_solution_status == 2  # kSolutionStatusFeasible
             if status != highspy.HighsModelStatus.kOptimal:
@@ -187,6 +191,7 @@ class Milp:
             opt = info.objective_function_value
             if result is None:
                 result = LexResult(values=values)
+                result.level_seconds[level.name] = time.perf_counter() - level_started
             else:
                 result.values = values
             result.objectives[level.name] = opt

@@ -19,6 +19,7 @@ Levels, strictly lexicographic (each optimum is fixed before the next level runs
 
 from __future__ import annotations
 
+import time
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -62,11 +63,26 @@ def job_patterns(sizes: Sequence[int], gpus_per_node: int) -> list[Pattern]:
 def _columns(
     model: GpuModel, allowed: set[str], current_layouts: set[GpuLayout]
 ) -> list[GpuLayout]:
-    cols = {
+    """Maximal layouts made of the profiles this pool may carry, plus the deployed ones.
+
+    Only maximal layouts (no allowed instance can be added) are needed: served demand is bounded by
+    capacity, not equal to it, so a smaller layout never serves more with fewer GPUs, and idle
+    instances are offered as burst capacity anyway. Deployed layouts are added so they can be kept.
+    This keeps the integer program small (about 20 columns instead of 77 on a 7-slice GPU).
+    """
+    usable = [
         lay
         for lay in enumerate_layouts(model, allow_media_extensions=True)
         if all(name in allowed for name, _ in lay.profiles)
-    }
+    ]
+    present = {lay.profiles for lay in usable}
+
+    def grows(lay: GpuLayout, name: str) -> bool:
+        counts = lay.counts()
+        counts[name] = counts.get(name, 0) + 1
+        return GpuLayout.of(counts).profiles in present
+
+    cols = {lay for lay in usable if not any(grows(lay, name) for name in allowed)}
     for lay in current_layouts:
         if lay.mig_enabled and is_feasible(model, lay.counts()):
             cols.add(lay)
@@ -98,14 +114,78 @@ def solve_cluster(
     current: Mapping[tuple[str, str], NodeLayout],
     time_limit: float,
 ) -> ClusterOutcome:
-    """Build and solve the cluster model. ``current`` maps (pool, node) to its deployed layout."""
-    m = Milp()
+    """Solve the cluster. ``current`` maps (pool, node) to its deployed layout.
+
+    Pools that share no demand item (no workload may use both) and no guarantee are independent,
+    and every level's objective is a sum over pools, so the lexicographic optimum of the cluster is
+    the union of the optima of these components: each is solved as its own, much smaller, model.
+    """
+    started = time.perf_counter()
     pools = sorted(cluster.pools, key=lambda p: p.name)
+    parent = {p.name: p.name for p in pools}
+
+    def find(a: str) -> str:
+        while parent[a] != a:
+            parent[a] = parent[parent[a]]
+            a = parent[a]
+        return a
+
+    def union(names: Sequence[str]) -> None:
+        roots = sorted({find(n) for n in names})
+        for r in roots[1:]:
+            parent[r] = roots[0]
+
+    for item in items:
+        union([o.pool for o in item.options])
+    for g in guarantees:
+        union(list(g.pools))
+    components: dict[str, list[NodePool]] = {}
+    for p in pools:
+        components.setdefault(find(p.name), []).append(p)
+    outcome = ClusterOutcome({}, {}, None)
+    optimal = True
+    failed = ""
+    for root in sorted(components):
+        members = components[root]
+        names = {p.name for p in members}
+        ids = [i for i, item in enumerate(items) if item.options and item.options[0].pool in names]
+        gs = [g for g in guarantees if g.pools and g.pools[0] in names]
+        remaining = max(0.5, time_limit - (time.perf_counter() - started))
+        part = _solve_component(members, catalog, items, ids, gs, current, remaining)
+        if part.result is None:
+            return ClusterOutcome({}, {}, None)
+        outcome.decisions.update(part.decisions)
+        outcome.shortfall.update(part.shortfall)
+        optimal = optimal and part.result.optimal
+        failed = failed or part.result.failed_level
+        if outcome.result is None:
+            outcome.result = part.result
+        else:
+            outcome.result.objectives.update(part.result.objectives)
+    if outcome.result is None:  # a cluster without pools: nothing to decide
+        outcome.result = LexResult(values=[])
+    outcome.result.optimal = optimal
+    outcome.result.failed_level = failed
+    outcome.result.seconds = time.perf_counter() - started
+    return outcome
+
+
+def _solve_component(
+    pools: Sequence[NodePool],
+    catalog: Catalog,
+    items: Sequence[DemandItem],
+    item_ids: Sequence[int],
+    guarantees: Sequence[Guarantee],
+    current: Mapping[tuple[str, str], NodeLayout],
+    time_limit: float,
+) -> ClusterOutcome:
+    m = Milp()
     pv: dict[str, _PoolVars] = {}
     # demand variables first: x[item, pool, resource]
     per_pool_x: dict[str, list[tuple[int, str, int]]] = {p.name: [] for p in pools}  # (item, resource, var)
     item_vars: dict[int, list[int]] = {}
-    for i, item in enumerate(items):
+    for i in item_ids:
+        item = items[i]
         for opt in item.options:
             var = m.var(f"x[{i},{opt.pool},{opt.resource}]", 0, item.replicas)
             per_pool_x[opt.pool].append((i, opt.resource, var))
@@ -247,7 +327,7 @@ def solve_cluster(
         amount = next(g.amount for g in guarantees if (g.tenant, g.resource) == key)
         m.row(row, lb=amount)
 
-    levels = _levels(items, pv, shortfall_vars)
+    levels = _levels(items, item_ids, pv, shortfall_vars)
     result = m.solve(levels, time_limit=time_limit)
     decisions: dict[str, PoolDecision] = {}
     shortfall: dict[tuple[str, str], int] = {}
@@ -364,12 +444,15 @@ def _node_name(g: NodeLayout) -> str:
 
 
 def _levels(
-    items: Sequence[DemandItem], pv: Mapping[str, _PoolVars], shortfall: Mapping[tuple[str, str], int]
+    items: Sequence[DemandItem],
+    item_ids: Sequence[int],
+    pv: Mapping[str, _PoolVars],
+    shortfall: Mapping[tuple[str, str], int],
 ) -> list[Level]:
     levels: list[Level] = []
     if shortfall:
         levels.append(Level("guarantees", "min", {s: 1 for s in shortfall.values()}))
-    tiers = sorted({item.tier_value for item in items if item.options}, reverse=True)
+    tiers = sorted({items[i].tier_value for i in item_ids}, reverse=True)
     for tier in tiers:
         coefs: dict[int, int] = {}
         for v in pv.values():

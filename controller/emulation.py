@@ -39,6 +39,7 @@ LEASES = kmock.resource("coordination.k8s.io", "v1", "leases")
 
 MIG_CONFIG = "nvidia.com/mig.config"
 MIG_STATE = "nvidia.com/mig.config.state"
+_DROP = "MIGC-TEST-DROP"
 
 Fault = Callable[[kmock.Request], Exception | None]
 
@@ -104,6 +105,7 @@ class ApiServer(kmock.KubernetesEmulator):
     _seq: Any = attrs.field(factory=itertools.count)
     _rv: Any = attrs.field(factory=lambda: itertools.count(1000))
     _tasks: set[asyncio.Task[None]] = attrs.field(factory=set)
+    _watched: dict[Any, set[str | None]] = attrs.field(factory=dict)
 
     def _next_rv(self) -> str:
         return str(next(self._rv))
@@ -221,9 +223,19 @@ class ApiServer(kmock.KubernetesEmulator):
         return payload
 
     async def _serve_watch(self, request: kmock.Request) -> Any:
+        self._watched.setdefault(request.resource, set()).add(request.namespace)
         async for event in super()._serve_watch(request):
+            if isinstance(event, dict) and event.get("type") == _DROP:
+                return  # ends the HTTP response: the client sees its watch stream close
             if not isinstance(event, dict) or _selected(event.get("object") or {}, request.params):
                 yield event
+
+    async def drop_watches(self, res: Any) -> None:
+        """Close every open watch stream of a resource, as an API server restart or an LB would."""
+        # KMock delivers an event only to watchers of its namespace: send one per namespace.
+        namespaces = self._watched.get(res, set()) | {None}
+        for ns in sorted(namespaces, key=str):
+            await self._buses[res].put({"type": _DROP, "object": {"metadata": {"namespace": ns}}})
 
     # --- direct state changes (not HTTP requests: they stay out of the request history) --------
     async def upsert(self, res: Any, ns: str | None, name: str, obj: Mapping[str, Any]) -> None:
@@ -353,6 +365,9 @@ class EmulatorThread:
 
     def stop(self) -> None:
         if self._loop is not None and self._stop is not None:
+            # Open watch streams never end on their own; the server's shutdown would wait for them.
+            for res in (NODES, PODS, CONFIGMAPS, EVENTS, LEASES):
+                self.drop_watches(res)
             self._loop.call_soon_threadsafe(self._stop.set)
         self._thread.join(10)
 
@@ -382,6 +397,9 @@ class EmulatorThread:
 
     def remove(self, res: Any, ns: str | None, name: str) -> None:
         self.run(lambda api: api.remove(res, ns, name))
+
+    def drop_watches(self, res: Any) -> None:
+        self.run(lambda api: api.drop_watches(res))
 
     def get(self, res: Any, ns: str | None, name: str) -> dict[str, Any] | None:
         def read(api: ApiServer) -> dict[str, Any] | None:

@@ -40,7 +40,7 @@ class Controller:
         http_port: int | None = None,
     ) -> None:
         self.s = settings
-        self.kube = Kube(api_client, dry_run=settings.dry_run)
+        self.kube = Kube(api_client, dry_run=settings.dry_run, identity=settings.identity)
         self.kube.request_timeout = (5.0, settings.request_timeout)
         self.metrics = metrics if metrics is not None else Metrics()
         self.health = Health(stale_after=max(30.0, settings.resync_interval * 3))
@@ -133,32 +133,43 @@ class Controller:
             self.endpoint.start()
         watches_started = False
         error_delay = self.s.retry_backoff
+        next_pass = 0.0  # monotonic time of the next pass when nothing wakes us earlier
+        renew_every = max(0.02, self.s.lease_duration / 3)
         try:
             while not self.stop_event.is_set():
                 self.health.loop_tick()
                 # Dry-run writes nothing, not even the Lease: it never acts, so it needs no lock.
                 leading = True if self.s.dry_run else self.elector.tick()
                 self.metrics.leader.set(1 if leading else 0)
-                interval = self.s.resync_interval
+                timeout = renew_every
                 if leading:
                     if not watches_started:
                         self._start_watches()
                         watches_started = True
-                    try:
+                    if self.wake.is_set() or time.monotonic() >= next_pass:
                         self.wake.clear()
-                        self.reconciler.reconcile_once()
-                        error_delay = self.s.retry_backoff
-                        if self.reconciler.busy:
-                            interval = self.s.poll_interval
-                    except ControllerError as exc:
-                        log(logging.WARNING, "pass failed; backing off", error=str(exc), retry_in=error_delay)
-                        interval = error_delay
-                        error_delay = min(self.s.retry_backoff_max, error_delay * 2)
-                    self.passes += 1
-                else:
-                    interval = max(0.05, self.s.lease_duration / 3)
-                if self.wake.wait(interval):
-                    # Coalesce bursts of watch events into one pass.
+                        next_pass = time.monotonic() + self.s.resync_interval
+                        try:
+                            self.reconciler.reconcile_once()
+                            error_delay = self.s.retry_backoff
+                            if self.reconciler.busy:
+                                next_pass = time.monotonic() + self.s.poll_interval
+                        except ControllerError as exc:
+                            log(
+                                logging.WARNING,
+                                "pass failed; backing off",
+                                error=str(exc),
+                                retry_in=error_delay,
+                            )
+                            next_pass = time.monotonic() + error_delay
+                            error_delay = min(self.s.retry_backoff_max, error_delay * 2)
+                        self.passes += 1
+                    timeout = max(0.0, next_pass - time.monotonic())
+                    if not self.s.dry_run:
+                        # Wake up in time to renew the Lease even when no pass is due.
+                        timeout = min(timeout, renew_every)
+                if self.wake.wait(timeout):
+                    # Coalesce a burst of watch events into one pass.
                     self.stop_event.wait(min(0.05, self.s.poll_interval))
         except ControllerKilled:
             log(logging.WARNING, "killed", identity=self.s.identity)

@@ -191,7 +191,7 @@ class Cluster:
         return True
 
     def controller_calls(self) -> list[Call]:
-        return [c for c in self.emu.calls() if c.user_agent == USER_AGENT]
+        return [c for c in self.emu.calls() if c.user_agent.startswith(USER_AGENT)]
 
 
 def writes(calls: list[Call]) -> list[Call]:

@@ -17,7 +17,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -58,9 +58,28 @@ class Config:
     m3_windows: tuple[int, int, int] = (300, 75, 3)  # window pods, step, count
     m4_sizes: tuple[int, ...] = (1000, 10000)
     m4_repeats: int = 1
+    m4_tenants: int = scale.TENANTS
+    trace: str = openb.DEFAULT_TRACE
 
 
 QUICK = Config(name="quick")
+TINY = Config(
+    name="tiny (smoke test: every section end to end in seconds, numbers meaningless)",
+    synth_sizes=(30,),
+    synth_seeds=(1,),
+    openb_first=(40,),
+    openb_windows=(30,),
+    openb_window_seeds=(3,),
+    m2_fractions=(0.5,),
+    m2_size=40,
+    m3_small_seeds=(1,),
+    m3_small_shifts=(100.0,),
+    m3_shifts=(30.0,),
+    m3_large_size=60,
+    m3_windows=(40, 10, 2),
+    m4_sizes=(96,),
+    m4_tenants=12,
+)
 FULL = Config(
     name="full",
     synth_sizes=(100, 1000, 10000),
@@ -148,8 +167,8 @@ def m1_instances(
         for n in cfg.synth_sizes:
             for seed in cfg.synth_seeds:
                 out.append((f"synthetic {mix} n={n} s={seed}", synthetic.generate(geo, mix, n, seed)))
-    if openb.available():
-        trace = openb.load_trace()
+    if openb.available(cfg.trace):
+        trace = openb.load_trace(cfg.trace)
         for mapping in mappings:
             for n in cfg.openb_first:
                 out.append(
@@ -304,8 +323,8 @@ def run_m2(
         (f"synthetic {mix} n={cfg.m2_size}", synthetic.generate(geo, mix, cfg.m2_size, 7))
         for mix in cfg.mixes
     ]
-    if openb.available():
-        trace = openb.load_trace()
+    if openb.available(cfg.trace):
+        trace = openb.load_trace(cfg.trace)
         for mapping in mappings:
             cases.append(
                 (
@@ -492,8 +511,8 @@ def run_m3(
             nodes = fleet_nodes(before + after)
             step(f"synthetic {mix} n={cfg.m3_large_size} ±{pct:.0f}%", before, after, nodes, 8, False)
     # consecutive windows of the openb trace by creation time
-    if openb.available():
-        trace = openb.load_trace()
+    if openb.available(cfg.trace):
+        trace = openb.load_trace(cfg.trace)
         n, stride, count = cfg.m3_windows
         for mapping in mappings:
             windows = [openb.to_pods(geo, w, mapping) for w in openb.sliding_windows(trace, n, stride, count)]
@@ -544,7 +563,7 @@ def run_m4(cfg: Config, use_migc: bool) -> list[dict[str, Any]]:
     out = []
     with tempfile.TemporaryDirectory(prefix="migc-bench-") as tmp:
         for size in cfg.m4_sizes:
-            out.append(scale.run_size(size, Path(tmp), cfg.m4_repeats))
+            out.append(scale.run_size(size, Path(tmp), cfg.m4_repeats, cfg.m4_tenants))
     return out
 
 
@@ -639,7 +658,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
     mode = ap.add_mutually_exclusive_group()
     mode.add_argument("--quick", action="store_true", help="small instances, about a minute (default)")
-    mode.add_argument("--full", action="store_true", help="every instance class and size, several minutes")
+    mode.add_argument(
+        "--full", action="store_true", help="every instance class and size, about a minute or two"
+    )
+    mode.add_argument("--tiny", action="store_true", help="seconds; for the smoke test, numbers meaningless")
     ap.add_argument(
         "--mapping",
         choices=("compute", "memory", "both"),
@@ -653,19 +675,41 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="M2: what 'demand served' counts within a tier (migc maximises pods served per tier)",
     )
     ap.add_argument("--only", default="M1,M2,M3,M4", help="comma-separated subset of M1,M2,M3,M4")
+    ap.add_argument(
+        "--models",
+        help="comma-separated catalog models for M1 (the first one also for M2/M3); "
+        "default A100-SXM4-80GB,H100-80GB",
+    )
+    ap.add_argument(
+        "--trace",
+        default=openb.DEFAULT_TRACE,
+        help="openb pod list under <shared>/data/openb/, e.g. openb_pod_list_gpushare40.csv",
+    )
     ap.add_argument("--results", type=Path, help="also write the tables to this Markdown file")
     args = ap.parse_args(argv)
-    cfg = FULL if args.full else QUICK
+    cfg = FULL if args.full else TINY if args.tiny else QUICK
+    catalog = load_catalog()
+    if args.models:
+        names = tuple(n.strip() for n in args.models.split(",") if n.strip())
+        known = sorted(m.model for m in catalog.models if m.mig_capable)
+        unknown = [n for n in names if n not in known]
+        if unknown or not names:
+            ap.error(
+                f"unknown MIG model(s) {', '.join(unknown) or '(none given)'}; known: {', '.join(known)}"
+            )
+        cfg = replace(cfg, models=names)
+    cfg = replace(cfg, trace=args.trace)
     only = {s.strip().upper() for s in args.only.split(",")}
     mappings: tuple[openb.Mapping, ...] = openb.MAPPINGS if args.mapping == "both" else (args.mapping,)
-    catalog = load_catalog()
     models = [m for name in cfg.models if (m := catalog.get(name)) is not None]
     use_migc = harness.solver_available()
     measure: Measure = measure_slices if args.measure == "slices" else measure_pods
     checks = Checks()
     command = "python -m bench " + " ".join(shlex.quote(a) for a in (sys.argv[1:] if argv is None else argv))
     started = time.perf_counter()
-    trace_note = f"found at {openb.trace_path()}" if openb.available() else "NOT FOUND (skipped)"
+    trace_note = (
+        f"found at {openb.trace_path(cfg.trace)}" if openb.available(cfg.trace) else "NOT FOUND (skipped)"
+    )
     solver_note = "compiler.solve.solve" if use_migc else "NOT AVAILABLE: only references and baselines ran"
     doc: list[str] = [
         "# migc benchmark results",
@@ -714,7 +758,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if "M4" in only:
         section(
             "M4: validate + solve + assign at scale",
-            f"{scale.TENANTS} tenants × {scale.WORKLOADS_PER_TENANT} workloads, "
+            f"{cfg.m4_tenants} tenants × {scale.WORKLOADS_PER_TENANT} workloads, "
             f"{len(scale.MODELS)} GPU models "
             f"({', '.join(scale.MODELS)}), {scale.GPUS_PER_NODE} GPUs per node, demand ≈ "
             f"{scale.FILL:.0%} of the fleet's compute slices; YAML written to a temp dir, each size measured "

@@ -215,14 +215,16 @@ def _validated_policy(paths: Sequence[Path]) -> tuple[Any, str]:
     return policy, via
 
 
-def run_size(gpus: int, workdir: Path, repeats: int = 1, timeout: float = 600.0) -> dict[str, Any]:
+def run_size(
+    gpus: int, workdir: Path, repeats: int = 1, tenants: int = TENANTS, timeout: float = 600.0
+) -> dict[str, Any]:
     """Generate and write once, then measure ``repeats`` times, each in a fresh interpreter.
 
     The run with the lowest total wall time is reported (the machine is shared, so the minimum is
     the least noisy estimate); ``runs`` and ``total_s_all`` keep the others visible.
     """
     directory = workdir / f"fleet-{gpus}"
-    write(generate(gpus), directory)
+    write(generate(gpus, tenants=tenants), directory)
     repo = Path(__file__).resolve().parents[1]
     results: list[dict[str, Any]] = []
     for _ in range(max(1, repeats)):

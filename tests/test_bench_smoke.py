@@ -29,22 +29,7 @@ from bench.optimum import (
 from compiler.catalog import GpuModel, load_catalog
 from compiler.catalog.layouts import enumerate_layouts
 
-TINY = run.Config(
-    name="tiny",
-    synth_sizes=(30,),
-    synth_seeds=(1,),
-    openb_first=(40,),
-    openb_windows=(30,),
-    openb_window_seeds=(3,),
-    m2_fractions=(0.5,),
-    m2_size=40,
-    m3_small_seeds=(1,),
-    m3_small_shifts=(100.0,),
-    m3_shifts=(30.0,),
-    m3_large_size=60,
-    m3_windows=(40, 10, 2),
-    m4_sizes=(96,),
-)
+TINY = run.TINY
 
 
 def _a100() -> GpuModel:
@@ -169,11 +154,11 @@ def test_openb_skips_cleanly_without_data(monkeypatch: pytest.MonkeyPatch, tmp_p
 
 
 def test_scale_policy_shape(tmp_path: Path) -> None:
-    docs = scale.generate(96)
+    docs = scale.generate(96, tenants=40)
     kinds = [d["kind"] for d in docs]
     assert kinds.count("Fleet") == 1
-    assert kinds.count("Tenant") == scale.TENANTS
-    assert kinds.count("Workload") == scale.TENANTS * scale.WORKLOADS_PER_TENANT
+    assert kinds.count("Tenant") == 40
+    assert kinds.count("Workload") == 40 * scale.WORKLOADS_PER_TENANT
     pools = docs[0]["spec"]["clusters"][0]["nodePools"]
     assert len(pools) == len(scale.MODELS)
     assert sum(p["gpusPerNode"] * len(p["nodes"]["names"]) for p in pools) == 96
@@ -192,3 +177,23 @@ def test_scale_pipeline_end_to_end_on_a_small_fleet(tmp_path: Path) -> None:
     assert result["optimal"]
     assert result["unmet"] == 0  # the generator never asks for more than the fleet has
     assert 0 < result["gpus_used"] <= 96
+
+
+def test_driver_writes_every_section_and_its_command(tmp_path: Path) -> None:
+    out = tmp_path / "RESULTS.md"
+    status = run.main(["--tiny", "--results", str(out)])
+    text = out.read_text(encoding="utf-8")
+    assert "python -m bench --tiny --results" in text
+    assert "CPU:" in text and "logical CPUs" in text
+    for section in ("## M1", "## M2", "## M3", "## M4", "## Checks"):
+        assert section in text
+    if harness.solver_available():
+        assert status == 0, text[text.index("## Checks") :]
+        assert "all structural checks passed" in text
+        assert "migc gap to the optimum: max 0 GPUs" in text
+
+
+def test_driver_rejects_an_unknown_model() -> None:
+    with pytest.raises(SystemExit) as exc:
+        run.main(["--tiny", "--only", "M1", "--models", "A100-SXM4-80GB,NOPE"])
+    assert exc.value.code == 2

@@ -440,3 +440,32 @@ def test_examples_solve(directory: Path) -> None:
     assert not [d for d in sol.diagnostics if d.severity == Severity.ERROR]
     again = solve(pol, CAT, as_current(sol))
     assert not any(n.changed for p in again.pools for n in p.nodes)
+
+
+def test_highs_failure_falls_back_to_greedy(monkeypatch: pytest.MonkeyPatch) -> None:
+    from compiler.solve import lexmilp
+
+    monkeypatch.setattr(lexmilp.Milp, "solve", lambda self, levels, time_limit=0.0, relax=False: None)
+    pol = policy([pool(nodes=1)], [workload("w", profile_need("2g.20gb"), 5)])
+    sol = solve(pol, CAT)
+    assert [d.code for d in sol.diagnostics] == ["MIGC203"]
+    assert sol.diagnostics[0].severity == Severity.WARNING
+    (p,) = sol.pools
+    assert not p.optimal and served(sol, "w") == 5
+    _check_layouts(sol)
+
+
+def test_guarantee_applies_in_every_cluster_the_tenant_runs_in() -> None:
+    t = tenant("g", guaranteed=Quota(profiles=(("1g.10gb", 3),)))
+    pools_ = [
+        pool("a", nodes=1, cluster="east"),
+        pool("b", nodes=1, cluster="west"),
+        pool("c", cluster="idle"),
+    ]
+    ws = [
+        workload("e", profile_need("2g.20gb"), 1, tenant_name="g", cluster="east"),
+        workload("w", profile_need("2g.20gb"), 1, tenant_name="g", cluster="west"),
+    ]
+    sol = solve(policy(pools_, ws, tenants=[t]), CAT)
+    held = {p.cluster: p.reserved for p in sol.pools}
+    assert held == {"east": (("g", "1g.10gb", 3),), "west": (("g", "1g.10gb", 3),), "idle": ()}

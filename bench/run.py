@@ -471,6 +471,9 @@ def run_m3(
         rb2 = harness.read_back(geo, s2, p2)
         s3 = harness.solve(p2, catalog)
         migc = harness.changes(state1, rb2.nodes)
+        pool2 = s2.pool(harness.CLUSTER, harness.POOL)
+        reported = (sum(1 for n in pool2.nodes if n.changed), sum(len(n.changed_gpus) for n in pool2.nodes))
+        checks.expect(reported == migc, f"M3 {label}: migc reports {reported} changes, bench counts {migc}")
         scratch = harness.changes(state1, harness.node_states(s3.pool(harness.CLUSTER, harness.POOL)))
         opt2 = min_gpus(geo, after).gpus
         minimum = None

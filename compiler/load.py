@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import io
 import os
+import warnings
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -220,12 +221,16 @@ def load_text(text: str, file: str) -> tuple[list[LoadedDocument], list[Diagnost
     diags: list[Diagnostic] = []
     nodes: list[Node] = []
     try:
-        for node in yaml.compose_all(io.StringIO(text)):
-            nodes.append(node)
-            if len(nodes) > MAX_DOCUMENTS:
-                line, col = _mark(node.start_mark)
-                message = f"more than {MAX_DOCUMENTS} YAML documents in one file"
-                return [], [make("MIGC010", message, file=file, line=line, col=col)]
+        with warnings.catch_warnings():
+            # ruamel warns (on stderr) about legal-but-odd input such as a reused anchor name; the
+            # CLI's output is diagnostics only, and the later anchor wins exactly as YAML specifies
+            warnings.simplefilter("ignore")
+            for node in yaml.compose_all(io.StringIO(text)):
+                nodes.append(node)
+                if len(nodes) > MAX_DOCUMENTS:
+                    line, col = _mark(node.start_mark)
+                    message = f"more than {MAX_DOCUMENTS} YAML documents in one file"
+                    return [], [make("MIGC010", message, file=file, line=line, col=col)]
     except YAMLError as exc:
         if type(exc).__name__ == "MaxDepthExceededError":
             return [], [_too_deep(file, *_mark(getattr(exc, "problem_mark", None)))]

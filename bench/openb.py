@@ -101,6 +101,11 @@ def to_pods(geo: Geometry, trace: tuple[TracePod, ...], mapping: Mapping) -> lis
     return [to_pod(geo, p, mapping) for p in trace]
 
 
+def fractional(trace: tuple[TracePod, ...]) -> tuple[TracePod, ...]:
+    """Only the pods asking for a fraction of one GPU (creation-time order kept)."""
+    return tuple(p for p in trace if p.num_gpu == 1 and p.gpu_milli < 1000)
+
+
 def first_n(trace: tuple[TracePod, ...], n: int) -> tuple[TracePod, ...]:
     return trace[:n]
 

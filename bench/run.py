@@ -228,6 +228,14 @@ def run_m1(
                 checks.expect(
                     migc == opt.gpus, f"M1 {label} {model.model}: migc {migc} GPUs, optimum {opt.gpus}"
                 )
+                checks.expect(
+                    rb.solver_gpus_used == migc,
+                    f"M1 {label} {model.model}: migc says {rb.solver_gpus_used} GPUs, bench counts {migc}",
+                )
+                checks.expect(
+                    rb.lp_bound <= migc + 1e-6,
+                    f"M1 {label} {model.model}: migc's lower bound {rb.lp_bound} exceeds its answer {migc}",
+                )
             rows.append(
                 M1Row(
                     label,

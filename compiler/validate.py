@@ -30,6 +30,7 @@ from compiler.catalog import Catalog, GpuModel
 from compiler.diagnostics import Diagnostic, has_errors, make, sort_key
 from compiler.load import LoadedDocument, json_path
 from compiler.model import (
+    WHOLE_GPU,
     Cluster,
     MaintenanceWindow,
     Need,
@@ -922,6 +923,7 @@ def _check_tenants(ctx: _Context) -> None:
     claimed: dict[str, _Obj] = {}
     all_pools = list(ctx.pools.values())
     me_named = _me_named_by_workloads(ctx)
+    fitting: list[tuple[_Obj, PathT, str, int]] = []  # guarantees within the bound one by one
     for t in sorted(ctx.tenants, key=lambda t: (t.doc.file, t.doc.index)):
         for ni, ns in enumerate(t.spec["namespaces"]):
             owner = claimed.get(ns)
@@ -957,22 +959,40 @@ def _check_tenants(ctx: _Context) -> None:
                 known = _check_profile_known(
                     ctx, t, ppath, profile, all_pools, on_key=True, what=f"{section} quota"
                 )
-                if known and section == "guaranteed":
-                    _check_profile_bound(ctx, t, ppath, profile, int(quota["profiles"][profile]), all_pools)
-        if ctx.fleet_ok:
-            _check_whole_bounds(ctx, t, all_pools)
+                count = int(quota["profiles"][profile])
+                if (
+                    known
+                    and section == "guaranteed"
+                    and _check_profile_bound(ctx, t, ppath, profile, count, all_pools)
+                ):
+                    fitting.append((t, ppath, profile, count))
+        if (
+            ctx.fleet_ok
+            and _check_whole_bounds(ctx, t, all_pools)
+            and t.spec.get("guaranteed", {}).get("gpus")
+        ):
+            fitting.append((t, ("spec", "guaranteed", "gpus"), WHOLE_GPU, int(t.spec["guaranteed"]["gpus"])))
         _check_burst(ctx, t)
+    if ctx.fleet_ok:
+        _check_joint_bounds(ctx, fitting, all_pools)
 
 
-def _check_profile_bound(
-    ctx: _Context, t: _Obj, path: PathT, profile: str, count: int, pools: Sequence[_PoolInfo]
-) -> None:
+def _profile_bound(profile: str, pools: Sequence[_PoolInfo]) -> int:
+    """Most instances of ``profile`` the fleet could ever hold: max per GPU × partitionable GPUs."""
     bound = 0
     for pool in pools:
         if pool.mig and pool.model is not None:
             prof = pool.model.profile(profile)
             if prof is not None:
                 bound += prof.max_count * pool.partitionable_gpus()
+    return bound
+
+
+def _check_profile_bound(
+    ctx: _Context, t: _Obj, path: PathT, profile: str, count: int, pools: Sequence[_PoolInfo]
+) -> bool:
+    """MIGC110 when one tenant alone is guaranteed more than the bound; returns whether it fits."""
+    bound = _profile_bound(profile, pools)
     if count > bound:
         ctx.add(
             t.doc.at(
@@ -983,9 +1003,39 @@ def _check_profile_bound(
                 path,
             )
         )
+        return False
+    return True
 
 
-def _check_whole_bounds(ctx: _Context, t: _Obj, pools: Sequence[_PoolInfo]) -> None:
+def _check_joint_bounds(
+    ctx: _Context, fitting: list[tuple[_Obj, PathT, str, int]], pools: list[_PoolInfo]
+) -> None:
+    """Guarantees that fit one by one can still exceed the bound together; reported at the last tenant."""
+    by_key: dict[str, list[tuple[_Obj, PathT, int]]] = {}
+    for t, path, key, count in fitting:
+        by_key.setdefault(key, []).append((t, path, count))
+    total_gpus = sum(p.total_gpus for p in pools)
+    for key in sorted(by_key):
+        entries = by_key[key]
+        total = sum(c for _, _, c in entries)
+        bound = total_gpus if key == WHOLE_GPU else _profile_bound(key, pools)
+        if len(entries) < 2 or total <= bound:
+            continue
+        names = ", ".join(sorted(t.name for t, _, _ in entries))
+        what = "whole GPUs" if key == WHOLE_GPU else f"× {key}"
+        last, path, _ = entries[-1]
+        ctx.add(
+            last.doc.at(
+                "MIGC111" if key == WHOLE_GPU else "MIGC110",
+                f"tenants {names} are guaranteed {total} {what} together, but the fleet can provide at most "
+                f"{bound}",
+                path,
+            )
+        )
+
+
+def _check_whole_bounds(ctx: _Context, t: _Obj, pools: Sequence[_PoolInfo]) -> bool:
+    """MIGC111 for whole GPUs, GPU memory and compute slices; returns whether the whole GPUs fit."""
     quota = t.spec.get("guaranteed", {})
     total_gpus = sum(p.total_gpus for p in pools)
     total_mem = sum(p.total_gpus * (p.model.memory_gb if p.model else 0.0) for p in pools)
@@ -1004,6 +1054,7 @@ def _check_whole_bounds(ctx: _Context, t: _Obj, pools: Sequence[_PoolInfo]) -> N
                     ("spec", "guaranteed", key),
                 )
             )
+    return not ("gpus" in quota and quota["gpus"] > total_gpus)
 
 
 def _check_burst(ctx: _Context, t: _Obj) -> None:

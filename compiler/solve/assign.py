@@ -58,11 +58,13 @@ def assign_pool(decision: PoolDecision, current: Mapping[str, NodeLayout]) -> tu
     for (group, pattern), count in sorted(decision.kept.items()):
         members = groups.get(group, [])
         start = taken.get(group, 0)
-        for name in members[start : start + count]:
+        chosen = members[start : start + count]
+        for name in chosen:
             targets[name] = list(group)
-            remaining.subtract(Counter(group))
-            if pattern:
-                patterns_left[pattern] -= 1
+        for lay, per_node in Counter(group).items():
+            remaining[lay] -= per_node * len(chosen)
+        if pattern:
+            patterns_left[pattern] -= len(chosen)
         taken[group] = start + count
 
     relaid = [n for n in names if n not in targets]

@@ -283,13 +283,19 @@ def _invalid_current(
 ) -> list[Diagnostic]:
     out = []
     pool = dec.pool
+    members = set(pool.node_names)
+    model = dec.model
+    fits: dict[GpuLayout, bool] = {}  # a fleet has few distinct layouts: check each once
     for node in sorted(current):
-        if node not in pool.node_names:
+        if node not in members:
             continue
         lay = current[node]
         bad = len(lay) != pool.gpus_per_node
-        if not bad and dec.model is not None:
-            bad = any(g.mig_enabled and not is_feasible(dec.model, g.counts()) for g in lay)
+        if not bad and model is not None:
+            for g in lay:
+                if g.mig_enabled and g not in fits:
+                    fits[g] = is_feasible(model, g.counts())
+            bad = any(g.mig_enabled and not fits[g] for g in lay)
         if bad:
             out.append(
                 _at(

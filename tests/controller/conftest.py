@@ -148,11 +148,12 @@ class Cluster:
         self.emu.patch(NODES, None, node, {"metadata": {"annotations": dict(annotations)}})
 
     # --- controllers ---------------------------------------------------------------------------
-    def start(self, settings: Settings = FAST, **overrides: Any) -> Controller:
+    def start(self, settings: Settings = FAST, *, http: bool = False, **overrides: Any) -> Controller:
         cfg = client.Configuration()
         cfg.host = self.emu.url
         s = dataclasses.replace(settings, **overrides)
-        ctl = Controller(s, client.ApiClient(cfg), clock=self.clock, metrics=Metrics())
+        ctl = Controller(s, client.ApiClient(cfg), clock=self.clock, metrics=Metrics(),
+                         http_address="127.0.0.1" if http else None, http_port=0 if http else None)
         t = threading.Thread(target=ctl.run, name=f"controller-{s.identity}", daemon=True)
         t.start()
         self.running.append(Running(ctl, t))
@@ -175,6 +176,11 @@ class Cluster:
 
     def wait(self, cond: Callable[[], bool], timeout: float = 20.0) -> None:
         assert wait_for(cond, timeout, 0.02), "condition not reached in time"
+
+    def settle(self, ctl: Controller, passes: int = 8) -> None:
+        """Let a controller make a few more full passes (to show that something does NOT happen)."""
+        seen = ctl.passes
+        self.wait(lambda: ctl.passes >= seen + passes)
 
     def converged(self, targets: Mapping[str, str]) -> bool:
         nodes = self.emu.nodes()

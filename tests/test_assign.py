@@ -6,7 +6,7 @@ import itertools
 import random
 from collections import Counter
 
-from test_solve_support import Need, as_current, policy, pool, profile_need, workload
+from test_solve_support import Need, as_current, policy, pool, profile_need, whole_gpu_jobs_pack, workload
 
 from compiler.catalog import load_catalog
 from compiler.catalog.layouts import enumerate_layouts
@@ -60,6 +60,11 @@ def test_unchanged_demand_changes_nothing() -> None:
         again = solve(pol, CAT, as_current(first))
         assert _touched(again) == (0, 0), seed
         assert [p.layout_counts for p in again.pools] == [p.layout_counts for p in first.pools]
+        assert whole_gpu_jobs_pack(pol, first)
+        # a shift with multi-GPU replicas: kept nodes may host them, re-laid nodes must still fit them
+        shifted = _random_fleet_policy(seed, replicas_scale=2)
+        moved = solve(shifted, CAT, as_current(first))
+        assert whole_gpu_jobs_pack(shifted, moved), seed
 
 
 def test_identical_new_nodes_compare_equal() -> None:

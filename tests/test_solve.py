@@ -21,6 +21,7 @@ from test_solve_support import (
     served,
     tenant,
     unmet,
+    whole_gpu_jobs_pack,
     workload,
 )
 
@@ -415,6 +416,8 @@ def test_random_policies_are_valid() -> None:
                 need[d.resource] += d.served
             for res, amount in need.items():
                 assert cap[res] >= amount, (seed, p.pool, res)
+        # every served k-GPU replica gets k whole GPUs on one node
+        assert whole_gpu_jobs_pack(pol, sol), seed
 
 
 def _example_dirs() -> list[Path]:

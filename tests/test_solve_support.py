@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from compiler.model import (
     Cluster,
     CurrentState,
+    GpuLayout,
     NodePool,
     PartitionPolicy,
     Policy,
@@ -111,3 +112,40 @@ def served(solution: Solution, workload_name: str) -> int:
 
 def unmet(solution: Solution, workload_name: str) -> int:
     return sum(d.unmet for p in solution.pools for d in p.demand if d.workload == workload_name)
+
+
+def whole_gpu_jobs_pack(pol: Policy, solution: Solution) -> bool:
+    """Whether every served whole-GPU replica (k GPUs) fits k whole GPUs of one node, in every pool."""
+    whole = GpuLayout.whole()
+    sizes = {w.name: max(1, w.need.gpus) for w in pol.workloads}
+    for p in solution.pools:
+        jobs = sorted(
+            (
+                sizes[d.workload]
+                for d in p.demand
+                if d.resource == "gpu"
+                for _ in range(d.served // sizes[d.workload])
+            ),
+            reverse=True,
+        )
+        free = [sum(1 for g in n.gpus if g == whole) for n in p.nodes]
+        if not _packs(jobs, free):
+            return False
+    return True
+
+
+def _packs(jobs: list[int], free: list[int]) -> bool:
+    """Exact bin packing by backtracking; bins with equal free space are tried once."""
+    if not jobs:
+        return True
+    k, rest = jobs[0], jobs[1:]
+    tried = set()
+    for j, f in enumerate(free):
+        if f >= k and f not in tried:
+            tried.add(f)
+            free[j] -= k
+            ok = _packs(rest, free)
+            free[j] += k
+            if ok:
+                return True
+    return False

@@ -263,3 +263,16 @@ def test_nodes_touched_is_minimised_before_gpus_changed() -> None:
     assert not nodes["p-n01"].changed
     assert nodes["p-n00"].changed_gpus == (0, 1)
     assert _touched(sol) == (1, 2)
+
+
+def test_multi_gpu_replica_gets_whole_gpus_on_one_node_even_if_current_scatters_them() -> None:
+    a = GpuLayout.of({"7g.80gb": 1})
+    cur = CurrentState(
+        nodes=((("c1", "p", "p-n00"), (WHOLE, a, WHOLE, a)), (("c1", "p", "p-n01"), (a, WHOLE, a, WHOLE)))
+    )
+    ws = [workload("train", Need(gpus=4), 1), workload("serve", profile_need("7g.80gb"), 4)]
+    pol = policy([pool(nodes=2, gpus_per_node=4)], ws)
+    sol = solve(pol, CAT, cur)
+    assert whole_gpu_jobs_pack(pol, sol)
+    assert sorted(sum(1 for g in n.gpus if g == WHOLE) for n in sol.pools[0].nodes) == [0, 4]
+    assert _touched(sol) == (2, 4)

@@ -188,7 +188,7 @@ def test_jointly_infeasible_guarantees_report_the_shortfall() -> None:
     sol = solve(pol, CAT)
     errs = [d for d in sol.diagnostics if d.code == "MIGC200"]
     assert len(errs) == 1
-    assert "at most 0" in errs[0].message and "at most 2 on their own" in errs[0].message
+    assert "room for 0" in errs[0].message and "at most 2 on their own" in errs[0].message
 
 
 def test_guarantee_for_a_profile_no_pool_offers() -> None:
@@ -472,3 +472,10 @@ def test_guarantee_applies_in_every_cluster_the_tenant_runs_in() -> None:
     sol = solve(policy(pools_, ws, tenants=[t]), CAT)
     held = {p.cluster: p.reserved for p in sol.pools}
     assert held == {"east": (("g", "1g.10gb", 3),), "west": (("g", "1g.10gb", 3),), "idle": ()}
+
+
+def test_each_infeasible_guarantee_is_reported_even_on_one_tenant() -> None:
+    t = tenant("g", guaranteed=Quota(profiles=(("1g.10gb", 50), ("3g.40gb", 9)), gpus=20))
+    sol = solve(policy([pool(nodes=1)], [], tenants=[t]), CAT)
+    msgs = [d.message for d in sol.diagnostics if d.code == "MIGC200"]
+    assert len(msgs) >= 2 and len(set(msgs)) == len(msgs)

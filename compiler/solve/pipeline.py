@@ -60,7 +60,9 @@ def solve(
         pools.extend(results)
         diags.extend(cluster_diags)
     pools.sort(key=lambda p: (p.cluster, p.pool))
-    return Solution(pools=tuple(pools), diagnostics=tuple(sorted(set(diags), key=sort_key)))
+    # Diagnostic equality ignores the message, so two findings on one tenant would collapse in a set
+    unique = {(*sort_key(d), d.hint): d for d in diags}
+    return Solution(pools=tuple(pools), diagnostics=tuple(unique[k] for k in sorted(unique)))
 
 
 def _solve_cluster(
@@ -114,9 +116,9 @@ def _solve_cluster(
         diags.append(
             _at(
                 "MIGC200",
-                f"tenant {tenant}: guaranteed {g.amount} x {resource} in cluster {cluster.name}, but at most "
-                f"{g.amount - short} can be held alongside the other guarantees (pools "
-                f"{', '.join(g.pools)} hold at most {alone} on their own)",
+                f"tenant {tenant}: guaranteed {g.amount} x {resource} in cluster {cluster.name} cannot be "
+                f"held: next to the other guarantees there is room for {g.amount - short} (pools "
+                f"{', '.join(g.pools)} could hold at most {alone} on their own)",
                 t.span,
                 severity=Severity.ERROR,
             )

@@ -287,7 +287,8 @@ def _solve_component(
 
         # MIG instances per profile
         if model is not None:
-            profiles = sorted({name for lay in v.columns for name, _ in lay.profiles})
+            # a row per profile asked for, even one no column carries (then nothing can serve it)
+            profiles = sorted(allowed | {name for lay in v.columns for name, _ in lay.profiles})
             for q in profiles:
                 row_q: dict[int, float] = {}
                 for _i, res, var in xs:

@@ -56,6 +56,7 @@ class Call:
     namespace: str | None
     name: str | None
     body: Any
+    params: Mapping[str, str]
     user_agent: str
     refused: bool  # answered with an error (injected fault, 409, 429, 404): nothing changed
 
@@ -122,6 +123,7 @@ class ApiServer(kmock.KubernetesEmulator):
                 namespace=request.namespace,
                 name=request.name,
                 body=copy.deepcopy(request.data),
+                params=dict(request.params),
                 user_agent=str(request.headers.get("User-Agent", "")),
                 refused=False,
             )

@@ -152,8 +152,14 @@ class Cluster:
         cfg = client.Configuration()
         cfg.host = self.emu.url
         s = dataclasses.replace(settings, **overrides)
-        ctl = Controller(s, client.ApiClient(cfg), clock=self.clock, metrics=Metrics(),
-                         http_address="127.0.0.1" if http else None, http_port=0 if http else None)
+        ctl = Controller(
+            s,
+            client.ApiClient(cfg),
+            clock=self.clock,
+            metrics=Metrics(),
+            http_address="127.0.0.1" if http else None,
+            http_port=0 if http else None,
+        )
         t = threading.Thread(target=ctl.run, name=f"controller-{s.identity}", daemon=True)
         t.start()
         self.running.append(Running(ctl, t))
@@ -243,6 +249,15 @@ def assert_only_gpu_pods_evicted(calls: list[Call], gpu_pods: set[str]) -> set[s
     return evicted
 
 
+# (group, resource, subresource, verb) of every controller request in this session's scenarios;
+# the RBAC test checks that the ClusterRole/Role cover all of them.
+OBSERVED: set[tuple[str, str, str, str]] = set()
+
+
+def rbac_tuples(calls: list[Call]) -> set[tuple[str, str, str, str]]:
+    return {(c.group, c.resource, c.subresource or "", c.verb) for c in calls}
+
+
 @pytest.fixture
 def cluster() -> Iterator[Cluster]:
     c = Cluster()
@@ -250,4 +265,5 @@ def cluster() -> Iterator[Cluster]:
         yield c
     finally:
         c.stop_all()
+        OBSERVED.update(rbac_tuples(c.controller_calls()))
         c.emu.stop()

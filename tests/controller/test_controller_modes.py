@@ -98,8 +98,12 @@ def test_invalid_assignment_is_reported_once_and_never_acted_on(cluster: Cluster
     events = [c for c in cluster.controller_calls() if c.resource == "events"]
     assert [e.body["reason"] for e in events] == ["InvalidAssignment"] * 2  # once per bad content
     assert "maxUnavailable" in events[0].body["message"]
-    assert events[0].body["involvedObject"] == {"apiVersion": "v1", "kind": "ConfigMap",
-                                                "name": "migc-assignment", "namespace": "migc-system"}
+    assert events[0].body["involvedObject"] == {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "name": "migc-assignment",
+        "namespace": "migc-system",
+    }
     assert _node_writes(cluster) == []
     cluster.set_assignment(doc)
     cluster.wait(lambda: cluster.converged(dict.fromkeys(NODES, NEW)))

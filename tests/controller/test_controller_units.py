@@ -51,9 +51,17 @@ def test_parse_reports_schema_and_reference_errors() -> None:
 def test_selector_pool_keeps_nodes_that_already_carry_a_wanted_config() -> None:
     doc = assignment({"x": "all-1g.10gb"})
     doc["configs"]["all-3g.40gb"] = assignment({"x": "all-3g.40gb"})["configs"]["all-3g.40gb"]
-    doc["pools"] = [{"name": "sel", "gpuModel": "A100", "maxUnavailable": 1, "maintenanceWindows": [],
-                     "nodes": [], "selector": {"pool": "sel"},
-                     "configCounts": {"all-1g.10gb": 2, "all-3g.40gb": 1}}]
+    doc["pools"] = [
+        {
+            "name": "sel",
+            "gpuModel": "A100",
+            "maxUnavailable": 1,
+            "maintenanceWindows": [],
+            "nodes": [],
+            "selector": {"pool": "sel"},
+            "configCounts": {"all-1g.10gb": 2, "all-3g.40gb": 1},
+        }
+    ]
     a = parse(json.dumps(doc))
     labels = {n: {"pool": "sel"} for n in ("a", "b", "c", "d")} | {"other": {"pool": "x"}}
     carried = {"a": "all-3g.40gb", "b": "", "c": "all-3g.40gb", "d": "all-1g.10gb", "other": "all-1g.10gb"}

@@ -6,6 +6,7 @@ import itertools
 import random
 from collections import Counter
 
+import networkx as nx
 from test_solve_support import Need, policy, pool, profile_need, workload
 
 from compiler.catalog import GpuModel, load_catalog
@@ -123,3 +124,53 @@ def test_solver_matches_exhaustive_search_on_random_instances() -> None:
         assert p.lower_bound_gpus <= p.gpus_used + 1e-6
         checked += 1
     assert checked == 300
+
+
+def _best_with_preferences(model: GpuModel, gpus: int, workloads: list[Workload]) -> tuple[int, int, int]:
+    """(served, -GPUs used, -preference penalty) maximised by brute force over layout multisets;
+    replicas are routed to profiles by a min-cost max flow (cost = rank in the preference list)."""
+    demanded = {n for w in workloads for n in w.need.profiles}
+    options = [WHOLE] + [
+        lay for lay in enumerate_layouts(model) if all(n in demanded for n, _ in lay.profiles)
+    ]
+    best = (-1, -(10**9), -(10**9))
+    for combo in itertools.combinations_with_replacement(options, gpus):
+        cap: Counter[str] = Counter()
+        for lay in combo:
+            cap.update(lay.counts())
+        g: nx.DiGraph[object] = nx.DiGraph()
+        for w in workloads:
+            g.add_edge("s", ("w", w.name), capacity=w.replicas, weight=0)
+            for rank, name in enumerate(w.need.profiles):
+                g.add_edge(("w", w.name), ("p", name), capacity=w.replicas, weight=rank)
+        for name, c in cap.items():
+            g.add_edge(("p", name), "t", capacity=c, weight=0)
+        if "t" not in g:
+            served, penalty = 0, 0
+        else:
+            flow = nx.max_flow_min_cost(g, "s", "t")
+            served = sum(flow["s"].values())
+            penalty = int(nx.cost_of_flow(g, flow))
+        used = sum(1 for lay in combo if lay.mig_enabled)
+        best = max(best, (served, -used, -penalty))
+    return best
+
+
+def test_preference_lists_match_exhaustive_search() -> None:
+    model = _model("A30-24GB")
+    plain = ["1g.6gb", "2g.12gb", "4g.24gb"]
+    for seed in range(60):
+        rng = random.Random(1000 + seed)
+        nodes, gpn = rng.choice([(1, 1), (1, 2), (2, 1), (1, 3)])
+        ws = []
+        for i in range(rng.randint(1, 3)):
+            prefs = rng.sample(plain, rng.choice([1, 2, 3]))
+            ws.append(workload(f"w{i}", profile_need(*prefs), rng.randint(1, 6), tenant_name=f"t{i}"))
+        sol = solve(policy([pool("p", model.model, nodes=nodes, gpus_per_node=gpn)], ws), CAT)
+        (p,) = sol.pools
+        penalty = 0
+        for d in p.demand:
+            w = next(w for w in ws if w.name == d.workload)
+            penalty += d.served * w.need.profiles.index(d.resource)
+        got = (sum(d.served for d in p.demand), -p.gpus_used, -penalty)
+        assert got == _best_with_preferences(model, nodes * gpn, ws), (seed, nodes, gpn, ws)

@@ -1,6 +1,18 @@
-"""Solve stage: catalog layouts → pool-level layout counts (MILP) → per-node assignment (min-cost flow).
+"""Solve stage: catalog layouts → pool-level layout counts (exact MILP) → per-node assignment.
 
-Public entry point: :func:`compiler.solve.solve` (implemented in ``compiler/solve/pipeline.py``).
+Public API:
+
+* :func:`solve` ``(policy, catalog, current=None, *, time_limit_s=60.0, method="exact")`` →
+  :class:`compiler.solve.result.Solution`. ``method="greedy"`` forces the first-fit-decreasing
+  fallback (pools marked ``optimal=False``), e.g. as a benchmark baseline.
+* :func:`compiler.solve.export.solution_to_dict` → the JSON document of ``schema/solution.schema.json``.
+* Layout geometry lives one layer down: :mod:`compiler.catalog.layouts` (``enumerate_layouts``,
+  ``is_feasible``, ``place``).
+
+Pipeline (``pipeline.py``): ``demand.py`` turns workloads and guarantees into demand items;
+``milp.py`` solves one lexicographic integer program per group of pools that share demand
+(``lexmilp.py`` wraps HiGHS); ``assign.py`` maps the result onto nodes; ``bounds.py`` computes the
+LP bound; ``greedy.py`` is the fallback.
 """
 
 from compiler.solve.pipeline import solve

@@ -479,3 +479,9 @@ def test_each_infeasible_guarantee_is_reported_even_on_one_tenant() -> None:
     sol = solve(policy([pool(nodes=1)], [], tenants=[t]), CAT)
     msgs = [d.message for d in sol.diagnostics if d.code == "MIGC200"]
     assert len(msgs) >= 2 and len(set(msgs)) == len(msgs)
+
+
+def test_repeated_profile_in_preference_list_counts_once() -> None:
+    pol = policy([pool(nodes=1, gpus_per_node=1)], [workload("w", profile_need("1g.10gb", "1g.10gb"), 9)])
+    sol = solve(pol, CAT)
+    assert served(sol, "w") == 7 and unmet(sol, "w") == 2

@@ -111,14 +111,14 @@ def _options(
             if size <= pool.gpus_per_node * pool.sharing.replicas:
                 opts.append(Option(pool.name, WHOLE_GPU))
         why = "no time-sliced or MPS pool in the cluster can host it" if not opts else ""
-        return "shared", size, tuple(sorted(opts)), why
+        return "shared", size, _ordered(opts), why
     if workload.isolation == "exclusive" or need.kind == "gpus":
         size = max(1, need.gpus)
         for pool in pools:
             if offers_whole(pool) and size <= pool.gpus_per_node:
                 opts.append(Option(pool.name, WHOLE_GPU))
         why = f"no pool offers {size} whole unshared GPU(s) on one node" if not opts else ""
-        return "whole", size, tuple(sorted(opts)), why
+        return "whole", size, _ordered(opts), why
     for pool in pools:
         model = mig_model(pool, catalog)
         if model is None:
@@ -140,7 +140,7 @@ def _options(
             f"no MIG profile in the pools it may use has {need.gpu_memory_gb:g} GB and "
             f"{need.compute_slices} compute slice(s)"
         )
-    return "mig", 1, tuple(sorted(opts)), why
+    return "mig", 1, _ordered(opts), why
 
 
 def build_demand(policy: Policy, cluster: Cluster, catalog: Catalog) -> tuple[DemandItem, ...]:
@@ -232,3 +232,13 @@ def split_served(workloads: Sequence[tuple[str, int]], served: int) -> list[tupl
         left -= got
         out.append((name, replicas, got))
     return out
+
+
+def _ordered(options: Sequence[Option]) -> tuple[Option, ...]:
+    """One option per (pool, profile) at its best rank; most preferred first, then pool and profile."""
+    best: dict[tuple[str, str], Option] = {}
+    for o in options:
+        key = (o.pool, o.resource)
+        if key not in best or o.rank < best[key].rank:
+            best[key] = o
+    return tuple(sorted(best.values(), key=lambda o: (o.rank, o.pool, o.resource)))

@@ -292,7 +292,12 @@ class FakeMigManager:
     # Called as decide(node, config, attempt) -> mode; overrides mode/per_node when set.
     decide: Callable[[str, str, int], str] | None = None
     delay: float = 0.005
+    # While cleared, successful applies stay ``pending`` (tests freeze nodes mid-Applying).
+    gate: threading.Event = field(default_factory=threading.Event)
     handled: list[tuple[str, str, str]] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.gate.set()
 
     def _mode(self, node: str, config: str) -> str:
         attempt = sum(1 for n, c, _ in self.handled if n == node and c == config) + 1
@@ -308,6 +313,8 @@ class FakeMigManager:
         if mode == "hang":
             return
         await asyncio.sleep(self.delay)
+        while not self.gate.is_set():
+            await asyncio.sleep(0.005)
         if mode == "failed":
             await api.patch_obj(NODES, None, node, {"metadata": {"labels": {MIG_STATE: "failed"}}})
             return

@@ -252,12 +252,14 @@ def test_killed_mid_rollout_and_restarted_resumes_without_repeating_steps(
 def test_revision_changing_mid_rollout_retargets(cluster: Cluster) -> None:
     nodes = [f"n{i}" for i in range(6)]
     doc1 = _setup(cluster, nodes, max_unavailable=2)
-    cluster.mig.delay = 0.1  # keep nodes in Applying long enough to change the revision under them
-    cluster.start()
+    cluster.mig.gate.clear()  # the MIG manager holds the first batch in Applying
+    ctl = cluster.start()
     cluster.set_assignment(doc1)
-    cluster.wait(lambda: "Applying" in cluster.phases().values())
+    cluster.wait(lambda: list(cluster.phases().values()).count("Applying") == 2)
     doc2 = assignment(dict.fromkeys(nodes, "all-balanced"), max_unavailable=2)
     cluster.set_assignment(doc2)
+    cluster.settle(ctl, 3)
+    cluster.mig.gate.set()
     cluster.wait(lambda: cluster.converged(dict.fromkeys(nodes, "all-balanced")), timeout=30)
 
     calls = cluster.controller_calls()
@@ -274,7 +276,7 @@ def test_revision_changing_mid_rollout_retargets(cluster: Cluster) -> None:
         if (meta.get("annotations") or {}).get(st.PHASE) == "Cordoned":
             cordons[str(c.name)] = cordons.get(str(c.name), 0) + 1
     in_flight = [n for n, seq in relabels.items() if seq[0] == NEW]
-    assert in_flight, "some node was applying the first revision"
+    assert len(in_flight) == 2, "the first batch was applying the first revision"
     for n in in_flight:  # finished the step, then re-targeted without being released in between
         assert relabels[n] == [NEW, "all-balanced"] and cordons[n] == 1
     for n in set(nodes) - set(in_flight):  # not started yet: went straight to the new target

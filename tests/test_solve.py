@@ -28,7 +28,7 @@ from test_solve_support import (
 from compiler.catalog import load_catalog
 from compiler.catalog.layouts import is_feasible
 from compiler.diagnostics import Severity
-from compiler.model import GpuLayout, PartitionPolicy, Policy, Quota, Sharing
+from compiler.model import GpuLayout, PartitionPolicy, Policy, Quota, Sharing, Tenant
 from compiler.solve import solve
 from compiler.solve.export import solution_to_dict
 from compiler.solve.result import Solution
@@ -485,3 +485,14 @@ def test_repeated_profile_in_preference_list_counts_once() -> None:
     pol = policy([pool(nodes=1, gpus_per_node=1)], [workload("w", profile_need("1g.10gb", "1g.10gb"), 9)])
     sol = solve(pol, CAT)
     assert served(sol, "w") == 7 and unmet(sol, "w") == 2
+
+
+def test_spare_room_goes_to_burst_profiles() -> None:
+    t = Tenant(name="b", namespaces=("b",), priority_tier="high", burst=Quota(profiles=(("1g.20gb", 4),)))
+    w = workload("w", profile_need("1g.10gb"), 3, tenant_name="b")
+    pol = policy([pool(nodes=1, gpus_per_node=2)], [w], [t])
+    sol = solve(pol, CAT)
+    p = sol.pools[0]
+    assert p.gpus_used == 1 and served(sol, "w") == 3
+    assert p.capacity().get("1g.20gb", 0) == 2  # 3 x 1g.10gb + 2 x 1g.20gb fill the memory axis
+    assert p.capacity()["gpu"] == 1  # burst never opens a GPU

@@ -13,6 +13,8 @@ Levels, strictly lexicographic (each optimum is fixed before the next level runs
 3. nodes left unchanged relative to ``current`` (maximise), then 4. GPUs changed, then
 5. instances displaced (minimise) -- only when a current state is known;
 6. preference penalty: rank of the chosen profile in a workload's preference list (minimise);
+   then burst room: instances of profiles tenants may burst to, up to the largest such limit per
+   profile, on GPUs that are used anyway (maximise; per group of pools solved together);
 7. fill: compute slices carried by MIG GPUs (without ``+me``), so spare room is offered as
    instances (maximise).
 """
@@ -113,8 +115,10 @@ def solve_cluster(
     guarantees: Sequence[Guarantee],
     current: Mapping[tuple[str, str], NodeLayout],
     time_limit: float,
+    burst: Mapping[str, int] | None = None,
 ) -> ClusterOutcome:
-    """Solve the cluster. ``current`` maps (pool, node) to its deployed layout.
+    """Solve the cluster. ``current`` maps (pool, node) to its deployed layout; ``burst`` maps a
+    profile to the largest burst limit a tenant of the cluster has for it (spare room goes there).
 
     Pools that share no demand item (no workload may use both) and no guarantee are independent,
     and every level's objective is a sum over pools, so the lexicographic optimum of the cluster is
@@ -151,7 +155,7 @@ def solve_cluster(
         ids = [i for i, item in enumerate(items) if item.options and item.options[0].pool in names]
         gs = [g for g in guarantees if g.pools and g.pools[0] in names]
         remaining = max(0.5, time_limit - (time.perf_counter() - started))
-        part = _solve_component(members, catalog, items, ids, gs, current, remaining)
+        part = _solve_component(members, catalog, items, ids, gs, current, remaining, burst or {})
         if part.result is None:
             return ClusterOutcome({}, {}, None)
         outcome.decisions.update(part.decisions)
@@ -178,6 +182,7 @@ def _solve_component(
     guarantees: Sequence[Guarantee],
     current: Mapping[tuple[str, str], NodeLayout],
     time_limit: float,
+    burst: Mapping[str, int],
 ) -> ClusterOutcome:
     m = Milp()
     pv: dict[str, _PoolVars] = {}
@@ -245,6 +250,8 @@ def _solve_component(
         if model is not None:
             allowed = {res for _i, res, _v in xs if res != WHOLE_GPU}
             allowed |= {res for (_t, res) in v.r if res != WHOLE_GPU}
+            # burst profiles may fill spare room on GPUs that are used anyway (never +me)
+            allowed |= {q for q in burst if "+me" not in q and model.profile(q) is not None}
             v.columns = _columns(model, allowed, cur_layouts)
             for lay in v.columns:
                 v.n[lay] = m.var(f"n[{pool.name},{_lay_name(lay)}]", 0, total)
@@ -328,7 +335,16 @@ def _solve_component(
         amount = next(g.amount for g in guarantees if (g.tenant, g.resource) == key)
         m.row(row, lb=amount)
 
-    levels = _levels(items, item_ids, pv, shortfall_vars)
+    burst_vars: dict[int, int] = {}
+    for q, limit in sorted(burst.items()):
+        offer = {
+            v.n[lay]: -lay.counts()[q] for v in pv.values() for lay in v.columns if lay.counts().get(q, 0)
+        }
+        if offer and limit > 0:
+            b = m.var(f"burst[{q}]", 0, limit)
+            burst_vars[b] = 1
+            m.row({b: 1, **offer}, ub=0)
+    levels = _levels(items, item_ids, pv, shortfall_vars, burst_vars)
     result = m.solve(levels, time_limit=time_limit)
     decisions: dict[str, PoolDecision] = {}
     shortfall: dict[tuple[str, str], int] = {}
@@ -449,6 +465,7 @@ def _levels(
     item_ids: Sequence[int],
     pv: Mapping[str, _PoolVars],
     shortfall: Mapping[tuple[str, str], int],
+    burst: Mapping[int, int],
 ) -> list[Level]:
     levels: list[Level] = []
     if shortfall:
@@ -483,6 +500,8 @@ def _levels(
                 pref[var] = rank
     if pref:
         levels.append(Level("preference", "min", pref))
+    if burst:
+        levels.append(Level("burst", "max", burst))
     fill: dict[int, int] = {}
     for v in pv.values():
         if v.model is None:

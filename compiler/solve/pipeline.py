@@ -79,7 +79,9 @@ def _solve_cluster(
     items = build_demand(policy, cluster, catalog)
     outcome: ClusterOutcome | None = None
     if method == "exact":
-        outcome = solve_cluster(cluster, catalog, items, guarantees, current, time_limit)
+        outcome = solve_cluster(
+            cluster, catalog, items, guarantees, current, time_limit, _burst_limits(policy, cluster.name)
+        )
         if outcome.result is None or not outcome.decisions:
             diags.append(
                 make(
@@ -170,6 +172,18 @@ def _solve_cluster(
             )
         )
     return results, diags
+
+
+def _burst_limits(policy: Policy, cluster: str) -> dict[str, int]:
+    """Per profile, the largest burst limit of a tenant with workloads in the cluster."""
+    running = {w.tenant for w in policy.workloads if w.cluster == cluster}
+    out: dict[str, int] = {}
+    for t in policy.tenants:
+        if t.name not in running:
+            continue
+        for name, count in t.burst.profiles:
+            out[name] = max(out.get(name, 0), count)
+    return dict(sorted(out.items()))
 
 
 def _layout_counts(nodes: Sequence[NodeResult]) -> tuple[tuple[GpuLayout, int], ...]:

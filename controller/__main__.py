@@ -1,4 +1,4 @@
-"""``migc-controller``: run the in-cluster controller."""
+"""migc-controller: apply the rendered node -> MIG config assignment safely (cordon, drain, relabel)."""
 
 from __future__ import annotations
 

@@ -174,3 +174,72 @@ def test_preference_lists_match_exhaustive_search() -> None:
             penalty += d.served * w.need.profiles.index(d.resource)
         got = (sum(d.served for d in p.demand), -p.gpus_used, -penalty)
         assert got == _best_with_preferences(model, nodes * gpn, ws), (seed, nodes, gpn, ws)
+
+
+def _maximal(model: GpuModel, allowed: set[str]) -> list[GpuLayout]:
+    usable = [lay for lay in enumerate_layouts(model) if all(n in allowed for n, _ in lay.profiles)]
+    present = {lay.profiles for lay in usable}
+
+    def grows(lay: GpuLayout) -> bool:
+        for name in allowed:
+            counts = lay.counts()
+            counts[name] = counts.get(name, 0) + 1
+            if GpuLayout.of(counts).profiles in present:
+                return True
+        return False
+
+    return [lay for lay in usable if not grows(lay)]
+
+
+def test_choice_between_two_pools_matches_exhaustive_search() -> None:
+    a30, a100 = _model("A30-24GB"), _model("A100-SXM4-80GB")
+    names = ["1g.6gb", "2g.12gb", "1g.10gb", "2g.20gb", "3g.40gb"]
+    for seed in range(40):
+        rng = random.Random(5000 + seed)
+        g1, g2 = rng.choice([1, 2]), rng.choice([1, 2])
+        ws = []
+        for i in range(rng.randint(1, 3)):
+            prefs = rng.sample(names, rng.choice([1, 2, 3]))
+            ws.append(workload(f"w{i}", profile_need(*prefs), rng.randint(1, 8), tenant_name=f"t{i}"))
+        demanded = {n for w in ws for n in w.need.profiles}
+        # every layout is maximal over the demanded profiles or whole; smaller layouts never do better
+        opts1 = [WHOLE, *_maximal(a30, demanded & {"1g.6gb", "2g.12gb"})]
+        opts2 = [WHOLE, *_maximal(a100, demanded & {"1g.10gb", "2g.20gb", "3g.40gb"})]
+        memo: dict[tuple[tuple[str, int], ...], tuple[int, int]] = {}
+        best = (-1, -(10**9), -(10**9))
+        for c1 in itertools.combinations_with_replacement(opts1, g1):
+            for c2 in itertools.combinations_with_replacement(opts2, g2):
+                cap: Counter[str] = Counter()
+                for lay in (*c1, *c2):
+                    cap.update(lay.counts())
+                key = tuple(sorted(cap.items()))
+                if key not in memo:
+                    memo[key] = _route(cap, ws)
+                served, penalty = memo[key]
+                used = sum(1 for lay in (*c1, *c2) if lay.mig_enabled)
+                best = max(best, (served, -used, -penalty))
+        pools_ = [pool("p1", "A30-24GB", nodes=1, gpus_per_node=g1), pool("p2", nodes=1, gpus_per_node=g2)]
+        sol = solve(policy(pools_, ws), CAT)
+        penalty = 0
+        served_total = 0
+        for p in sol.pools:
+            for d in p.demand:
+                w = next(w for w in ws if w.name == d.workload)
+                penalty += d.served * w.need.profiles.index(d.resource)
+                served_total += d.served
+        got = (served_total, -sum(p.gpus_used for p in sol.pools), -penalty)
+        assert got == best, (seed, g1, g2, ws)
+
+
+def _route(cap: Counter[str], workloads: list[Workload]) -> tuple[int, int]:
+    g: nx.DiGraph[object] = nx.DiGraph()
+    for w in workloads:
+        g.add_edge("s", ("w", w.name), capacity=w.replicas, weight=0)
+        for rank, name in enumerate(w.need.profiles):
+            g.add_edge(("w", w.name), ("p", name), capacity=w.replicas, weight=rank)
+    for name, c in cap.items():
+        g.add_edge(("p", name), "t", capacity=c, weight=0)
+    if "t" not in g:
+        return 0, 0
+    flow = nx.max_flow_min_cost(g, "s", "t")
+    return sum(flow["s"].values()), int(nx.cost_of_flow(g, flow))

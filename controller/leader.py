@@ -31,8 +31,10 @@ class LeaseElector:
         identity: str,
         duration: float,
         clock: Callable[[], dt.datetime],
+        on_api_ok: Callable[[], None] | None = None,
     ) -> None:
         self.kube = kube
+        self.on_api_ok = on_api_ok
         self.namespace = namespace
         self.name = name
         self.identity = identity
@@ -51,6 +53,8 @@ class LeaseElector:
         """Acquire or renew as needed; returns whether we lead now. Never raises ControllerError."""
         try:
             self.leading = self._tick()
+            if self.on_api_ok is not None:
+                self.on_api_ok()  # a standby that can reach the API is ready to take over
         except ControllerError as exc:
             # Failing to renew for longer than the lease lasts means another replica may take
             # over; stop acting before that can happen.

@@ -52,6 +52,7 @@ class Controller:
             settings.identity,
             settings.lease_duration,
             clock,
+            on_api_ok=self.health.api_ok,
         )
         self.stop_event = threading.Event()
         self.wake = threading.Event()

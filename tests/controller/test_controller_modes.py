@@ -120,6 +120,7 @@ def test_single_active_replica_and_handover_on_graceful_stop(cluster: Cluster) -
     agents = {c.user_agent for c in writes(cluster.controller_calls()) if c.resource == "nodes"}
     assert agents == {"migc-controller/0.1 (ctl-a)"}
     assert not b.elector.leading
+    assert b.health.ready() and b.metrics.leader._value.get() == 0  # a ready standby
 
     a.stop()  # releases the Lease: the standby takes over without waiting for expiry
     cluster.running[0].thread.join(10)

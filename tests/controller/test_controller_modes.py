@@ -12,6 +12,7 @@ from conftest import Cluster, assignment, writes
 
 from controller import state as st
 from controller.emulation import CONFIGMAPS, assignment_configmap
+from controller.emulation import NODES as NODES_RES
 
 OLD, NEW = "all-1g.10gb", "all-3g.40gb"
 NODES = ["n0", "n1", "n2"]
@@ -158,3 +159,20 @@ def test_metrics_and_probes(cluster: Cluster) -> None:
     assert _get(base + "/healthz")[0] == 200
     assert _get(base + "/readyz")[0] == 200
     assert _get(base + "/nope")[0] == 404
+
+
+def test_a_cordon_set_by_a_human_before_the_rollout_is_kept(cluster: Cluster) -> None:
+    doc = _prepare(cluster)
+    cluster.emu.patch(NODES_RES, None, "n0", {"spec": {"unschedulable": True}})
+    cluster.start()
+    cluster.set_assignment(doc)
+    cluster.wait(
+        lambda: (
+            all(cluster.node(n)["metadata"]["labels"][st.MIG_CONFIG] == NEW for n in NODES)
+            and set(cluster.phases().values()) == {"Idle"}
+        )
+    )
+    n0, n1 = cluster.node("n0"), cluster.node("n1")
+    assert n0["spec"]["unschedulable"] is True and n0["spec"]["taints"] == []  # ours removed, theirs kept
+    assert n1["spec"]["unschedulable"] is False
+    assert st.PRE_CORDONED not in (n0["metadata"].get("annotations") or {})

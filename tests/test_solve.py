@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import random
@@ -496,3 +497,25 @@ def test_spare_room_goes_to_burst_profiles() -> None:
     assert p.gpus_used == 1 and served(sol, "w") == 3
     assert p.capacity().get("1g.20gb", 0) == 2  # 3 x 1g.10gb + 2 x 1g.20gb fill the memory axis
     assert p.capacity()["gpu"] == 1  # burst never opens a GPU
+
+
+def test_greedy_solutions_are_valid_on_random_policies() -> None:
+    for seed in range(10):
+        pol = _random_policy(seed)
+        t0 = pol.tenants[0]
+        guaranteed = dataclasses.replace(t0, guaranteed=Quota(profiles=(("1g.10gb", 3),), gpus=2))
+        pol = dataclasses.replace(pol, tenants=(guaranteed, *pol.tenants[1:]))
+        exact = solve(pol, CAT)
+        greedy = solve(pol, CAT, method="greedy")
+        _check_layouts(greedy)
+        assert whole_gpu_jobs_pack(pol, greedy), seed
+        for p in greedy.pools:
+            assert not p.optimal
+            cap = Counter(p.capacity())
+            used: Counter[str] = Counter()
+            for d in p.demand:
+                used[d.resource] += d.served
+            for _tenant, res, count in p.reserved:
+                used[res] += count
+            assert all(cap[r] >= c for r, c in used.items()), (seed, p.pool)
+        assert all(p.optimal for p in exact.pools)

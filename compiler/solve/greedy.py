@@ -130,8 +130,9 @@ def greedy_cluster(
             for opt in opts:
                 st = state[opt.pool]
                 key = (item.tenant, opt.resource)
-                if item.kind != "shared" and st.held[key] >= item.size:
-                    st.held[key] -= item.size
+                # held guarantee units are single GPUs or instances: only 1-unit replicas may use them
+                if item.kind != "shared" and item.size == 1 and st.held[key] >= 1:
+                    st.held[key] -= 1
                     served[opt.pool][(i, opt.resource)] += 1
                     placed = True
                     break

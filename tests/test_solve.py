@@ -519,3 +519,31 @@ def test_greedy_solutions_are_valid_on_random_policies() -> None:
                 used[res] += count
             assert all(cap[r] >= c for r, c in used.items()), (seed, p.pool)
         assert all(p.optimal for p in exact.pools)
+
+
+def test_unproven_level_is_reported_and_marked(monkeypatch: pytest.MonkeyPatch) -> None:
+    from compiler.solve import lexmilp
+
+    real = lexmilp.Milp.solve
+
+    def capped(
+        self: lexmilp.Milp, levels: list[lexmilp.Level], time_limit: float = 30.0, relax: bool = False
+    ) -> lexmilp.LexResult | None:
+        if relax:
+            return real(self, levels, time_limit, relax)
+        # as if the time limit struck after the GPU level: keep its point, stop proving
+        late = ("kept", "changed", "displaced", "burst", "fill")
+        cut = [lv for lv in levels if not lv.name.startswith(late)]
+        res = real(self, cut, time_limit, relax)
+        assert res is not None
+        res.optimal = False
+        res.failed_level = "fill"
+        return res
+
+    monkeypatch.setattr(lexmilp.Milp, "solve", capped)
+    pol = policy([pool(nodes=1)], [workload("w", profile_need("2g.20gb"), 5)])
+    sol = solve(pol, CAT)
+    (d,) = sol.diagnostics
+    assert d.code == "MIGC203" and "fill" in d.message
+    assert not sol.pools[0].optimal and served(sol, "w") == 5
+    _check_layouts(sol)

@@ -187,7 +187,8 @@ def test_plan_exit_codes_and_markdown(tmp_path: Path, capsys: pytest.CaptureFixt
     policy = tmp_path / "policy"
     shutil.copytree(ROOT / "examples/lab", policy)
     text = (policy / "workloads.yaml").read_text()
-    (policy / "workloads.yaml").write_text(text.replace("replicas: 2\n", "replicas: 3\n", 1))
+    # Triple the notebooks: far beyond the deployed 1g.10gb capacity, so the layout must change.
+    (policy / "workloads.yaml").write_text(text.replace("replicas: 10\n", "replicas: 30\n", 1))
     svg = tmp_path / "svg"
     code = run("plan", str(policy), "--against", str(out), "--exit-code", "-o", "markdown", "--svg", str(svg))
     assert code == 3

@@ -41,7 +41,9 @@ class Model:
     def solve(self, relax: bool = False, time_limit: float = 120.0) -> MilpResult:
         h = highspy.Highs()  # type: ignore[no-untyped-call]
         h.setOptionValue("output_flag", False)
-        h.setOptionValue("threads", 1)
+        # No "threads" option: HiGHS has one process-wide scheduler, and a run asking for a different
+        # thread count than the one it was first started with fails with status "Not Set" (seen when
+        # the bench runs after the compiler's solver in one pytest process).
         h.setOptionValue("time_limit", time_limit)
         # exact integer optimum: no relative/absolute gap tolerance
         h.setOptionValue("mip_rel_gap", 0.0)

@@ -40,6 +40,11 @@ class ConfigSpec:
     resources: Mapping[str, int]
     devices: tuple[Mapping[str, Any], ...]
 
+    @property
+    def mig_enabled(self) -> bool:
+        """Whether any GPU of the config is partitioned, i.e. it needs the MIG manager."""
+        return any(bool(d.get("migEnabled")) for d in self.devices)
+
 
 @dataclass(frozen=True)
 class Window:

@@ -36,6 +36,7 @@ from controller.emulation import (
     NODES,
     PODS,
     EmulatorThread,
+    FakeDevicePlugin,
     FakeMigManager,
     assignment_configmap,
     fleet_nodes,
@@ -123,10 +124,8 @@ def _docs(args: argparse.Namespace) -> tuple[dict[str, Any], dict[str, Any]]:
 
 
 def _phase(obj: Mapping[str, Any]) -> tuple[str, str, str]:
-    meta = obj.get("metadata") or {}
-    ann = meta.get("annotations") or {}
-    labels = meta.get("labels") or {}
-    return ann.get(st.PHASE, "Idle"), ann.get(st.TARGET, ""), labels.get(st.MIG_CONFIG, "")
+    view = st.NodeView.from_obj(obj)
+    return view.phase.value, view.target or "", view.current_config or ""
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -146,13 +145,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     batches = sum(-(-len(p_["nodes"] or [1]) // p_["maxUnavailable"]) for p_ in target_doc["pools"])
     # Slow enough to watch, fast enough to finish in seconds whatever the fleet's size.
     mig = FakeMigManager(resources=resources, delay=max(0.01, min(0.25, 6.0 / max(1, batches) / 3)))
-    emu = EmulatorThread(mig).start()
+    emu = EmulatorThread(mig, FakeDevicePlugin(delay=mig.delay)).start()
     ctl: Controller | None = None
     thread: threading.Thread | None = None
     try:
         for i, (name, (labels, cfg)) in enumerate(sorted(fleet.items())):
-            all_labels = {**labels, st.MIG_CONFIG: cfg, st.MIG_STATE: "success"}
-            emu.upsert(NODES, None, name, node_object(name, all_labels, resources[cfg]))
+            if labels.get(st.MIG_CAPABLE) == "true":
+                mig_labels = {st.MIG_CONFIG: cfg, st.MIG_STATE: "success"}
+                obj = node_object(name, {**labels, **mig_labels}, resources[cfg])
+            else:
+                # No MIG manager on such a node: migc's own annotation records its config.
+                dp = start_doc["configs"][cfg]["devicePluginConfig"]
+                obj = node_object(name, {**labels, st.DEVICE_PLUGIN_CONFIG: dp}, resources[cfg])
+                obj["metadata"]["annotations"] = {st.APPLIED: cfg}
+            emu.upsert(NODES, None, name, obj)
             if i % 3 == 1:
                 emu.upsert(PODS, "ml", f"train-{name}", pod_object(f"train-{name}", name, namespace="ml"))
             emu.upsert(PODS, "web", f"web-{name}", pod_object(f"web-{name}", name, namespace="web", gpu=None))
@@ -251,7 +257,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _targets(doc: Mapping[str, Any], emu: EmulatorThread) -> dict[str, Any]:
     nodes = emu.nodes()
     labels = {n: o["metadata"].get("labels") or {} for n, o in nodes.items()}
-    carried = {n: lab.get(st.MIG_CONFIG, "") for n, lab in labels.items()}
+    carried = {n: st.NodeView.from_obj(o).current_config or "" for n, o in nodes.items()}
     return resolve(parse(json.dumps(doc)), labels, carried)
 
 

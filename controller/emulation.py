@@ -11,7 +11,10 @@ real API-server behaviour the controller depends on (each marked where it is don
 * equality field/label selectors on list and watch (the emulator ignores them);
 * fault injection: a hook that answers a request with an error *instead of* applying it (KMock's
   own reactions run after the object was already changed);
-* a fake GPU Operator MIG manager that reacts to ``nvidia.com/mig.config`` label changes.
+* a fake GPU Operator MIG manager that reacts to ``nvidia.com/mig.config`` label changes on
+  nodes labelled ``nvidia.com/mig.capable=true`` (the only nodes the operator deploys it to), and
+  a fake device plugin that re-advertises ``nvidia.com/gpu`` on the other nodes when their
+  ``nvidia.com/device-plugin.config`` label changes.
 
 It needs the test extra (``pip install migc[test]``): kmock is imported only by this module.
 """
@@ -22,6 +25,7 @@ import asyncio
 import copy
 import dataclasses
 import itertools
+import re
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -39,6 +43,9 @@ LEASES = kmock.resource("coordination.k8s.io", "v1", "leases")
 
 MIG_CONFIG = "nvidia.com/mig.config"
 MIG_STATE = "nvidia.com/mig.config.state"
+MIG_CAPABLE = "nvidia.com/mig.capable"
+DEVICE_PLUGIN_CONFIG = "nvidia.com/device-plugin.config"
+GPU_COUNT = "nvidia.com/gpu.count"  # set by GPU Feature Discovery
 _DROP = "MIGC-TEST-DROP"
 
 Fault = Callable[[kmock.Request], Exception | None]
@@ -102,6 +109,7 @@ class ApiServer(kmock.KubernetesEmulator):
     # (namespace, name) -> whether an eviction is allowed now; stands in for PodDisruptionBudgets.
     eviction_gate: Callable[[str, str], bool] = attrs.field(default=lambda ns, name: True)
     mig_manager: FakeMigManager | None = attrs.field(default=None)
+    device_plugin: FakeDevicePlugin | None = attrs.field(default=None)
     history: list[Call] = attrs.field(factory=list)
     _seq: Any = attrs.field(factory=itertools.count)
     _rv: Any = attrs.field(factory=lambda: itertools.count(1000))
@@ -166,7 +174,7 @@ class ApiServer(kmock.KubernetesEmulator):
         ):
             return await self._evict(request)
 
-        old_label: str | None = None
+        old_labels: Mapping[str, str] = {}
         key: Any = (request.resource, request.namespace, request.name)
         writing = request.action in (kmock.action.UPDATE, kmock.action.CREATE)
         if request.resource is not None and writing and isinstance(request.data, dict):
@@ -179,19 +187,31 @@ class ApiServer(kmock.KubernetesEmulator):
                 conflict = self._conflict(request, current)
                 if conflict is not None:
                     raise conflict
-                old_label = (current.get("labels") or {}).get(MIG_CONFIG)
+                old_labels = dict(current.get("labels") or {})
             request.data.setdefault("metadata", {})["resourceVersion"] = self._next_rv()
         response = await super()._handle(request)
         if (
-            self.mig_manager is not None
-            and request.resource == NODES
+            request.resource == NODES
             and request.action == kmock.action.UPDATE
             and key in self.objects
             and not self.objects[key].deleted
         ):
-            new_label = ((self.objects[key].raw.get("metadata") or {}).get("labels") or {}).get(MIG_CONFIG)
-            if new_label and new_label != old_label:
+            labels = (self.objects[key].raw.get("metadata") or {}).get("labels") or {}
+            # Like the GPU Operator: the MIG manager runs only on MIG-capable nodes, so a
+            # mig.config label anywhere else is never answered.
+            capable = labels.get(MIG_CAPABLE) == "true"
+            new_label = labels.get(MIG_CONFIG)
+            changed = new_label and new_label != old_labels.get(MIG_CONFIG)
+            if self.mig_manager is not None and capable and changed:
                 self._spawn(self.mig_manager.react(self, str(request.name), str(new_label)))
+            new_dp = labels.get(DEVICE_PLUGIN_CONFIG)
+            if (
+                self.device_plugin is not None
+                and not capable
+                and new_dp
+                and new_dp != old_labels.get(DEVICE_PLUGIN_CONFIG)
+            ):
+                self._spawn(self.device_plugin.react(self, str(request.name), str(new_dp)))
         return response
 
     def _spawn(self, coro: Any) -> None:
@@ -328,11 +348,48 @@ class FakeMigManager:
         await api.patch_obj(NODES, None, node, {"metadata": {"labels": {MIG_STATE: "success"}}})
 
 
+_REPLICAS = re.compile(r"(?:time-slicing|mps)-(\d+)$")
+
+
+@dataclass
+class FakeDevicePlugin:
+    """Plays the NVIDIA device plugin on a node without MIG: on a change of
+    ``nvidia.com/device-plugin.config`` it restarts and advertises ``nvidia.com/gpu`` = the node's
+    ``nvidia.com/gpu.count`` x the config's sharing replicas.
+
+    The replica count is read from the config's name (``...time-slicing-N``, ``...mps-N``, else
+    1), which is how migc names the configs it renders; it is derived independently of the
+    assignment's ``resources`` so that verification compares against something it did not write.
+    """
+
+    delay: float = 0.005
+    handled: list[tuple[str, str]] = field(default_factory=list)
+
+    async def react(self, api: ApiServer, node: str, config: str) -> None:
+        self.handled.append((node, config))
+        await asyncio.sleep(self.delay)
+        key = (NODES, None, node)
+        if key not in api.objects or api.objects[key].deleted:
+            return
+        raw = api.objects[key].raw
+        try:
+            gpus = int(((raw.get("metadata") or {}).get("labels") or {}).get(GPU_COUNT, "0"))
+        except ValueError:
+            gpus = 0
+        m = _REPLICAS.search(config)
+        replicas = int(m.group(1)) if m else 1
+        alloc = {"nvidia.com/gpu": str(gpus * replicas)}
+        await api.patch_obj(NODES, None, node, {"status": {"allocatable": alloc}})
+
+
 class EmulatorThread:
     """Runs an ``ApiServer`` on 127.0.0.1 in a background event loop; sync helpers for callers."""
 
-    def __init__(self, mig_manager: FakeMigManager | None = None) -> None:
+    def __init__(
+        self, mig_manager: FakeMigManager | None = None, device_plugin: FakeDevicePlugin | None = None
+    ) -> None:
         self.mig_manager = mig_manager
+        self.device_plugin = device_plugin
         self._ready = threading.Event()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._stop: asyncio.Event | None = None
@@ -347,7 +404,8 @@ class EmulatorThread:
         try:
             self._loop = asyncio.get_running_loop()
             self._stop = asyncio.Event()
-            async with ApiServer(mig_manager=self.mig_manager) as api, kmock.Server(api) as http:
+            api_server = ApiServer(mig_manager=self.mig_manager, device_plugin=self.device_plugin)
+            async with api_server as api, kmock.Server(api) as http:
                 for res in (
                     "v1/nodes",
                     "v1/pods",
@@ -516,16 +574,37 @@ def pod_object(
     }
 
 
+# GPU models with MIG (NVIDIA's MIG user guide); L40S, L4, T4, A10, RTX cards and older have none.
+_MIG_MODEL_PREFIXES = (
+    "A100", "A800", "A30", "H100", "H800", "H200", "H20", "GH200", "B200", "B300", "GB200", "GB300"
+)
+
+
+def mig_capable_model(gpu_model: str) -> bool:
+    return gpu_model.upper().startswith(_MIG_MODEL_PREFIXES)
+
+
 def fleet_nodes(doc: Mapping[str, Any]) -> dict[str, tuple[dict[str, str], str]]:
-    """Node name -> (labels, config) for the nodes an assignment document describes."""
+    """Node name -> (labels, config) for the nodes an assignment document describes.
+
+    The labels include what GPU Feature Discovery would set: ``nvidia.com/gpu.count`` and
+    ``nvidia.com/mig.capable`` ("true" when the config enables MIG or the pool's GPU model has
+    MIG, else "false").
+    """
     out: dict[str, tuple[dict[str, str], str]] = {}
+
+    def gfd(pool: Mapping[str, Any], cfg: str) -> dict[str, str]:
+        devices = doc["configs"][cfg]["devices"]
+        capable = any(d.get("migEnabled") for d in devices) or mig_capable_model(str(pool["gpuModel"]))
+        return {GPU_COUNT: str(len(devices)), MIG_CAPABLE: "true" if capable else "false"}
+
     for pool in doc["pools"]:
         for n in pool["nodes"]:
-            out[n["name"]] = ({}, n["config"])
+            out[n["name"]] = (gfd(pool, n["config"]), n["config"])
         if pool.get("selector"):
             i = 0
             for cfg, count in sorted((pool.get("configCounts") or {}).items()):
                 for _ in range(count):
-                    out[f"{pool['name']}-{i:02d}"] = (dict(pool["selector"]), cfg)
+                    out[f"{pool['name']}-{i:02d}"] = ({**pool["selector"], **gfd(pool, cfg)}, cfg)
                     i += 1
     return out

@@ -59,6 +59,36 @@ def allocatable_diff(
     return dict(sorted(diff.items()))
 
 
+def incompatible(node: NodeView, cfg: ConfigSpec | None) -> str | None:
+    """Why ``cfg`` can never be applied to ``node`` (a permanent error), else None."""
+    if cfg is None or node.mig_capable or not cfg.mig_enabled:
+        return None
+    return (
+        f"config {cfg.name} enables MIG but node {node.name} is not MIG-capable "
+        f"({st.MIG_CAPABLE}={node.labels.get(st.MIG_CAPABLE, '<unset>')}): the GPU Operator runs no MIG "
+        "manager there; fix the pool's gpuModel or node selection in the policy, or relabel the node"
+    )
+
+
+def device_plugin_only(node: NodeView, cfg: ConfigSpec | None) -> bool:
+    """Whether applying ``cfg`` is only a device-plugin change (no MIG manager involved).
+
+    The GPU Operator deploys the MIG manager only on nodes labelled ``nvidia.com/mig.capable=true``;
+    on any other node nobody would ever answer ``nvidia.com/mig.config`` with a state. A MIG-capable
+    node keeps the MIG manager path even for an all-disabled config: there it must switch MIG off.
+    ``cfg`` is None only for a rollback to a config the assignment no longer describes, which on a
+    node without MIG cannot have enabled MIG either.
+
+    Such a node is still cordoned and drained of GPU pods, like any other reconfiguration. The
+    device plugin restarts with the new sharing config and re-advertises ``nvidia.com/gpu`` with a
+    different count (GPUs x replicas); pods already running keep their devices, but after e.g.
+    time-slicing-4 -> whole GPUs the node would be running more GPU pods than it now advertises,
+    and the pods were admitted under a sharing (isolation) promise that no longer holds. Draining
+    also keeps maxUnavailable and maintenance windows meaning the same thing for every pool.
+    """
+    return not node.mig_capable and (cfg is None or not cfg.mig_enabled)
+
+
 class Reconciler:
     def __init__(
         self,
@@ -357,6 +387,13 @@ class Reconciler:
             candidates.sort(key=lambda c: (counts.get(c, 0), c))
             for name in candidates[:budget]:
                 try:
+                    reason = incompatible(nodes[name], assignment.configs.get(targets[name].config))
+                    if reason is not None:
+                        # Known before touching the node: record the failure without cordoning it
+                        # (nothing was changed, its pods keep running) and never retry on our own.
+                        record = self._start_record(nodes[name], targets[name], assignment, now)
+                        nodes[name] = self._fail(nodes[name], reason, now, permanent=True, extra=record)
+                        continue
                     nodes[name] = self._cordon(nodes[name], targets[name], assignment, now)
                 except NotFoundError:
                     continue
@@ -376,9 +413,12 @@ class Reconciler:
                         retry_in=round(delay, 3),
                     )
 
-    def _cordon(self, node: NodeView, target: Target, assignment: Assignment, now: dt.datetime) -> NodeView:
+    def _start_record(
+        self, node: NodeView, target: Target, assignment: Assignment, now: dt.datetime
+    ) -> Annotations:
+        """The migc.dev/* record a reconfiguration starts with."""
         t = st.fmt_time(now)
-        ann: Annotations = {
+        return {
             st.PHASE: Phase.CORDONED.value,
             st.PHASE_SINCE: t,
             st.STARTED_AT: t,
@@ -393,9 +433,16 @@ class Reconciler:
             st.ROLLING_BACK: None,
             st.PRE_CORDONED: "true" if node.unschedulable else None,
         }
+
+    @staticmethod
+    def _cordon_spec(node: NodeView) -> dict[str, Any]:
         taints = [dict(x) for x in node.taints if x.get("key") != st.TAINT_KEY]
         taints.append({"key": st.TAINT_KEY, "value": "true", "effect": st.TAINT_EFFECT})
-        updated = self._patch(node, ann, spec={"unschedulable": True, "taints": taints})
+        return {"unschedulable": True, "taints": taints}
+
+    def _cordon(self, node: NodeView, target: Target, assignment: Assignment, now: dt.datetime) -> NodeView:
+        ann = self._start_record(node, target, assignment, now)
+        updated = self._patch(node, ann, spec=self._cordon_spec(node))
         log(
             logging.INFO,
             "cordoned",
@@ -549,7 +596,29 @@ class Reconciler:
                 config=target,
             )
             return None
+        reason = incompatible(node, cfg)
+        if reason is not None:
+            return self._fail(node, reason, now, permanent=True)
         t = st.fmt_time(now)
+        if device_plugin_only(node, cfg):
+            # No MIG manager runs here (and none would set a state): switch only the device
+            # plugin's sharing config, record the config in migc's own annotation, and let
+            # verification wait for the re-advertised allocatable. A stale mig.config label is
+            # left alone: nothing acts on it on such a node.
+            dp_labels: Annotations = {st.DEVICE_PLUGIN_CONFIG: dp} if dp else {}
+            updated = self._patch(
+                node,
+                {st.PHASE: Phase.VERIFYING.value, st.PHASE_SINCE: t, st.APPLIED: target},
+                labels=dp_labels,
+            )
+            log(
+                logging.INFO,
+                "node is not MIG-capable: applying the device plugin config only; verifying",
+                node=node.name,
+                config=target,
+                device_plugin_config=dp,
+            )
+            return updated
         if node.current_config == target:
             if node.labels.get(st.MIG_STATE) == "success":
                 return self._patch(node, {st.PHASE: Phase.VERIFYING.value, st.PHASE_SINCE: t})
@@ -629,32 +698,49 @@ class Reconciler:
             spec["unschedulable"] = False  # a cordon a human set before us stays
         return self._patch(node, ann, spec=spec)
 
-    def _fail(self, node: NodeView, reason: str, now: dt.datetime) -> NodeView:
-        attempts = node.attempts + 1
+    def _fail(
+        self,
+        node: NodeView,
+        reason: str,
+        now: dt.datetime,
+        *,
+        permanent: bool = False,
+        extra: Annotations | None = None,
+    ) -> NodeView:
+        """Failed, with an Event. ``permanent``: retrying cannot help, so no automatic retry.
+
+        ``extra`` is written in the same PATCH (a new target's record) and restarts the count.
+        """
+        extra = extra or {}
+        attempts = (0 if st.ATTEMPTS in extra else node.attempts) + 1
         ann: Annotations = {
+            **extra,
             st.PHASE: Phase.FAILED.value,
             st.PHASE_SINCE: st.fmt_time(now),
             st.ATTEMPTS: str(attempts),
             st.LAST_ERROR: reason[:1024],
             st.RETRY_AFTER: None,
         }
-        if attempts < self.s.max_attempts:
+        if attempts < self.s.max_attempts and not permanent:
             delay = self.s.failure_backoff * 2 ** (attempts - 1)
             ann[st.RETRY_AFTER] = st.fmt_time(now + dt.timedelta(seconds=delay))
         updated = self._patch(node, ann)
-        pool = node.annotations.get(st.POOL, "")
+        pool = extra.get(st.POOL) or node.annotations.get(st.POOL, "")
         self.metrics.reconfigurations.labels(pool=pool, result="failed").inc()
         log(
             logging.ERROR,
-            "reconfiguration failed; node stays cordoned",
+            "reconfiguration failed; node stays cordoned"
+            if node.has_taint
+            else "reconfiguration failed before the node was touched",
             node=node.name,
             pool=pool,
-            config=node.target,
+            config=extra.get(st.TARGET) or node.target,
             attempts=attempts,
+            permanent=permanent,
             error=reason,
             next=("automatic retry at " + str(ann[st.RETRY_AFTER]))
             if ann[st.RETRY_AFTER]
-            else f"waiting for {st.RETRY}=true or {st.ROLLBACK}=true",
+            else f"waiting for a new revision, {st.RETRY}=true or {st.ROLLBACK}=true",
         )
         self._event(
             self.s.node_event_namespace,
@@ -672,6 +758,14 @@ class Reconciler:
     ) -> NodeView | None:
         t = st.fmt_time(now)
         restart: Annotations = {st.PHASE: Phase.DRAINING.value, st.PHASE_SINCE: t, st.RETRY_AFTER: None}
+        spec: dict[str, Any] | None = None
+        if not node.has_taint:
+            # Failed before it was cordoned (a permanent error found at admission): a restart
+            # cordons first, in the same write, like an admission.
+            restart.update(
+                {st.PHASE: Phase.CORDONED.value, st.PRE_CORDONED: "true" if node.unschedulable else None}
+            )
+            spec = self._cordon_spec(node)
         if node.wants_rollback:
             previous = node.annotations.get(st.PREVIOUS)
             if not previous:
@@ -696,17 +790,26 @@ class Reconciler:
                     st.ATTEMPTS: "0",
                     st.HELD_REVISION: node.annotations.get(st.REVISION),
                 },
+                spec=spec,
             )
         if node.wants_retry:
+            reason = incompatible(node, self._config(node, assignment))
+            if reason is not None:
+                # Cordoning and draining again would end the same way: fail again at once.
+                return self._fail(node, reason, now, permanent=True, extra={st.RETRY: None, st.ATTEMPTS: "0"})
             log(logging.INFO, "retrying on request", node=node.name, config=node.target)
-            return self._patch(node, {**restart, st.RETRY: None, st.ATTEMPTS: "0"})
+            return self._patch(node, {**restart, st.RETRY: None, st.ATTEMPTS: "0"}, spec=spec)
         if desired is not None and not node.rolling_back and desired.config != node.target:
+            retarget = self._retarget(desired, assignment)
+            reason = incompatible(node, assignment.configs.get(desired.config) if assignment else None)
+            if reason is not None:
+                return self._fail(node, reason, now, permanent=True, extra=retarget)
             log(logging.INFO, "new revision re-targets a failed node", node=node.name, to=desired.config)
-            return self._patch(node, {**restart, **self._retarget(desired, assignment)})
+            return self._patch(node, {**restart, **retarget}, spec=spec)
         retry_after = node.since(st.RETRY_AFTER)
         if node.attempts < self.s.max_attempts and retry_after is not None and now >= retry_after:
             log(logging.INFO, "automatic retry after backoff", node=node.name, attempt=node.attempts + 1)
-            return self._patch(node, restart)
+            return self._patch(node, restart, spec=spec)
         return None
 
     def _finish(self, node: NodeView, now: dt.datetime) -> NodeView:
@@ -775,15 +878,29 @@ class Reconciler:
                 common = {"node": name, "pool": pool.name, "batch": batch}
                 busy = sorted(by_node.get(name, []))
                 labels = f"{st.MIG_CONFIG}={cfg.name} {st.DEVICE_PLUGIN_CONFIG}={cfg.device_plugin_config}"
-                steps = [
-                    f"cordon: spec.unschedulable=true, taint {st.TAINT_KEY}:{st.TAINT_EFFECT}",
-                    f"wait up to {self.s.drain_grace_timeout:g}s for GPU pods to finish: {busy}",
-                    "evict the GPU pods still running via the Eviction API (PDB 429s are waited out)",
-                    f"set labels {labels}",
-                    f"wait up to {self.s.apply_timeout:g}s for {st.MIG_STATE}=success",
-                    f"verify allocatable {dict(sorted(cfg.resources.items()))}",
-                    "uncordon",
-                ]
+                reason = incompatible(nodes[name], cfg)
+                if reason is not None:
+                    steps = [f"fail without touching the node (permanent, no retry): {reason}"]
+                elif device_plugin_only(nodes[name], cfg):
+                    steps = [
+                        f"cordon: spec.unschedulable=true, taint {st.TAINT_KEY}:{st.TAINT_EFFECT}",
+                        f"wait up to {self.s.drain_grace_timeout:g}s for GPU pods to finish: {busy}",
+                        "evict the GPU pods still running via the Eviction API (PDB 429s are waited out)",
+                        f"set label {st.DEVICE_PLUGIN_CONFIG}={cfg.device_plugin_config} only "
+                        f"(not MIG-capable: no MIG manager, no {st.MIG_CONFIG})",
+                        f"verify allocatable {dict(sorted(cfg.resources.items()))}",
+                        "uncordon",
+                    ]
+                else:
+                    steps = [
+                        f"cordon: spec.unschedulable=true, taint {st.TAINT_KEY}:{st.TAINT_EFFECT}",
+                        f"wait up to {self.s.drain_grace_timeout:g}s for GPU pods to finish: {busy}",
+                        "evict the GPU pods still running via the Eviction API (PDB 429s are waited out)",
+                        f"set labels {labels}",
+                        f"wait up to {self.s.apply_timeout:g}s for {st.MIG_STATE}=success",
+                        f"verify allocatable {dict(sorted(cfg.resources.items()))}",
+                        "uncordon",
+                    ]
                 log(
                     logging.INFO,
                     "dry-run: would reconfigure node",

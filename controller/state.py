@@ -27,6 +27,9 @@ RETRY_AFTER = P + "retry-after"
 ROLLING_BACK = P + "rolling-back"
 HELD_REVISION = P + "held-revision"
 PRE_CORDONED = P + "pre-cordoned"
+# The config migc applied on a node without MIG, where no MIG manager records it in
+# nvidia.com/mig.config (see NodeView.current_config).
+APPLIED = P + "applied-config"
 # Set by humans:
 RETRY = P + "retry"
 ROLLBACK = P + "rollback"
@@ -38,6 +41,8 @@ TAINT_EFFECT = "NoSchedule"
 MIG_CONFIG = "nvidia.com/mig.config"
 MIG_STATE = "nvidia.com/mig.config.state"
 DEVICE_PLUGIN_CONFIG = "nvidia.com/device-plugin.config"
+# Set by GPU Feature Discovery; the GPU Operator runs the MIG manager only where it is "true".
+MIG_CAPABLE = "nvidia.com/mig.capable"
 
 # Everything a finished reconfiguration clears again (human-set and audit keys stay).
 TRANSIENT = (TARGET, POOL, ATTEMPTS, STARTED_AT, LAST_ERROR, RETRY_AFTER, ROLLING_BACK, PRE_CORDONED)
@@ -107,7 +112,15 @@ class NodeView:
             return Phase.FAILED
 
     @property
+    def mig_capable(self) -> bool:
+        return self.labels.get(MIG_CAPABLE) == "true"
+
+    @property
     def current_config(self) -> str | None:
+        # Where the MIG manager runs, its label is the truth. Elsewhere nothing reads or writes
+        # nvidia.com/mig.config, so migc records what it applied in its own annotation.
+        if not self.mig_capable and APPLIED in self.annotations:
+            return self.annotations[APPLIED]
         return self.labels.get(MIG_CONFIG)
 
     @property

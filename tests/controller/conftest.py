@@ -16,10 +16,12 @@ from kubernetes import client
 from controller import state as st
 from controller.emulation import (
     CONFIGMAPS,
+    GPU_COUNT,
     NODES,
     PODS,
     Call,
     EmulatorThread,
+    FakeDevicePlugin,
     FakeMigManager,
     assignment_configmap,
     node_object,
@@ -50,6 +52,26 @@ CONFIGS: dict[str, dict[str, Any]] = {
         "devicePluginConfig": "mixed",
         "resources": {"nvidia.com/mig-1g.10gb": 16, "nvidia.com/mig-2g.20gb": 8, "nvidia.com/mig-3g.40gb": 8},
     },
+    # Whole GPUs on a MIG-capable node: the MIG manager still applies it (switches MIG off).
+    "all-disabled-8gpu-whole-gpus": {
+        "devices": [{"migEnabled": False, "profiles": {}}] * 8,
+        "migStrategy": "none",
+        "devicePluginConfig": "migc-whole-gpus",
+        "resources": {"nvidia.com/gpu": 8},
+    },
+    # What the renderer writes for a 4-GPU pool without MIG (e.g. L40S), whole or time-sliced.
+    "all-disabled-4gpu-whole-gpus": {
+        "devices": [{"migEnabled": False, "profiles": {}}] * 4,
+        "migStrategy": "none",
+        "devicePluginConfig": "migc-whole-gpus",
+        "resources": {"nvidia.com/gpu": 4},
+    },
+    "all-disabled-4gpu-time-slicing-4": {
+        "devices": [{"migEnabled": False, "profiles": {}}] * 4,
+        "migStrategy": "none",
+        "devicePluginConfig": "migc-time-slicing-4",
+        "resources": {"nvidia.com/gpu": 16},
+    },
 }
 RESOURCES = {name: c["resources"] for name, c in CONFIGS.items()}
 
@@ -78,6 +100,7 @@ def assignment(
     *,
     max_unavailable: int = 2,
     pool: str = "a100",
+    gpu_model: str = "A100-SXM4-80GB",
     windows: list[dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
     doc: dict[str, Any] = {
@@ -90,7 +113,7 @@ def assignment(
         "pools": [
             {
                 "name": pool,
-                "gpuModel": "A100-SXM4-80GB",
+                "gpuModel": gpu_model,
                 "maxUnavailable": max_unavailable,
                 "maintenanceWindows": windows or [],
                 "nodes": [{"name": n, "config": c} for n, c in sorted(nodes.items())],
@@ -120,15 +143,29 @@ class Running:
 class Cluster:
     def __init__(self) -> None:
         self.mig = FakeMigManager(resources=RESOURCES)
-        self.emu = EmulatorThread(self.mig).start()
+        self.device_plugin = FakeDevicePlugin()
+        self.emu = EmulatorThread(self.mig, self.device_plugin).start()
         self.clock = Clock()
         self.running: list[Running] = []
 
     # --- fleet ---------------------------------------------------------------------------------
-    def add_nodes(self, names: list[str], config: str) -> None:
+    def add_nodes(self, names: list[str], config: str, *, mig_capable: str | None = "true") -> None:
+        """Nodes carrying ``config``; ``mig_capable`` is GFD's nvidia.com/mig.capable (None: unset)."""
+        gpus = len(CONFIGS[config]["devices"])
         for n in names:
-            labels = {st.MIG_CONFIG: config, st.MIG_STATE: "success", "nvidia.com/gpu.product": "A100"}
-            self.emu.upsert(NODES, None, n, node_object(n, labels, RESOURCES[config]))
+            labels = {GPU_COUNT: str(gpus)}
+            if mig_capable is not None:
+                labels[st.MIG_CAPABLE] = mig_capable
+            obj = node_object(n, labels, RESOURCES[config])
+            if mig_capable == "true":
+                labels.update({st.MIG_CONFIG: config, st.MIG_STATE: "success"})
+                labels["nvidia.com/gpu.product"] = "A100"
+            else:
+                # No MIG manager there: the config migc applied is in its own annotation.
+                labels.update({st.DEVICE_PLUGIN_CONFIG: CONFIGS[config]["devicePluginConfig"]})
+                obj["metadata"]["annotations"] = {st.APPLIED: config}
+            obj["metadata"]["labels"] = labels
+            self.emu.upsert(NODES, None, n, obj)
 
     def add_pod(self, name: str, node: str, **kw: Any) -> None:
         ns = kw.get("namespace", "default")
@@ -194,7 +231,7 @@ class Cluster:
             o = nodes[name]
             ann = o["metadata"].get("annotations") or {}
             if (
-                o["metadata"]["labels"].get(st.MIG_CONFIG) != cfg
+                st.NodeView.from_obj(o).current_config != cfg
                 or ann.get(st.PHASE, "Idle") != "Idle"
                 or o["spec"].get("unschedulable")
                 or any(t["key"] == st.TAINT_KEY for t in o["spec"].get("taints") or [])

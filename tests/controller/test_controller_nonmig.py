@@ -5,8 +5,11 @@ the same, so a controller that waited for ``nvidia.com/mig.config.state`` there 
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
+import pytest
+import yaml
 from conftest import (
     CONFIGS,
     Cluster,
@@ -16,9 +19,18 @@ from conftest import (
     writes,
 )
 
+from controller import demo
 from controller import state as st
 from controller.assignment import parse
-from controller.emulation import GPU_COUNT, MIG_CAPABLE, NODES, fleet_nodes, mig_capable_model
+from controller.emulation import (
+    GPU_COUNT,
+    MIG_CAPABLE,
+    NODES,
+    assignment_configmap,
+    fleet_nodes,
+    mig_capable_model,
+    revision_of,
+)
 from controller.reconciler import device_plugin_only, incompatible
 
 WHOLE, SLICED = "all-disabled-4gpu-whole-gpus", "all-disabled-4gpu-time-slicing-4"
@@ -169,3 +181,23 @@ def test_fleet_labels_mig_capability_from_configs_and_gpu_models() -> None:
     assert fleet["m"][0][MIG_CAPABLE] == "true"  # a MIG config says the hardware has MIG
     assert [m for m in ("L40S", "L4", "T4", "RTX-4090", "A10G") if mig_capable_model(m)] == []
     assert all(mig_capable_model(m) for m in ("A100-SXM4-80GB", "A30-24GB", "H100-80GB", "H200-141GB"))
+
+
+def test_demo_converges_with_a_time_sliced_pool(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    doc = assignment({"a100-0": "all-1g.10gb", "a100-1": "all-3g.40gb"})
+    sliced = assignment(dict.fromkeys(L40S, SLICED), pool="l40s", gpu_model="L40S")
+    doc["pools"] += sliced["pools"]
+    doc["configs"].update(sliced["configs"])
+    doc["revision"] = revision_of(doc)
+    target = tmp_path / "demo" / "migc-system" / "configmap-migc-assignment.yaml"
+    target.parent.mkdir(parents=True)
+    target.write_text(yaml.safe_dump(assignment_configmap(doc)))
+
+    assert demo.main(["--output", str(tmp_path), "--timeout", "25"]) == 0
+    out = capsys.readouterr().out
+    assert "converged in" in out and "0 nodes drifting" in out
+    lines = [" ".join(line.split()) for line in out.splitlines()]
+    for n in L40S:
+        mine = [line for line in lines if f" {n} " in line and "->" in line]
+        assert not any("-> Applying" in line for line in mine)  # no MIG manager to wait for there
+        assert f"{n} all-disabled-4gpu-time-slicing-4" in lines

@@ -5,6 +5,7 @@ the same, so a controller that waited for ``nvidia.com/mig.config.state`` there 
 from __future__ import annotations
 
 import json
+import logging
 from pathlib import Path
 from typing import Any
 
@@ -201,3 +202,25 @@ def test_demo_converges_with_a_time_sliced_pool(tmp_path: Path, capsys: pytest.C
         mine = [line for line in lines if f" {n} " in line and "->" in line]
         assert not any("-> Applying" in line for line in mine)  # no MIG manager to wait for there
         assert f"{n} all-disabled-4gpu-time-slicing-4" in lines
+
+
+def test_dry_run_plans_the_device_plugin_only_path_and_the_permanent_failure(
+    cluster: Cluster, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, logger="migc.controller")
+    cluster.add_nodes(L40S, WHOLE, mig_capable="false")
+    cluster.set_assignment(assignment({"l40s-0": SLICED, "l40s-1": "all-1g.10gb"}, pool="l40s"))
+    ctl = cluster.start(dry_run=True, resync_interval=0.05)
+    cluster.settle(ctl)
+    assert writes(cluster.controller_calls()) == []
+
+    def steps(node: str) -> list[str]:
+        return [r.getMessage() for r in caplog.records if getattr(r, "migc", {}).get("node") == node]
+
+    sliced = steps("l40s-0")
+    assert any(f"{st.DEVICE_PLUGIN_CONFIG}=migc-time-slicing-4 only" in m for m in sliced)
+    assert not any(f"{st.MIG_CONFIG}=" in m or st.MIG_STATE in m for m in sliced)
+    assert any("verify allocatable {'nvidia.com/gpu': 16}" in m for m in sliced)
+    failing = steps("l40s-1")
+    assert any("fail without touching the node" in m and "not MIG-capable" in m for m in failing)
+    assert not any("cordon" in m for m in failing)

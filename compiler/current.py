@@ -8,11 +8,18 @@ can (minimum disruption), and ``plan`` diffs against it.
 Selector pools list no node names, only how many matching nodes carry each config. Their nodes are
 interchangeable, so the counts are spread over the pool's placeholder node names (``NodePool.node_names``)
 in name order, configs in name order; only the multiset matters to the solver and the plan.
+
+Next to the assignment lies the CapacityReport (``migc-system/configmap-migc-capacity.yaml``,
+``schema/capacity.schema.json``): what each workload requested and was served per pool when that
+assignment was rendered. :func:`read_capacity` returns it so ``plan`` can show the exact "before";
+a report that is missing, malformed or rendered for another assignment revision is not used (the
+plan estimates instead), the latter two with MIGC307.
 """
 
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +30,8 @@ from compiler.model import CurrentState, GpuLayout, NodeLayout, Policy, frozen_c
 
 ASSIGNMENT_FILE = "migc-system/configmap-migc-assignment.yaml"
 ASSIGNMENT_KEY = "assignment.json"
+CAPACITY_FILE = "migc-system/configmap-migc-capacity.yaml"
+CAPACITY_KEY = "capacity.json"
 
 
 class _Unreadable(ValueError):
@@ -99,3 +108,120 @@ def read_current(out: Path | None, policy: Policy | None = None) -> tuple[Curren
         except (_Unreadable, KeyError, TypeError, ValueError) as exc:
             diagnostics.append(make("MIGC303", f"cannot read the previous assignment: {exc}", file=str(path)))
     return CurrentState(nodes=tuple(sorted(nodes.items()))), diagnostics
+
+
+# (cluster, pool, tenant, workload, resource)
+DemandKey = tuple[str, str, str, str, str]
+
+
+@dataclass(frozen=True)
+class RecordedCapacity:
+    """Requested and served units per pool, tenant, workload and resource, as last rendered.
+
+    ``clusters`` lists the clusters whose report was read and belongs to the deployed assignment;
+    for any other cluster nothing is known and the plan estimates.
+    """
+
+    clusters: tuple[str, ...] = ()
+    demand: tuple[tuple[DemandKey, tuple[int, int]], ...] = ()  # key → (requested, served), sorted
+
+    def covers(self, cluster: str) -> bool:
+        return cluster in self.clusters
+
+    def by_pool(self, cluster: str) -> dict[tuple[str, str, str], tuple[int, int]]:
+        """``(tenant, pool, resource)`` → (requested, served) in ``cluster``, workloads summed."""
+        out: dict[tuple[str, str, str], tuple[int, int]] = {}
+        for (c, pool, tenant, _workload, resource), (requested, served) in self.demand:
+            if c == cluster:
+                r, s = out.get((tenant, pool, resource), (0, 0))
+                out[(tenant, pool, resource)] = (r + requested, s + served)
+        return out
+
+
+def _count(value: Any, what: str) -> int:
+    # bool is an int subclass; a report with true/false counts was not written by migc
+    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+        raise _Unreadable(f"{what} is not a non-negative integer")
+    return value
+
+
+def _text(value: Any, what: str) -> str:
+    if not isinstance(value, str) or not value:
+        raise _Unreadable(f"{what} is not a non-empty string")
+    return value
+
+
+def capacity_rows(doc: Any, cluster: str, revision: str) -> list[tuple[DemandKey, tuple[int, int]]]:
+    """The demand rows of one CapacityReport document, checked against the assignment it sits next to."""
+    if not isinstance(doc, dict) or doc.get("kind") != "CapacityReport":
+        raise _Unreadable("not a CapacityReport")
+    if doc.get("cluster") != cluster:
+        raise _Unreadable(f"it describes cluster {doc.get('cluster')!r}, the assignment {cluster!r}")
+    if doc.get("assignmentRevision") != revision:
+        raise _Unreadable(
+            f"it was rendered for assignment revision {str(doc.get('assignmentRevision'))[:12]!r}, "
+            f"the deployed assignment is {revision[:12]!r}"
+        )
+    pools = doc.get("pools")
+    if not isinstance(pools, list):
+        raise _Unreadable("'pools' is not a list")
+    rows: dict[DemandKey, tuple[int, int]] = {}
+    for pool in pools:
+        if not isinstance(pool, dict) or not isinstance(pool.get("demand"), list):
+            raise _Unreadable("a pool without a 'demand' list")
+        name = _text(pool.get("name"), "pool name")
+        for row in pool["demand"]:
+            if not isinstance(row, dict):
+                raise _Unreadable(f"pool {name}: a demand entry is not an object")
+            key = (
+                cluster,
+                name,
+                _text(row.get("tenant"), "tenant"),
+                _text(row.get("workload"), "workload"),
+                _text(row.get("resource"), "resource"),
+            )
+            requested = _count(row.get("requested"), f"pool {name}: requested")
+            served = _count(row.get("served"), f"pool {name}: served")
+            if served > requested:
+                raise _Unreadable(f"pool {name}: {key[2]}/{key[3]} served more than requested")
+            if key in rows:
+                raise _Unreadable(f"pool {name}: {key[2]}/{key[3]} {key[4]} listed twice")
+            rows[key] = (requested, served)
+    return sorted(rows.items())
+
+
+def read_capacity(out: Path | None) -> tuple[RecordedCapacity, list[Diagnostic]]:
+    """The CapacityReports under ``out`` that describe the assignment deployed next to them.
+
+    A cluster without a report (output from before reports existed) is silently left out; one whose
+    report cannot be used gets MIGC307. Either way the plan falls back to its estimate there. An
+    unreadable assignment already got MIGC303 from :func:`read_current`, so it is skipped quietly.
+    """
+    if out is None or not Path(out).is_dir():
+        return RecordedCapacity(), []
+    clusters: list[str] = []
+    demand: list[tuple[DemandKey, tuple[int, int]]] = []
+    diagnostics: list[Diagnostic] = []
+    for path in sorted(Path(out).glob(f"*/{CAPACITY_FILE}")):
+        assignment_path = path.parents[1] / ASSIGNMENT_FILE
+        try:
+            assignment = read_assignment(assignment_path)
+            cluster, revision = str(assignment["cluster"]), str(assignment["revision"])
+        except (_Unreadable, KeyError):
+            continue
+        try:
+            cm = yaml.safe_load(path.read_text(encoding="utf-8"))
+            rows = capacity_rows(json.loads(cm["data"][CAPACITY_KEY]), cluster, revision)
+        except (OSError, yaml.YAMLError, ValueError, KeyError, TypeError) as exc:
+            diagnostics.append(
+                make(
+                    "MIGC307",
+                    f"cannot use the recorded capacity of cluster {cluster}: {exc}; "
+                    "tenant capacity before is estimated",
+                    file=str(path),
+                )
+            )
+            continue
+        clusters.append(cluster)
+        demand.extend(rows)
+    return RecordedCapacity(tuple(sorted(clusters)), tuple(sorted(demand))), diagnostics

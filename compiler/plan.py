@@ -6,9 +6,11 @@ before → after, which demand stays unmet, which GPU pods get evicted (given a 
 and what the GPUs in use cost per hour before, after, and under the GPU Operator's ``all-balanced``
 default. It renders as text, markdown (a pull-request comment), JSON, and SVG slice pictures.
 
-"Before" figures other than the layouts themselves are estimates: the deployed layout is served
-the same demand greedily (higher priority tiers first, most constrained workloads first, each in
-its preference order), because the solver only ran on the target.
+What each tenant was served before comes from the CapacityReport the previous render wrote next
+to its assignment (:func:`compiler.current.read_capacity`), so it reflects the demand that was in
+force then. Where there is none (older output, or one that does not match the deployed assignment)
+it is estimated, and labelled so: the deployed layout is served the *new* demand greedily (higher
+priority tiers first, most constrained workloads first, each in its preference order).
 "GPUs in use" counts GPUs that carry at least one instance serving demand; cost = GPUs in use ×
 the pool's $/GPU-hour from the policy's ``pricing``.
 """
@@ -24,6 +26,7 @@ from typing import Any
 
 from compiler.catalog import Catalog, GpuModel
 from compiler.catalog.layouts import place
+from compiler.current import RecordedCapacity
 from compiler.diagnostics import Diagnostic, make
 from compiler.model import WHOLE_GPU, CurrentState, GpuLayout, NodeLayout, NodePool, Policy
 from compiler.solve.demand import DemandItem, build_demand
@@ -71,9 +74,12 @@ class TenantRow:
     cluster: str
     tenant: str
     resource: str
-    requested: int
-    before: int  # estimated served by the deployed layout
+    requested: int  # asked of this pool in the new solution
+    before: int  # served by the deployed layout: recorded, or estimated when ``estimated``
     after: int  # served by the target layout (solver)
+    pool: str = ""
+    estimated: bool = True
+    requested_before: int | None = None  # asked of this pool when the deployed layout was rendered
 
 
 @dataclass(frozen=True)
@@ -269,14 +275,19 @@ def build_plan(
     *,
     pods: Sequence[Mapping[str, Any]] | None = None,
     solution_dict: Mapping[str, Any] | None = None,
+    recorded: RecordedCapacity | None = None,
 ) -> Plan:
+    """The plan of ``solution`` against ``current``; ``recorded`` gives the exact tenant "before"."""
     deployed = current.as_dict()
+    recorded = recorded if recorded is not None else RecordedCapacity()
     changes: list[NodeChange] = []
     capacity: list[CapacityRow] = []
     unmet: list[Unmet] = []
     targets: set[tuple[str, str, str]] = set()
     costs: list[Cost] = []
-    tenant_rows: dict[tuple[str, str, str], list[int]] = {}
+    # (cluster, tenant, pool, resource) → [requested after, served before, served after, requested before]
+    tenant_rows: dict[tuple[str, str, str, str], list[int]] = {}
+    estimated_clusters: set[str] = set()
     nodes_total = 0
 
     for cluster in sorted(policy.clusters, key=lambda c: c.name):
@@ -350,7 +361,8 @@ def build_plan(
             for row in result.demand:
                 key3 = (row.tenant, result.pool, row.resource)
                 after_served[key3] = after_served.get(key3, 0) + row.served
-                acc = tenant_rows.setdefault((cluster.name, row.tenant, row.resource), [0, 0, 0])
+                key4 = (cluster.name, row.tenant, result.pool, row.resource)
+                acc = tenant_rows.setdefault(key4, [0, 0, 0, 0])
                 acc[0] += row.requested
                 acc[2] += row.served
                 if row.unmet > 0:
@@ -368,10 +380,19 @@ def build_plan(
                     )
 
         items = build_demand(policy, cluster, catalog)
-        served_before = _serve(items, caps_before)
         served_balanced = _serve(items, caps_balanced)
-        for (tenant, _pool, resource), n in served_before.items():
-            tenant_rows.setdefault((cluster.name, tenant, resource), [0, 0, 0])[1] += n
+        if recorded.covers(cluster.name):
+            was = recorded.by_pool(cluster.name)
+            served_before = {key: served for key, (_, served) in was.items()}
+            for (tenant, pool_name, resource), (requested, _) in was.items():
+                key4 = (cluster.name, tenant, pool_name, resource)
+                tenant_rows.setdefault(key4, [0, 0, 0, 0])[3] += requested
+        else:
+            served_before = _serve(items, caps_before)
+            if results:
+                estimated_clusters.add(cluster.name)
+        for (tenant, pool_name, resource), n in served_before.items():
+            tenant_rows.setdefault((cluster.name, tenant, pool_name, resource), [0, 0, 0, 0])[1] += n
 
         gpus = {"total": 0, "before": 0, "after": 0, "balanced": 0}
         money = [0.0, 0.0, 0.0]
@@ -413,7 +434,20 @@ def build_plan(
 
     removed = tuple(RemovedNode(*key) for key in sorted(deployed) if key not in targets)
     changed_nodes = {(c.cluster, c.node) for c in changes}
-    tenants = tuple(TenantRow(c, t, r, v[0], v[1], v[2]) for (c, t, r), v in sorted(tenant_rows.items()))
+    tenants = tuple(
+        TenantRow(
+            c,
+            t,
+            r,
+            v[0],
+            v[1],
+            v[2],
+            pool=p,
+            estimated=c in estimated_clusters,
+            requested_before=None if c in estimated_clusters else v[3],
+        )
+        for (c, t, p, r), v in sorted(tenant_rows.items())
+    )
     return Plan(
         clusters=tuple(sorted({p.cluster for p in solution.pools})),
         nodes_total=nodes_total,
@@ -577,6 +611,28 @@ def _tenant_changes(plan: Plan) -> list[TenantRow]:
     return [r for r in plan.tenants if r.before != r.after]
 
 
+def _estimate_note(rows: Sequence[TenantRow]) -> str:
+    """Which "before" figures are estimates rather than the recorded ones."""
+    estimated = sorted({r.cluster for r in rows if r.estimated})
+    if not estimated:
+        return ""
+    if len(estimated) == len({r.cluster for r in rows}):
+        return "; before is estimated"
+    return f"; before is estimated in {', '.join(estimated)}"
+
+
+def _tenant_text(row: TenantRow) -> str:
+    if row.requested_before is None:
+        return f"{row.before} → {row.after} of {row.requested}"
+    return f"{row.before} of {row.requested_before} → {row.after} of {row.requested}"
+
+
+def _requested_cell(row: TenantRow) -> str:
+    if row.requested_before is None or row.requested_before == row.requested:
+        return str(row.requested)
+    return f"{row.requested_before} → {row.requested}"
+
+
 def to_text(plan: Plan) -> str:
     out = [_summary(plan)]
     if plan.has_changes:
@@ -604,12 +660,11 @@ def to_text(plan: Plan) -> str:
         rows = _tenant_changes(plan)
         if rows:
             out.append("")
-            out.append("tenant capacity (served of requested, before → after; before is estimated)")
+            note = _estimate_note(rows)
+            out.append(f"tenant capacity per pool (served of requested, before → after{note})")
             for t in rows:
-                out.append(
-                    f"  {t.cluster} {t.tenant} {_resource_label(t.resource)}: "
-                    f"{t.before} → {t.after} of {t.requested}"
-                )
+                label = _resource_label(t.resource)
+                out.append(f"  {t.cluster}/{t.pool} {t.tenant} {label}: {_tenant_text(t)}")
         if plan.snapshot_given:
             out.append("")
             if plan.evictions:
@@ -677,15 +732,15 @@ def to_markdown(plan: Plan, svg_dir: str | None = None) -> str:
                 )
         rows = _tenant_changes(plan)
         if rows:
-            out += ["", "### Tenant capacity (served of requested; before is estimated)", ""]
+            out += ["", f"### Tenant capacity per pool (served of requested{_estimate_note(rows)})", ""]
             out += [
-                "| cluster | tenant | resource | before | after | requested |",
-                "|---|---|---|---:|---:|---:|",
+                "| cluster | pool | tenant | resource | before | after | requested |",
+                "|---|---|---|---|---:|---:|---:|",
             ]
             for t in rows:
                 out.append(
-                    f"| {t.cluster} | {t.tenant} | {_resource_label(t.resource)} | {t.before} | {t.after} "
-                    f"| {t.requested} |"
+                    f"| {t.cluster} | {t.pool} | {t.tenant} | {_resource_label(t.resource)} | {t.before} "
+                    f"| {t.after} | {_requested_cell(t)} |"
                 )
         if plan.snapshot_given:
             out += ["", "### Expected evictions", ""]

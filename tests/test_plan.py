@@ -99,7 +99,8 @@ def test_tenant_added_on_a_full_pool_shows_capacity_gain() -> None:
     plan = build_plan(policy(extra_tenant=True), after, CATALOG, deployed(before))
     tenants = {(t.tenant, t.resource): (t.before, t.after) for t in plan.tenants}
     assert tenants[("vision", "3g.40gb")] == (0, 2)
-    assert "east vision 3g.40gb: 0 → 2 of 2" in to_text(plan)
+    text = to_text(plan)
+    assert "east/a100 vision 3g.40gb: 0 → 2 of 2" in text and "before is estimated" in text
 
 
 def test_demand_above_capacity_is_listed_as_unmet() -> None:

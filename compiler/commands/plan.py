@@ -13,6 +13,7 @@ import click
 from compiler import report
 from compiler.commands._common import paths_argument
 from compiler.commands.compile import EXIT_DRIFT, EXIT_INVALID, EXIT_OK, compile_policy, emit_diagnostics
+from compiler.current import read_capacity
 from compiler.diagnostics import has_errors
 from compiler.plan import (
     SnapshotError,
@@ -74,6 +75,8 @@ def command(
     """
     result = compile_policy(paths, Path(against))
     diagnostics = list(result.diagnostics)
+    recorded, more = read_capacity(Path(against))
+    diagnostics.extend(more)
     pods = None
     if snapshot is not None:
         try:
@@ -91,6 +94,7 @@ def command(
         result.current,
         pods=pods,
         solution_dict=solution_to_dict(result.solution),
+        recorded=recorded,
     )
     if svg_dir is not None:
         write_svgs(plan, result.catalog, Path(svg_dir))

@@ -5,7 +5,9 @@ Per cluster, under ``<cluster>/`` (see docs/ARCHITECTURE.md, "Output contract"):
 * ``gpu-operator/`` — the mig-parted ConfigMap (key ``config.yaml``; point the GPU Operator's
   ``migManager.config.name`` at it) and the device-plugin ConfigMap (point ``devicePlugin.config.name``
   at it; nodes select a key with the label ``nvidia.com/device-plugin.config``);
-* ``migc-system/`` — the Namespace and the NodeAssignment ConfigMap the controller reads;
+* ``migc-system/`` — the Namespace, the NodeAssignment ConfigMap the controller reads, and the
+  CapacityReport ConfigMap (requested and served instances per pool, tenant and workload) that
+  ``migc plan`` reads back as the exact "before" (``compiler/render/capacity.py``);
 * ``cluster/`` — a PriorityClass per tier; ``kueue/`` — ResourceFlavors (``--with kueue``);
 * ``tenants/<tenant>/`` — owned Namespaces, and per namespace a ResourceQuota and a LimitRange;
 * ``kustomization.yaml`` listing every object file, and ``.migc-index.json`` (file → sha256) that
@@ -31,6 +33,7 @@ from compiler.catalog import Catalog
 from compiler.diagnostics import Diagnostic, make
 from compiler.model import Policy
 from compiler.render import manifests
+from compiler.render.capacity import capacity_configmap, capacity_document
 from compiler.render.emit import dump_json, dump_yaml, header
 from compiler.render.kueue import kueue_objects
 from compiler.render.quota import check_quotas
@@ -84,9 +87,9 @@ def render(
         objects: list[tuple[str, dict[str, Any]]] = []
         configs = manifests.collect_configs(cluster, solution, catalog)
         objects.append(manifests.system_namespace())
-        objects.append(
-            manifests.assignment_configmap(manifests.assignment_document(cluster, solution, configs))
-        )
+        assignment = manifests.assignment_document(cluster, solution, configs)
+        objects.append(manifests.assignment_configmap(assignment))
+        objects.append(capacity_configmap(capacity_document(cluster, solution, str(assignment["revision"]))))
         objects.append(manifests.mig_parted_configmap(cluster, configs, catalog))
         objects.append(
             manifests.device_plugin_configmap(cluster, (c.device_plugin_config for c in configs.values()))

@@ -1,0 +1,79 @@
+"""The CapacityReport: what each tenant asked for and got in each pool, as rendered.
+
+``migc plan`` diffs a new solution against what is deployed. Layouts can be read back from the
+NodeAssignment, but what each workload was *served* by them cannot be recomputed without the
+policy that was in force then (re-serving the new demand on the old layout shows the wrong
+"before" when demand changed). So the solver's own figures are rendered next to the assignment,
+as ConfigMap ``migc-system/migc-capacity`` (key ``capacity.json``, ``schema/capacity.schema.json``).
+
+Only pool-level aggregates per workload and resource are stored, never per-node data, so the size
+grows with the number of workloads, not nodes, and stays far below the 1 MiB ConfigMap limit.
+The controller does not read it; it is bound to the assignment it describes by
+``assignmentRevision`` so a reader can tell when the two no longer belong together.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from compiler.model import Cluster
+from compiler.render.emit import dump_json
+from compiler.render.manifests import API_VERSION, SYSTEM_NAMESPACE, Obj, metadata
+from compiler.solve.result import Solution
+
+CAPACITY_NAME = "migc-capacity"
+CAPACITY_KEY = "capacity.json"
+CAPACITY_KIND = "CapacityReport"
+CAPACITY_PATH = f"{SYSTEM_NAMESPACE}/configmap-{CAPACITY_NAME}.yaml"
+
+
+def capacity_document(cluster: Cluster, solution: Solution, assignment_revision: str) -> dict[str, Any]:
+    """The CapacityReport of one cluster (``schema/capacity.schema.json``)."""
+    pools = []
+    for result in sorted((p for p in solution.pools if p.cluster == cluster.name), key=lambda p: p.pool):
+        pools.append(
+            {
+                "name": result.pool,
+                "gpuModel": result.gpu_model,
+                "gpus": sum(len(node.gpus) for node in result.nodes),
+                "gpusUsed": result.gpus_used,
+                "capacity": result.capacity(),
+                "reserved": [
+                    {"tenant": tenant, "resource": resource, "instances": n}
+                    for tenant, resource, n in sorted(result.reserved)
+                ],
+                "demand": [
+                    {
+                        "tenant": d.tenant,
+                        "workload": d.workload,
+                        "resource": d.resource,
+                        "priorityTier": d.priority_tier,
+                        "requested": d.requested,
+                        "served": d.served,
+                    }
+                    for d in sorted(result.demand, key=lambda d: (d.tenant, d.workload, d.resource))
+                ],
+            }
+        )
+    return {
+        "apiVersion": API_VERSION,
+        "kind": CAPACITY_KIND,
+        "cluster": cluster.name,
+        "assignmentRevision": assignment_revision,
+        "pools": pools,
+    }
+
+
+def capacity_configmap(doc: Mapping[str, Any]) -> tuple[str, Obj]:
+    obj: Obj = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": metadata(
+            CAPACITY_NAME,
+            SYSTEM_NAMESPACE,
+            annotations={"migc.dev/assignment-revision": str(doc["assignmentRevision"])},
+        ),
+        "data": {CAPACITY_KEY: dump_json(doc)},
+    }
+    return CAPACITY_PATH, obj

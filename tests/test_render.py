@@ -72,6 +72,7 @@ def assert_valid_tree(files: dict[str, bytes], versions: Sequence[str] = ()) -> 
     """Every object valid for the latest Kubernetes kubernetes-validate ships and for ``versions``."""
     migparted = load_schema("mig-parted-v1.schema.json")
     assignment_schema = load_schema("assignment.schema.json")
+    capacity_schema = load_schema("capacity.schema.json")
     for path, obj in objects(files).items():
         if obj["kind"] in KUEUE_KINDS:
             check_kueue(obj)
@@ -101,6 +102,22 @@ def assert_valid_tree(files: dict[str, bytes], versions: Sequence[str] = ()) -> 
         )
         errors = list(assignment_schema.iter_errors(doc))
         assert not errors, errors[0].message
+        capacity_cm = yaml.safe_load(files[f"{cluster}/migc-system/configmap-migc-capacity.yaml"])
+        capacity = json.loads(capacity_cm["data"]["capacity.json"])
+        errors = list(capacity_schema.iter_errors(capacity))
+        assert not errors, errors[0].message
+        # Bound to the assignment rendered with it, and only pool-level aggregates (far below 1 MiB).
+        assert capacity["cluster"] == cluster and capacity["assignmentRevision"] == doc["revision"]
+        assert [p["name"] for p in capacity["pools"]] == [p["name"] for p in doc["pools"]]
+        assert len(capacity_cm["data"]["capacity.json"]) < 64 * 1024
+        for pool in capacity["pools"]:
+            assert all(0 <= d["served"] <= d["requested"] for d in pool["demand"])
+            served: dict[str, int] = {}
+            for d in pool["demand"]:
+                served[d["resource"]] = served.get(d["resource"], 0) + d["served"]
+            for resource, n in served.items():
+                if resource != "gpu":  # time-sliced pools serve shares of whole GPUs
+                    assert n <= pool["capacity"].get(resource, 0), (pool["name"], resource)
         body = {k: v for k, v in doc.items() if k != "revision"}
         canonical = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
         assert doc["revision"] == hashlib.sha256(canonical.encode()).hexdigest()

@@ -91,6 +91,8 @@ def _settle(policy: Policy, catalog: Catalog, current: CurrentState, solution: S
     Solving once more from the rendered layout gives the split every later run reproduces; pools
     whose layout that second solve would change keep the first answer.
     """
+    if has_errors(solution.diagnostics):
+        return solution  # nothing is rendered from it
     settled = _state_after(policy, solution, catalog)
     if settled == current:
         return solution

@@ -186,7 +186,11 @@ def min_disruption(
         whole_kept = sum(1 for s in kept if s is None)
         whole_left = max(0, whole_demand - whole_kept)
         if residual_key not in cache:
-            cache[residual_key] = min_gpus_counts(geo, dict(residual_key)).gpus
+            cover = min_gpus_counts(geo, dict(residual_key))
+            if not cover.optimal:
+                # a failed MILP must not read as "-1 GPUs suffice": that would end the search early
+                raise RuntimeError(f"reference MILP failed on residual demand {residual_key}")
+            cache[residual_key] = cover.gpus
         need = cache[residual_key] + whole_left
         if need <= size and _used(kept, whole_demand) + need <= budget:
             return Disruption(nodes, size)

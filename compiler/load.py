@@ -12,12 +12,25 @@ nodes to plain data is our own walk that counts every node it visits, aliases in
 stops past a limit: a billion-laughs file costs a few thousand steps before it is refused.
 
 Every problem is a ``MIGC0xx`` diagnostic; nothing here raises on bad input.
+
+Fast path: ruamel is pure Python and dominates load time on large policies (about 2.5 s for a
+500-file, 80 000-GPU policy). So each file is first parsed by PyYAML's libyaml-based C parser
+(events only: nothing is constructed) and converted by :func:`_fast_load`, which resolves plain
+scalars with ruamel's own YAML 1.2 resolver and constructor, so the data is the same. It handles
+only clean files: at the first thing that could make a diagnostic or a difference (any libyaml
+error, tag, anchor, alias, directive, merge key, complex or duplicate key, tab, CR or exotic line
+break, deep nesting, too many nodes or documents, a scalar ruamel would refuse) it declines and the
+ruamel path above runs unchanged, so every diagnostic is the ruamel path's. ``MIGC_YAML_FAST=0`` in
+the environment disables the fast path (to compare or debug); it is skipped when PyYAML was built
+without libyaml.
 """
 
 from __future__ import annotations
 
+import functools
 import io
 import os
+import re
 import warnings
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -27,6 +40,13 @@ from typing import Any
 from ruamel.yaml import YAML
 from ruamel.yaml.error import MarkedYAMLError, YAMLError
 from ruamel.yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
+
+try:
+    import yaml as _pyyaml
+    from yaml import CSafeLoader as _CLoader
+except ImportError:  # pragma: no cover - PyYAML without libyaml: the fast path is simply skipped
+    _pyyaml = None  # type: ignore[assignment]
+    _CLoader = None  # type: ignore[assignment,misc]
 
 from compiler.diagnostics import Diagnostic, make
 
@@ -213,6 +233,10 @@ def load_text(text: str, file: str) -> tuple[list[LoadedDocument], list[Diagnost
     flow = _flow_depth_exceeded(text)
     if flow is not None:
         return [], [_too_deep(file, *flow)]
+    if _fast_enabled():
+        fast = _fast_load(text, file)
+        if fast is not None:
+            return fast, []
     # typ="safe": the round-trip parser's comment bookkeeping makes it several times slower, and
     # comments are not needed here (positions are kept by every parser).
     yaml = YAML(typ="safe", pure=True)
@@ -271,18 +295,18 @@ def _flow_depth_exceeded(text: str) -> tuple[int, int] | None:
     too; 64 of them unclosed is not a policy file.
     """
     depth = 0
-    line, col = 1, 0
-    for ch in text:
-        col += 1
-        if ch == "\n":
-            line, col = line + 1, 0
-        elif ch in "[{":
+    for match in _BRACKETS.finditer(text):
+        if match.group() in "[{":
             depth += 1
             if depth > MAX_DEPTH:
-                return line, col
-        elif ch in "]}" and depth:
+                start = match.start()
+                return text.count("\n", 0, start) + 1, start - (text.rfind("\n", 0, start) + 1) + 1
+        elif depth:
             depth -= 1
     return None
+
+
+_BRACKETS = re.compile(r"[\[\]{}]")
 
 
 def _mark(mark: Any) -> tuple[int, int]:
@@ -489,3 +513,171 @@ class _Converter:
 def iter_documents(docs: Iterable[LoadedDocument]) -> Iterator[LoadedDocument]:
     """Documents in a stable order: by file, then position in the file."""
     return iter(sorted(docs, key=lambda d: (d.file, d.index)))
+
+
+# ---------------------------------------------------------------------------------------------------
+# Fast path: libyaml events → LoadedDocument, declining (None) whenever the ruamel path could differ.
+
+FAST_ENV = "MIGC_YAML_FAST"
+_FAST_MAX_DEPTH = MAX_DEPTH // 2  # policies nest ~8 deep; anything near the limit gets ruamel's exact check
+# Line breaks libyaml and ruamel may count differently, BOMs inside the text, and tabs (ruamel's tab
+# diagnostics depend on where they are): any of these sends the whole file to the ruamel path.
+_FAST_REFUSED_CHARS = ("\t", "\r", "\x85", "\u2028", "\u2029", "\ufeff")
+_DECLINE = object()
+# YAML 1.2's block scalar header (indicator, optional indentation and chomping, then only a comment)
+_BLOCK_HEADER = re.compile(r"[|>](?:[1-9][+-]?|[+-][1-9]?)?(?: +#.*| *)$")
+
+
+def _fast_enabled() -> bool:
+    return _CLoader is not None and os.environ.get(FAST_ENV, "1") != "0"
+
+
+@functools.lru_cache(maxsize=1)
+def _ruamel_scalar_tools() -> tuple[Any, Any]:
+    """ruamel's own YAML 1.2 resolver and safe constructor, as the ruamel path uses them."""
+    yaml = YAML(typ="safe", pure=True)
+    return yaml.resolver, YAML(typ="safe", pure=True).constructor
+
+
+@functools.lru_cache(maxsize=65536)
+def _plain_scalar(value: str) -> tuple[str, Any]:
+    """(resolved tag, data) of a plain scalar exactly as the ruamel path converts it, or ``_DECLINE``
+    as data where the ruamel path would report a diagnostic. Cached: policies repeat the same words."""
+    resolver, constructor = _ruamel_scalar_tools()
+    tag = str(resolver.resolve(ScalarNode, value, (True, False)))
+    if tag not in _SCALAR_TAGS:
+        return tag, _DECLINE
+    if tag == _TAG + "str" or tag == _TAG + "timestamp":
+        return tag, value
+    node = ScalarNode(tag, value, None, None)
+    try:
+        data = constructor.construct_object(node, deep=True)
+    except (YAMLError, ValueError, TypeError, OverflowError):
+        return tag, _DECLINE
+    finally:
+        constructor.constructed_objects.pop(node, None)  # the constructor memoises per node; keep it small
+    if isinstance(data, float) and data != data:
+        return tag, value
+    return tag, data
+
+
+@dataclass
+class _Frame:
+    data: dict[str, Any] | list[Any]
+    path: PathKey
+    key: str | None = None
+    key_mark: tuple[int, int] = (0, 0)
+
+
+def _fast_load(text: str, file: str) -> list[LoadedDocument] | None:
+    """The documents of ``text`` parsed by libyaml, or None to let the ruamel path decide."""
+    if _pyyaml is None or any(ch in text for ch in _FAST_REFUSED_CHARS):
+        return None
+    if text.startswith(("%", "...")) or "\n%" in text or "\n..." in text:
+        # directives (maybe one libyaml ignores) and document end markers (libyaml accepts ``...``
+        # twice in a row, ruamel does not): rare in policies, so ruamel decides what they mean
+        return None
+    lines: list[str] | None = None
+    ev = _pyyaml.events
+    scalar_event, seq_start, map_start = ev.ScalarEvent, ev.SequenceStartEvent, ev.MappingStartEvent
+    collection_end = (ev.SequenceEndEvent, ev.MappingEndEvent)
+    docs: list[LoadedDocument] = []
+    stack: list[_Frame] = []
+    positions: dict[PathKey, tuple[int, int]] = {}
+    key_positions: dict[PathKey, tuple[int, int]] = {}
+    root: Any = None
+    skip_root = False
+    index = -1
+    nodes = 0
+    event: Any  # PyYAML's stubs type events as the base class; the attributes read depend on the kind
+    try:
+        for event in _pyyaml.parse(text, Loader=_CLoader):
+            kind = type(event)
+            if kind is scalar_event or kind is seq_start or kind is map_start:
+                if event.anchor is not None or event.tag is not None:
+                    return None
+                nodes += 1
+                if nodes > MAX_NODES:
+                    return None
+                if stack and kind is scalar_event and event.value == "" and event.implicit[0]:
+                    # an empty node (``key:``): ruamel and libyaml place it at different marks
+                    return None
+                start = event.start_mark
+                mark = (start.line + 1, start.column + 1)
+                if stack:
+                    top = stack[-1]
+                    if isinstance(top.data, dict):
+                        if top.key is None:  # this node is a key
+                            if kind is not scalar_event or event.value == "<<" or event.value in top.data:
+                                return None
+                            top.key, top.key_mark = event.value, mark
+                            continue
+                        path: PathKey = (*top.path, top.key)
+                        key_positions[path] = top.key_mark
+                    else:
+                        path = (*top.path, len(top.data))
+                        key_positions[path] = mark
+                else:
+                    path = ()
+                positions[path] = mark
+                value: Any
+                if kind is scalar_event:
+                    plain, quoted = event.implicit
+                    if plain:
+                        tag, value = _plain_scalar(event.value)
+                        if value is _DECLINE:
+                            return None
+                        if not stack and tag == _TAG + "null" and event.value in ("", "~", "null"):
+                            skip_root = True  # an empty document, skipped as the ruamel path does
+                    elif quoted:
+                        if event.style in ("|", ">"):
+                            if not stack:
+                                return None  # a document that is one block scalar: libyaml ends it early
+                            if lines is None:
+                                lines = text.split("\n")
+                            if not _BLOCK_HEADER.match(lines[start.line], start.column):
+                                return None  # libyaml accepts headers such as ``|#`` that ruamel refuses
+                        value = event.value
+                    else:
+                        return None
+                else:
+                    value = {} if kind is map_start else []
+                if stack:
+                    top = stack[-1]
+                    if isinstance(top.data, dict):
+                        assert top.key is not None
+                        top.data[top.key] = value
+                        top.key = None
+                    else:
+                        top.data.append(value)
+                else:
+                    root = value
+                if kind is not scalar_event:
+                    if len(stack) >= _FAST_MAX_DEPTH:
+                        return None
+                    stack.append(_Frame(value, path))
+            elif kind in collection_end:
+                stack.pop()
+            elif kind is ev.DocumentStartEvent:
+                if event.version is not None or event.tags:
+                    return None  # %YAML / %TAG directives change resolution: ruamel's business
+                index += 1
+                if index >= MAX_DOCUMENTS:
+                    return None
+                positions, key_positions, root, skip_root = {}, {}, None, False
+            elif kind is ev.DocumentEndEvent:
+                if not skip_root:
+                    docs.append(
+                        LoadedDocument(
+                            file=file,
+                            index=index,
+                            data=root,
+                            positions=positions,
+                            key_positions=key_positions,
+                        )
+                    )
+            elif kind is not ev.StreamStartEvent and kind is not ev.StreamEndEvent:
+                return None  # an alias (or anything new): the ruamel path bounds and reports those
+    except _pyyaml.YAMLError:
+        return None
+    return docs or None

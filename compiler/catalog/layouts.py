@@ -152,23 +152,18 @@ def layout_compute_slices(model: GpuModel, layout: GpuLayout) -> int:
     """Compute slices a layout occupies (all of them for a whole GPU)."""
     if not layout.mig_enabled:
         return model.compute_slices
-    total = 0
-    for name, count in layout.profiles:
-        prof = model.profile(name)
-        if prof is None:
-            raise KeyError(f"{model.model} has no MIG profile {name}")
-        total += prof.compute_slices * count
-    return total
+    return sum(_profile(model, name).compute_slices * count for name, count in layout.profiles)
 
 
 def layout_memory_slices(model: GpuModel, layout: GpuLayout) -> int:
     """Memory slices a layout occupies (all of them for a whole GPU)."""
     if not layout.mig_enabled:
         return model.memory_slices
-    total = 0
-    for name, count in layout.profiles:
-        prof = model.profile(name)
-        if prof is None:
-            raise KeyError(f"{model.model} has no MIG profile {name}")
-        total += prof.memory_slices * count
-    return total
+    return sum(_profile(model, name).memory_slices * count for name, count in layout.profiles)
+
+
+def _profile(model: GpuModel, name: str) -> Profile:
+    prof = model.profile(name)
+    if prof is None:
+        raise KeyError(f"{model.model} has no MIG profile {name}")
+    return prof

@@ -18,8 +18,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from compiler.model import Cluster
-from compiler.render.emit import dump_json
-from compiler.render.manifests import API_VERSION, SYSTEM_NAMESPACE, Obj, metadata
+from compiler.render.manifests import API_VERSION, SYSTEM_NAMESPACE, Obj, system_json_configmap
 from compiler.solve.result import Solution
 
 CAPACITY_NAME = "migc-capacity"
@@ -66,14 +65,7 @@ def capacity_document(cluster: Cluster, solution: Solution, assignment_revision:
 
 
 def capacity_configmap(doc: Mapping[str, Any]) -> tuple[str, Obj]:
-    obj: Obj = {
-        "apiVersion": "v1",
-        "kind": "ConfigMap",
-        "metadata": metadata(
-            CAPACITY_NAME,
-            SYSTEM_NAMESPACE,
-            annotations={"migc.dev/assignment-revision": str(doc["assignmentRevision"])},
-        ),
-        "data": {CAPACITY_KEY: dump_json(doc)},
-    }
+    obj = system_json_configmap(
+        CAPACITY_NAME, CAPACITY_KEY, doc, "migc.dev/assignment-revision", str(doc["assignmentRevision"])
+    )
     return CAPACITY_PATH, obj

@@ -295,17 +295,22 @@ def assignment_document(
     return doc
 
 
-def assignment_configmap(doc: Mapping[str, Any]) -> tuple[str, Obj]:
-    obj: Obj = {
+def system_json_configmap(
+    name: str, key: str, doc: Mapping[str, Any], revision_annotation: str, revision: str
+) -> Obj:
+    """A ConfigMap in migc-system carrying one JSON document, its revision also as an annotation."""
+    return {
         "apiVersion": "v1",
         "kind": "ConfigMap",
-        "metadata": metadata(
-            ASSIGNMENT_NAME,
-            SYSTEM_NAMESPACE,
-            annotations={"migc.dev/revision": str(doc["revision"])},
-        ),
-        "data": {ASSIGNMENT_KEY: dump_json(doc)},
+        "metadata": metadata(name, SYSTEM_NAMESPACE, annotations={revision_annotation: revision}),
+        "data": {key: dump_json(doc)},
     }
+
+
+def assignment_configmap(doc: Mapping[str, Any]) -> tuple[str, Obj]:
+    obj = system_json_configmap(
+        ASSIGNMENT_NAME, ASSIGNMENT_KEY, doc, "migc.dev/revision", str(doc["revision"])
+    )
     return ASSIGNMENT_PATH, obj
 
 

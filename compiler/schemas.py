@@ -520,7 +520,7 @@ def policy_schema() -> dict[str, Any]:
 
 
 def all_schema_files() -> dict[str, dict[str, Any]]:
-    """File name → schema, for every file under ``schema/`` this module owns."""
+    """File name → schema, for every schema file (``compiler/data/schema/``, ``schema/``) this module owns."""
     files = {SCHEMA_FILES[k]: s for k, s in kind_schemas().items()}
     files[POLICY_FILE] = policy_schema()
     return files
@@ -535,13 +535,19 @@ def schema_for(kind: str) -> dict[str, Any]:
 
 
 def main(argv: list[str]) -> int:
-    """``python -m compiler.schemas --write [DIR]`` regenerates ``schema/*.schema.json``."""
+    """``python -m compiler.schemas --write [DIR]`` regenerates the policy-kind schema files.
+
+    Without DIR it writes both copies in the source tree: the bundled one the package reads
+    (``compiler/data/schema/``) and the published one (``schema/`` at the repository root).
+    """
     if not argv or argv[0] != "--write":
         print("usage: python -m compiler.schemas --write [DIR]", file=sys.stderr)
         return 2
-    out = Path(argv[1]) if len(argv) > 1 else Path(__file__).resolve().parents[1] / "schema"
-    for name, schema in sorted(all_schema_files().items()):
-        (out / name).write_text(dumps(schema), encoding="utf-8")
+    here = Path(__file__).resolve().parent
+    outs = [Path(argv[1])] if len(argv) > 1 else [here / "data" / "schema", here.parent / "schema"]
+    for out in outs:
+        for name, schema in sorted(all_schema_files().items()):
+            (out / name).write_text(dumps(schema), encoding="utf-8")
     return 0
 
 

@@ -311,7 +311,7 @@ def test_the_installed_wheel_runs_outside_the_repository(tmp_path: Path) -> None
             ("compile", example.name, "--out", f"out-{example.name}"),
             ("compile", example.name, "--out", f"out-{example.name}", "--check"),
             ("plan", example.name, "--against", f"out-{example.name}"),
-            ("plan", example.name, "-o", "json"),
+            ("plan", example.name, "--against", f"out-{example.name}", "-o", "json"),
         ):
             done = run(*argv)
             assert done.returncode == 0, (argv, done.stdout[-2000:], done.stderr[-2000:])

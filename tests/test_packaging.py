@@ -141,6 +141,7 @@ PINNED = [
     ("examples/argocd/cmp-plugin.yaml", r"^\s+version: v(\S+)"),
     ("examples/github-actions/migc.yml", r"git\+https://github\.com/migc-dev/migc@v([^\"\s]+)"),
     (".pre-commit-hooks.yaml", r"rev: v(\S+)"),
+    ("README.md", r"git\+https://github\.com/migc-dev/migc@v([^\"\s]+)"),
 ]
 
 

@@ -101,12 +101,18 @@ def test_every_data_file_in_the_compiler_package_is_package_data() -> None:
 
 def test_no_code_reads_data_relative_to_the_source_checkout() -> None:
     # The bug this guards: compiler/catalog read the repository's top-level schema/ via
-    # Path(__file__).parents[2], which is site-packages/ once installed.
-    offenders = []
-    for path in sorted((REPO / "compiler").rglob("*.py")):
-        text = path.read_text(encoding="utf-8")
-        if re.search(r"parents\[\d\]\s*/\s*\"schema\"", text) or "parents[2]" in text:
-            offenders.append(str(path.relative_to(REPO)))
+    # Path(__file__).parents[2], which is site-packages/ once installed. Package data is read with
+    # importlib.resources; __file__ is left only where a file is meant to be in a source checkout.
+    allowed = {
+        "compiler/schemas.py",  # `python -m compiler.schemas --write` regenerates the checkout's schema files
+        "controller/demo.py",  # the demo and its fixtures are leaving the shipped package (issue 15)
+    }
+    offenders = [
+        str(path.relative_to(REPO))
+        for pkg in ("compiler", "controller")
+        for path in sorted((REPO / pkg).rglob("*.py"))
+        if "__file__" in path.read_text(encoding="utf-8") and str(path.relative_to(REPO)) not in allowed
+    ]
     assert offenders == [], offenders
 
 

@@ -164,6 +164,26 @@ def test_changelog_has_an_unreleased_section_and_links() -> None:
     assert re.search(r"^\[Unreleased\]: https://\S+$", text, flags=re.MULTILINE)
 
 
+DOCKERFILES = [("controller/Dockerfile", "controller"), ("examples/discover/Dockerfile", "discover")]
+
+
+@pytest.mark.parametrize(("path", "extra"), DOCKERFILES, ids=[p for p, _ in DOCKERFILES])
+def test_dockerfiles_build_the_package_with_their_extra(path: str, extra: str) -> None:
+    # No Docker daemon in CI: check the build context a `pip install .` needs is what the file copies.
+    text = (REPO / path).read_text(encoding="utf-8")
+    copied = {
+        src.rstrip("/")
+        for line in re.findall(r"^COPY (?!--from)(.+)$", text, flags=re.MULTILINE)
+        for src in line.split()[:-1]
+    }
+    project = PYPROJECT["project"]
+    needed = {"pyproject.toml", project["readme"], *project["license-files"]}
+    needed |= {pat.rstrip("*") for pat in PYPROJECT["tool"]["setuptools"]["packages"]["find"]["include"]}
+    assert needed <= copied, f"{path} copies {sorted(copied)}, a build needs {sorted(needed)}"
+    assert re.search(rf"pip install [^\n]*\"\.\[{extra}\]\"", text), f"{path} must install '.[{extra}]'"
+    assert extra in project["optional-dependencies"]
+
+
 # --- extras --------------------------------------------------------------------------------------------
 
 _BLOCK_EXTRAS = textwrap.dedent(

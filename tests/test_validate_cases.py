@@ -10,7 +10,7 @@ from refresh_cases import ROOT, case_names, read_expected, run_case
 
 from compiler.commands._common import load_and_validate
 from compiler.diagnostics import registry
-from compiler.validate import _time_zones
+from compiler.validate.common import time_zones as _time_zones
 
 INVALID = case_names("invalid")
 VALID = case_names("valid")

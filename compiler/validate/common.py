@@ -14,12 +14,49 @@ from compiler.diagnostics import Diagnostic, sort_key
 
 PathT = tuple[str | int, ...]
 
-_DURATION_RE = re.compile(r"^(?:(\d+)d)?(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?$")
+_DURATION_RE = re.compile(r"(?:(\d+)d)?(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?")
+
+
+def ecma_anchors(pattern: str) -> str:
+    """A JSON-Schema (ECMA-262) ``pattern`` rewritten so Python's ``re`` reads its anchors the same way.
+
+    In ECMA-262 (and RE2) ``$`` is the end of the string. In Python it also matches just before a
+    final newline, so ``re.search("^[a-z]+$", "c1\\n")`` accepts a name with a trailing newline
+    (what a YAML block scalar ``name: |`` produces). Every ``$`` outside a character class becomes
+    ``\\Z``; the published schemas keep ``$``, which is right for every ECMA-262 validator.
+    """
+    out: list[str] = []
+    in_class = False
+    escaped = False
+    for ch in pattern:
+        if escaped:
+            escaped = False
+        elif ch == "\\":
+            escaped = True
+        elif in_class:
+            in_class = ch != "]"
+        elif ch == "[":
+            in_class = True
+        elif ch == "$":
+            out.append("\\Z")
+            continue
+        out.append(ch)
+    return "".join(out)
+
+
+@functools.cache
+def _compiled(pattern: str) -> re.Pattern[str]:
+    return re.compile(ecma_anchors(pattern))
+
+
+def pattern_matches(pattern: str, text: str) -> bool:
+    """JSON-Schema ``pattern`` semantics (an unanchored search, ``$`` the true end of ``text``)."""
+    return _compiled(pattern).search(text) is not None
 
 
 def parse_duration(text: str) -> int | None:
     """``1h30m`` → 5400 seconds; None when malformed."""
-    m = _DURATION_RE.match(text)
+    m = _DURATION_RE.fullmatch(text)
     if not m or not text:
         return None
     d, h, mi, s = (int(g) if g else 0 for g in m.groups())

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import compiler.validate.rules  # noqa: F401  (importing the families registers their rules)
 from compiler.catalog import Catalog
@@ -57,9 +58,7 @@ def _sort_documents(
         ctx.diags.extend(schema_diags)
         if has_errors(schema_diags):
             obj.valid = False
-            name = value_at(doc.data, ("metadata", "name"))
-            if isinstance(name, str):
-                ctx.broken_names.setdefault(kind, set()).add(name)
+            _remember_broken(ctx, kind, value_at(doc.data, ("metadata", "name")))
             if kind == "Fleet":
                 fleets.append(obj)
             elif kind == "PartitionPolicy":
@@ -75,6 +74,16 @@ def _sort_documents(
         else:
             partitions.append(obj)
     return fleets, partitions
+
+
+def _remember_broken(ctx: Context, kind: str, name: Any) -> None:
+    """Remember the name of a document that failed, so references to it are not also "unknown".
+
+    Also without surrounding whitespace: ``name: |`` gives ``search\\n`` (refused, MIGC109) while the
+    workloads refer to ``search``.
+    """
+    if isinstance(name, str):
+        ctx.broken_names.setdefault(kind, set()).update({name, name.strip()})
 
 
 def _envelope(ctx: Context, doc: LoadedDocument) -> Obj | None:
@@ -120,9 +129,7 @@ def _envelope(ctx: Context, doc: LoadedDocument) -> Obj | None:
         ctx.incomplete = True  # whatever this document was meant to define is missing now
     if not ok and kind in KINDS:
         # remembered so references to this object are not reported as unknown on top of this error
-        name = value_at(data, ("metadata", "name"))
-        if isinstance(name, str):
-            ctx.broken_names.setdefault(str(kind), set()).add(name)
+        _remember_broken(ctx, str(kind), value_at(data, ("metadata", "name")))
     return Obj(doc) if ok else None
 
 

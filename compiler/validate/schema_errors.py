@@ -7,7 +7,7 @@ unions (``need``, ``nodes``, ``maxUnavailable``) are answered from the branch th
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 import jsonschema
@@ -26,7 +26,16 @@ from compiler.schemas import (
     TIME_OF_DAY_PATTERN,
     kind_schemas,
 )
-from compiler.validate.common import PathT, article, listing, short, suggest, type_name, value_at
+from compiler.validate.common import (
+    PathT,
+    article,
+    listing,
+    pattern_matches,
+    short,
+    suggest,
+    type_name,
+    value_at,
+)
 
 _PATTERN_WORDS = {
     PERCENT_PATTERN: 'a percentage such as "25%"',
@@ -40,9 +49,23 @@ _PATTERN_WORDS = {
 }
 
 
+def _pattern(
+    validator: jsonschema.protocols.Validator, pattern: str, instance: Any, schema: dict[str, Any]
+) -> Iterator[ValidationError]:
+    """jsonschema's ``pattern`` keyword with ECMA-262's ``$`` (the end of the string, not before a final
+    newline); jsonschema itself uses ``re.search`` as is."""
+    if validator.is_type(instance, "string") and not pattern_matches(pattern, instance):
+        yield ValidationError(f"{instance!r} does not match {pattern!r}")
+
+
+_Validator = jsonschema.validators.extend(  # type: ignore[no-untyped-call]
+    jsonschema.Draft202012Validator, {"pattern": _pattern}
+)
+
+
 @functools.cache
-def _validators() -> dict[str, jsonschema.Draft202012Validator]:
-    return {kind: jsonschema.Draft202012Validator(schema) for kind, schema in kind_schemas().items()}
+def _validators() -> dict[str, jsonschema.protocols.Validator]:
+    return {kind: _Validator(schema) for kind, schema in kind_schemas().items()}
 
 
 def schema_diagnostics(doc: LoadedDocument, kind: str, profiles: Sequence[str]) -> list[Diagnostic]:

@@ -24,6 +24,7 @@ from compiler.model import (
     Workload,
     frozen_counts,
 )
+from compiler.schemas import DAYS
 from compiler.validate.common import parse_duration, resolve_max_unavailable
 from compiler.validate.context import Context, Obj, default_tier, isolation
 
@@ -64,7 +65,7 @@ def _pool(ctx: Context, fleet: Obj, pricing: dict[str, float], cname: str, ci: i
         max_unavailable=resolve_max_unavailable(raw.get("maxUnavailable"), info.node_count),
         maintenance_windows=tuple(
             MaintenanceWindow(
-                days=tuple(str(d) for d in w.get("days", [])),
+                days=tuple(str(d) for d in w.get("days") or DAYS),  # unset or empty: every day
                 start=str(w["start"]),
                 end=str(w["end"]),
                 timezone=str(w.get("timezone", "UTC")),

@@ -7,6 +7,7 @@ from compiler.load import LoadedDocument
 from compiler.validate.common import PathT, suggest, time_zones
 from compiler.validate.context import Context, PoolInfo
 from compiler.validate.registry import needs_fleet, rule
+from compiler.validate.rules.limits import MAX_POOL_NODES
 from compiler.validate.rules.shared import dupes
 
 
@@ -44,6 +45,8 @@ def check_unique_names(ctx: Context) -> None:
             else:
                 pname = str(pool["name"])
                 count = int(pool["nodes"]["count"])
+                if count > MAX_POOL_NODES:
+                    continue  # MIGC143; not expanded into names
                 nodes.extend((f"{pname}-{i}", doc, (*base, pi, "nodes", "count")) for i in range(count))
         dupes(ctx, nodes, "node", f" in cluster {cname}")
 

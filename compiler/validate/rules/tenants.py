@@ -3,6 +3,7 @@ and bursts not below guarantees."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 from compiler.model import WHOLE_GPU
@@ -46,6 +47,56 @@ def check_namespaces(ctx: Context) -> None:
                 )
             else:
                 claimed.setdefault(ns, t)
+
+
+#: Namespaces no tenant may claim: Kubernetes' own (``kube-system``, ``kube-public``,
+#: ``kube-node-lease`` and any future ``kube-*``), ``default``, migc's ``migc-system`` (it renders that
+#: Namespace itself) and each cluster's GPU Operator namespace (``gpuOperatorNamespace``).
+RESERVED_NAMESPACES = ("default", "migc-system")
+RESERVED_PREFIX = "kube-"
+
+
+def _operator_namespaces(ctx: Context) -> dict[str, list[str]]:
+    """GPU Operator namespace → the clusters that run the operator there (empty without a valid Fleet)."""
+    if not ctx.fleet_ok or ctx.fleet is None:
+        return {}
+    out: dict[str, list[str]] = {}
+    for cluster in ctx.fleet.spec["clusters"]:
+        ns = str(cluster.get("gpuOperatorNamespace", "gpu-operator"))
+        out.setdefault(ns, [])
+        if str(cluster["name"]) not in out[ns]:
+            out[ns].append(str(cluster["name"]))
+    return out
+
+
+def _reserved_because(ns: str, operator: dict[str, list[str]]) -> str | None:
+    if ns.startswith(RESERVED_PREFIX):
+        return "kube-* namespaces belong to Kubernetes"
+    if ns == "default":
+        return "'default' is where objects without a namespace land"
+    if ns == "migc-system":
+        return "migc-system is migc's own namespace (it renders that Namespace itself)"
+    if ns in operator:
+        return f"it is the GPU Operator's namespace of cluster {', '.join(operator[ns])}"
+    return None
+
+
+@rule("tenant-reserved-namespaces", codes=("MIGC140",))
+def check_reserved_namespaces(ctx: Context) -> None:
+    """No tenant claims a system namespace: it would get a ResourceQuota and LimitRange (and for
+    migc-system a second Namespace object that breaks ``kubectl kustomize``)."""
+    operator = _operator_namespaces(ctx)
+    for t in _in_order(ctx):
+        for ni, ns in enumerate(t.spec["namespaces"]):
+            why = _reserved_because(str(ns), operator)
+            if why is not None:
+                ctx.add(
+                    t.doc.at(
+                        "MIGC140",
+                        f"tenant '{t.name}' claims namespace '{ns}', which is reserved: {why}",
+                        ("spec", "namespaces", ni),
+                    )
+                )
 
 
 @rule("tenant-tier", codes=("MIGC117",))
@@ -124,7 +175,7 @@ def _check_whole_bounds(ctx: Context, t: Obj, pools: Sequence[PoolInfo]) -> bool
         ("computeSlices", total_slices, "compute slices on MIG pools"),
     )
     for key, total, unit in checks:
-        if key in quota and quota[key] > total:
+        if key in quota and math.isfinite(quota[key]) and quota[key] > total:  # infinite: MIGC141
             ctx.add(
                 t.doc.at(
                     "MIGC111",

@@ -106,3 +106,23 @@ def test_validate_ignore_refuses_an_unknown_code(capsys: pytest.CaptureFixture[s
     rc, _, err = _run(capsys, "validate", CASES / "valid", "--ignore", "MIGC998")
     assert rc == 2
     assert "MIGC998" in err
+
+
+def test_compile_and_plan_take_ignore(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    case = CASES / "invalid" / "burst-below-guarantee"  # warnings only: it compiles
+    rc, out, err = _run(capsys, "compile", case, "--out", tmp_path / "a")
+    assert rc == 0
+    assert "MIGC123" in out + err
+    rc, out, err = _run(capsys, "compile", case, "--out", tmp_path / "b", "--ignore", "MIGC123")
+    assert rc == 0
+    assert "MIGC123" not in out + err
+    rc, out, err = _run(capsys, "plan", case, "--against", tmp_path / "b")
+    assert rc == 0
+    assert "MIGC123" in err
+    rc, out, err = _run(capsys, "plan", case, "--against", tmp_path / "b", "--ignore", "MIGC123")
+    assert rc == 0
+    assert "MIGC123" not in out + err
+    rc, _, err = _run(capsys, "compile", case, "--out", tmp_path / "c", "--ignore", "MIGC104")
+    assert rc == 2
+    assert "only warnings and notes can be ignored" in err
+    assert not (tmp_path / "c").exists()

@@ -11,7 +11,7 @@ from pathlib import Path
 import click
 
 from compiler import report
-from compiler.commands._common import paths_argument
+from compiler.commands._common import ignore_option, paths_argument
 from compiler.commands.compile import EXIT_DRIFT, EXIT_INVALID, EXIT_OK, compile_policy, emit_diagnostics
 from compiler.current import read_capacity
 from compiler.diagnostics import has_errors
@@ -26,6 +26,7 @@ from compiler.plan import (
     write_svgs,
 )
 from compiler.solve.export import solution_to_dict
+from compiler.validate.suppress import suppress
 
 
 @click.command(name="plan")
@@ -60,6 +61,7 @@ from compiler.solve.export import solution_to_dict
     type=click.Path(dir_okay=False),
     help="Pods of the cluster (kubectl get pods -A -o json) to list the GPU pods a rollout evicts.",
 )
+@ignore_option
 def command(
     paths: tuple[str, ...],
     against: str,
@@ -67,6 +69,7 @@ def command(
     svg_dir: str | None,
     exit_code: bool,
     snapshot: str | None,
+    ignore: tuple[str, ...],
 ) -> int:
     """Show what compiling policy PATHS would change: nodes, GPUs, capacity, evictions and cost.
 
@@ -83,6 +86,7 @@ def command(
             pods = parse_snapshot(Path(snapshot).read_text(encoding="utf-8"))
         except (OSError, SnapshotError) as exc:
             diagnostics.append(snapshot_diagnostic(snapshot, exc))
+    diagnostics = suppress(diagnostics, ignore)  # warnings and notes only; errors always stay
     emit_diagnostics(diagnostics, "text", to_stderr=True)
     if result.failed or result.policy is None or result.solution is None or has_errors(diagnostics):
         click.echo(report.summary(diagnostics, what="plan"), err=True)

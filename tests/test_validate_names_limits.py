@@ -23,7 +23,7 @@ from compiler.diagnostics import Diagnostic, lookup
 from compiler.load import LoadedDocument, load_text
 from compiler.model import Policy
 from compiler.render.manifests import SYSTEM_NAMESPACE
-from compiler.schemas import DAYS
+from compiler.schemas import DAYS, kind_schemas
 from compiler.validate import validate
 from compiler.validate.common import ecma_anchors, pattern_matches
 from compiler.validate.rules.tenants import RESERVED_NAMESPACES
@@ -394,3 +394,22 @@ def test_window_without_days_opens_every_day(days: str, tmp_path: Path) -> None:
         base = monday + dt.timedelta(days=day)
         assert cpool.in_window(base.replace(hour=4)), base
         assert not cpool.in_window(base.replace(hour=6)), base
+
+
+def _patterns(schema: Any) -> list[str]:
+    if isinstance(schema, dict):
+        own = [schema["pattern"]] if isinstance(schema.get("pattern"), str) else []
+        return own + [p for v in schema.values() for p in _patterns(v)]
+    if isinstance(schema, list):
+        return [p for v in schema for p in _patterns(v)]
+    return []
+
+
+def test_every_schema_pattern_is_anchored_at_both_ends() -> None:
+    """With ``^`` and a final ``$`` (read as the true end, see ecma_anchors), a pattern judges the whole
+    value; an unanchored one would accept any value that merely contains a match."""
+    patterns = sorted({p for schema in kind_schemas().values() for p in _patterns(schema)})
+    assert len(patterns) >= 8
+    for pattern in patterns:
+        assert pattern.startswith("^") and pattern.endswith("$") and not pattern.endswith("\\$"), pattern
+        assert ecma_anchors(pattern).endswith("\\Z"), pattern

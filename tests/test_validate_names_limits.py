@@ -253,7 +253,7 @@ def test_limit_values_are_the_documented_ones() -> None:
     }
     for code, value in documented.items():
         assert f"{value:,.0f}" in lookup(code).explanation, code
-    assert limits.MAX_CLUSTER_NODES == limits.MAX_POOL_NODES
+    assert f"{limits.MAX_CLUSTER_NODES:,}" in lookup("MIGC143").explanation
 
 
 def test_huge_selector_count_is_refused_quickly() -> None:
@@ -271,7 +271,7 @@ def test_node_limit_boundary() -> None:
     at = "            selector: {matchLabels: {gpu: a100}}\n            count: 5000"
     assert "MIGC143" not in _codes(nodes=at)
     over = "            selector: {matchLabels: {gpu: a100}}\n            count: 5001"
-    assert _codes(nodes=over).count("MIGC143") == 2
+    assert _codes(nodes=over) == ["MIGC143"]  # the pool; its cluster is within 10,000
 
 
 def test_named_nodes_over_the_limit(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -279,6 +279,10 @@ def test_named_nodes_over_the_limit(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(limits, "MAX_CLUSTER_NODES", 2)
     assert _codes(nodes="            names: [n1, n2]") == []
     assert _codes(nodes="            names: [n1, n2, n3]") == ["MIGC143", "MIGC143"]
+    monkeypatch.setattr(limits, "MAX_POOL_NODES", 10)
+    [d] = _check(nodes="            names: [n1, n2, n3]")[1]
+    assert (d.code, d.line) == ("MIGC143", 9)
+    assert d.message == "cluster 'c1' has 3 nodes; the limit is 2 per cluster"
 
 
 def test_namespaces_per_tenant(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -17,8 +17,8 @@ from compiler.validate.common import PathT
 from compiler.validate.context import Context, Obj
 from compiler.validate.registry import needs_fleet, rule
 
-MAX_POOL_NODES = 5_000  # Kubernetes' tested limit of nodes per cluster
-MAX_CLUSTER_NODES = 5_000
+MAX_POOL_NODES = 5_000  # Kubernetes' tested limit of nodes per cluster: no real pool is larger
+MAX_CLUSTER_NODES = 10_000  # the largest size migc is measured at (bench M4: 80,000 GPUs)
 MAX_TENANTS = 1_000
 MAX_NAMESPACES_PER_TENANT = 1_000
 MAX_WORKLOADS = 3_000

@@ -1,0 +1,196 @@
+"""`migc status`: capacity, allocation, usage, pending pods, rollouts, drift and cost of a fleet.
+
+The observed state comes from snapshot files (``kubectl get pods,nodes -A -o json``) or a live
+cluster (kubeconfig or in-cluster, read-only list calls). What nodes should carry comes from
+``--against DIR`` (a rendered output's NodeAssignment) or, without it, from solving the policy.
+The table or JSON goes to stdout, diagnostics to stderr; ``--html FILE`` also writes the console.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import click
+
+from compiler import report
+from compiler.commands._common import paths_argument
+from compiler.commands.compile import EXIT_INVALID, EXIT_OK, compile_policy, emit_diagnostics
+from compiler.current import ASSIGNMENT_FILE, read_assignment
+from compiler.diagnostics import Diagnostic, has_errors, make
+from compiler.observe import Observation, ObserveError, read_cluster, read_snapshots
+from compiler.observe.prometheus import InstanceUsage, instance_usage
+from compiler.render import manifests
+from compiler.status import Filters, build_status, to_html, to_json, to_text
+
+
+def _parse_now(value: str | None) -> dt.datetime | None:
+    if value is None:
+        return dt.datetime.now(dt.UTC).replace(microsecond=0)
+    try:
+        t = dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return t if t.tzinfo is not None else None
+
+
+def _write_atomic(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+@click.command(name="status")
+@paths_argument
+@click.option(
+    "--snapshot",
+    "snapshots",
+    multiple=True,
+    type=click.Path(dir_okay=False),
+    help="Cluster state from `kubectl get pods,nodes -A -o json` (repeat for several files).",
+)
+@click.option("--kubeconfig", default=None, type=click.Path(dir_okay=False), help="Read a live cluster.")
+@click.option("--context", default=None, help="Kubeconfig context (default: the current one).")
+@click.option("--in-cluster", is_flag=True, help="Read the cluster migc runs in (service account).")
+@click.option(
+    "--against",
+    default="output",
+    show_default=True,
+    type=click.Path(file_okay=False),
+    help="Rendered output whose NodeAssignment says what nodes should carry; a cluster without one "
+    "there is compared with the solved policy.",
+)
+@click.option("--prometheus", default=None, help="Prometheus base URL for DCGM exporter usage.")
+@click.option(
+    "--timeout", default=10.0, show_default=True, type=click.FloatRange(0.1, 600), help="Seconds per request."
+)
+@click.option("--pool", "pools", multiple=True, help="Only these pools (repeatable).")
+@click.option(
+    "--tenant", "tenants", multiple=True, help="Only these tenants and the nodes they use (repeatable)."
+)
+@click.option("--free", "free_only", is_flag=True, help="Only nodes and pools with free GPU capacity.")
+@click.option(
+    "--output-format", "-o", "fmt", default="text", show_default=True, type=click.Choice(["text", "json"])
+)
+@click.option(
+    "--html", "html_file", default=None, type=click.Path(dir_okay=False), help="Also write the HTML console."
+)
+@click.option("--now", default=None, help="Time the snapshot describes (RFC 3339, default: now).")
+def command(
+    paths: tuple[str, ...],
+    snapshots: tuple[str, ...],
+    kubeconfig: str | None,
+    context: str | None,
+    in_cluster: bool,
+    against: str,
+    prometheus: str | None,
+    timeout: float,
+    pools: tuple[str, ...],
+    tenants: tuple[str, ...],
+    free_only: bool,
+    fmt: str,
+    html_file: str | None,
+    now: str | None,
+) -> int:
+    """Show GPU capacity, allocation, use, pending pods, rollouts, drift and cost per node, pool and tenant.
+
+    Exit status: 0 shown, 1 invalid policy or unreadable cluster state, 2 usage error.
+    """
+    live = kubeconfig is not None or context is not None or in_cluster
+    if bool(snapshots) == live:
+        raise click.UsageError("give either --snapshot FILE... or --kubeconfig/--context/--in-cluster")
+    moment = _parse_now(now)
+    if moment is None:
+        diag = make("MIGC406", f"--now {now!r} is not an RFC 3339 timestamp with a time zone")
+        emit_diagnostics([diag], "text", to_stderr=True)
+        return EXIT_INVALID
+    result = compile_policy(paths, Path(against))
+    diagnostics: list[Diagnostic] = list(result.diagnostics)
+    if result.failed or result.policy is None or result.solution is None:
+        emit_diagnostics(diagnostics, "text", to_stderr=True)
+        click.echo(report.summary(diagnostics, what="status"), err=True)
+        return EXIT_INVALID
+    policy = result.policy
+    for name, known, option in (
+        (pools, {p.name for c in policy.clusters for p in c.pools}, "--pool"),
+        (tenants, {t.name for t in policy.tenants}, "--tenant"),
+    ):
+        unknown = sorted(set(name) - known)
+        if unknown:
+            raise click.BadParameter(f"not in the policy: {', '.join(unknown)}", param_hint=option)
+
+    assignments: dict[str, dict[str, Any]] = {}
+    sources: set[str] = set()
+    for cluster in policy.clusters:
+        path = Path(against) / cluster.name / ASSIGNMENT_FILE
+        if path.exists():
+            sources.add(f"{path.parents[1]}{os.sep}")
+            try:
+                assignments[cluster.name] = read_assignment(path)
+            except ValueError as exc:
+                diagnostics.append(
+                    make("MIGC405", f"no usable assignment for cluster {cluster.name}: {exc}", file=str(path))
+                )
+        else:
+            sources.add("the solved policy")
+            configs = manifests.collect_configs(cluster, result.solution, result.catalog)
+            assignments[cluster.name] = manifests.assignment_document(cluster, result.solution, configs)
+    expected_from = " and ".join(sorted(sources))
+
+    observation: Observation | None = None
+    if not has_errors(diagnostics):
+        try:
+            if snapshots:
+                observation = read_snapshots(snapshots, moment)
+            else:
+                observation = read_cluster(
+                    moment, kubeconfig=kubeconfig, context=context, in_cluster=in_cluster, timeout=timeout
+                )
+        except ObserveError as exc:
+            diagnostics.append(exc.diagnostic)
+    usage: tuple[InstanceUsage, ...] | None = None
+    if observation is not None and prometheus is not None:
+        got, more = instance_usage(prometheus, timeout)
+        diagnostics.extend(more)
+        usage = None if more else got
+    if observation is not None:
+        diagnostics.extend(observation.warnings)
+    emit_diagnostics(diagnostics, "text", to_stderr=True)
+    if observation is None or has_errors(diagnostics):
+        click.echo(report.summary(diagnostics, what="status"), err=True)
+        return EXIT_INVALID
+    status = build_status(
+        policy,
+        result.catalog,
+        observation,
+        assignments,
+        expected_from=expected_from,
+        usage=usage,
+        filters=Filters(pools=pools, tenants=tenants, free_only=free_only),
+    )
+    if html_file is not None:
+        try:
+            _write_atomic(Path(html_file), to_html(status))
+        except OSError as exc:
+            emit_diagnostics(
+                [make("MIGC301", f"cannot write {html_file}: {exc.strerror or exc}", file=html_file)],
+                "text",
+                to_stderr=True,
+            )
+            return EXIT_INVALID
+    click.echo(to_json(status) if fmt == "json" else to_text(status), nl=False)
+    click.echo(
+        f"migc: {len(status.nodes)} nodes, {len(status.pending)} pending GPU pods, "
+        f"{sum(1 for n in status.nodes if n.drift)} drifted" + (f"; wrote {html_file}" if html_file else ""),
+        err=True,
+    )
+    return EXIT_OK

@@ -133,7 +133,7 @@ def command(
     for cluster in policy.clusters:
         path = Path(against) / cluster.name / ASSIGNMENT_FILE
         if path.exists():
-            sources.add(f"{path.parents[1]}{os.sep}")
+            sources.add(f"{Path(against)}{os.sep}")
             try:
                 assignments[cluster.name] = read_assignment(path)
             except ValueError as exc:

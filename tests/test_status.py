@@ -354,3 +354,24 @@ def kubeconfig(server: str) -> str:
         "users: [{name: emu, user: {token: test}}]\n"
         "contexts: [{name: emu, context: {cluster: emu, user: emu}}]\n"
     )
+
+
+def test_all_balanced_comparison(compiled: Any) -> None:
+    from compiler.status.build import _balanced_gpus
+
+    a100 = compiled.catalog.get("A100-SXM4-80GB")
+    # all-balanced A100 (GPU Operator default-mig-parted-config): 2×1g.10gb, 1×2g.20gb, 1×3g.40gb per GPU
+    assert dict(a100.balanced) == {"1g.10gb": 2, "2g.20gb": 1, "3g.40gb": 1}
+    alloc = {
+        "nvidia.com/mig-1g.10gb": 19,
+        "nvidia.com/mig-1g.10gb.me": 1,  # held by a 1g.10gb instance
+        "nvidia.com/mig-1g.20gb": 3,  # 20 GB needs a 2g.20gb
+        "nvidia.com/mig-2g.20gb": 4,
+        "nvidia.com/mig-7g.80gb": 1,  # larger than any balanced instance: a GPU of its own
+        "nvidia.com/gpu": 22,
+    }
+    assert _balanced_gpus(a100, alloc) == max(-(-20 // 2), 7) + 1 + 22
+    assert _balanced_gpus(compiled.catalog.get("L40S"), {"nvidia.com/gpu": 3}) is None
+    s = status(compiled, sf.fleet())
+    a100_pool = next(p for p in s.pools if p.name == "a100")
+    assert a100_pool.balanced_gpus_needed == 33

@@ -100,14 +100,29 @@ class _Shares:
         return sum(self.of(r) * n for r, n in counts)
 
 
-def _pool_of(policy: Policy, node: ObservedNode) -> tuple[str, NodePool] | None:
+def _pool_index(policy: Policy) -> tuple[dict[str, tuple[str, NodePool]], list[tuple[str, NodePool]]]:
+    """Named nodes → (cluster, pool), and the selector pools in cluster/pool name order."""
+    named: dict[str, tuple[str, NodePool]] = {}
+    selectors: list[tuple[str, NodePool]] = []
     for cluster in policy.clusters:
         for pool in cluster.pools:
             if pool.uses_selector:
-                if all(node.label(k) == v for k, v in pool.node_selector):
-                    return cluster.name, pool
-            elif node.name in pool.node_names:
-                return cluster.name, pool
+                selectors.append((cluster.name, pool))
+            else:
+                for name in pool.node_names:
+                    named.setdefault(name, (cluster.name, pool))
+    return named, selectors
+
+
+def _pool_of(
+    index: tuple[dict[str, tuple[str, NodePool]], list[tuple[str, NodePool]]], node: ObservedNode
+) -> tuple[str, NodePool] | None:
+    named, selectors = index
+    if node.name in named:
+        return named[node.name]
+    for cluster, pool in selectors:
+        if all(node.label(k) == v for k, v in pool.node_selector):
+            return cluster, pool
     return None
 
 
@@ -245,23 +260,33 @@ def _wanted_resources(
 
 
 def _balanced_gpus(model: GpuModel | None, allocated: Mapping[str, int]) -> int | None:
-    """GPUs the GPU Operator's all-balanced layout would need to carry the allocated instances.
+    """GPUs the GPU Operator's all-balanced layout would need to carry the allocated resources.
 
-    Every MIG resource must be one of the balanced layout's profiles, else ``None`` (cannot serve);
-    whole GPUs are counted one each.
+    An instance of a profile the balanced layout lacks takes the smallest balanced instance that
+    holds it (memory and compute at least as large); one larger than every balanced instance, and
+    every whole GPU, takes a GPU of its own. ``None`` for models without MIG.
     """
     if model is None or not model.balanced:
         return None
     per_gpu = dict(model.balanced)
-    need = 0
+    need: dict[str, int] = {}
+    own_gpus = allocated.get(GPU_RESOURCE, 0)
     for resource, n in allocated.items():
         profile = profile_of(resource)
-        if profile is None:
+        prof = model.profile(profile) if profile else None
+        if prof is None:
             continue
-        if profile not in per_gpu:
-            return None
-        need = max(need, math.ceil(n / per_gpu[profile]))
-    return need + allocated.get(GPU_RESOURCE, 0)
+        holders = [
+            p
+            for p in model.profiles
+            if p.name in per_gpu and p.memory_gb >= prof.memory_gb and p.compute_slices >= prof.compute_slices
+        ]
+        if not holders:
+            own_gpus += n
+            continue
+        best = min(holders, key=lambda p: (p.memory_gb, p.compute_slices, p.name))
+        need[best.name] = need.get(best.name, 0) + n
+    return max((math.ceil(n / per_gpu[p]) for p, n in need.items()), default=0) + own_gpus
 
 
 def build_status(
@@ -282,8 +307,9 @@ def build_status(
     # node → (cluster, pool)
     membership: dict[str, tuple[str, NodePool]] = {}
     unmanaged: list[str] = []
+    index = _pool_index(policy)
     for node in observation.nodes:
-        found = _pool_of(policy, node)
+        found = _pool_of(index, node)
         if found is not None:
             membership[node.name] = found
         elif node.allocatable:
@@ -320,7 +346,7 @@ def build_status(
     tenant_share: dict[str, float] = {}
     tenant_cost: dict[str, float] = {}
     cost_total = cost_alloc = cost_idle = cost_whole = 0.0
-    savings_balanced: float | None = 0.0
+    savings_balanced = 0.0
     for cluster in policy.clusters:
         doc = assignments.get(cluster.name)
         for pool in cluster.pools:
@@ -329,7 +355,8 @@ def build_status(
             seen = nodes_by_pool.get((cluster.name, pool.name), [])
             expected = _expected_configs(doc, pool, seen)
             if not pool.uses_selector:
-                missing.extend(n for n in pool.node_names if n not in {s.name for s in seen})
+                seen_names = {n.name for n in seen}
+                missing.extend(n for n in pool.node_names if n not in seen_names)
             elif len(seen) < pool.node_count:
                 missing.append(
                     f"{pool.name}: {pool.node_count - len(seen)} of {pool.node_count} selector nodes"
@@ -431,10 +458,8 @@ def build_status(
                 cost_total += pool_cost
                 cost_alloc += alloc_share * price
                 cost_idle += idle
-                if savings_balanced is not None and pool.mig and any(profile_of(r) for r in alloc):
-                    savings_balanced = (
-                        None if balanced is None else savings_balanced + (balanced - gpus_in_use) * price
-                    )
+                if balanced is not None:
+                    savings_balanced += (balanced - gpus_in_use) * price
             pool_rows.append(
                 PoolStatus(
                     cluster=cluster.name,
@@ -486,7 +511,7 @@ def build_status(
         idle_per_hour=round(cost_idle, 4),
         whole_gpu_per_pod_per_hour=round(cost_whole, 4),
         savings_vs_whole_gpu_per_hour=round(cost_whole - cost_alloc, 4),
-        savings_vs_balanced_per_hour=None if savings_balanced is None else round(savings_balanced, 4),
+        savings_vs_balanced_per_hour=round(savings_balanced, 4),
     )
     status = FleetStatus(
         source=observation.source,

@@ -242,11 +242,7 @@ def to_html(s: FleetStatus) -> str:
             )
         )
     c = s.cost
-    balanced = (
-        "all-balanced cannot serve the allocated profiles"
-        if c.savings_vs_balanced_per_hour is None
-        else f"{money(c.savings_vs_balanced_per_hour)}/h vs all-balanced"
-    )
+    balanced = f"{money(c.savings_vs_balanced_per_hour)}/h vs all-balanced on every MIG GPU"
     out.append(
         f'</table><p id="cost">Cost {money(c.per_hour)}/h, allocated {money(c.allocated_per_hour)}/h, idle '
         f"{money(c.idle_per_hour)}/h. Savings {money(c.savings_vs_whole_gpu_per_hour)}/h vs one whole "

@@ -127,7 +127,7 @@ class Cost:
     idle_per_hour: float
     whole_gpu_per_pod_per_hour: float  # if every GPU pod had whole GPUs (one per instance asked for)
     savings_vs_whole_gpu_per_hour: float
-    savings_vs_balanced_per_hour: float | None
+    savings_vs_balanced_per_hour: float  # MIG pools: GPUs all-balanced would need minus GPUs in use, priced
 
 
 @dataclass(frozen=True)

@@ -11,6 +11,9 @@ from compiler.observe.model import Counts, profile_of
 from compiler.status.model import FleetStatus
 
 SCHEMA_VERSION = "migc.dev/v1alpha1"
+COUNT_FIELDS = frozenset(
+    {"capacity", "allocated", "free", "requests", "guaranteed", "burst"}
+)  # Counts → object
 
 
 def short(resource: str) -> str:
@@ -149,11 +152,7 @@ def to_text(s: FleetStatus) -> str:
         f"Cost: {money(c.per_hour)}/h in total, {money(c.allocated_per_hour)}/h allocated, "
         f"{money(c.idle_per_hour)}/h idle",
         f"Savings: {money(c.savings_vs_whole_gpu_per_hour)}/h vs one whole GPU per instance requested; "
-        + (
-            "all-balanced cannot serve the allocated profiles"
-            if c.savings_vs_balanced_per_hour is None
-            else f"{money(c.savings_vs_balanced_per_hour)}/h vs all-balanced"
-        ),
+        + f"{money(c.savings_vs_balanced_per_hour)}/h vs all-balanced on every MIG GPU",
     ]
     return "\n".join(lines) + "\n"
 
@@ -170,7 +169,10 @@ def _jsonable(value: Any) -> Any:
     if isinstance(value, list | tuple):
         return [_jsonable(v) for v in value]
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        out = {f.name: _jsonable(getattr(value, f.name)) for f in dataclasses.fields(value)}
+        out = {}
+        for f in dataclasses.fields(value):
+            item = getattr(value, f.name)
+            out[f.name] = dict(item) if f.name in COUNT_FIELDS else _jsonable(item)
         return out
     if hasattr(value, "as_dict"):
         return value.as_dict()

@@ -293,3 +293,62 @@ def test_prometheus_failures_are_one_warning() -> None:
     assert usage == () and [d.code for d in diags] == ["MIGC404"]
     usage, diags = instance_usage("ftp://127.0.0.1:1", timeout=1)
     assert [d.code for d in diags] == ["MIGC404"] and "not an http" in diags[0].message
+
+
+# --- no input crashes the reader ---------------------------------------------------------------------
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from compiler.observe.parse import parse_objects  # noqa: E402
+
+JSON = st.recursive(
+    st.none() | st.booleans() | st.integers(-5, 5) | st.text(max_size=6) | st.floats(allow_nan=True),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=6), inner, max_size=3),
+    max_leaves=6,
+)
+SAMPLE = [
+    sf.node("gpu-a100-use1-04", "a100", "migc-a100-sxm4-80gb-a2aaace0e3", sf.prod_assignment(), {}),
+    sf.pod(
+        "p",
+        "search",
+        "nvidia.com/mig-1g.10gb",
+        node="gpu-a100-use1-04",
+        annotations={"migc.dev/max-wait-time": "15m"},
+    ),
+]
+
+
+def _paths(obj: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    out = [prefix]
+    if isinstance(obj, dict):
+        for k, v in obj.items():
+            out += _paths(v, (*prefix, k))
+    elif isinstance(obj, list):
+        for i, v in enumerate(obj):
+            out += _paths(v, (*prefix, i))
+    return out
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.data())
+def test_any_value_anywhere_is_survived(data: st.DataObject) -> None:
+    import copy as _copy
+
+    obj = _copy.deepcopy(data.draw(st.sampled_from(SAMPLE)))
+    path = data.draw(st.sampled_from(_paths(obj)[1:]))
+    value = data.draw(JSON)
+    target = obj
+    for key in path[:-1]:
+        target = target[key]
+    target[path[-1]] = value
+    nodes, pods, diags = parse_objects([(obj, "f.json")], NOW)
+    assert len(nodes) + len(pods) <= 1
+    assert all(d.code in ("MIGC401", "MIGC402") for d in diags)
+
+
+@pytest.mark.parametrize("field", ["containers", "initContainers"])
+def test_container_lists_of_the_wrong_type(field: str) -> None:
+    obj = sf.pod("p", "search", "nvidia.com/mig-1g.10gb", node="n")
+    obj["spec"][field] = 5
+    pod, diags = parse_pod(obj, NOW)
+    assert diags == [] and (pod is None if field == "containers" else pod is not None)

@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 import statusfleet as sf
+import yaml
 from test_observe import FakePrometheus, dcgm_sample
 
 from compiler.cli import main
@@ -340,6 +341,16 @@ def test_cli_errors_are_coded(tmp_path: Path, capsys: pytest.CaptureFixture[str]
     assert main(["status", "examples/prod", "--snapshot", str(snap), "--against", str(tmp_path / "out")]) == 1
     out, err = capsys.readouterr()
     assert "MIGC405" in err and out == ""
+    doc = sf.prod_assignment()
+    next(p for p in doc["pools"] if p["name"] == "h200")["configCounts"] = {
+        "all-disabled-8gpu-whole-gpus": "two"
+    }
+    (bad / "configmap-migc-assignment.yaml").write_text(
+        yaml.safe_dump({"data": {"assignment.json": json.dumps(doc)}})
+    )
+    assert main(["status", "examples/prod", "--snapshot", str(snap), "--against", str(tmp_path / "out")]) == 1
+    out, err = capsys.readouterr()
+    assert "MIGC405" in err and "Traceback" not in err and out == ""
     unreachable = tmp_path / "kubeconfig"
     unreachable.write_text(kubeconfig("http://127.0.0.1:9"))
     assert main(["status", "examples/prod", "--kubeconfig", str(unreachable), "--timeout", "2"]) == 1

@@ -19,7 +19,7 @@ import click
 from compiler import report
 from compiler.commands._common import paths_argument
 from compiler.commands.compile import EXIT_INVALID, EXIT_OK, compile_policy, emit_diagnostics
-from compiler.current import ASSIGNMENT_FILE, read_assignment
+from compiler.current import ASSIGNMENT_FILE, read_assignment, state_from_assignment
 from compiler.diagnostics import Diagnostic, has_errors, make
 from compiler.observe import Observation, ObserveError, read_cluster, read_snapshots
 from compiler.observe.prometheus import InstanceUsage, instance_usage
@@ -135,8 +135,10 @@ def command(
         if path.exists():
             sources.add(f"{Path(against)}{os.sep}")
             try:
-                assignments[cluster.name] = read_assignment(path)
-            except ValueError as exc:
+                doc = read_assignment(path)
+                state_from_assignment(doc)  # the structure compile and the controller rely on
+                assignments[cluster.name] = doc
+            except (ValueError, KeyError, TypeError) as exc:
                 diagnostics.append(
                     make("MIGC405", f"no usable assignment for cluster {cluster.name}: {exc}", file=str(path))
                 )

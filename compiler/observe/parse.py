@@ -92,6 +92,10 @@ def _counts(items: Mapping[str, int]) -> Counts:
     return tuple(sorted((k, v) for k, v in items.items() if v))
 
 
+def _list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
 def _str_map(value: Any) -> dict[str, str]:
     if not isinstance(value, dict):
         return {}
@@ -129,10 +133,10 @@ def pod_requests(spec: Mapping[str, Any], where: str, warn: list[str]) -> dict[s
     """
     total: dict[str, int] = {}
     init_peak: dict[str, int] = {}
-    for c in spec.get("containers") or []:
+    for c in _list(spec.get("containers")):
         for k, v in _container_gpus(c, where, warn).items():
             total[k] = total.get(k, 0) + v
-    for c in spec.get("initContainers") or []:
+    for c in _list(spec.get("initContainers")):
         amounts = _container_gpus(c, where, warn)
         if isinstance(c, dict) and c.get("restartPolicy") == "Always":
             for k, v in amounts.items():
@@ -153,12 +157,13 @@ def parse_pod(
     assert isinstance(meta, dict)
     name, namespace = meta.get("name"), meta.get("namespace") or "default"
     if not isinstance(name, str) or not name or not isinstance(namespace, str):
-        return None, [make("MIGC402", "a Pod without a name was skipped", file=file)]
+        return None, [make("MIGC402", "a Pod without a usable name or namespace was skipped", file=file)]
     where = f"pod {namespace}/{name}"
     spec = obj.get("spec") if isinstance(obj.get("spec"), dict) else {}
     status = obj.get("status") if isinstance(obj.get("status"), dict) else {}
     assert isinstance(spec, dict) and isinstance(status, dict)
-    phase = str(status.get("phase") or "Pending")
+    raw_phase = status.get("phase")
+    phase = raw_phase if isinstance(raw_phase, str) and raw_phase else "Pending"
     if phase in _FINISHED:
         return None, []
     notes: list[str] = []

@@ -76,7 +76,8 @@ def _expected_resources(doc: Mapping[str, Any] | None, config: str) -> dict[str,
     cfg = (doc.get("configs") or {}).get(config)
     if not isinstance(cfg, dict) or not isinstance(cfg.get("resources"), dict):
         return None
-    return {str(k): int(v) for k, v in cfg["resources"].items()}
+    out = {str(k): v for k, v in cfg["resources"].items() if isinstance(v, int) and not isinstance(v, bool)}
+    return out if len(out) == len(cfg["resources"]) else None
 
 
 class _Shares:

@@ -386,3 +386,13 @@ def test_all_balanced_comparison(compiled: Any) -> None:
     s = status(compiled, sf.fleet())
     a100_pool = next(p for p in s.pools if p.name == "a100")
     assert a100_pool.balanced_gpus_needed == 33
+
+
+def test_tenant_memory_and_compute_against_quota(compiled: Any) -> None:
+    s = status(compiled, sf.fleet())
+    rec = next(t for t in s.tenants if t.name == "recommendations")
+    # recsys holds 3 of the 4 H100 3g.40gb (40 GB, 3 slices) and 2 of the 3 H200 3g.71gb (71 GB, 3 slices);
+    # examples/prod/tenants.yaml: guaranteed gpuMemoryGB 240, burst 480 and computeSlices 42
+    assert dict(rec.allocated) == {"nvidia.com/mig-3g.40gb": 3, "nvidia.com/mig-3g.71gb": 2}
+    assert rec.memory_gb == (3 * 40 + 2 * 71, 240, 480)
+    assert rec.compute_slices == (5 * 3, 0, 42)

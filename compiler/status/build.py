@@ -100,6 +100,20 @@ class _Shares:
     def total(self, counts: Iterable[tuple[str, int]]) -> float:
         return sum(self.of(r) * n for r, n in counts)
 
+    def memory_and_compute(self, counts: Iterable[tuple[str, int]]) -> tuple[float, float]:
+        """GPU memory (GB) and compute slices held, counted as the quota renderer counts them."""
+        memory = compute = 0.0
+        for resource, n in counts:
+            profile = profile_of(resource)
+            if profile is None:
+                share = self.of(resource)
+                memory += (self.model.memory_gb if self.model else 0.0) * share * n
+                compute += (self.model.compute_slices if self.model else 0) * share * n
+            elif self.model is not None and (prof := self.model.profile(profile)) is not None:
+                memory += prof.memory_gb * n
+                compute += prof.compute_slices * n
+        return memory, compute
+
 
 def _pool_index(policy: Policy) -> tuple[dict[str, tuple[str, NodePool]], list[tuple[str, NodePool]]]:
     """Named nodes → (cluster, pool), and the selector pools in cluster/pool name order."""
@@ -345,6 +359,7 @@ def build_status(
     missing: list[str] = []
     tenant_alloc: dict[str, dict[str, int]] = {}
     tenant_share: dict[str, float] = {}
+    tenant_memory: dict[str, tuple[float, float]] = {}
     tenant_cost: dict[str, float] = {}
     cost_total = cost_alloc = cost_idle = cost_whole = 0.0
     savings_balanced = 0.0
@@ -377,6 +392,9 @@ def build_status(
                     _add(n_alloc, requests)
                     _add(tenant_alloc.setdefault(tenant, {}), requests)
                     tenant_share[tenant] = tenant_share.get(tenant, 0.0) + shares.total(requests)
+                    mem, comp = shares.memory_and_compute(requests)
+                    old_mem, old_comp = tenant_memory.get(tenant, (0.0, 0.0))
+                    tenant_memory[tenant] = (old_mem + mem, old_comp + comp)
                     if price is not None:
                         tenant_cost[tenant] = tenant_cost.get(tenant, 0.0) + shares.total(requests) * price
                         cost_whole += sum(n for _, n in requests) * price
@@ -494,6 +512,16 @@ def build_status(
         tenants.append(
             TenantStatus(
                 name=t.name,
+                memory_gb=(
+                    round(tenant_memory.get(t.name, (0.0, 0.0))[0], 2),
+                    t.guaranteed.gpu_memory_gb,
+                    t.burst.gpu_memory_gb,
+                ),
+                compute_slices=(
+                    round(tenant_memory.get(t.name, (0.0, 0.0))[1], 2),
+                    float(t.guaranteed.compute_slices),
+                    float(t.burst.compute_slices),
+                ),
                 namespaces=t.namespaces,
                 allocated=_counts(held),
                 guaranteed=_counts(guaranteed),

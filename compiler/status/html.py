@@ -11,7 +11,7 @@ from __future__ import annotations
 import html
 
 from compiler.status.model import FleetStatus, GpuView, NodeStatus, Slot
-from compiler.status.report import fmt_counts, fmt_duration, money, short
+from compiler.status.report import fmt_counts, fmt_duration, fmt_triple, money, short
 
 # Okabe–Ito and Tableau colours: distinguishable for colour-blind viewers, dark enough for white text.
 PALETTE = (
@@ -182,7 +182,21 @@ def to_html(s: FleetStatus) -> str:
         )
     out.append('</table><h2>Tenants</h2><table id="tenants">')
     out.append(
-        _row(["Tenant", "Allocated", "Guaranteed", "Burst", "GPU shares", "Pending", "Cost/h", "Notes"], True)
+        _row(
+            [
+                "Tenant",
+                "Allocated",
+                "Guaranteed",
+                "Burst",
+                "GPU shares",
+                "Memory GB held/guar./burst",
+                "Compute slices held/guar./burst",
+                "Pending",
+                "Cost/h",
+                "Notes",
+            ],
+            True,
+        )
     )
     for t in s.tenants:
         notes = []
@@ -200,6 +214,8 @@ def to_html(s: FleetStatus) -> str:
                     _e(fmt_counts(t.guaranteed)),
                     _e(fmt_counts(t.burst)),
                     f"{t.allocated_share:.2f}",
+                    fmt_triple(t.memory_gb),
+                    fmt_triple(t.compute_slices),
                     str(t.pending),
                     _e(money(t.cost_per_hour)),
                     "; ".join(notes) or "-",

@@ -100,6 +100,8 @@ class TenantStatus:
     cost_per_hour: float | None
     above_guarantee: tuple[str, ...]  # resources held beyond the guarantee (borrowed)
     starved: tuple[str, ...]  # resources with pending pods while below the guarantee
+    memory_gb: tuple[float, float, float] = (0.0, 0.0, 0.0)  # held, guaranteed, burst (0 = no quota)
+    compute_slices: tuple[float, float, float] = (0.0, 0.0, 0.0)  # held, guaranteed, burst
 
 
 @dataclass(frozen=True)

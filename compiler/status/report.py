@@ -38,6 +38,12 @@ def fmt_duration(seconds: float | None) -> str:
     return f"{s // 86400}d{(s % 86400) // 3600}h"
 
 
+def fmt_triple(t: tuple[float, float, float]) -> str:
+    """held/guaranteed/burst; a quota the tenant does not set shows as -."""
+    held, guaranteed, burst = t
+    return "/".join(f"{v:g}" if v or i == 0 else "-" for i, v in enumerate((held, guaranteed, burst)))
+
+
 def money(v: float | None) -> str:
     return "-" if v is None else f"${v:,.2f}"
 
@@ -96,7 +102,7 @@ def to_text(s: FleetStatus) -> str:
     lines += _table(
         ["POOL", "MODEL", "NODES", "GPUS", "ALLOCATED", "FREE", "FRAGMENTED", "COST/H", "IDLE/H"], rows
     )
-    lines += ["", "Tenants (GPU shares; guaranteed / burst as resources)"]
+    lines += ["", "Tenants (GPU shares; memory GB and compute slices as held/guaranteed/burst)"]
     rows = []
     for t in s.tenants:
         flags = []
@@ -111,13 +117,27 @@ def to_text(s: FleetStatus) -> str:
                 fmt_counts(t.guaranteed),
                 fmt_counts(t.burst),
                 f"{t.allocated_share:.2f}",
+                fmt_triple(t.memory_gb),
+                fmt_triple(t.compute_slices),
                 str(t.pending),
                 money(t.cost_per_hour),
                 "; ".join(flags) or "-",
             ]
         )
     lines += _table(
-        ["TENANT", "ALLOCATED", "GUARANTEED", "BURST", "SHARES", "PENDING", "COST/H", "NOTES"], rows
+        [
+            "TENANT",
+            "ALLOCATED",
+            "GUARANTEED",
+            "BURST",
+            "SHARES",
+            "MEMORY GB",
+            "SLICES",
+            "PENDING",
+            "COST/H",
+            "NOTES",
+        ],
+        rows,
     )
     lines += ["", f"Pending GPU pods: {len(s.pending)}"]
     if s.pending:

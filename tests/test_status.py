@@ -310,6 +310,21 @@ def test_cli_snapshot_text_json_html(tmp_path: Path, capsys: pytest.CaptureFixtu
     assert rc == 0
     assert "gpu-l40s-use1-01" in out and "gpu-a100-use1-01" not in out
     assert "Pending GPU pods: 1" in out and "fraud/odd" in out
+    argv = [
+        "status",
+        "examples/prod",
+        "--snapshot",
+        str(snap),
+        "--now",
+        "2026-12-01T06:00:00Z",
+        "--exit-code",
+    ]
+    assert main(argv) == 0  # nothing drifts
+    node = next(i for i in cluster["items"] if i["metadata"]["name"] == "gpu-l40s-use1-02")
+    node["status"]["allocatable"]["nvidia.com/gpu"] = "4"  # time-slicing lost: 4 shares instead of 16
+    snap.write_text(json.dumps(cluster))
+    assert main(argv) == 3
+    assert "nvidia.com/gpu 4/16" in capsys.readouterr().out
 
 
 @pytest.mark.parametrize(

@@ -17,10 +17,11 @@ from typing import Any
 import click
 
 from compiler import report
-from compiler.commands._common import paths_argument
-from compiler.commands.compile import EXIT_INVALID, EXIT_OK, compile_policy, emit_diagnostics
+from compiler.catalog import load_catalog
+from compiler.commands._common import load_and_validate, paths_argument
+from compiler.commands.compile import EXIT_DRIFT, EXIT_INVALID, EXIT_OK, compile_policy, emit_diagnostics
 from compiler.current import ASSIGNMENT_FILE, read_assignment, state_from_assignment
-from compiler.diagnostics import Diagnostic, has_errors, make
+from compiler.diagnostics import has_errors, make
 from compiler.observe import Observation, ObserveError, read_cluster, read_snapshots
 from compiler.observe.prometheus import InstanceUsage, instance_usage
 from compiler.render import manifests
@@ -85,6 +86,7 @@ def _write_atomic(path: Path, text: str) -> None:
     "--html", "html_file", default=None, type=click.Path(dir_okay=False), help="Also write the HTML console."
 )
 @click.option("--now", default=None, help="Time the snapshot describes (RFC 3339, default: now).")
+@click.option("--exit-code", is_flag=True, help="Exit 3 when a node shown drifts from the assignment.")
 def command(
     paths: tuple[str, ...],
     snapshots: tuple[str, ...],
@@ -100,10 +102,12 @@ def command(
     fmt: str,
     html_file: str | None,
     now: str | None,
+    exit_code: bool,
 ) -> int:
     """Show GPU capacity, allocation, use, pending pods, rollouts, drift and cost per node, pool and tenant.
 
-    Exit status: 0 shown, 1 invalid policy or unreadable cluster state, 2 usage error.
+    Exit status: 0 shown, 1 invalid policy or unreadable cluster state, 2 usage error, 3 with
+    --exit-code when a node drifts.
     """
     live = kubeconfig is not None or context is not None or in_cluster
     if bool(snapshots) == live:
@@ -113,13 +117,13 @@ def command(
         diag = make("MIGC406", f"--now {now!r} is not an RFC 3339 timestamp with a time zone")
         emit_diagnostics([diag], "text", to_stderr=True)
         return EXIT_INVALID
-    result = compile_policy(paths, Path(against))
-    diagnostics: list[Diagnostic] = list(result.diagnostics)
-    if result.failed or result.policy is None or result.solution is None:
+    catalog = load_catalog()
+    loaded, diagnostics = load_and_validate(paths, catalog)
+    if loaded is None or has_errors(diagnostics):
         emit_diagnostics(diagnostics, "text", to_stderr=True)
         click.echo(report.summary(diagnostics, what="status"), err=True)
         return EXIT_INVALID
-    policy = result.policy
+    policy = loaded
     for name, known, option in (
         (pools, {p.name for c in policy.clusters for p in c.pools}, "--pool"),
         (tenants, {t.name for t in policy.tenants}, "--tenant"),
@@ -130,21 +134,32 @@ def command(
 
     assignments: dict[str, dict[str, Any]] = {}
     sources: set[str] = set()
+    unrendered = []
     for cluster in policy.clusters:
         path = Path(against) / cluster.name / ASSIGNMENT_FILE
-        if path.exists():
-            sources.add(f"{Path(against)}{os.sep}")
-            try:
-                doc = read_assignment(path)
-                state_from_assignment(doc)  # the structure compile and the controller rely on
-                assignments[cluster.name] = doc
-            except (ValueError, KeyError, TypeError) as exc:
-                diagnostics.append(
-                    make("MIGC405", f"no usable assignment for cluster {cluster.name}: {exc}", file=str(path))
-                )
-        else:
-            sources.add("the solved policy")
-            configs = manifests.collect_configs(cluster, result.solution, result.catalog)
+        if not path.exists():
+            unrendered.append(cluster)
+            continue
+        sources.add(f"{Path(against)}{os.sep}")
+        try:
+            doc = read_assignment(path)
+            state_from_assignment(doc)  # the structure compile and the controller rely on
+            assignments[cluster.name] = doc
+        except (ValueError, KeyError, TypeError) as exc:
+            diagnostics.append(
+                make("MIGC405", f"no usable assignment for cluster {cluster.name}: {exc}", file=str(path))
+            )
+    if unrendered and not has_errors(diagnostics):
+        # no rendered output for these clusters: compare with what compiling the policy would assign
+        sources.add("the solved policy")
+        result = compile_policy(paths, Path(against))
+        diagnostics = list(result.diagnostics)
+        if result.failed or result.solution is None:
+            emit_diagnostics(diagnostics, "text", to_stderr=True)
+            click.echo(report.summary(diagnostics, what="status"), err=True)
+            return EXIT_INVALID
+        for cluster in unrendered:
+            configs = manifests.collect_configs(cluster, result.solution, catalog)
             assignments[cluster.name] = manifests.assignment_document(cluster, result.solution, configs)
     expected_from = " and ".join(sorted(sources))
 
@@ -172,7 +187,7 @@ def command(
         return EXIT_INVALID
     status = build_status(
         policy,
-        result.catalog,
+        catalog,
         observation,
         assignments,
         expected_from=expected_from,
@@ -195,4 +210,4 @@ def command(
         f"{sum(1 for n in status.nodes if n.drift)} drifted" + (f"; wrote {html_file}" if html_file else ""),
         err=True,
     )
-    return EXIT_OK
+    return EXIT_DRIFT if exit_code and any(n.drift for n in status.nodes) else EXIT_OK

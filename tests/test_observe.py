@@ -352,3 +352,26 @@ def test_container_lists_of_the_wrong_type(field: str) -> None:
     obj["spec"][field] = 5
     pod, diags = parse_pod(obj, NOW)
     assert diags == [] and (pod is None if field == "containers" else pod is not None)
+
+
+def test_live_reading_without_the_client_is_a_coded_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    import sys
+
+    from compiler.observe import read_cluster
+
+    monkeypatch.setitem(sys.modules, "kubernetes", None)  # as if the package were not installed
+    with pytest.raises(ObserveError) as info:
+        read_cluster(NOW, kubeconfig="/nonexistent")
+    assert (
+        info.value.diagnostic.code == "MIGC403" and "pip install kubernetes" in info.value.diagnostic.message
+    )
+
+
+def test_live_reading_with_a_broken_kubeconfig(tmp_path: Path) -> None:
+    from compiler.observe import read_cluster
+
+    bad = tmp_path / "config"
+    bad.write_text("apiVersion: v1\nkind: Config\ncontexts: []\n")
+    with pytest.raises(ObserveError) as info:
+        read_cluster(NOW, kubeconfig=str(bad))
+    assert info.value.diagnostic.code == "MIGC403" and str(bad) in info.value.diagnostic.message

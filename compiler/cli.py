@@ -34,6 +34,7 @@ COMMAND_MODULES = (
     "compiler.commands.compile",
     "compiler.commands.plan",
     "compiler.commands.discover",
+    "compiler.commands.status",
 )
 
 

@@ -6,6 +6,7 @@ Codes live in ranges (documented in ``compiler/codes/*.yaml``, one file per rang
 * ``MIGC1xx`` semantics (cross-references, names, bounds)
 * ``MIGC2xx`` solving (infeasible guarantees, unmet demand)
 * ``MIGC3xx`` output (rendering, drift, quota feasibility)
+* ``MIGC4xx`` observing a cluster (snapshots, live reads, Prometheus; ``migc status``)
 * ``MIGC9xx`` internal and environment problems (discover, NVML)
 
 Stages never print; they return diagnostics and the reporters in ``compiler.report`` present them.

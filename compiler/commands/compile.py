@@ -134,8 +134,9 @@ def emit_diagnostics(diagnostics: Sequence[Diagnostic], fmt: str, *, to_stderr: 
     "--with",
     "extras",
     multiple=True,
-    type=click.Choice(["kueue"]),
-    help="Also render optional objects: kueue (ResourceFlavors, ClusterQueues, LocalQueues).",
+    type=click.Choice(["kueue", "monitoring"]),
+    help="Also render optional objects: kueue (ResourceFlavors, ClusterQueues, LocalQueues), "
+    "monitoring (Grafana dashboard ConfigMap, PrometheusRule).",
 )
 @click.option("--cluster", default=None, help="With --stdout: print only this cluster's manifests.")
 @output_format_option
@@ -171,6 +172,7 @@ def command(
         result.solution,
         result.catalog,
         with_kueue="kueue" in extras,
+        with_monitoring="monitoring" in extras,
         source_label=result.source_label,
     )
     too_big = oversized(files)

@@ -13,6 +13,7 @@ RANGES = (
     ("MIGC1xx", "semantics"),
     ("MIGC2xx", "solving"),
     ("MIGC3xx", "output"),
+    ("MIGC4xx", "observing a cluster"),
     ("MIGC9xx", "internal and environment"),
 )
 

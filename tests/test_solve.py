@@ -28,6 +28,7 @@ from test_solve_support import (
 
 from compiler.catalog import load_catalog
 from compiler.catalog.layouts import is_feasible
+from compiler.commands._common import load_and_validate
 from compiler.diagnostics import Severity
 from compiler.model import GpuLayout, PartitionPolicy, Policy, Quota, Sharing, Tenant
 from compiler.solve import solve
@@ -435,8 +436,7 @@ def _example_dirs() -> list[Path]:
 
 @pytest.mark.parametrize("directory", _example_dirs(), ids=lambda d: d.name)
 def test_examples_solve(directory: Path) -> None:
-    validate_mod = pytest.importorskip("compiler.commands._common")
-    pol, diags = validate_mod.load_and_validate([str(directory)])
+    pol, diags = load_and_validate([str(directory)])
     assert pol is not None, [d.message for d in diags]
     sol = solve(pol, CAT)
     _check_layouts(sol)

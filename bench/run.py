@@ -658,6 +658,39 @@ def run_startup(cfg: Config, checks: Checks) -> str:
     return startup.render(rows)
 
 
+def _git(root: Path, *args: str) -> str | None:
+    try:
+        proc = subprocess.run(
+            ["git", *args],
+            capture_output=True,
+            text=True,
+            cwd=root,
+            check=False,
+            timeout=30,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return proc.stdout if proc.returncode == 0 else None
+
+
+def git_state(root: Path | None = None) -> str:
+    """The commit measured and whether the tree differed from it: ``abc1234``, ``abc1234 + uncommitted
+    changes to 3 files (bench/run.py, ...)``, or ``unknown (not a git checkout)``."""
+    root = root or Path(__file__).resolve().parents[1]
+    head = _git(root, "rev-parse", "--short", "HEAD")
+    if head is None or not head.strip():
+        return "unknown (not a git checkout)"
+    status = _git(root, "status", "--porcelain", "--untracked-files=normal")
+    if status is None:
+        return f"{head.strip()} (working-tree state unknown)"
+    changed = sorted({line[3:].strip() for line in status.splitlines() if line.strip()})
+    if not changed:
+        return f"{head.strip()} (clean working tree)"
+    shown = ", ".join(changed[:5]) + (", ..." if len(changed) > 5 else "")
+    files = "file" if len(changed) == 1 else "files"
+    return f"{head.strip()} + uncommitted changes to {len(changed)} {files} ({shown})"
+
+
 def machine_facts() -> list[str]:
     cpu = platform.processor() or "unknown"
     try:
@@ -676,22 +709,13 @@ def machine_facts() -> list[str]:
         pass
     from importlib.metadata import version
 
-    commit = (
-        subprocess.run(
-            ["git", "rev-parse", "--short", "HEAD"],
-            capture_output=True,
-            text=True,
-            cwd=Path(__file__).resolve().parents[1],
-            check=False,
-        ).stdout.strip()
-        or "unknown"
-    )
+    commit = git_state()
     return [
         f"- CPU: {cpu}, {os.cpu_count()} logical CPUs (shared with other work while measuring)",
         f"- memory: {mem}",
         f"- OS: {platform.platform()}",
         f"- Python {platform.python_version()}, highspy {version('highspy')}",
-        f"- git commit: {commit} (plus uncommitted work in progress of other modules, if any)",
+        f"- git commit: {commit}",
     ]
 
 

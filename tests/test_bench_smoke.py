@@ -8,6 +8,7 @@ holds it; otherwise those parts skip, except under CI (`$CI` set), where the dat
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -199,3 +200,40 @@ def test_driver_rejects_an_unknown_model() -> None:
     with pytest.raises(SystemExit) as exc:
         run.main(["--tiny", "--only", "M1", "--models", "A100-SXM4-80GB,NOPE"])
     assert exc.value.code == 2
+
+
+def test_bench_milp_keeps_the_highs_banner_off_stdout() -> None:
+    # HiGHS prints its banner on fd 1 once per process, so this needs a fresh interpreter.
+    code = (
+        "from bench.milp import Model\n"
+        "m = Model()\n"
+        "x = m.var(1.0)\n"
+        "m.row({x: 1.0}, lb=2.0)\n"
+        "r = m.solve()\n"
+        "print('objective', r.objective)\n"
+    )
+    root = Path(__file__).resolve().parents[1]
+    proc = subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True, text=True, check=True)
+    assert proc.stdout == "objective 2.0\n"
+
+
+def test_report_header_states_the_real_git_state(tmp_path: Path) -> None:
+    assert run.git_state(tmp_path) == "unknown (not a git checkout)"
+
+    def git(*args: str) -> None:
+        subprocess.run(
+            ["git", "-c", "user.name=bench", "-c", "user.email=bench@example.invalid", *args],
+            cwd=tmp_path,
+            check=True,
+            capture_output=True,
+        )
+
+    git("init", "-q")
+    (tmp_path / "a.txt").write_text("one\n", encoding="utf-8")
+    git("add", "a.txt")
+    git("commit", "-q", "-m", "one")
+    state = run.git_state(tmp_path)
+    assert state.endswith(" (clean working tree)") and len(state.split()[0]) >= 7
+    (tmp_path / "a.txt").write_text("two\n", encoding="utf-8")
+    (tmp_path / "b.txt").write_text("new\n", encoding="utf-8")
+    assert run.git_state(tmp_path).endswith(" + uncommitted changes to 2 files (a.txt, b.txt)")

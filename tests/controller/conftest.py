@@ -6,11 +6,14 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import itertools
 import threading
 from collections.abc import Callable, Iterator, Mapping
+from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from kubernetes import client
 
 from controller import state as st
@@ -286,9 +289,28 @@ def assert_only_gpu_pods_evicted(calls: list[Call], gpu_pods: set[str]) -> set[s
     return evicted
 
 
-# (group, resource, subresource, verb) of every controller request in this session's scenarios;
-# the RBAC test checks that the ClusterRole/Role cover all of them.
-OBSERVED: set[tuple[str, str, str, str]] = set()
+DEPLOY = Path(__file__).resolve().parents[2] / "controller" / "deploy"
+
+
+def deploy_objects() -> list[dict[str, Any]]:
+    """Every object of the controller's deploy manifests, in file order."""
+    docs: list[dict[str, Any]] = []
+    for path in sorted(DEPLOY.glob("*.yaml")):
+        docs.extend(d for d in yaml.safe_load_all(path.read_text(encoding="utf-8")) if d)
+    return docs
+
+
+def granted_rbac(kind: str | None = None) -> set[tuple[str, str, str, str]]:
+    """(group, resource, subresource, verb) the deploy manifests' ClusterRole and Role (or ``kind``) grant."""
+    out = set()
+    for obj in deploy_objects():
+        if obj["kind"] not in ((kind,) if kind else ("ClusterRole", "Role")):
+            continue
+        for rule in obj["rules"]:
+            for group, res, verb in itertools.product(rule["apiGroups"], rule["resources"], rule["verbs"]):
+                resource, _, sub = res.partition("/")
+                out.add((group, resource, sub, verb))
+    return out
 
 
 def rbac_tuples(calls: list[Call]) -> set[tuple[str, str, str, str]]:
@@ -297,10 +319,14 @@ def rbac_tuples(calls: list[Call]) -> set[tuple[str, str, str, str]]:
 
 @pytest.fixture
 def cluster() -> Iterator[Cluster]:
+    """A fresh emulated cluster. On teardown, every request the controllers made in this scenario must
+    be one the deploy RBAC grants (checked per scenario, so it holds whatever order tests run in)."""
     c = Cluster()
     try:
         yield c
+        c.stop_all()
+        outside = rbac_tuples(c.controller_calls()) - granted_rbac()
+        assert not outside, f"controller calls the deploy RBAC does not grant: {sorted(outside)}"
     finally:
         c.stop_all()
-        OBSERVED.update(rbac_tuples(c.controller_calls()))
         c.emu.stop()

@@ -226,7 +226,7 @@ def test_killed_mid_rollout_and_restarted_resumes_without_repeating_steps(
     assert max_cordoned(calls) <= 3
     assert_cordons_are_marked(calls)
     cordons = [
-        c.name
+        str(c.name)
         for c in calls
         if c.verb == "patch"
         and c.resource == "nodes"
@@ -235,7 +235,7 @@ def test_killed_mid_rollout_and_restarted_resumes_without_repeating_steps(
     ]
     assert sorted(cordons) == nodes  # each node cordoned exactly once across both lifetimes
     labels = [
-        c.name
+        str(c.name)
         for c in calls
         if c.verb == "patch"
         and c.resource == "nodes"

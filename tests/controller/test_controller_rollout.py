@@ -44,7 +44,7 @@ def test_new_revision_rolls_out_within_budget_evicting_only_gpu_pods(cluster: Cl
 
     # Nodes with the fewest running GPU pods went first (ties by name).
     cordon_order = [
-        c.name
+        str(c.name)
         for c in calls
         if c.verb == "patch"
         and c.resource == "nodes"

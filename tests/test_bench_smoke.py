@@ -114,6 +114,7 @@ def test_exhaustive_minimum_disruption() -> None:
     assert not min_disruption(geo, current, {"1g.10gb": 14}, 0, 1).found
 
 
+@pytest.mark.slow
 def test_m3_migc_disruption_is_minimal_on_small_cases() -> None:
     checks = run.Checks()
     rows = run.run_m3(TINY, MODELS, ("compute",), checks, True)
@@ -183,6 +184,7 @@ def test_scale_pipeline_end_to_end_on_a_small_fleet(tmp_path: Path) -> None:
     assert 0 < result["gpus_used"] <= 96
 
 
+@pytest.mark.slow
 def test_driver_writes_every_section_and_its_command(tmp_path: Path) -> None:
     out = tmp_path / "RESULTS.md"
     status = run.main(["--tiny", "--results", str(out)])

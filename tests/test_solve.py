@@ -371,6 +371,7 @@ print(json.dumps([solution_to_dict(sol), solution_to_dict(again)], sort_keys=Tru
 """
 
 
+@pytest.mark.slow
 def test_deterministic_across_hash_seeds() -> None:
     outputs = set()
     for seed in ("0", "1", "12345"):
@@ -404,6 +405,7 @@ def test_export_matches_schema() -> None:
     assert tenants == {w.tenant for w in pol.workloads}
 
 
+@pytest.mark.slow
 def test_random_policies_are_valid() -> None:
     for seed in range(15):
         pol = _random_policy(seed)
@@ -499,6 +501,7 @@ def test_spare_room_goes_to_burst_profiles() -> None:
     assert p.capacity()["gpu"] == 1  # burst never opens a GPU
 
 
+@pytest.mark.slow
 def test_greedy_solutions_are_valid_on_random_policies() -> None:
     for seed in range(10):
         pol = _random_policy(seed)

@@ -196,6 +196,7 @@ def test_dropped_watches_are_re_established(cluster: Cluster) -> None:
     assert [c.refused for c in watches if c.resource == "configmaps"][:3] == [False, True, False]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kill_after", [2, 7, 13])
 def test_killed_mid_rollout_and_restarted_resumes_without_repeating_steps(
     cluster: Cluster, kill_after: int

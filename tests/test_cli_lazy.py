@@ -93,3 +93,19 @@ def test_help_lists_every_command(capsys: pytest.CaptureFixture[str]) -> None:
 def test_unknown_command_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["recommend"]) == ExitCode.USAGE
     assert "No such command 'recommend'" in capsys.readouterr().err
+
+
+def test_code_registry_is_the_same_with_libyaml_and_pure_python(monkeypatch: pytest.MonkeyPatch) -> None:
+    # `explain` reads every code at startup, through libyaml when PyYAML has it; both loaders must agree.
+    import yaml
+
+    from compiler import diagnostics
+
+    fast = dict(diagnostics.registry())
+    monkeypatch.setattr(diagnostics, "_SAFE_LOADER", yaml.SafeLoader)
+    diagnostics.registry.cache_clear()
+    try:
+        assert dict(diagnostics.registry()) == fast
+    finally:
+        diagnostics.registry.cache_clear()
+    assert len(fast) > 50

@@ -16,7 +16,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench import baselines, openb, run, scale, synthetic
+from bench import baselines, openb, run, scale, startup, synthetic
 from bench.demand import WHOLE, Pod, profile_counts, whole_gpus
 from bench.geometry import geometry
 from bench.optimum import (
@@ -239,3 +239,13 @@ def test_report_header_states_the_real_git_state(tmp_path: Path) -> None:
     (tmp_path / "a.txt").write_text("two\n", encoding="utf-8")
     (tmp_path / "b.txt").write_text("new\n", encoding="utf-8")
     assert run.git_state(tmp_path).endswith(" + uncommitted changes to 2 files (a.txt, b.txt)")
+
+
+def test_startup_rows_report_time_imports_and_failures() -> None:
+    ok = startup.measure(("--version",), repeats=1)
+    assert ok.error == "" and ok.runs == 1 and ok.wall_s > 0 and ok.cpu_s > 0
+    assert ok.imported == ()  # --version loads none of the heavy libraries
+    bad = startup.measure(("explain", "MIGC999999"), repeats=1)
+    assert bad.error.startswith("exit 2: ")
+    table = startup.render([ok, bad])
+    assert "| `migc --version` |" in table and "FAILED: exit 2" in table

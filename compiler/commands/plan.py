@@ -11,7 +11,8 @@ from pathlib import Path
 import click
 
 from compiler import report
-from compiler.commands._common import paths_argument
+from compiler.commands._common import ignore_option, paths_argument
+from compiler.commands._files import write_files
 from compiler.commands.compile import EXIT_DRIFT, EXIT_INVALID, EXIT_OK, compile_policy, emit_diagnostics
 from compiler.current import read_capacity
 from compiler.diagnostics import has_errors
@@ -20,12 +21,13 @@ from compiler.plan import (
     build_plan,
     parse_snapshot,
     snapshot_diagnostic,
+    svg_files,
     to_json,
     to_markdown,
     to_text,
-    write_svgs,
 )
 from compiler.solve.export import solution_to_dict
+from compiler.validate.suppress import suppress
 
 
 @click.command(name="plan")
@@ -60,6 +62,7 @@ from compiler.solve.export import solution_to_dict
     type=click.Path(dir_okay=False),
     help="Pods of the cluster (kubectl get pods -A -o json) to list the GPU pods a rollout evicts.",
 )
+@ignore_option
 def command(
     paths: tuple[str, ...],
     against: str,
@@ -67,6 +70,7 @@ def command(
     svg_dir: str | None,
     exit_code: bool,
     snapshot: str | None,
+    ignore: tuple[str, ...],
 ) -> int:
     """Show what compiling policy PATHS would change: nodes, GPUs, capacity, evictions and cost.
 
@@ -83,6 +87,7 @@ def command(
             pods = parse_snapshot(Path(snapshot).read_text(encoding="utf-8"))
         except (OSError, SnapshotError) as exc:
             diagnostics.append(snapshot_diagnostic(snapshot, exc))
+    diagnostics = suppress(diagnostics, ignore)  # warnings and notes only; errors always stay
     emit_diagnostics(diagnostics, "text", to_stderr=True)
     if result.failed or result.policy is None or result.solution is None or has_errors(diagnostics):
         click.echo(report.summary(diagnostics, what="plan"), err=True)
@@ -97,7 +102,7 @@ def command(
         recorded=recorded,
     )
     if svg_dir is not None:
-        write_svgs(plan, result.catalog, Path(svg_dir))
+        write_files(Path(svg_dir), svg_files(plan, result.catalog))
     if fmt == "json":
         click.echo(to_json(plan), nl=False)
     elif fmt == "markdown":

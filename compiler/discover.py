@@ -824,11 +824,6 @@ def layout_lines(cap: Capture) -> list[str]:
     return lines
 
 
-def catalog_file(model_key: str) -> str:
-    """The shipped data file that defines ``model_key`` (repository-relative), or "" if none does."""
-    return _catalog_source(model_key)[0]
-
-
 def _catalog_source(model_key: str) -> tuple[str, str]:
     data_dir = resources.files("compiler.catalog").joinpath("data")
     for item in sorted(data_dir.iterdir(), key=lambda p: p.name):

@@ -32,7 +32,7 @@ import io
 import os
 import re
 import warnings
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -508,11 +508,6 @@ class _Converter:
         if isinstance(value, float) and value != value:  # NaN: no JSON equivalent, compares unequal to itself
             return str(node.value)
         return value
-
-
-def iter_documents(docs: Iterable[LoadedDocument]) -> Iterator[LoadedDocument]:
-    """Documents in a stable order: by file, then position in the file."""
-    return iter(sorted(docs, key=lambda d: (d.file, d.index)))
 
 
 # ---------------------------------------------------------------------------------------------------

@@ -143,9 +143,6 @@ class Quota:
     gpu_memory_gb: float = 0.0
     compute_slices: int = 0
 
-    def is_empty(self) -> bool:
-        return not self.profiles and not self.gpus and not self.gpu_memory_gb and not self.compute_slices
-
 
 @dataclass(frozen=True)
 class PriorityTier:

@@ -11,7 +11,6 @@ those patterns to give a specific code (MIGC109 names, MIGC114 durations) instea
 
 from __future__ import annotations
 
-import copy
 import json
 import sys
 from pathlib import Path
@@ -335,9 +334,6 @@ def _tenant() -> dict[str, Any]:
     return _kind_schema("Tenant", "migc Tenant", "A tenant: namespaces, priority, quotas.", spec)
 
 
-NEED_FORMS = ("profile", "profiles", "gpuMemoryGB/computeSlices", "gpus")
-
-
 def _workload() -> dict[str, Any]:
     # Each oneOf branch only states which keys make a form; the field constraints live in
     # "properties" so a wrong value is reported at the field (e.g. "profiles must be an array"),
@@ -531,10 +527,6 @@ def all_schema_files() -> dict[str, dict[str, Any]]:
 
 def dumps(schema: dict[str, Any]) -> str:
     return json.dumps(schema, indent=2, ensure_ascii=False) + "\n"
-
-
-def schema_for(kind: str) -> dict[str, Any]:
-    return copy.deepcopy(kind_schemas()[kind])
 
 
 def main(argv: list[str]) -> int:

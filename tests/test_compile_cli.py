@@ -38,7 +38,10 @@ def run(*argv: str) -> int:
     return main(list(argv))
 
 
-@pytest.mark.parametrize("example", POLICY_EXAMPLES)
+# The smallest example runs by default; the larger ones (tens of seconds of schema checks) with -m slow.
+@pytest.mark.parametrize(
+    "example", [e if e == "lab" else pytest.param(e, marks=pytest.mark.slow) for e in POLICY_EXAMPLES]
+)
 def test_compile_every_example_renders_valid_objects(example: str, tmp_path: Path) -> None:
     out = tmp_path / "out"
     assert run("compile", f"examples/{example}", "--out", str(out), "--with", "kueue") == 0
@@ -125,6 +128,7 @@ def test_guarantees_that_only_fail_together_are_caught(
     assert not (tmp_path / "out").exists()
 
 
+@pytest.mark.slow
 def test_killed_compile_leaves_previous_output(tmp_path: Path) -> None:
     out = tmp_path / "out"
     assert run("compile", "examples/lab", "--out", str(out)) == 0
@@ -171,6 +175,7 @@ def _compile_subprocess(args: list[str], out: Path, seed: str) -> dict[str, byte
     return tree(out)
 
 
+@pytest.mark.slow
 def test_identical_across_hash_seeds_and_file_order(tmp_path: Path) -> None:
     files = sorted(str(p.relative_to(ROOT)) for p in (ROOT / "examples/prod").glob("*.yaml"))
     first = _compile_subprocess(files, tmp_path / "a", "1")

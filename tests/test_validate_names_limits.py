@@ -8,6 +8,7 @@ import datetime as dt
 import json
 import time
 import unicodedata
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -163,7 +164,7 @@ _NAMES = st.builds(
     st.text(alphabet="abz09-.", min_size=1, max_size=8),
     st.sampled_from(_ODD),
 )
-_FIELDS = {
+_FIELDS: dict[str, Callable[[str], dict[str, str]]] = {
     "cluster": lambda v: {"cluster": v},
     "pool": lambda v: {"pool": v},
     "tenant": lambda v: {"tenant": v},

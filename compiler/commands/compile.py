@@ -22,6 +22,7 @@ from compiler.catalog import Catalog, load_catalog
 from compiler.commands._common import ignore_option, load_and_validate, output_format_option, paths_argument
 from compiler.current import read_current, state_from_assignment
 from compiler.diagnostics import Diagnostic, has_errors, make
+from compiler.exitcodes import ExitCode
 from compiler.load import display_path
 from compiler.model import CurrentState, Policy
 from compiler.render import check_quotas, manifest_stream, manifests, oversized, render
@@ -30,9 +31,8 @@ from compiler.solve import solve
 from compiler.solve.result import Solution
 from compiler.validate.suppress import suppress
 
-EXIT_OK = 0
-EXIT_INVALID = 1
-EXIT_DRIFT = 3
+# The codes live in compiler.exitcodes; these names stay because `migc plan` imports them from here.
+EXIT_OK, EXIT_INVALID, EXIT_DRIFT = ExitCode.OK, ExitCode.INVALID, ExitCode.DRIFT
 
 
 @dataclass(frozen=True)

@@ -15,11 +15,9 @@ from compiler.commands._common import (
     paths_argument,
 )
 from compiler.diagnostics import Diagnostic, Severity
+from compiler.exitcodes import ExitCode
 from compiler.report import emit
 from compiler.validate import unique_sorted
-
-EXIT_OK = 0
-EXIT_INVALID = 1
 
 
 def policy_sets(paths: tuple[str, ...]) -> list[list[str]]:
@@ -58,7 +56,7 @@ def command(paths: tuple[str, ...], output_format: str, strict: bool, ignore: tu
     emit(diagnostics, output_format, out=sys.stdout, err=sys.stderr, files=count_files(paths))
     worst = max((d.severity for d in diagnostics), default=None)
     if worst is None:
-        return EXIT_OK
+        return ExitCode.OK
     if worst >= Severity.ERROR or (strict and worst >= Severity.WARNING):
-        return EXIT_INVALID
-    return EXIT_OK
+        return ExitCode.INVALID
+    return ExitCode.OK

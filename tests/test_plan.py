@@ -9,8 +9,9 @@ from pathlib import Path
 from test_render_support import BALANCED, SEVEN_SMALL, WHOLE, default_solution, policy, solution
 
 from compiler.catalog import load_catalog
+from compiler.commands._files import write_files
 from compiler.model import CurrentState, GpuLayout, NodeLayout
-from compiler.plan import build_plan, parse_snapshot, to_json, to_markdown, to_svg, to_text, write_svgs
+from compiler.plan import build_plan, parse_snapshot, svg_files, to_json, to_markdown, to_svg, to_text
 from compiler.solve.result import ServedDemand, Solution
 
 CATALOG = load_catalog()
@@ -194,6 +195,6 @@ def test_svg_draws_every_instance_and_is_well_formed(tmp_path: Path) -> None:
     # before: 6 GPUs x 7 instances; after: 8 GPUs x 7 instances.
     assert len(instance_rects) == 6 * 7 + 8 * 7
     assert svg.count(">whole GPU<") == 2
-    written = write_svgs(plan, CATALOG, tmp_path / "svg")
+    written = write_files(tmp_path / "svg", svg_files(plan, CATALOG))
     assert [p.name for p in written] == ["east-a100-02.svg"]
     assert "![a100-02](svg/east-a100-02.svg)" in to_markdown(plan, "svg")

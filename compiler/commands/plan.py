@@ -12,6 +12,7 @@ import click
 
 from compiler import report
 from compiler.commands._common import paths_argument
+from compiler.commands._files import write_files
 from compiler.commands.compile import EXIT_DRIFT, EXIT_INVALID, EXIT_OK, compile_policy, emit_diagnostics
 from compiler.current import read_capacity
 from compiler.diagnostics import has_errors
@@ -20,10 +21,10 @@ from compiler.plan import (
     build_plan,
     parse_snapshot,
     snapshot_diagnostic,
+    svg_files,
     to_json,
     to_markdown,
     to_text,
-    write_svgs,
 )
 from compiler.solve.export import solution_to_dict
 
@@ -97,7 +98,7 @@ def command(
         recorded=recorded,
     )
     if svg_dir is not None:
-        write_svgs(plan, result.catalog, Path(svg_dir))
+        write_files(Path(svg_dir), svg_files(plan, result.catalog))
     if fmt == "json":
         click.echo(to_json(plan), nl=False)
     elif fmt == "markdown":

@@ -13,7 +13,6 @@ import yaml
 from compiler.cli import main
 from compiler.current import CAPACITY_FILE, read_capacity
 from compiler.plan import Plan, RemovedNode, TenantRow, to_markdown, to_text
-from compiler.render.writer import FAULT_ENV
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -21,7 +20,6 @@ ROOT = Path(__file__).resolve().parents[1]
 @pytest.fixture(autouse=True)
 def at_repo_root(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(ROOT)
-    monkeypatch.delenv(FAULT_ENV, raising=False)
 
 
 def more_search(tmp_path: Path) -> Path:

@@ -527,7 +527,7 @@ def all_schema_files() -> dict[str, dict[str, Any]]:
 
 
 def dumps(schema: dict[str, Any]) -> str:
-    return json.dumps(schema, indent=2, ensure_ascii=False) + "\n"
+    return json.dumps(schema, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
 
 
 def schema_for(kind: str) -> dict[str, Any]:

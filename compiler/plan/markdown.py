@@ -16,7 +16,7 @@ from compiler.plan.formatting import (
 from compiler.plan.svg import svg_name
 
 
-def to_markdown(plan: Plan, svg_dir: str | None = None) -> str:
+def to_markdown(plan: Plan, svg_dir: str | None = None, *, detail: bool = False) -> str:
     out = ["## migc plan", "", summary(plan)]
     if plan.has_changes:
         out += ["", "### Nodes to reconfigure", ""]

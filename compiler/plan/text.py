@@ -15,7 +15,7 @@ from compiler.plan.formatting import (
 )
 
 
-def to_text(plan: Plan) -> str:
+def to_text(plan: Plan, *, detail: bool = False) -> str:
     out = [summary(plan)]
     if plan.has_changes:
         for cluster in plan.clusters:

@@ -399,7 +399,9 @@ def test_plan_against_a_non_render_is_a_usage_error(
 
 def test_plan_from_scratch(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     code, text = run(capsys, "plan", str(LAB), "--from-scratch")
-    assert code == 0 and "nodes change" in text
+    assert code == 0 and "nodes change" in text and "gpu 0: (not deployed)" not in text
+    code, text = run(capsys, "plan", str(LAB), "--from-scratch", "--detail")
+    assert code == 0 and "gpu 0: (not deployed)" in text
     code, text = run(capsys, "plan", str(LAB), "--from-scratch", "--against", str(tmp_path))
     assert code == 2
 

@@ -140,9 +140,23 @@ def test_symlinked_out_is_refused_and_leaves_nothing_behind(
     code, text = run(capsys, "compile", str(LAB), "--out", str(link))
     assert code == 1 and "MIGC320" in text
     assert link.is_symlink() and tree(lab_out) == before
+    code, text = run(capsys, "compile", str(LAB), "--out", str(link), "--check")
+    assert code == 1 and "MIGC320" in text
     assert sorted(p.name for p in tmp_path.iterdir()) == ["linked", "out"]
     # The directory itself still compiles (nothing dangling blocks it).
     assert run(capsys, "compile", str(LAB), "--out", str(lab_out))[0] == 0
+
+
+def test_planted_backup_link_is_removed_not_followed(
+    tmp_path: Path, lab_out: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    victim = tmp_path / "victim"
+    victim.mkdir()
+    (victim / "keep.txt").write_text("keep\n")
+    (tmp_path / ".out.migc-old").symlink_to(victim)
+    assert run(capsys, "compile", str(LAB), "--out", str(lab_out))[0] == 0
+    assert (victim / "keep.txt").read_text() == "keep\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out", "victim"]
 
 
 # ------------------------------------------------------------------------------------ locking
@@ -194,6 +208,24 @@ def test_two_concurrent_compiles_never_mix_trees(tmp_path: Path, lab_out: Path) 
     assert any(code == 0 for code, _ in results)
     assert tree(out) == expected
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out", "shared"]
+
+
+def test_a_run_removes_only_temporary_trees_of_dead_runs(
+    tmp_path: Path, lab_out: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    alive = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    try:
+        live_tmp = tmp_path / f".out.migc-tmp-{alive.pid}-abc"
+        dead_tmp = tmp_path / f".out.migc-tmp-{dead.pid}-def"
+        for tmp in (live_tmp, dead_tmp):
+            (tmp / "lab").mkdir(parents=True)
+        assert run(capsys, "compile", str(LAB), "--out", str(lab_out))[0] == 0
+        assert live_tmp.exists() and not dead_tmp.exists()
+    finally:
+        alive.kill()
+        alive.wait()
 
 
 # -------------------------------------------------------------------------------- bounded reads

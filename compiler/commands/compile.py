@@ -22,6 +22,7 @@ from compiler.catalog import Catalog, load_catalog
 from compiler.commands._common import load_and_validate, output_format_option, paths_argument
 from compiler.current import read_current, state_from_assignment
 from compiler.diagnostics import Diagnostic, has_errors, make
+from compiler.fsio import refuse_symlink
 from compiler.load import display_path
 from compiler.model import CurrentState, Policy
 from compiler.render import check_quotas, manifest_stream, manifests, oversized, render
@@ -181,8 +182,12 @@ def command(
     if check and to_stdout:
         raise click.UsageError("--check and --stdout exclude each other")
     out_dir = Path(out)
-    result = compile_policy(paths, out_dir, label_base=Path(os.path.abspath(out_dir)).parent)
     log_to_stderr = to_stdout or check
+    link = None if to_stdout else refuse_symlink(out_dir, "--out")
+    if link is not None:  # written or checked: the same directory either way, never through a link
+        emit_diagnostics([link], output_format, to_stderr=log_to_stderr)
+        return EXIT_INVALID
+    result = compile_policy(paths, out_dir, label_base=Path(os.path.abspath(out_dir)).parent)
     emit_diagnostics(result.diagnostics, output_format, to_stderr=log_to_stderr)
     if result.failed or result.policy is None or result.solution is None:
         click.echo(

@@ -271,6 +271,37 @@ def test_special_files_in_out_are_refused_not_read(
         assert "Traceback" not in text
 
 
+def test_oversized_files_in_out_and_snapshot_are_refused_unread(
+    tmp_path: Path, lab_out: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from compiler.fsio import ASSIGNMENT_LIMIT, SNAPSHOT_LIMIT
+
+    snap = tmp_path / "snap.json"
+    with snap.open("wb") as handle:  # sparse: the size is there, the bytes are not
+        handle.truncate(SNAPSHOT_LIMIT + 1)
+    code, text = run(capsys, "plan", str(LAB), "--against", str(lab_out), "--snapshot", str(snap))
+    assert code == 1 and "MIGC016" in text and "512 MiB" in text
+    with (lab_out / "lab" / ASSIGNMENT).open("r+b") as handle:
+        handle.truncate(ASSIGNMENT_LIMIT + 1)
+    code, text = run(capsys, "compile", str(LAB), "--out", str(lab_out))
+    assert code == 1 and "MIGC016" in text and "16 MiB" in text
+
+
+def test_read_bounded_stops_at_the_limit_even_when_the_file_grows(tmp_path: Path) -> None:
+    from compiler.fsio import ReadRefused, read_bounded
+
+    path = tmp_path / "f"
+    path.write_bytes(b"x" * 100)
+    assert read_bounded(path, 100, what="a test file") == b"x" * 100
+    with pytest.raises(ReadRefused) as refused:
+        read_bounded(path, 99, what="a test file")
+    assert refused.value.diagnostic.code == "MIGC016"
+    # /proc files report size 0 and then yield bytes: the read loop itself enforces the limit.
+    with pytest.raises(ReadRefused) as refused:
+        read_bounded(Path("/proc/self/status"), 16, what="a test file")
+    assert refused.value.diagnostic.code == "MIGC016"
+
+
 @pytest.mark.parametrize("kind", ["fifo", "zero"])
 def test_special_rendered_file_is_stale_for_check_not_read(
     kind: str, lab_out: Path, capsys: pytest.CaptureFixture[str]

@@ -121,6 +121,21 @@ def test_foreign_symlink_in_out_is_carried_as_a_link_never_dereferenced(
     assert run(capsys, "compile", str(LAB), "--out", str(lab_out), "--check")[0] == 0
 
 
+def test_link_in_place_of_a_cluster_directory_is_replaced_not_followed(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    victim = tmp_path / "victim"
+    victim.mkdir()
+    (victim / "keep.txt").write_text("keep\n")
+    other = tmp_path / "other"  # a migc output (of prod) with a link where lab/ will go
+    assert run(capsys, "compile", "examples/prod", "--out", str(other))[0] == 0
+    (other / "lab").symlink_to(victim)
+    code, text = run(capsys, "compile", str(LAB), "--out", str(other))
+    assert code == 0 and f"removed {other / 'lab'} (no longer rendered)" in text
+    assert not (other / "lab").is_symlink() and (other / "lab" / "kustomization.yaml").is_file()
+    assert sorted(p.name for p in victim.iterdir()) == ["keep.txt"]
+
+
 def test_special_file_in_out_is_refused_and_nothing_written(
     lab_out: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

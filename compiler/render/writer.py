@@ -162,9 +162,7 @@ def compare(files: Mapping[str, bytes], root: Path, *, prune: bool = False) -> D
         except ReadRefused:
             stale.append(path)
     extra = sorted(
-        p
-        for p in on_disk
-        if p not in files and "/" in p and (_top(p) in owned or (prune and _top(p) in indexed))
+        p for p in on_disk if p not in files and (_top(p) in owned or (prune and _top(p) in indexed))
     )
     return Drift(tuple(sorted(stale)), tuple(sorted(missing)), tuple(extra), tuple(diagnostics))
 
@@ -286,12 +284,9 @@ def _write_locked(files: Mapping[str, bytes], out: Path, prune: bool) -> Written
     owned = _owned_dirs(files)
     gone = sorted(c for c in indexed if c not in owned)
     dropped = set(gone) if prune else set()
-    removed_files = sorted(p for p in on_disk if _top(p) in owned and "/" in p and p not in files)
-    carried = sorted(
-        p
-        for p in on_disk
-        if p not in files and (_top(p) not in owned or "/" not in p) and _top(p) not in dropped
-    )
+    # Everything under (or named as) a cluster directory rendered now is migc's: replaced or removed.
+    removed_files = sorted(p for p in on_disk if _top(p) in owned and p not in files)
+    carried = sorted(p for p in on_disk if p not in files and _top(p) not in owned and _top(p) not in dropped)
     special = [p for p in carried if not (stat.S_ISREG(on_disk[p]) or stat.S_ISLNK(on_disk[p]))]
     if special:
         return Written(

@@ -54,7 +54,7 @@ _SUFFIX_BY_INDEX: Mapping[int, str] = {
 }
 # The catalog schema's profile-name pattern only knows the "+me" attribute.
 _CATALOG_SUFFIXES = ("", "+me")
-_NAME_RE = re.compile(r"^(?P<g>[1-8])g\.(?P<gb>[0-9]+)gb(?P<suffix>\+me\.all|\+me|\+gfx|-me)?$")
+_NAME_RE = re.compile(r"^(?P<g>[1-8])g\.(?P<gb>[0-9]+)gb(?P<suffix>\+me\.all|\+me|\+gfx|-me)?\Z")
 
 # nvmlReturn_t values (nvml.h), compared by value so that any bindings' exception classes work.
 _ERR_INVALID_ARGUMENT = 2

@@ -82,7 +82,7 @@ NodeLayout = tuple[GpuLayout, ...]
 class MaintenanceWindow:
     """A weekly window in which the controller may take nodes of a pool out of service."""
 
-    days: tuple[str, ...]  # "Mon".."Sun"; empty = every day
+    days: tuple[str, ...]  # "Mon".."Sun", never empty: a window written without days lists all seven
     start: str  # "HH:MM"
     end: str  # "HH:MM"; end < start wraps past midnight
     timezone: str = "UTC"

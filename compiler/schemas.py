@@ -31,6 +31,9 @@ POLICY_FILE = "policy.schema.json"
 # Python code that needs absolute URIs registers the files under this base.
 BASE_URI = "https://migc.dev/schema/"
 
+# Patterns are ECMA-262 (JSON Schema's dialect), where "$" is the end of the string. Python's re also
+# lets "$" match before a final newline; migc's validator reads "$" as the true end
+# (compiler.validate.common.ecma_anchors), so "c1\n" is not a name.
 DNS_LABEL_PATTERN = "^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
 DURATION_PATTERN = "^([0-9]+d)?([0-9]+h)?([0-9]+m)?([0-9]+s)?$"
 PERCENT_PATTERN = "^[0-9]{1,3}%$"

@@ -19,7 +19,7 @@ import click
 
 from compiler import report
 from compiler.catalog import Catalog, load_catalog
-from compiler.commands._common import load_and_validate, output_format_option, paths_argument
+from compiler.commands._common import ignore_option, load_and_validate, output_format_option, paths_argument
 from compiler.current import read_current, state_from_assignment
 from compiler.diagnostics import Diagnostic, has_errors, make
 from compiler.fsio import refuse_symlink
@@ -29,6 +29,7 @@ from compiler.render import check_quotas, manifest_stream, manifests, oversized,
 from compiler.render.writer import compare, write_tree
 from compiler.solve import solve
 from compiler.solve.result import Solution
+from compiler.validate.suppress import suppress
 
 EXIT_OK = 0
 EXIT_INVALID = 1
@@ -161,6 +162,7 @@ def emit_diagnostics(diagnostics: Sequence[Diagnostic], fmt: str, *, to_stderr: 
     "produce (without it they are kept, with a warning).",
 )
 @output_format_option
+@ignore_option
 def command(
     paths: tuple[str, ...],
     out: str,
@@ -170,6 +172,7 @@ def command(
     cluster: str | None,
     prune: bool,
     output_format: str,
+    ignore: tuple[str, ...],
 ) -> int:
     """Compile policy PATHS (files or directories) into Kubernetes manifests under --out.
 
@@ -188,11 +191,10 @@ def command(
         emit_diagnostics([link], output_format, to_stderr=log_to_stderr)
         return EXIT_INVALID
     result = compile_policy(paths, out_dir, label_base=Path(os.path.abspath(out_dir)).parent)
-    emit_diagnostics(result.diagnostics, output_format, to_stderr=log_to_stderr)
+    shown = suppress(result.diagnostics, ignore)  # warnings and notes only; errors always stay
+    emit_diagnostics(shown, output_format, to_stderr=log_to_stderr)
     if result.failed or result.policy is None or result.solution is None:
-        click.echo(
-            report.summary(list(result.diagnostics), what="compile") + "; nothing was written", err=True
-        )
+        click.echo(report.summary(shown, what="compile") + "; nothing was written", err=True)
         return EXIT_INVALID
     files = render(
         result.policy,

@@ -12,7 +12,7 @@ from pathlib import Path
 import click
 
 from compiler import report
-from compiler.commands._common import paths_argument
+from compiler.commands._common import ignore_option, paths_argument
 from compiler.commands._files import write_files
 from compiler.commands.compile import EXIT_DRIFT, EXIT_INVALID, EXIT_OK, compile_policy, emit_diagnostics
 from compiler.current import read_capacity
@@ -30,6 +30,7 @@ from compiler.plan import (
 )
 from compiler.render.writer import INDEX_NAME
 from compiler.solve.export import solution_to_dict
+from compiler.validate.suppress import suppress
 
 EXIT_USAGE = 2
 
@@ -92,6 +93,7 @@ def _render_check(against: Path) -> str | None:
     type=click.Path(dir_okay=False),
     help="Pods of the cluster (kubectl get pods -A -o json) to list the GPU pods a rollout evicts.",
 )
+@ignore_option
 def command(
     paths: tuple[str, ...],
     against: str | None,
@@ -101,6 +103,7 @@ def command(
     svg_dir: str | None,
     exit_code: bool,
     snapshot: str | None,
+    ignore: tuple[str, ...],
 ) -> int:
     """Show what compiling policy PATHS would change: nodes, GPUs, capacity, evictions and cost.
 
@@ -146,6 +149,7 @@ def command(
             diagnostics.append(exc.diagnostic)
         except (OSError, SnapshotError) as exc:
             diagnostics.append(snapshot_diagnostic(snapshot, exc))
+    diagnostics = suppress(diagnostics, ignore)  # warnings and notes only; errors always stay
     emit_diagnostics(diagnostics, "text", to_stderr=True)
     if result.failed or result.policy is None or result.solution is None or has_errors(diagnostics):
         click.echo(report.summary(diagnostics, what="plan"), err=True)

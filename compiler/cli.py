@@ -50,7 +50,8 @@ COMMANDS: dict[str, CommandEntry] = {
     ),
     "status": CommandEntry(
         "compiler.commands.status",
-        "Show GPU capacity, allocation, use, pending pods, rollouts, drift and cost per node, pool and tenant.",
+        "Show GPU capacity, allocation, use, pending pods, rollouts, drift and cost per node, pool and "
+        "tenant.",
     ),
     "validate": CommandEntry(
         "compiler.commands.validate", "Check policy sets against the schemas and semantic rules."

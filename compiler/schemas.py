@@ -526,7 +526,7 @@ def all_schema_files() -> dict[str, dict[str, Any]]:
 
 
 def dumps(schema: dict[str, Any]) -> str:
-    return json.dumps(schema, indent=2, ensure_ascii=False) + "\n"
+    return json.dumps(schema, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
 
 
 def main(argv: list[str]) -> int:

@@ -1,27 +1,17 @@
-"""Writing command outputs other than ``--out`` (``plan --svg``): each file whole or not at all.
+"""Writing command outputs other than ``--out`` (``plan --svg``): each file whole, never through a link.
 
-A file is written to a temporary name in its directory and renamed over the target, so a reader
-never sees half a file and a kill leaves the old file (or none) in place.
+Every file goes through :func:`compiler.fsio.write_file_atomic` (a new temporary file in the same
+directory, renamed over the target), so a symbolic link planted at a target path is replaced by
+the new file and its target is never opened. The directory itself must not be a symbolic link
+(the command checks that first, MIGC320).
 """
 
 from __future__ import annotations
 
-import os
-import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 
-
-def write_file_atomic(path: Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` through a temporary file in the same directory and a rename."""
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".migc-tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+from compiler.fsio import write_file_atomic
 
 
 def write_files(directory: Path, files: Mapping[str, str]) -> list[Path]:

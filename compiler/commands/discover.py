@@ -95,7 +95,7 @@ def run(*, fmt: str, compare: bool, gpu: int | None, output_format: str, quiet: 
         if compare:
             differences.extend(discover.compare(model, known))
     if fmt == "json":
-        click.echo(json.dumps(entries, indent=2))
+        click.echo(json.dumps(entries, indent=2, allow_nan=False))
     else:
         # Every document opens with "---" so that outputs of many nodes concatenate into one stream.
         header = (

@@ -19,9 +19,10 @@ import click
 from compiler import report
 from compiler.catalog import load_catalog
 from compiler.commands._common import load_and_validate, paths_argument
-from compiler.commands.compile import EXIT_DRIFT, EXIT_INVALID, EXIT_OK, compile_policy, emit_diagnostics
+from compiler.commands.compile import compile_policy, emit_diagnostics
 from compiler.current import ASSIGNMENT_FILE, read_assignment, state_from_assignment
 from compiler.diagnostics import has_errors, make
+from compiler.exitcodes import ExitCode
 from compiler.observe import Observation, ObserveError, read_cluster, read_snapshots
 from compiler.observe.prometheus import InstanceUsage, instance_usage
 from compiler.render import manifests
@@ -116,13 +117,13 @@ def command(
     if moment is None:
         diag = make("MIGC406", f"--now {now!r} is not an RFC 3339 timestamp with a time zone")
         emit_diagnostics([diag], "text", to_stderr=True)
-        return EXIT_INVALID
+        return ExitCode.INVALID
     catalog = load_catalog()
     loaded, diagnostics = load_and_validate(paths, catalog)
     if loaded is None or has_errors(diagnostics):
         emit_diagnostics(diagnostics, "text", to_stderr=True)
         click.echo(report.summary(diagnostics, what="status"), err=True)
-        return EXIT_INVALID
+        return ExitCode.INVALID
     policy = loaded
     for name, known, option in (
         (pools, {p.name for c in policy.clusters for p in c.pools}, "--pool"),
@@ -157,7 +158,7 @@ def command(
         if result.failed or result.solution is None:
             emit_diagnostics(diagnostics, "text", to_stderr=True)
             click.echo(report.summary(diagnostics, what="status"), err=True)
-            return EXIT_INVALID
+            return ExitCode.INVALID
         for cluster in unrendered:
             configs = manifests.collect_configs(cluster, result.solution, catalog)
             assignments[cluster.name] = manifests.assignment_document(cluster, result.solution, configs)
@@ -184,7 +185,7 @@ def command(
     emit_diagnostics(diagnostics, "text", to_stderr=True)
     if observation is None or has_errors(diagnostics):
         click.echo(report.summary(diagnostics, what="status"), err=True)
-        return EXIT_INVALID
+        return ExitCode.INVALID
     status = build_status(
         policy,
         catalog,
@@ -203,11 +204,11 @@ def command(
                 "text",
                 to_stderr=True,
             )
-            return EXIT_INVALID
+            return ExitCode.INVALID
     click.echo(to_json(status) if fmt == "json" else to_text(status), nl=False)
     click.echo(
         f"migc: {len(status.nodes)} nodes, {len(status.pending)} pending GPU pods, "
         f"{sum(1 for n in status.nodes if n.drift)} drifted" + (f"; wrote {html_file}" if html_file else ""),
         err=True,
     )
-    return EXIT_DRIFT if exit_code and any(n.drift for n in status.nodes) else EXIT_OK
+    return ExitCode.DRIFT if exit_code and any(n.drift for n in status.nodes) else ExitCode.OK

@@ -53,4 +53,4 @@ def to_json(plan: Plan) -> str:
         "costs": [{**vars(c), "unpriced_pools": list(c.unpriced_pools)} for c in plan.costs],
         "solution": plan.solution,
     }
-    return json.dumps(doc, sort_keys=True, indent=2) + "\n"
+    return json.dumps(doc, sort_keys=True, indent=2, allow_nan=False) + "\n"

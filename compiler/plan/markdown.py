@@ -13,26 +13,54 @@ from compiler.plan.formatting import (
     summary,
     tenant_changes,
 )
+from compiler.plan.overview import ALL_BALANCED, group_changes, node_names, spans, summary_items
 from compiler.plan.svg import svg_name
 
 
-def to_markdown(plan: Plan, svg_dir: str | None = None) -> str:
+def to_markdown(plan: Plan, svg_dir: str | None = None, *, detail: bool = False) -> str:
+    """Summary first, then the node table (identical nodes and GPUs grouped; per GPU with ``detail``)."""
     out = ["## migc plan", "", summary(plan)]
+    items = summary_items(plan)
+    if items:
+        out.append("")
+        for label, lines in items:
+            text = lines[0] if len(lines) == 1 else "<br>".join(lines)
+            out.append(f"- **{label}**: {text}")
+        if plan.has_changes and plan.costs:
+            out.append(f"- _{ALL_BALANCED}_")
     if plan.has_changes:
         out += ["", "### Nodes to reconfigure", ""]
-        out += ["| cluster | pool | node | GPU | before | after |", "|---|---|---|---|---|---|"]
-        for c in plan.changes:
-            for i in c.changed_gpus:
-                before = c.before[i] if c.before is not None and i < len(c.before) else None
-                out.append(
-                    f"| {c.cluster} | {c.pool} | `{c.node}` | {i} | {gpu_text(before)} "
-                    f"| {gpu_text(c.after[i])} |"
-                )
-        for r in plan.removed:
-            out.append(f"| {r.cluster} | {r.pool} | `{r.node}` | all | deployed | removed from policy |")
-        out += ["", "Why:", ""]
-        for c in plan.changes:
-            out.append(f"- `{c.node}`{' (selector pool placeholder)' if c.selector else ''}: {c.reason}")
+        if detail:
+            out += ["| cluster | pool | node | GPU | before | after |", "|---|---|---|---|---|---|"]
+            for c in plan.changes:
+                for i in c.changed_gpus:
+                    before = c.before[i] if c.before is not None and i < len(c.before) else None
+                    out.append(
+                        f"| {c.cluster} | {c.pool} | `{c.node}` | {i} | {gpu_text(before)} "
+                        f"| {gpu_text(c.after[i])} |"
+                    )
+            for r in plan.removed:
+                out.append(f"| {r.cluster} | {r.pool} | `{r.node}` | all | deployed | removed from policy |")
+            out += ["", "Why:", ""]
+            for c in plan.changes:
+                out.append(f"- `{c.node}`{' (selector pool placeholder)' if c.selector else ''}: {c.reason}")
+        else:
+            groups = group_changes(plan.changes)
+            out += ["| cluster | pool | nodes | GPUs | before | after |", "|---|---|---|---|---|---|"]
+            for g in groups:
+                nodes = node_names(g.nodes, "`")
+                count = f"{len(g.nodes)}: {nodes}" if len(g.nodes) > 1 else nodes
+                for move in g.transitions:
+                    gpus = f"{move.gpus} per node" if len(g.nodes) > 1 else spans(move.indices)
+                    out.append(
+                        f"| {g.cluster} | {g.pool} | {count} | {gpus} | {move.before} | {move.after} |"
+                    )
+            for r in plan.removed:
+                out.append(f"| {r.cluster} | {r.pool} | `{r.node}` | all | deployed | removed from policy |")
+            out += ["", "Why:", ""]
+            for g in groups:
+                placeholder = " (selector pool placeholder)" if g.selector else ""
+                out.append(f"- {node_names(g.nodes, '`')}{placeholder}: {g.reason}")
         if svg_dir is not None:
             out += ["", "<details><summary>Slice pictures</summary>", ""]
             for c in plan.changes:
@@ -82,7 +110,7 @@ def to_markdown(plan: Plan, svg_dir: str | None = None) -> str:
                 f"| {u.requested} {resource_label(u.resource)} |"
             )
     if plan.has_changes and plan.costs:
-        out += ["", "### GPUs in use and cost per hour", ""]
+        out += ["", "### GPUs in use and cost per hour", "", f"_{ALL_BALANCED}._", ""]
         out += ["| cluster | before | after | all-balanced default |", "|---|---:|---:|---:|"]
         for cost in plan.costs:
             out.append(

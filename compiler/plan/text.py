@@ -13,10 +13,17 @@ from compiler.plan.formatting import (
     tenant_changes,
     tenant_text,
 )
+from compiler.plan.overview import ALL_BALANCED, group_changes, node_names, summary_items, transition_text
 
 
-def to_text(plan: Plan) -> str:
+def to_text(plan: Plan, *, detail: bool = False) -> str:
+    """Summary first, then the node changes (grouped; per GPU with ``detail``), then the sections."""
     out = [summary(plan)]
+    for label, lines in summary_items(plan):
+        out.append(f"  {label}:")
+        out.extend(f"    {line}" for line in lines)
+        if label.startswith("cost") and lines:
+            out.append(f"    ({ALL_BALANCED})")
     if plan.has_changes:
         for cluster in plan.clusters:
             changes = [c for c in plan.changes if c.cluster == cluster]
@@ -25,13 +32,24 @@ def to_text(plan: Plan) -> str:
                 continue
             out.append("")
             out.append(f"cluster {cluster}")
-            for c in changes:
-                sign = "+" if c.before is None else "~"
-                out.append(f"  {sign} node {c.node} ({c.where}): {c.reason}")
-                out.extend("      " + line for line in gpu_lines(c))
+            if detail:
+                for c in changes:
+                    sign = "+" if c.before is None else "~"
+                    out.append(f"  {sign} node {c.node} ({c.where}): {c.reason}")
+                    out.extend("      " + line for line in gpu_lines(c))
+            else:
+                for group in group_changes(changes):
+                    sign = "+" if group.new else "~"
+                    what = (
+                        f"node {group.nodes[0]}"
+                        if len(group.nodes) == 1
+                        else f"{len(group.nodes)} nodes {node_names(group.nodes)}"
+                    )
+                    out.append(f"  {sign} {what} ({group.where}): {group.reason}")
+                    out.extend("      " + transition_text(group, move) for move in group.transitions)
             for r in removed:
                 out.append(f"  - node {r.node} (pool {r.pool}): no longer in the policy; left as deployed")
-        caps = capacity_changes(plan)
+        caps = capacity_changes(plan) if detail else []
         if caps:
             out.append("")
             out.append("capacity per pool (instances, before → after)")
@@ -39,7 +57,7 @@ def to_text(plan: Plan) -> str:
                 out.append(
                     f"  {row.cluster}/{row.pool} {resource_label(row.resource)}: {row.before} → {row.after}"
                 )
-        rows = tenant_changes(plan)
+        rows = tenant_changes(plan) if detail else []
         if rows:
             out.append("")
             note = estimate_note(rows)
@@ -64,9 +82,10 @@ def to_text(plan: Plan) -> str:
                 f"  {u.cluster}/{u.pool} {u.tenant}/{u.workload} ({u.priority_tier}): "
                 f"{u.served} of {u.requested} {resource_label(u.resource)}"
             )
-    if plan.has_changes and plan.costs:
+    if detail and plan.has_changes and plan.costs:
         out.append("")
         out.append("GPUs in use and cost per hour (before → after; GPU Operator all-balanced default)")
+        out.append(f"  ({ALL_BALANCED})")
         for cost in plan.costs:
             out.append(
                 f"  {cost.cluster}: {cost.gpus_before} → {cost.gpus_after} of {cost.gpus_total} GPUs, "

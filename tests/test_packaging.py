@@ -250,6 +250,15 @@ def test_discover_without_its_extra_names_the_extra(tmp_path: Path) -> None:
     assert "Traceback" not in done.stderr
 
 
+def test_status_live_without_the_kubernetes_client_is_coded(tmp_path: Path) -> None:
+    shutil.copytree(REPO / "examples" / "prod", tmp_path / "prod")
+    (tmp_path / "kubeconfig").write_text("apiVersion: v1\nkind: Config\n", encoding="utf-8")
+    done = _run_without_extras(tmp_path, "migc", ["status", "prod", "--kubeconfig", "kubeconfig"])
+    assert done.returncode == 1, done.stderr
+    assert "MIGC403" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
 def test_controller_without_its_extra_names_the_extra(tmp_path: Path) -> None:
     done = _run_without_extras(tmp_path, "migc-controller", ["--help"])
     assert done.returncode == 1, done.stderr

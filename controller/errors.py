@@ -45,14 +45,6 @@ class InvalidAssignmentError(PermanentError):
     """The assignment document violates the schema or refers to unknown configs."""
 
 
-class ControllerKilled(BaseException):
-    """Raised at the next API call after ``Kube.kill()``: emulates SIGKILL at a request boundary.
-
-    A BaseException so that no ``except Exception`` on the way up can swallow it or write
-    anything "on the way out" -- a killed process gets no chance to clean up either.
-    """
-
-
 def _reason(exc: ApiException) -> str:
     body: object = exc.body  # typed str, but older clients and some servers hand back bytes
     if isinstance(body, bytes):

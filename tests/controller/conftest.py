@@ -4,6 +4,7 @@ request history (never the controller's own bookkeeping)."""
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import datetime as dt
 import threading
@@ -11,10 +12,7 @@ from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 import pytest
-from kubernetes import client
-
-from controller import state as st
-from controller.emulation import (
+from emulation import (
     CONFIGMAPS,
     GPU_COUNT,
     NODES,
@@ -24,10 +22,14 @@ from controller.emulation import (
     FakeDevicePlugin,
     FakeMigManager,
     assignment_configmap,
+    mig_parted_configmap,
     node_object,
     pod_object,
     revision_of,
 )
+from kubernetes import client
+
+from controller import state as st
 from controller.kube import USER_AGENT
 from controller.metrics import Metrics
 from controller.runner import Controller, utcnow, wait_for
@@ -74,6 +76,8 @@ CONFIGS: dict[str, dict[str, Any]] = {
     },
 }
 RESOURCES = {name: c["resources"] for name, c in CONFIGS.items()}
+# Where the compiler renders the mig-parted ConfigMap (compiler/render/manifests.py MIG_CONFIGMAP).
+MIG_PARTED = ("gpu-operator", "migc-mig-parted-config")
 
 FAST = Settings(
     drain_grace_timeout=0.0,
@@ -108,7 +112,7 @@ def assignment(
         "kind": "NodeAssignment",
         "cluster": "test",
         "revision": "",
-        "migConfigMap": {"namespace": "gpu-operator", "name": "default-mig-parted-config"},
+        "migConfigMap": {"namespace": MIG_PARTED[0], "name": MIG_PARTED[1]},
         "configs": {k: v for k, v in CONFIGS.items() if k in set(nodes.values())},
         "pools": [
             {
@@ -134,10 +138,37 @@ class Clock:
         return self.fixed if self.fixed is not None else utcnow()
 
 
+class Killed(BaseException):
+    """Raised at the next API request of a killed controller: SIGKILL at a request boundary.
+
+    A BaseException so that no ``except Exception`` in the controller can swallow it or write
+    anything "on the way out" -- a killed process gets no chance to clean up either.
+    """
+
+
+class KillableApiClient(client.ApiClient):  # type: ignore[misc]  # the client is untyped
+    """The official client, plus a kill switch checked before every request (tests only)."""
+
+    def __init__(self, configuration: client.Configuration) -> None:
+        super().__init__(configuration)
+        self.killed = threading.Event()
+
+    def call_api(self, *args: Any, **kwargs: Any) -> Any:
+        if self.killed.is_set():
+            raise Killed(str(args[:2]))
+        return super().call_api(*args, **kwargs)
+
+
 @dataclasses.dataclass
 class Running:
     controller: Controller
     thread: threading.Thread
+    api: KillableApiClient
+
+
+def _run_until_killed(ctl: Controller) -> None:
+    with contextlib.suppress(Killed):
+        ctl.run()
 
 
 class Cluster:
@@ -147,6 +178,7 @@ class Cluster:
         self.emu = EmulatorThread(self.mig, self.device_plugin).start()
         self.clock = Clock()
         self.running: list[Running] = []
+        self.set_mig_parted(CONFIGS)
 
     # --- fleet ---------------------------------------------------------------------------------
     def add_nodes(self, names: list[str], config: str, *, mig_capable: str | None = "true") -> None:
@@ -171,7 +203,18 @@ class Cluster:
         ns = kw.get("namespace", "default")
         self.emu.upsert(PODS, ns, name, pod_object(name, node, **kw))
 
-    def set_assignment(self, doc: Mapping[str, Any], *, paused: bool = False) -> None:
+    def set_mig_parted(self, configs: Mapping[str, Mapping[str, Any]]) -> None:
+        """The GPU Operator's mig-parted ConfigMap, defining exactly ``configs``."""
+        ns, name = MIG_PARTED
+        self.emu.upsert(CONFIGMAPS, ns, name, mig_parted_configmap(configs, ns, name))
+
+    def set_assignment(
+        self, doc: Mapping[str, Any], *, paused: bool = False, mig_parted: bool = True
+    ) -> None:
+        """Sync ``doc``; with ``mig_parted`` (as a GitOps sync of the rendered output would) the
+        mig-parted ConfigMap first gains the configs the document names."""
+        if mig_parted:
+            self.set_mig_parted({**CONFIGS, **doc["configs"]})
         self.emu.upsert(
             CONFIGMAPS, "migc-system", "migc-assignment", assignment_configmap(doc, paused=paused)
         )
@@ -189,18 +232,28 @@ class Cluster:
         cfg = client.Configuration()
         cfg.host = self.emu.url
         s = dataclasses.replace(settings, **overrides)
+        api = KillableApiClient(cfg)
         ctl = Controller(
             s,
-            client.ApiClient(cfg),
+            api,
             clock=self.clock,
             metrics=Metrics(),
             http_address="127.0.0.1" if http else None,
             http_port=0 if http else None,
         )
-        t = threading.Thread(target=ctl.run, name=f"controller-{s.identity}", daemon=True)
+        t = threading.Thread(
+            target=_run_until_killed, args=(ctl,), name=f"controller-{s.identity}", daemon=True
+        )
         t.start()
-        self.running.append(Running(ctl, t))
+        self.running.append(Running(ctl, t, api))
         return ctl
+
+    def kill(self, ctl: Controller) -> None:
+        """Die at the next API request without any cleanup, like a SIGKILL between two requests."""
+        for r in self.running:
+            if r.controller is ctl:
+                r.api.killed.set()
+        ctl.stop()
 
     def stop_all(self) -> None:
         for r in self.running:

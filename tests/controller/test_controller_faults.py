@@ -15,9 +15,9 @@ from conftest import (
     assignment,
     max_cordoned,
 )
+from emulation import CONFIGMAPS, NODES
 
 from controller import state as st
-from controller.emulation import CONFIGMAPS, NODES
 
 OLD, NEW = "all-1g.10gb", "all-3g.40gb"
 
@@ -208,7 +208,7 @@ def test_killed_mid_rollout_and_restarted_resumes_without_repeating_steps(
     def kill_a(request: kmock.Request) -> None:
         # Let the request through, then kill the process before it can make another one.
         if request.resource == NODES and request.action == kmock.action.UPDATE and next(writes) == kill_after:
-            a.kill()
+            cluster.kill(a)
 
     cluster.emu.api.faults.append(lambda r: kill_a(r))
     cluster.set_assignment(doc)

@@ -9,10 +9,10 @@ import urllib.request
 
 import pytest
 from conftest import Cluster, assignment, writes
+from emulation import CONFIGMAPS, assignment_configmap
+from emulation import NODES as NODES_RES
 
 from controller import state as st
-from controller.emulation import CONFIGMAPS, assignment_configmap
-from controller.emulation import NODES as NODES_RES
 
 OLD, NEW = "all-1g.10gb", "all-3g.40gb"
 NODES = ["n0", "n1", "n2"]

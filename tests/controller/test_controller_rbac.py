@@ -12,9 +12,8 @@ import kubernetes_validate
 import pytest
 import yaml
 from conftest import OBSERVED, Cluster, assignment, rbac_tuples
+from emulation import CONFIGMAPS, assignment_configmap
 from kubernetes_validate.utils import latest_version
-
-from controller.emulation import CONFIGMAPS, assignment_configmap
 
 DEPLOY = Path(__file__).resolve().parents[2] / "controller" / "deploy"
 

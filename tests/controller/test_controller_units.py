@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 from conftest import assignment
+from emulation import revision_of
 from kubernetes.client.exceptions import ApiException
 
 from controller import __main__ as cli
 from controller.assignment import Window, parse, resolve, schema
-from controller.emulation import revision_of
 from controller.errors import InvalidAssignmentError, NotFoundError, PermanentError, TemporaryError, translate
 from controller.reconciler import allocatable_diff
 from controller.state import NodeView, Phase
@@ -25,7 +25,7 @@ def test_packaged_schema_equals_the_repository_contract() -> None:
 
 
 def test_bundled_demo_assignments_are_valid_and_hashed() -> None:
-    docs = sorted((REPO / "controller" / "demo_data").glob("*.json"))
+    docs = sorted((REPO / "tests" / "controller" / "demo_data").glob("*.json"))
     assert len(docs) >= 2
     for path in docs:
         text = path.read_text()

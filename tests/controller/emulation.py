@@ -16,7 +16,8 @@ real API-server behaviour the controller depends on (each marked where it is don
   a fake device plugin that re-advertises ``nvidia.com/gpu`` on the other nodes when their
   ``nvidia.com/device-plugin.config`` label changes.
 
-It needs the test extra (``pip install migc[test]``): kmock is imported only by this module.
+Test-only (it lives under tests/, is not part of the installed package, and needs the test
+extra ``pip install -e '.[test]'``): kmock is imported only by this module.
 """
 
 from __future__ import annotations
@@ -535,6 +536,32 @@ def assignment_configmap(
     }
 
 
+def mig_parted_configmap(
+    configs: Mapping[str, Mapping[str, Any]], namespace: str, name: str
+) -> dict[str, Any]:
+    """The GPU Operator's mig-parted ConfigMap (key ``config.yaml``) defining ``configs``.
+
+    Format of NVIDIA mig-parted's config file (``version: v1``, ``mig-configs: {name: [...]}``,
+    one entry per device with ``devices``, ``mig-enabled`` and ``mig-devices``), as in
+    NVIDIA/mig-parted ``examples/config.yaml`` and ``api/spec/v1/spec.go``.
+    """
+    import yaml
+
+    mig_configs = {
+        cfg: [
+            {"devices": [i], "mig-enabled": bool(d["migEnabled"]), "mig-devices": dict(d["profiles"])}
+            for i, d in enumerate(spec["devices"])
+        ]
+        for cfg, spec in sorted(configs.items())
+    }
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": name, "namespace": namespace},
+        "data": {"config.yaml": yaml.safe_dump({"version": "v1", "mig-configs": mig_configs})},
+    }
+
+
 def node_object(name: str, labels: Mapping[str, str], resources: Mapping[str, int]) -> dict[str, Any]:
     return {
         "apiVersion": "v1",
@@ -576,7 +603,18 @@ def pod_object(
 
 # GPU models with MIG (NVIDIA's MIG user guide); L40S, L4, T4, A10, RTX cards and older have none.
 _MIG_MODEL_PREFIXES = (
-    "A100", "A800", "A30", "H100", "H800", "H200", "H20", "GH200", "B200", "B300", "GB200", "GB300"
+    "A100",
+    "A800",
+    "A30",
+    "H100",
+    "H800",
+    "H200",
+    "H20",
+    "GH200",
+    "B200",
+    "B300",
+    "GB200",
+    "GB300",
 )
 
 

@@ -84,6 +84,12 @@ def parser() -> argparse.ArgumentParser:
         default=os.environ.get("POD_NAME") or f"{socket.gethostname()}-{os.getpid()}",
         help="leader-election identity (default: $POD_NAME)",
     )
+    p.add_argument(
+        "--cluster",
+        default=os.environ.get("MIGC_CLUSTER") or None,
+        help="this cluster's name in the policy: an assignment for another cluster is refused "
+        "(default: $MIGC_CLUSTER; unset accepts any, with a warning)",
+    )
     p.add_argument("--dry-run", action="store_true", help="log every step it would take; write nothing")
     p.add_argument("--metrics-address", default="0.0.0.0")
     p.add_argument("--metrics-port", type=int, default=8080, help="/metrics, /healthz, /readyz (0: disabled)")
@@ -120,6 +126,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         lease_duration=args.lease_duration,
         identity=args.identity,
         dry_run=args.dry_run,
+        cluster=args.cluster,
     )
     try:
         api = _api_client(args)

@@ -45,6 +45,10 @@ class InvalidAssignmentError(PermanentError):
     """The assignment document violates the schema or refers to unknown configs."""
 
 
+class WrongClusterError(InvalidAssignmentError):
+    """The assignment is valid but addressed to another cluster than this controller's."""
+
+
 def _reason(exc: ApiException) -> str:
     body: object = exc.body  # typed str, but older clients and some servers hand back bytes
     if isinstance(body, bytes):

@@ -155,11 +155,15 @@ class Controller:
                             error_delay = self.s.retry_backoff
                             if self.reconciler.busy:
                                 next_pass = time.monotonic() + self.s.poll_interval
-                        except ControllerError as exc:
+                        except Exception as exc:
+                            # A pass fails as a whole only when the API does (list nodes, read the
+                            # assignment); anything else is a bug, logged at ERROR, and the loop
+                            # still goes on: no single document or object may stop it.
+                            expected = isinstance(exc, ControllerError)
                             log(
-                                logging.WARNING,
+                                logging.WARNING if expected else logging.ERROR,
                                 "pass failed; backing off",
-                                error=str(exc),
+                                error=str(exc) if expected else f"{type(exc).__name__}: {exc}",
                                 retry_in=error_delay,
                             )
                             next_pass = time.monotonic() + error_delay

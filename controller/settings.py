@@ -34,4 +34,7 @@ class Settings:
     lease_name: str = "migc-controller"
     lease_duration: float = 15.0
     identity: str = "migc-controller"
+    # This controller's cluster: an assignment whose "cluster" differs is refused. None (the
+    # flag not given) accepts any, with a warning.
+    cluster: str | None = None
     dry_run: bool = False

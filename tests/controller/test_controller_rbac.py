@@ -53,6 +53,8 @@ def test_deploy_manifests_are_valid_kubernetes_objects() -> None:
             "ClusterRoleBinding",
             "Role",
             "RoleBinding",
+            "Role",
+            "RoleBinding",
             "Deployment",
             "Service",
             "ServiceMonitor",
@@ -104,22 +106,24 @@ def test_rbac_rules_cover_exactly_the_calls_the_controller_makes(cluster: Cluste
     # Every scenario of this session stayed within the rules too.
     assert granted >= OBSERVED, sorted(OBSERVED - granted)
 
-    # Role rules are namespaced and limited by name: check the calls fit those limits.
-    role = next(o for o in _objects() if o["kind"] == "Role")
-    role_resources = {r for rule in role["rules"] for r in rule["resources"]}
+    # Role rules are namespaced and limited by name: every call to a Role's resource is granted
+    # by a rule of a Role in the call's namespace, and by name where the rule names objects.
+    roles = [o for o in _objects() if o["kind"] == "Role"]
+    role_resources = {r for role in roles for rule in role["rules"] for r in rule["resources"]}
     for c in calls:
-        if c.resource in role_resources:
-            assert c.namespace == role["metadata"]["namespace"], c
-    named = {
-        (rule["resources"][0], v): set(rule["resourceNames"])
-        for rule in role["rules"]
-        if "resourceNames" in rule
-        for v in rule["verbs"]
-    }
-    for c in calls:
-        allowed = named.get((c.resource, c.verb))
-        if allowed is None:
+        if c.resource not in role_resources:
             continue
+        rules = [
+            rule
+            for role in roles
+            if role["metadata"]["namespace"] == c.namespace
+            for rule in role["rules"]
+            if c.resource in rule["resources"] and c.verb in rule["verbs"]
+        ]
+        assert rules, f"no Role in namespace {c.namespace} grants {c}"
+        if any("resourceNames" not in rule for rule in rules):
+            continue
+        allowed = {n for rule in rules for n in rule["resourceNames"]}
         if c.verb == "watch":  # a name-restricted watch must select the object by name
             assert c.params.get("fieldSelector") in {f"metadata.name={n}" for n in allowed}, c
         else:

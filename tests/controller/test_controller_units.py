@@ -43,7 +43,7 @@ def test_parse_reports_schema_and_reference_errors() -> None:
         parse(json.dumps(dict(doc, pools=[bad])))
     with pytest.raises(InvalidAssignmentError, match="not JSON"):
         parse("{")
-    with pytest.raises(InvalidAssignmentError, match="unknown timezone"):
+    with pytest.raises(InvalidAssignmentError, match="unknown time zone"):
         w = {"days": ["Sat"], "start": "01:00", "end": "02:00", "timezone": "Mars/Olympus"}
         parse(json.dumps(dict(doc, pools=[dict(doc["pools"][0], maintenanceWindows=[w])])))
 

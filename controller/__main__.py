@@ -64,6 +64,12 @@ def parser() -> argparse.ArgumentParser:
         help="wait this long for nvidia.com/mig.config.state=success",
     )
     t.add_argument(
+        "--reboot-timeout",
+        type=duration,
+        default=d.reboot_timeout,
+        help="extra time while the MIG manager reports nvidia.com/mig.config.state=rebooting",
+    )
+    t.add_argument(
         "--verify-timeout",
         type=duration,
         default=d.verify_timeout,
@@ -74,6 +80,12 @@ def parser() -> argparse.ArgumentParser:
         type=duration,
         default=d.failure_backoff,
         help="delay before the one automatic retry of a failed node",
+    )
+    p.add_argument(
+        "--max-failures",
+        type=int,
+        default=d.max_failures,
+        help="stop admitting nodes once this many failed in one revision (0: never)",
     )
     t.add_argument("--poll-interval", type=duration, default=d.poll_interval)
     t.add_argument("--resync-interval", type=duration, default=d.resync_interval)
@@ -118,6 +130,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         drain_grace_timeout=args.drain_grace_timeout,
         eviction_timeout=args.eviction_timeout,
         apply_timeout=args.apply_timeout,
+        reboot_timeout=args.reboot_timeout,
+        max_failures=args.max_failures,
         verify_timeout=args.verify_timeout,
         failure_backoff=args.failure_backoff,
         poll_interval=args.poll_interval,

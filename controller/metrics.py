@@ -47,6 +47,11 @@ class Metrics:
             ["reason"],
             registry=r,
         )
+        self.halted = Gauge(
+            "migc_rollout_halted",
+            "1 while the current revision's rollout admits no new node because too many nodes failed.",
+            registry=r,
+        )
         self.leader = Gauge("migc_leader", "1 while this replica holds the leader Lease.", registry=r)
         for phase in Phase:
             self.nodes.labels(phase=phase.value)

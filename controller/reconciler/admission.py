@@ -111,10 +111,36 @@ class Admission:
         self.now = now
         self._pod_counts: dict[str, int] | None = None
         self._mig_configs: frozenset[str] | MigPartedError | None = None
+        self.failures: list[str] = []
 
     def run(self) -> None:
+        revision = self.assignment.revision
+        self.failures = sorted(
+            name
+            for name, n in self.nodes.items()
+            if n.phase == Phase.FAILED and n.annotations.get(st.REVISION) == revision
+        )
         for pool in self.assignment.pools:
+            if self._halted():
+                break
             self._pool(pool)
+        self.ctx.metrics.halted.set(1 if self._halted() else 0)
+
+    def _halted(self) -> bool:
+        """Whether this revision already failed on ``max_failures`` nodes (reported once)."""
+        limit = self.ctx.s.max_failures
+        if not limit or len(self.failures) < limit:
+            self.ctx.forget(("halted", self.assignment.revision))
+            return False
+        if not self.ctx.seen(("halted", self.assignment.revision)):
+            message = (
+                f"rollout of revision {self.assignment.revision} halted: {len(self.failures)} nodes failed "
+                f"({', '.join(self.failures[:10])}); no new node is admitted until a new revision, or "
+                f"until failed nodes are retried ({st.RETRY}=true) or rolled back ({st.ROLLBACK}=true)"
+            )
+            log(logging.ERROR, "rollout halted", revision=self.assignment.revision, failed=self.failures)
+            self.ctx.assignment_event("RolloutHalted", message, self.now)
+        return True
 
     def _pool(self, pool: Pool) -> None:
         ctx = self.ctx
@@ -141,7 +167,7 @@ class Admission:
         counts = self._pod_counts
         waiting.sort(key=lambda c: (counts.get(c, 0), c))
         for name in waiting:
-            if budget <= 0:
+            if budget <= 0 or self._halted():
                 break
             try:
                 budget -= self._admit(name)
@@ -168,6 +194,7 @@ class Admission:
             # was changed, its pods keep running) and never retry on our own.
             record = start_record(node, target, self.assignment, t)
             self.nodes[name] = ctx.fail(node, reason, self.now, permanent=True, extra=record)
+            self.failures.append(name)
             return 0
         if not device_plugin_only(node, cfg) and not self._mig_parted_has(target.config):
             return 0

@@ -86,12 +86,21 @@ def applying(ctx: Context, step: Step) -> NodeView | None:
         return ctx.patch(node, {st.PHASE: Phase.VERIFYING.value, st.PHASE_SINCE: step.t})
     if mig_state == "failed":
         return ctx.fail(node, f"MIG manager reported failed for config {node.target}", now)
+    # "pending" (or no state yet) while it drains its operands and applies; "rebooting" when a
+    # MIG mode change needs a reboot (NVIDIA/mig-parted deployments/gpu-operator/
+    # reconfigure-mig.sh, set_state), which gets the extra reboot allowance.
+    limit = ctx.s.apply_timeout + (ctx.s.reboot_timeout if mig_state == "rebooting" else 0.0)
     elapsed = (now - (node.since() or now)).total_seconds()
-    if elapsed >= ctx.s.apply_timeout:
+    if elapsed >= limit:
         return ctx.fail(
-            node,
-            f"MIG manager did not finish within {ctx.s.apply_timeout:g}s (state={mig_state or 'unset'})",
-            now,
+            node, f"MIG manager did not finish within {limit:g}s (state={mig_state or 'unset'})", now
+        )
+    if mig_state == "rebooting":
+        ctx.once(
+            ("rebooting", node.name, node.since()),
+            logging.INFO,
+            "MIG manager is rebooting the node",
+            node=node.name,
         )
     return None
 

@@ -303,8 +303,10 @@ class FakeMigManager:
 
     ``success``: state ``pending``, then ``success`` with the config's resources published as
     node allocatable (like the device plugin after a restart). ``failed``: ``pending`` then
-    ``failed``. ``hang``: ``pending`` forever. An unknown config name fails, like
-    ``nvidia-mig-parted assert --valid-config``.
+    ``failed``. ``hang``: ``pending`` forever. ``reboot``: ``pending``, ``rebooting`` for
+    ``reboot_delay`` (a MIG mode change that needs a node reboot under WITH_REBOOT), then
+    ``success`` (NVIDIA/mig-parted deployments/gpu-operator/reconfigure-mig.sh, set_state). An
+    unknown config name fails, like ``nvidia-mig-parted assert --valid-config``.
     """
 
     resources: Mapping[str, Mapping[str, int]]
@@ -313,6 +315,7 @@ class FakeMigManager:
     # Called as decide(node, config, attempt) -> mode; overrides mode/per_node when set.
     decide: Callable[[str, str, int], str] | None = None
     delay: float = 0.005
+    reboot_delay: float = 0.5
     # While cleared, successful applies stay ``pending`` (tests freeze nodes mid-Applying).
     gate: threading.Event = field(default_factory=threading.Event)
     handled: list[tuple[str, str, str]] = field(default_factory=list)
@@ -339,6 +342,9 @@ class FakeMigManager:
         if mode == "failed":
             await api.patch_obj(NODES, None, node, {"metadata": {"labels": {MIG_STATE: "failed"}}})
             return
+        if mode == "reboot":
+            await api.patch_obj(NODES, None, node, {"metadata": {"labels": {MIG_STATE: "rebooting"}}})
+            await asyncio.sleep(self.reboot_delay)
         key = (NODES, None, node)
         alloc = dict((api.objects[key].raw.get("status") or {}).get("allocatable") or {})
         cleared: dict[str, Any] = {

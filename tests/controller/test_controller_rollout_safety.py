@@ -1,0 +1,85 @@
+"""Issue 10 (controller side, first part): the MIG manager's ``rebooting`` state gets its own
+allowance, and a revision that fails on too many nodes stops widening (nothing else is touched)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from conftest import Cluster, assignment, writes
+from emulation import revision_of
+
+from controller import state as st
+
+OLD, NEW, OTHER = "all-1g.10gb", "all-3g.40gb", "all-balanced"
+
+
+def _ann(cluster: Cluster, node: str) -> dict[str, str]:
+    return dict(cluster.node(node)["metadata"].get("annotations") or {})
+
+
+def _two_pools(a: list[str], b: list[str], config: str) -> dict[str, Any]:
+    doc = assignment(dict.fromkeys(a, config), max_unavailable=2, pool="a")
+    doc["pools"].append(assignment(dict.fromkeys(b, config), max_unavailable=2, pool="b")["pools"][0])
+    doc["revision"] = revision_of(doc)
+    return doc
+
+
+def test_rebooting_gets_the_reboot_allowance(cluster: Cluster) -> None:
+    cluster.add_nodes(["n0"], OLD)
+    cluster.mig.mode, cluster.mig.reboot_delay = "reboot", 0.6
+    cluster.start(apply_timeout=0.3, reboot_timeout=10.0)
+    cluster.set_assignment(assignment({"n0": NEW}))
+    cluster.wait(lambda: cluster.converged({"n0": NEW}))
+    assert cluster.mig.handled == [("n0", NEW, "reboot")]
+
+
+def test_rebooting_past_the_allowance_fails_the_node(cluster: Cluster) -> None:
+    cluster.add_nodes(["n0"], OLD)
+    cluster.mig.mode, cluster.mig.reboot_delay = "reboot", 30.0
+    cluster.start(apply_timeout=0.2, reboot_timeout=0.3, max_attempts=1)
+    cluster.set_assignment(assignment({"n0": NEW}))
+    cluster.wait(lambda: _ann(cluster, "n0").get(st.PHASE) == "Failed")
+    assert "did not finish within 0.5s (state=rebooting)" in _ann(cluster, "n0")[st.LAST_ERROR]
+
+
+def test_rollout_halts_after_max_failures_and_touches_nothing_else(cluster: Cluster) -> None:
+    a, b = ["n0", "n1"], ["m0", "m1"]
+    cluster.add_nodes(a + b, OLD)
+    for n in b:  # held back until pool a has failed, so that the order is deterministic
+        cluster.annotate(n, {st.PAUSED: "true"})
+    cluster.mig.decide = lambda node, config, attempt: "failed" if config == NEW else "success"
+    ctl = cluster.start(max_attempts=1, max_failures=2)
+    doc = _two_pools(a, b, NEW)
+    cluster.set_assignment(doc)
+    cluster.wait(lambda: all(_ann(cluster, n).get(st.PHASE) == "Failed" for n in a))
+    for n in b:
+        cluster.annotate(n, {st.PAUSED: None})
+    before = len(cluster.controller_calls())
+    cluster.settle(ctl, 10)
+
+    later = writes(cluster.controller_calls()[before:])
+    assert not [c for c in later if c.resource == "nodes" and c.name in b], "the rollout widened"
+    events = writes(cluster.controller_calls())
+    halted = [c.body for c in events if c.resource == "events" and c.body.get("reason") == "RolloutHalted"]
+    assert len(halted) == 1 and "2 nodes failed (n0, n1)" in halted[0]["message"]
+    assert ctl.metrics.halted._value.get() == 1
+
+    # A new revision (a config that works) starts again: the failed nodes are re-targeted and
+    # the held-back pool proceeds.
+    cluster.set_assignment(_two_pools(a, b, OTHER))
+    cluster.wait(lambda: cluster.converged(dict.fromkeys(a + b, OTHER)), timeout=30)
+    assert ctl.metrics.halted._value.get() == 0
+
+
+def test_max_failures_zero_never_halts(cluster: Cluster) -> None:
+    a, b = ["n0", "n1"], ["m0", "m1"]
+    cluster.add_nodes(a + b, OLD)
+    for n in b:
+        cluster.annotate(n, {st.PAUSED: "true"})
+    cluster.mig.decide = lambda node, config, attempt: "failed" if node in a else "success"
+    cluster.start(max_attempts=1, max_failures=0)
+    cluster.set_assignment(_two_pools(a, b, NEW))
+    cluster.wait(lambda: all(_ann(cluster, n).get(st.PHASE) == "Failed" for n in a))
+    for n in b:
+        cluster.annotate(n, {st.PAUSED: None})
+    cluster.wait(lambda: cluster.converged(dict.fromkeys(b, NEW)))

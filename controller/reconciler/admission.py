@@ -198,8 +198,8 @@ class Admission:
             return 0
         if not device_plugin_only(node, cfg) and not self._mig_parted_has(target.config):
             return 0
-        record = start_record(node, target, self.assignment, t)
-        self.nodes[name] = ctx.patch(node, record, spec=ctx.cordon_spec(node))
+        ann, spec = ctx.cordon(start_record(node, target, self.assignment, t))
+        self.nodes[name] = ctx.patch(node, ann, spec=spec)
         log(
             logging.INFO,
             "cordoned",

@@ -175,9 +175,10 @@ class Context:
         body: dict[str, Any] = {"metadata": meta}
         if spec is not None:
             body["spec"] = spec
-            # The taint list is replaced as a whole; make the write conditional on the node being
-            # unchanged since we read it, so a concurrent taint from someone else is never lost
-            # (a real API server answers 409 and we retry from a fresh read).
+            # A spec write (cordon, uncordon; a taint list, when one is rewritten, is replaced as
+            # a whole) is conditional on the node being unchanged since we read it, so a
+            # concurrent change from someone else is never lost (a real API server answers 409
+            # and we retry from a fresh read).
             if node.resource_version:
                 meta["resourceVersion"] = node.resource_version
         return NodeView.from_obj(self.kube.patch_node(node.name, body))
@@ -224,17 +225,17 @@ class Context:
         self.event(self.s.namespace, "ConfigMap", "v1", self.s.assignment_name, reason, message, now)
 
     @staticmethod
-    def cordon_spec(node: NodeView) -> dict[str, Any]:
-        taints = [dict(x) for x in node.taints if x.get("key") != st.TAINT_KEY]
-        taints.append({"key": st.TAINT_KEY, "value": "true", "effect": st.TAINT_EFFECT})
-        return {"unschedulable": True, "taints": taints}
+    def cordon(ann: Annotations) -> tuple[Annotations, dict[str, Any]]:
+        """The annotations and spec of a cordon: no taint (see ``state.CORDONED``)."""
+        return {**ann, st.CORDONED: "true"}, {"unschedulable": True}
 
     def uncordon(self, node: NodeView, ann: Annotations) -> NodeView:
-        taints = [dict(x) for x in node.taints if x.get("key") != st.TAINT_KEY]
-        spec: dict[str, Any] = {"taints": taints}
+        spec: dict[str, Any] = {}
+        if node.legacy_taint:  # written by an earlier version: remove it, keep everyone else's
+            spec["taints"] = [dict(x) for x in node.taints if x.get("key") != st.TAINT_KEY]
         if not truthy(node.annotations.get(st.PRE_CORDONED)):
             spec["unschedulable"] = False  # a cordon a human set before us stays
-        return self.patch(node, ann, spec=spec)
+        return self.patch(node, {**ann, st.CORDONED: None}, spec=spec)
 
     def release(self, node: NodeView, now: dt.datetime) -> NodeView:
         """Hand a node back to the scheduler unchanged (Done, then Idle on the next step)."""
@@ -281,7 +282,7 @@ class Context:
         log(
             logging.ERROR,
             "reconfiguration failed; node stays cordoned"
-            if node.has_taint
+            if node.cordoned_by_migc
             else "reconfiguration failed before the node was touched",
             node=node.name,
             pool=pool,

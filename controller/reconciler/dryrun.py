@@ -82,7 +82,7 @@ def _steps(
         why = known if isinstance(known, MigPartedError) else "not in the mig-parted ConfigMap"
         return [f"refuse config {cfg.name} without touching the node: {why}"]
     drain = [
-        f"cordon: spec.unschedulable=true, taint {st.TAINT_KEY}:{st.TAINT_EFFECT}",
+        f"cordon: spec.unschedulable=true, annotation {st.CORDONED}=true (no taint)",
         f"wait up to {ctx.s.drain_grace_timeout:g}s for GPU pods to finish: {busy}",
         "evict the GPU pods still running via the Eviction API (PDB 429s are waited out)",
     ]

@@ -15,13 +15,16 @@ def failed(ctx: Context, step: Step) -> NodeView | None:
     node, now = step.node, step.now
     restart: Annotations = {st.PHASE: Phase.DRAINING.value, st.PHASE_SINCE: step.t, st.RETRY_AFTER: None}
     spec: dict[str, Any] | None = None
-    if not node.has_taint:
+    if not node.cordoned_by_migc:
         # Failed before it was cordoned (a permanent error found at admission): a restart
         # cordons first, in the same write, like an admission.
-        restart.update(
-            {st.PHASE: Phase.CORDONED.value, st.PRE_CORDONED: "true" if node.unschedulable else None}
+        restart, spec = ctx.cordon(
+            {
+                **restart,
+                st.PHASE: Phase.CORDONED.value,
+                st.PRE_CORDONED: "true" if node.unschedulable else None,
+            }
         )
-        spec = ctx.cordon_spec(node)
     if node.wants_rollback:
         return _rollback(ctx, node, restart, spec)
     if node.wants_retry:

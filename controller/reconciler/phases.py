@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Mapping
 
+from controller import state as st
 from controller.logs import log
 from controller.reconciler.apply import applying, done, verifying
 from controller.reconciler.context import Context, Step
@@ -42,6 +43,13 @@ def advance(ctx: Context, step: Step) -> NodeView | None:
         )
         return None
     ctx.forget(("node-paused", node.name, node.phase))
+    if node.legacy_taint:
+        # Cordoned by an earlier version, which also tainted the node: the taint keeps the GPU
+        # Operator's device plugin from coming back after the MIG manager stopped it, so
+        # replace it by the cordon annotation before going on (the cordon stays).
+        log(logging.INFO, "replacing an earlier version's taint by the cordon annotation", node=node.name)
+        taints = [dict(t) for t in node.taints if t.get("key") != st.TAINT_KEY]
+        return ctx.patch(node, {st.CORDONED: "true"}, spec={"taints": taints, "unschedulable": True})
     if node.phase not in (Phase.DONE, Phase.FAILED):
         if not node.target:
             # A phase without a target cannot be continued; hand the node back to the scheduler.

@@ -288,6 +288,7 @@ class Cluster:
                 or ann.get(st.PHASE, "Idle") != "Idle"
                 or o["spec"].get("unschedulable")
                 or any(t["key"] == st.TAINT_KEY for t in o["spec"].get("taints") or [])
+                or st.CORDONED in ann
             ):
                 return False
         return True
@@ -307,9 +308,9 @@ def max_cordoned(calls: list[Call], initially: set[str] | None = None) -> int:
     for c in calls:
         if c.resource != "nodes" or c.verb != "patch" or c.refused:
             continue
-        spec = (c.body or {}).get("spec") or {}
-        if "taints" in spec:
-            if any(t.get("key") == st.TAINT_KEY for t in spec["taints"] or []):
+        ann = ((c.body or {}).get("metadata") or {}).get("annotations") or {}
+        if st.CORDONED in ann:  # "true" when migc cordons, null when it uncordons
+            if ann[st.CORDONED]:
                 cordoned.add(str(c.name))
             else:
                 cordoned.discard(str(c.name))

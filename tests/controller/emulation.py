@@ -49,6 +49,22 @@ DEVICE_PLUGIN_CONFIG = "nvidia.com/device-plugin.config"
 GPU_COUNT = "nvidia.com/gpu.count"  # set by GPU Feature Discovery
 _DROP = "MIGC-TEST-DROP"
 
+# Tolerations of the GPU Operator's operand DaemonSets (device plugin, GFD, DCGM exporter,
+# validator): the chart's default daemonsets.tolerations (NVIDIA/gpu-operator
+# deployments/gpu-operator/values.yaml: nvidia.com/gpu, Exists, NoSchedule), plus those the
+# DaemonSet controller adds to every daemon pod (kubernetes/kubernetes
+# pkg/controller/daemon/util/daemonset_util.go, AddOrUpdateDaemonPodTolerations).
+OPERAND_TOLERATIONS: tuple[tuple[str, str], ...] = (
+    ("nvidia.com/gpu", "NoSchedule"),
+    ("node.kubernetes.io/not-ready", "NoExecute"),
+    ("node.kubernetes.io/unreachable", "NoExecute"),
+    ("node.kubernetes.io/disk-pressure", "NoSchedule"),
+    ("node.kubernetes.io/memory-pressure", "NoSchedule"),
+    ("node.kubernetes.io/pid-pressure", "NoSchedule"),
+    ("node.kubernetes.io/unschedulable", "NoSchedule"),
+    ("node.kubernetes.io/network-unavailable", "NoSchedule"),
+)
+
 Fault = Callable[[kmock.Request], Exception | None]
 
 
@@ -297,6 +313,32 @@ class ApiServer(kmock.KubernetesEmulator):
             await self._buses[res].put({"type": "DELETED", "object": raw})
 
 
+def operands_schedulable(node: Mapping[str, Any]) -> bool:
+    """Whether the DaemonSet controller places the operator's operand pods on ``node``.
+
+    Every NoSchedule/NoExecute taint must be tolerated (kubernetes pkg/scheduler/framework/
+    plugins/tainttoleration: a pod is not placed on a node with an untolerated taint of those
+    effects). A cordon (spec.unschedulable) does not stop daemon pods: they tolerate
+    node.kubernetes.io/unschedulable.
+    """
+    for taint in (node.get("spec") or {}).get("taints") or []:
+        if taint.get("effect") not in ("NoSchedule", "NoExecute"):
+            continue
+        if (taint.get("key"), taint.get("effect")) not in OPERAND_TOLERATIONS:
+            return False
+    return True
+
+
+async def operands_back(api: ApiServer, node: str) -> bool:
+    """Wait until the operand pods can run on ``node`` again; False if the node is gone."""
+    key = (NODES, None, node)
+    while key in api.objects and not api.objects[key].deleted:
+        if operands_schedulable(api.objects[key].raw):
+            return True
+        await asyncio.sleep(0.01)
+    return False
+
+
 @dataclass
 class FakeMigManager:
     """Plays the GPU Operator's MIG manager: reacts to a *change* of ``nvidia.com/mig.config``.
@@ -307,6 +349,11 @@ class FakeMigManager:
     ``reboot_delay`` (a MIG mode change that needs a node reboot under WITH_REBOOT), then
     ``success`` (NVIDIA/mig-parted deployments/gpu-operator/reconfigure-mig.sh, set_state). An
     unknown config name fails, like ``nvidia-mig-parted assert --valid-config``.
+
+    The device plugin is one of the operands the MIG manager stops while it applies and re-enables
+    afterwards (reconfigure-mig.sh, nvidia.com/gpu.deploy.* labels): its resources read 0 in the
+    meantime, and the new ones are published only once its DaemonSet pod can run on the node
+    again (``operands_back``), i.e. after ``success`` and only if no taint keeps it off.
     """
 
     resources: Mapping[str, Mapping[str, int]]
@@ -347,12 +394,15 @@ class FakeMigManager:
             await asyncio.sleep(self.reboot_delay)
         key = (NODES, None, node)
         alloc = dict((api.objects[key].raw.get("status") or {}).get("allocatable") or {})
-        cleared: dict[str, Any] = {
-            k: None for k in alloc if k.startswith("nvidia.com/mig-") or k == "nvidia.com/gpu"
-        }
-        cleared.update({k: str(v) for k, v in self.resources[config].items()})
-        await api.patch_obj(NODES, None, node, {"status": {"allocatable": cleared}})
+        gpu = [k for k in alloc if k.startswith("nvidia.com/mig-") or k == "nvidia.com/gpu"]
+        # The device plugin is stopped: its resources are still listed, with nothing allocatable.
+        await api.patch_obj(NODES, None, node, {"status": {"allocatable": dict.fromkeys(gpu, "0")}})
         await api.patch_obj(NODES, None, node, {"metadata": {"labels": {MIG_STATE: "success"}}})
+        if not await operands_back(api, node):
+            return
+        published: dict[str, Any] = dict.fromkeys(gpu)
+        published.update({k: str(v) for k, v in self.resources[config].items()})
+        await api.patch_obj(NODES, None, node, {"status": {"allocatable": published}})
 
 
 _REPLICAS = re.compile(r"(?:time-slicing|mps)-(\d+)$")
@@ -376,7 +426,8 @@ class FakeDevicePlugin:
         self.handled.append((node, config))
         await asyncio.sleep(self.delay)
         key = (NODES, None, node)
-        if key not in api.objects or api.objects[key].deleted:
+        # The plugin restarts as a DaemonSet pod: it comes back only where the pod may run.
+        if not await operands_back(api, node):
             return
         raw = api.objects[key].raw
         try:

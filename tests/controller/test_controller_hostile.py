@@ -310,6 +310,7 @@ def test_node_dropped_before_relabelling_is_released_unchanged(cluster: Cluster)
     cluster.wait(lambda: cluster.phases()["n0"] == "Draining")
     cluster.add_nodes(["n9"], OLD)
     cluster.set_assignment(assignment({"n9": OLD}))  # n0 leaves the assignment
+    cluster.settle(ctl, 3)  # every later pass reads the new revision
     cluster.emu.remove(*_pod_key("ml", "train"))  # the pod finishes on its own
     cluster.wait(lambda: cluster.phases()["n0"] == "Idle")
     cluster.settle(ctl, 3)

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from conftest import Cluster, assignment, writes
-from emulation import revision_of
+from emulation import NODES, revision_of
 
 from controller import state as st
 
@@ -83,3 +83,59 @@ def test_max_failures_zero_never_halts(cluster: Cluster) -> None:
     for n in b:
         cluster.annotate(n, {st.PAUSED: None})
     cluster.wait(lambda: cluster.converged(dict.fromkeys(b, NEW)))
+
+
+# --- the cordon adds no taint, so the GPU Operator's operands come back (issue 10 item 1) ------------
+def test_cordon_adds_no_taint_and_the_device_plugin_comes_back(cluster: Cluster) -> None:
+    nodes = ["n0", "n1", "n2"]
+    cluster.add_nodes(nodes, OLD)
+    cluster.start()
+    cluster.set_assignment(assignment(dict.fromkeys(nodes, NEW), max_unavailable=3))
+    cluster.wait(lambda: cluster.converged(dict.fromkeys(nodes, NEW)))
+    node_patches = [c for c in writes(cluster.controller_calls()) if c.resource == "nodes"]
+    assert not [c for c in node_patches if "taints" in ((c.body or {}).get("spec") or {})]
+    cordons = [c for c in node_patches if ((c.body or {}).get("spec") or {}).get("unschedulable") is True]
+    assert sorted(c.name for c in cordons) == nodes
+    assert all(c.body["metadata"]["annotations"][st.CORDONED] == "true" for c in cordons)
+
+
+def test_an_untolerated_taint_keeps_the_device_plugin_away_and_verification_fails(cluster: Cluster) -> None:
+    """What the old migc.dev/reconfiguring:NoSchedule taint did to every node: the device
+    plugin's DaemonSet pod cannot return, allocatable never matches, the node fails."""
+    cluster.add_nodes(["n0"], OLD)
+    taint = {"key": "example.com/maintenance", "value": "true", "effect": "NoSchedule"}
+    cluster.emu.patch(NODES, None, "n0", {"spec": {"taints": [taint]}})
+    cluster.start(verify_timeout=0.5, max_attempts=1)
+    cluster.set_assignment(assignment({"n0": NEW}))
+    cluster.wait(lambda: _ann(cluster, "n0").get(st.PHASE) == "Failed")
+    assert (
+        "allocatable does not match config all-3g.40gb: nvidia.com/mig-3g.40gb: want 16 have 0"
+        in (_ann(cluster, "n0")[st.LAST_ERROR])
+    )
+    assert cluster.node("n0")["spec"]["taints"] == [taint]  # someone else's taint is never removed
+
+
+def test_a_node_tainted_by_an_earlier_version_loses_the_taint_and_converges(cluster: Cluster) -> None:
+    cluster.add_nodes(["n0"], OLD)
+    doc = assignment({"n0": NEW})
+    legacy = {"key": st.TAINT_KEY, "value": "true", "effect": "NoSchedule"}
+    other = {"key": "example.com/keep", "value": "x", "effect": "PreferNoSchedule"}
+    ann = {
+        st.PHASE: "Cordoned",
+        st.TARGET: NEW,
+        st.POOL: "a100",
+        st.REVISION: doc["revision"],
+        st.PREVIOUS: OLD,
+        st.ATTEMPTS: "0",
+        st.PHASE_SINCE: "2026-12-01T00:00:00.000000Z",
+    }
+    cluster.emu.patch(
+        NODES,
+        None,
+        "n0",
+        {"metadata": {"annotations": ann}, "spec": {"unschedulable": True, "taints": [legacy, other]}},
+    )
+    cluster.start()
+    cluster.set_assignment(doc)
+    cluster.wait(lambda: cluster.converged({"n0": NEW}))
+    assert cluster.node("n0")["spec"]["taints"] == [other]

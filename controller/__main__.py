@@ -64,6 +64,12 @@ def parser() -> argparse.ArgumentParser:
         help="wait this long for nvidia.com/mig.config.state=success",
     )
     t.add_argument(
+        "--configmap-sync-delay",
+        type=duration,
+        default=d.configmap_sync_delay,
+        help="label a node with a config only this long after it appeared in the mig-parted ConfigMap",
+    )
+    t.add_argument(
         "--reboot-timeout",
         type=duration,
         default=d.reboot_timeout,
@@ -131,6 +137,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         eviction_timeout=args.eviction_timeout,
         apply_timeout=args.apply_timeout,
         reboot_timeout=args.reboot_timeout,
+        configmap_sync_delay=args.configmap_sync_delay,
         max_failures=args.max_failures,
         verify_timeout=args.verify_timeout,
         failure_backoff=args.failure_backoff,

@@ -15,6 +15,10 @@ class Settings:
     eviction_timeout: float = 1800.0
     eviction_backoff: float = 1.0
     eviction_backoff_max: float = 30.0
+    # Before labelling a node: a config name must have been in the mig-parted ConfigMap this
+    # long, so that the kubelet has refreshed the MIG manager's mounted copy (sync period 1m
+    # plus cache propagation, by default).
+    configmap_sync_delay: float = 90.0
     # Applying / Verifying.
     apply_timeout: float = 900.0
     # The MIG manager sets state "rebooting" when a MIG mode change needs a node reboot

@@ -17,7 +17,7 @@ from controller.assignment import Assignment, Pool, Target
 from controller.errors import ControllerError, NotFoundError
 from controller.logs import log
 from controller.reconciler.context import Annotations, Context, device_plugin_only, incompatible
-from controller.reconciler.migparted import MigPartedError, config_names
+from controller.reconciler.migparted import MigPartedError
 from controller.state import NodeView, Phase
 
 
@@ -215,7 +215,7 @@ class Admission:
         """Whether the MIG manager's ConfigMap defines ``config``; refuses (once) when not."""
         if self._mig_configs is None:
             try:
-                self._mig_configs = config_names(self.ctx.kube, self.assignment.raw["migConfigMap"])
+                self._mig_configs = self.ctx.mounted.read(self.ctx.kube, self.assignment.raw["migConfigMap"])
             except MigPartedError as exc:
                 self._mig_configs = exc
         known = self._mig_configs

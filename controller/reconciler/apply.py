@@ -14,6 +14,7 @@ from controller.reconciler.context import (
     device_plugin_only,
     incompatible,
 )
+from controller.reconciler.migparted import MigPartedError
 from controller.state import NodeView, Phase
 
 
@@ -57,6 +58,10 @@ def start_apply(ctx: Context, step: Step) -> NodeView | None:
             device_plugin_config=dp,
         )
         return updated
+    if step.assignment is not None:
+        waiting = _mounted(ctx, step, target)
+        if waiting is not None:
+            return waiting if isinstance(waiting, NodeView) else None
     if node.current_config == target:
         if node.labels.get(st.MIG_STATE) == "success":
             return ctx.patch(node, {st.PHASE: Phase.VERIFYING.value, st.PHASE_SINCE: t})
@@ -72,6 +77,35 @@ def start_apply(ctx: Context, step: Step) -> NodeView | None:
     updated = ctx.patch(node, {st.PHASE: Phase.APPLYING.value, st.PHASE_SINCE: t}, labels=labels)
     log(logging.INFO, "applying", node=node.name, config=target, device_plugin_config=dp)
     return updated
+
+
+def _mounted(ctx: Context, step: Step, target: str) -> NodeView | bool | None:
+    """Before a MIG config label is written: the config must be in the mig-parted ConfigMap, and
+    long enough for the MIG manager's mounted copy to have it. None: go ahead; False: wait;
+    a NodeView: the node failed (the ConfigMap lost the config, or cannot be read)."""
+    assert step.assignment is not None
+    ref = step.assignment.raw["migConfigMap"]
+    where = f"mig-parted ConfigMap {ref.get('namespace')}/{ref.get('name')}"
+    try:
+        names = ctx.mounted.read(ctx.kube, ref)
+    except MigPartedError as exc:
+        return ctx.fail(step.node, f"{exc}; the node was not relabelled", step.now)
+    if target not in names:
+        return ctx.fail(
+            step.node, f"config {target} is not defined in {where}; the node was not relabelled", step.now
+        )
+    left = ctx.mounted.wait_left(ref, target)
+    if left > 0:
+        ctx.once(
+            ("mount-wait", step.node.name, target),
+            logging.INFO,
+            "waiting for the kubelet to refresh the MIG manager's copy of the mig-parted ConfigMap",
+            node=step.node.name,
+            config=target,
+            seconds=round(left, 1),
+        )
+        return False
+    return None
 
 
 def applying(ctx: Context, step: Step) -> NodeView | None:

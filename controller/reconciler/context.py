@@ -21,6 +21,7 @@ from controller.errors import ControllerError
 from controller.kube import Kube
 from controller.logs import log
 from controller.metrics import Metrics
+from controller.reconciler.migparted import MountedConfigs
 from controller.settings import Settings
 from controller.state import NodeView, Phase
 
@@ -142,6 +143,7 @@ class Context:
         self.clock = clock
         self.retry = Backoff(settings.retry_backoff, settings.retry_backoff_max)
         self.evict = Backoff(settings.eviction_backoff, settings.eviction_backoff_max)
+        self.mounted = MountedConfigs(settings.configmap_sync_delay)
         self._logged: set[tuple[Any, ...]] = set()
 
     # --- logging -----------------------------------------------------------------------------

@@ -81,6 +81,7 @@ MIG_PARTED = ("gpu-operator", "migc-mig-parted-config")
 
 FAST = Settings(
     drain_grace_timeout=0.0,
+    configmap_sync_delay=0.0,
     eviction_timeout=5.0,
     eviction_backoff=0.02,
     eviction_backoff_max=0.1,
@@ -146,7 +147,7 @@ class Killed(BaseException):
     """
 
 
-class KillableApiClient(client.ApiClient):  # type: ignore[misc]  # the client is untyped
+class KillableApiClient(client.ApiClient):
     """The official client, plus a kill switch checked before every request (tests only)."""
 
     def __init__(self, configuration: client.Configuration) -> None:
@@ -173,7 +174,7 @@ def _run_until_killed(ctl: Controller) -> None:
 
 class Cluster:
     def __init__(self) -> None:
-        self.mig = FakeMigManager(resources=RESOURCES)
+        self.mig = FakeMigManager(resources=RESOURCES, configmap=MIG_PARTED)
         self.device_plugin = FakeDevicePlugin()
         self.emu = EmulatorThread(self.mig, self.device_plugin).start()
         self.clock = Clock()

@@ -174,6 +174,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         cfg_.host = emu.url
         settings = Settings(
             drain_grace_timeout=0.3,
+            configmap_sync_delay=0.0,  # the emulated MIG manager reads the ConfigMap without lag
             eviction_timeout=10.0,
             eviction_backoff=0.1,
             apply_timeout=10.0,

@@ -28,6 +28,7 @@ import dataclasses
 import itertools
 import re
 import threading
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -282,6 +283,9 @@ class ApiServer(kmock.KubernetesEmulator):
         body.setdefault("metadata", {}).update({"name": name, "resourceVersion": self._next_rv()})
         if ns is not None:
             body["metadata"]["namespace"] = ns
+        mig = self.mig_manager
+        if res == CONFIGMAPS and mig is not None and mig.configmap == (ns, name):
+            mig.configmap_written(body)
         async with self._lock:
             key = (res, ns, name)
             exists = key in self.objects and not self.objects[key].deleted
@@ -363,8 +367,16 @@ class FakeMigManager:
     decide: Callable[[str, str, int], str] | None = None
     delay: float = 0.005
     reboot_delay: float = 0.5
+    # The manager reads the mig-parted ConfigMap from a volume that the kubelet refreshes only
+    # after its sync period plus cache delay: a config name becomes visible to it this long
+    # after it appeared in the API (kubernetes docs, "Mounted ConfigMaps are updated
+    # automatically"; kubelet pkg/volume/configmap). 0: no lag.
+    mount_delay: float = 0.0
+    appeared: dict[str, float] = field(default_factory=dict)
     # While cleared, successful applies stay ``pending`` (tests freeze nodes mid-Applying).
     gate: threading.Event = field(default_factory=threading.Event)
+    # (namespace, name) of the mig-parted ConfigMap the manager mounts; None: not modelled.
+    configmap: tuple[str, str] | None = None
     handled: list[tuple[str, str, str]] = field(default_factory=list)
 
     def __post_init__(self) -> None:
@@ -376,8 +388,27 @@ class FakeMigManager:
             return self.decide(node, config, attempt)
         return self.per_node.get(node, self.mode)
 
+    def configmap_written(self, body: Mapping[str, Any]) -> None:
+        """Record when each config name first appeared in the mig-parted ConfigMap."""
+        import yaml
+
+        doc = yaml.safe_load(((body.get("data") or {}).get("config.yaml")) or "") or {}
+        names = set((doc.get("mig-configs") or {}) if isinstance(doc, dict) else ())
+        for gone in set(self.appeared) - names:
+            del self.appeared[gone]
+        now = time.monotonic()
+        for n in names:
+            self.appeared.setdefault(n, now)
+
+    def mounted(self, config: str) -> bool:
+        """Whether the manager's mounted copy of the ConfigMap has ``config`` by now."""
+        first = self.appeared.get(config)
+        return first is not None and time.monotonic() - first >= self.mount_delay
+
     async def react(self, api: ApiServer, node: str, config: str) -> None:
-        mode = self._mode(node, config) if config in self.resources else "failed"
+        known = config in self.resources and (self.configmap is None or self.mounted(config))
+        # mig-parted refuses a config its file does not define ("selected mig-config not present").
+        mode = self._mode(node, config) if known else "not-present"
         self.handled.append((node, config, mode))
         await asyncio.sleep(self.delay)
         await api.patch_obj(NODES, None, node, {"metadata": {"labels": {MIG_STATE: "pending"}}})
@@ -386,7 +417,7 @@ class FakeMigManager:
         await asyncio.sleep(self.delay)
         while not self.gate.is_set():
             await asyncio.sleep(0.005)
-        if mode == "failed":
+        if mode in ("failed", "not-present"):
             await api.patch_obj(NODES, None, node, {"metadata": {"labels": {MIG_STATE: "failed"}}})
             return
         if mode == "reboot":

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from conftest import Cluster, assignment, writes
-from emulation import NODES, revision_of
+from conftest import CONFIGS, Cluster, assignment, writes
+from emulation import NODES, PODS, revision_of
 
 from controller import state as st
 
@@ -95,7 +95,7 @@ def test_cordon_adds_no_taint_and_the_device_plugin_comes_back(cluster: Cluster)
     node_patches = [c for c in writes(cluster.controller_calls()) if c.resource == "nodes"]
     assert not [c for c in node_patches if "taints" in ((c.body or {}).get("spec") or {})]
     cordons = [c for c in node_patches if ((c.body or {}).get("spec") or {}).get("unschedulable") is True]
-    assert sorted(c.name for c in cordons) == nodes
+    assert sorted(str(c.name) for c in cordons) == nodes
     assert all(c.body["metadata"]["annotations"][st.CORDONED] == "true" for c in cordons)
 
 
@@ -139,3 +139,50 @@ def test_a_node_tainted_by_an_earlier_version_loses_the_taint_and_converges(clus
     cluster.set_assignment(doc)
     cluster.wait(lambda: cluster.converged({"n0": NEW}))
     assert cluster.node("n0")["spec"]["taints"] == [other]
+
+
+# --- the MIG manager's mounted copy of the mig-parted ConfigMap lags the API (issue 10 item 4) --------
+def _labelled(cluster: Cluster, node: str, config: str) -> bool:
+    return any(
+        ((c.body.get("metadata") or {}).get("labels") or {}).get(st.MIG_CONFIG) == config
+        for c in writes(cluster.controller_calls())
+        if c.resource == "nodes" and c.name == node
+    )
+
+
+def test_labelling_waits_for_the_kubelet_to_refresh_the_mounted_configmap(cluster: Cluster) -> None:
+    cluster.add_nodes(["n0"], OLD)
+    cluster.set_mig_parted({OLD: CONFIGS[OLD]})
+    cluster.mig.mount_delay = 0.8
+    cluster.start(configmap_sync_delay=1.0, max_attempts=1)
+    cluster.set_assignment(assignment({"n0": NEW}))  # NEW enters the ConfigMap only now
+    cluster.wait(lambda: cluster.converged({"n0": NEW}))
+    assert cluster.mig.handled == [("n0", NEW, "success")]
+
+
+def test_without_the_sync_delay_the_manager_does_not_find_the_config(cluster: Cluster) -> None:
+    """The check can fail: labelling at once hits the lagging mount ("selected mig-config not
+    present") and burns an attempt."""
+    cluster.add_nodes(["n0"], OLD)
+    cluster.set_mig_parted({OLD: CONFIGS[OLD]})
+    cluster.mig.mount_delay = 5.0
+    cluster.start(configmap_sync_delay=0.0, max_attempts=1)
+    cluster.set_assignment(assignment({"n0": NEW}))
+    cluster.wait(lambda: _ann(cluster, "n0").get(st.PHASE) == "Failed")
+    assert cluster.mig.handled == [("n0", NEW, "not-present")]
+
+
+def test_config_removed_from_the_configmap_mid_rollout_is_never_labelled(cluster: Cluster) -> None:
+    cluster.add_nodes(["n0"], OLD)
+    cluster.add_pod("train", "n0", namespace="ml")
+    ctl = cluster.start(drain_grace_timeout=60.0, max_attempts=1)
+    cluster.set_assignment(assignment({"n0": NEW}))
+    cluster.wait(lambda: cluster.phases()["n0"] == "Draining")
+    cluster.set_mig_parted({OLD: CONFIGS[OLD]})  # someone re-synced an older ConfigMap
+    cluster.settle(ctl, 2)
+    cluster.emu.remove(PODS, "ml", "train")
+    cluster.wait(lambda: _ann(cluster, "n0").get(st.PHASE) == "Failed")
+    err = _ann(cluster, "n0")[st.LAST_ERROR]
+    assert f"config {NEW} is not defined in mig-parted ConfigMap" in err and "not relabelled" in err
+    assert not _labelled(cluster, "n0", NEW)
+    assert cluster.mig.handled == []

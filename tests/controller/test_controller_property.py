@@ -135,6 +135,7 @@ PROPERTY = settings(
 )
 
 
+@pytest.mark.slow
 @PROPERTY
 @given(document(), hs.datetimes(timezones=hs.just(dt.UTC)))
 def test_schema_valid_documents_parse_or_are_refused_and_resolve(
@@ -166,6 +167,7 @@ def planner() -> Iterator[tuple[Cluster, Kube]]:
         cluster.emu.stop()
 
 
+@pytest.mark.slow
 @settings(max_examples=30, deadline=None, suppress_health_check=list(HealthCheck))
 @given(document(), hs.booleans())
 def test_schema_valid_documents_never_crash_a_pass(

@@ -50,6 +50,10 @@ MIG_STATE = "nvidia.com/mig.config.state"
 DEVICE_PLUGIN_CONFIG = "nvidia.com/device-plugin.config"
 # Set by GPU Feature Discovery; the GPU Operator runs the MIG manager only where it is "true".
 MIG_CAPABLE = "nvidia.com/mig.capable"
+# The GPU Operator runs its MIG manager DaemonSet pod only on nodes where this label is "true";
+# "false" removes the pod (the operator's per-node switch for each operand).
+DEPLOY_MIG_MANAGER = "nvidia.com/gpu.deploy.mig-manager"
+MIG_MANAGER_APP = "nvidia-mig-manager"  # the pod label app=... of that DaemonSet
 
 # Everything a finished reconfiguration clears again (human-set and audit keys stay).
 TRANSIENT = (

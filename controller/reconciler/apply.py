@@ -65,10 +65,7 @@ def start_apply(ctx: Context, step: Step) -> NodeView | None:
     if node.current_config == target:
         if node.labels.get(st.MIG_STATE) == "success":
             return ctx.patch(node, {st.PHASE: Phase.VERIFYING.value, st.PHASE_SINCE: t})
-        # The MIG manager only acts on a *change* of the label, so a retry of the same config
-        # removes it first; the next pass sets it again.
-        log(logging.INFO, "clearing the MIG config label so the MIG manager sees the retry", node=node.name)
-        return ctx.patch(node, {st.PHASE_SINCE: t}, labels={st.MIG_CONFIG: None, st.MIG_STATE: None})
+        return _restart_mig_manager(ctx, step)
     labels: Annotations = {st.MIG_CONFIG: target, st.MIG_STATE: None}
     if dp:
         labels[st.DEVICE_PLUGIN_CONFIG] = dp
@@ -106,6 +103,58 @@ def _mounted(ctx: Context, step: Step, target: str) -> NodeView | bool | None:
         )
         return False
     return None
+
+
+def _restart_mig_manager(ctx: Context, step: Step) -> NodeView | None:
+    """A retry of the config the node is already labelled with, without ever removing the label.
+
+    The MIG manager acts only on a *change* of ``nvidia.com/mig.config``, or when it starts
+    (NVIDIA/mig-parted cmd/nvidia-mig-manager/main.go: the informer's UpdateFunc calls Set only
+    when the label differs, AddFunc on start). Removing the label for a pass is not safe: the
+    GPU Operator's node labeler gives a MIG-capable node without it ``all-disabled``, which the
+    manager would apply first. So the manager pod is restarted instead, through the operator's
+    own per-node switch: ``nvidia.com/gpu.deploy.mig-manager=false`` until its pod is gone, then
+    ``true``; the new pod applies the label it finds.
+    """
+    node, t = step.node, step.t
+    if node.labels.get(st.DEPLOY_MIG_MANAGER) != "false":
+        log(
+            logging.INFO,
+            "restarting the MIG manager so that it applies the same config again",
+            node=node.name,
+        )
+        return ctx.patch(
+            node, {st.PHASE_SINCE: t}, labels={st.DEPLOY_MIG_MANAGER: "false", st.MIG_STATE: None}
+        )
+    running = [
+        p
+        for p in ctx.kube.list_pods(node.name)
+        if ((p.get("metadata") or {}).get("labels") or {}).get("app") == st.MIG_MANAGER_APP
+    ]
+    if running:
+        elapsed = (step.now - (node.since() or step.now)).total_seconds()
+        if elapsed >= ctx.s.apply_timeout:
+            return ctx.fail(
+                node, f"the MIG manager pod did not stop within {ctx.s.apply_timeout:g}s", step.now
+            )
+        ctx.once(
+            ("mig-manager-stop", node.name, node.since()),
+            logging.INFO,
+            "waiting for the MIG manager pod to stop",
+            node=node.name,
+        )
+        return None
+    log(
+        logging.INFO,
+        "MIG manager stopped; starting it again to apply the config",
+        node=node.name,
+        config=node.target,
+    )
+    return ctx.patch(
+        node,
+        {st.PHASE: Phase.APPLYING.value, st.PHASE_SINCE: t},
+        labels={st.DEPLOY_MIG_MANAGER: "true", st.MIG_STATE: None},
+    )
 
 
 def applying(ctx: Context, step: Step) -> NodeView | None:

@@ -48,6 +48,8 @@ MIG_STATE = "nvidia.com/mig.config.state"
 MIG_CAPABLE = "nvidia.com/mig.capable"
 DEVICE_PLUGIN_CONFIG = "nvidia.com/device-plugin.config"
 GPU_COUNT = "nvidia.com/gpu.count"  # set by GPU Feature Discovery
+DEPLOY_MIG_MANAGER = "nvidia.com/gpu.deploy.mig-manager"
+OPERATOR_NAMESPACE = "gpu-operator"
 _DROP = "MIGC-TEST-DROP"
 
 # Tolerations of the GPU Operator's operand DaemonSets (device plugin, GFD, DCGM exporter,
@@ -128,6 +130,8 @@ class ApiServer(kmock.KubernetesEmulator):
     eviction_gate: Callable[[str, str], bool] = attrs.field(default=lambda ns, name: True)
     mig_manager: FakeMigManager | None = attrs.field(default=None)
     device_plugin: FakeDevicePlugin | None = attrs.field(default=None)
+    labeler: bool = attrs.field(default=True)  # the GPU Operator's node labeler (see _label_default)
+    labeled: list[str] = attrs.field(factory=list)
     history: list[Call] = attrs.field(factory=list)
     _seq: Any = attrs.field(factory=itertools.count)
     _rv: Any = attrs.field(factory=lambda: itertools.count(1000))
@@ -222,6 +226,11 @@ class ApiServer(kmock.KubernetesEmulator):
             changed = new_label and new_label != old_labels.get(MIG_CONFIG)
             if self.mig_manager is not None and capable and changed:
                 self._spawn(self.mig_manager.react(self, str(request.name), str(new_label)))
+            deploy, was = labels.get(DEPLOY_MIG_MANAGER), old_labels.get(DEPLOY_MIG_MANAGER)
+            if self.mig_manager is not None and capable and deploy != was:
+                self._spawn(self._mig_manager_pod(str(request.name), deploy != "false", new_label))
+            if self.labeler and capable and MIG_CONFIG not in labels:
+                self._spawn(self._label_default(str(request.name)))
             new_dp = labels.get(DEVICE_PLUGIN_CONFIG)
             if (
                 self.device_plugin is not None
@@ -231,6 +240,37 @@ class ApiServer(kmock.KubernetesEmulator):
             ):
                 self._spawn(self.device_plugin.react(self, str(request.name), str(new_dp)))
         return response
+
+    async def _mig_manager_pod(self, node: str, run: bool, label: str | None) -> None:
+        """The MIG manager DaemonSet follows nvidia.com/gpu.deploy.mig-manager (its nodeSelector
+        in NVIDIA/gpu-operator assets/state-mig-manager): "false" deletes the node's pod, back to
+        "true" creates one, which applies the label it finds on start (the informer's AddFunc in
+        NVIDIA/mig-parted cmd/nvidia-mig-manager/main.go)."""
+        name = f"nvidia-mig-manager-{node}"
+        await asyncio.sleep(0.02)
+        if not run:
+            await self.remove(PODS, OPERATOR_NAMESPACE, name)
+            return
+        pod = pod_object(name, node, namespace=OPERATOR_NAMESPACE, gpu=None, daemonset=True)
+        pod["metadata"]["labels"] = {"app": "nvidia-mig-manager"}
+        await self.upsert(PODS, OPERATOR_NAMESPACE, name, pod)
+        if label and self.mig_manager is not None:
+            await self.mig_manager.react(self, node, label)
+
+    async def _label_default(self, node: str) -> None:
+        """The GPU Operator's node labeler: a MIG-capable node without nvidia.com/mig.config gets
+        the default config, all-disabled (NVIDIA/gpu-operator controllers/state_manager.go), and
+        the MIG manager applies that change like any other."""
+        await asyncio.sleep(0.005)
+        key = (NODES, None, node)
+        if key not in self.objects or self.objects[key].deleted:
+            return
+        if MIG_CONFIG in ((self.objects[key].raw.get("metadata") or {}).get("labels") or {}):
+            return
+        await self.patch_obj(NODES, None, node, {"metadata": {"labels": {MIG_CONFIG: "all-disabled"}}})
+        self.labeled.append(node)
+        if self.mig_manager is not None:
+            await self.mig_manager.react(self, node, "all-disabled")
 
     def _spawn(self, coro: Any) -> None:
         task = asyncio.get_running_loop().create_task(coro)

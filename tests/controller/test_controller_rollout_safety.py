@@ -7,6 +7,7 @@ from typing import Any
 
 from conftest import CONFIGS, Cluster, assignment, writes
 from emulation import NODES, PODS, revision_of
+from kubernetes import client
 
 from controller import state as st
 
@@ -186,3 +187,39 @@ def test_config_removed_from_the_configmap_mid_rollout_is_never_labelled(cluster
     assert f"config {NEW} is not defined in mig-parted ConfigMap" in err and "not relabelled" in err
     assert not _labelled(cluster, "n0", NEW)
     assert cluster.mig.handled == []
+
+
+# --- a retry never removes nvidia.com/mig.config (issue 10 item 3) ------------------------------------
+def test_retry_restarts_the_mig_manager_and_never_removes_the_label(cluster: Cluster) -> None:
+    cluster.add_nodes(["n0"], OLD)
+    cluster.mig.decide = lambda node, config, attempt: "failed" if attempt == 1 else "success"
+    cluster.start(failure_backoff=0.05)
+    cluster.set_assignment(assignment({"n0": NEW}))
+    cluster.wait(lambda: cluster.converged({"n0": NEW}))
+    assert cluster.mig.handled == [("n0", NEW, "failed"), ("n0", NEW, "success")]
+    node_labels = [
+        (c.body.get("metadata") or {}).get("labels") or {}
+        for c in writes(cluster.controller_calls())
+        if c.resource == "nodes"
+    ]
+    assert not [ls for ls in node_labels if st.MIG_CONFIG in ls and ls[st.MIG_CONFIG] is None]
+    assert [ls[st.DEPLOY_MIG_MANAGER] for ls in node_labels if st.DEPLOY_MIG_MANAGER in ls] == [
+        "false",
+        "true",
+    ]
+    assert cluster.emu.api.labeled == []  # the node labeler never had a reason to step in
+    assert cluster.node("n0")["metadata"]["labels"][st.DEPLOY_MIG_MANAGER] == "true"
+
+
+def test_the_labeler_races_a_removed_label(cluster: Cluster) -> None:
+    """Why the label must stay: removing it (what the retry used to do) lets the GPU Operator's
+    labeler put all-disabled there, and the MIG manager applies that first."""
+    cluster.add_nodes(["n0"], OLD)
+    cfg = client.Configuration()
+    cfg.host = cluster.emu.url
+    client.CoreV1Api(client.ApiClient(cfg)).patch_node(
+        "n0", {"metadata": {"labels": {st.MIG_CONFIG: None}}}, _content_type="application/merge-patch+json"
+    )
+    cluster.wait(lambda: cluster.node("n0")["metadata"]["labels"].get(st.MIG_CONFIG) == "all-disabled")
+    cluster.wait(lambda: [h[:2] for h in cluster.mig.handled] == [("n0", "all-disabled")])
+    assert cluster.emu.api.labeled == ["n0"]

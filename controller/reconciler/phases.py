@@ -49,7 +49,7 @@ def advance(ctx: Context, step: Step) -> NodeView | None:
         # replace it by the cordon annotation before going on (the cordon stays).
         log(logging.INFO, "replacing an earlier version's taint by the cordon annotation", node=node.name)
         taints = [dict(t) for t in node.taints if t.get("key") != st.TAINT_KEY]
-        return ctx.patch(node, {st.CORDONED: "true"}, spec={"taints": taints, "unschedulable": True})
+        return ctx.patch(node, {st.CORDONED: "true"}, spec={"taints": taints})
     if node.phase not in (Phase.DONE, Phase.FAILED):
         if not node.target:
             # A phase without a target cannot be continued; hand the node back to the scheduler.

@@ -320,14 +320,26 @@ def max_cordoned(calls: list[Call], initially: set[str] | None = None) -> int:
 
 
 def assert_cordons_are_marked(calls: list[Call]) -> None:
-    """Every write that cordons a node also records the migc phase, in the same request."""
+    """Every write that cordons a node also records the migc phase and the cordon annotation,
+    in the same request, and never adds a taint; every uncordon clears the annotation."""
     for c in calls:
         spec = (c.body or {}).get("spec") or {} if c.resource == "nodes" and c.verb == "patch" else {}
-        if spec.get("unschedulable") is True or any(
-            t.get("key") == st.TAINT_KEY for t in spec.get("taints") or []
-        ):
-            ann = ((c.body or {}).get("metadata") or {}).get("annotations") or {}
+        ann = ((c.body or {}).get("metadata") or {}).get("annotations") or {}
+        assert not any(t.get("key") == st.TAINT_KEY for t in spec.get("taints") or []), f"taint added: {c}"
+        if spec.get("unschedulable") is True:
             assert ann.get(st.PHASE) == "Cordoned", f"cordon without a phase annotation: {c}"
+            assert ann.get(st.CORDONED) == "true", f"cordon without the cordon annotation: {c}"
+        if spec.get("unschedulable") is False:
+            assert st.CORDONED in ann and ann[st.CORDONED] is None, f"uncordon keeps the annotation: {c}"
+
+
+def assert_mig_config_never_removed(calls: list[Call]) -> None:
+    """No controller write leaves a node without a nvidia.com/mig.config value (the GPU
+    Operator's labeler would put all-disabled there)."""
+    for c in calls:
+        if c.resource == "nodes" and c.verb == "patch":
+            labels = ((c.body or {}).get("metadata") or {}).get("labels") or {}
+            assert not (st.MIG_CONFIG in labels and labels[st.MIG_CONFIG] is None), f"label removed: {c}"
 
 
 def assert_only_gpu_pods_evicted(calls: list[Call], gpu_pods: set[str]) -> set[str]:

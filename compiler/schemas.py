@@ -11,7 +11,6 @@ those patterns to give a specific code (MIGC109 names, MIGC114 durations) instea
 
 from __future__ import annotations
 
-import copy
 import json
 import sys
 from pathlib import Path
@@ -31,6 +30,9 @@ POLICY_FILE = "policy.schema.json"
 # Python code that needs absolute URIs registers the files under this base.
 BASE_URI = "https://migc.dev/schema/"
 
+# Patterns are ECMA-262 (JSON Schema's dialect), where "$" is the end of the string. Python's re also
+# lets "$" match before a final newline; migc's validator reads "$" as the true end
+# (compiler.validate.common.ecma_anchors), so "c1\n" is not a name.
 DNS_LABEL_PATTERN = "^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
 DURATION_PATTERN = "^([0-9]+d)?([0-9]+h)?([0-9]+m)?([0-9]+s)?$"
 PERCENT_PATTERN = "^[0-9]{1,3}%$"
@@ -332,9 +334,6 @@ def _tenant() -> dict[str, Any]:
     return _kind_schema("Tenant", "migc Tenant", "A tenant: namespaces, priority, quotas.", spec)
 
 
-NEED_FORMS = ("profile", "profiles", "gpuMemoryGB/computeSlices", "gpus")
-
-
 def _workload() -> dict[str, Any]:
     # Each oneOf branch only states which keys make a form; the field constraints live in
     # "properties" so a wrong value is reported at the field (e.g. "profiles must be an array"),
@@ -527,11 +526,7 @@ def all_schema_files() -> dict[str, dict[str, Any]]:
 
 
 def dumps(schema: dict[str, Any]) -> str:
-    return json.dumps(schema, indent=2, ensure_ascii=False) + "\n"
-
-
-def schema_for(kind: str) -> dict[str, Any]:
-    return copy.deepcopy(kind_schemas()[kind])
+    return json.dumps(schema, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
 
 
 def main(argv: list[str]) -> int:

@@ -25,12 +25,6 @@ class CatalogError(Exception):
 
 
 @dataclass(frozen=True)
-class Placement:
-    start: int  # first memory slice
-    size: int  # memory slices occupied
-
-
-@dataclass(frozen=True)
 class Profile:
     name: str  # "1g.10gb", "1g.10gb+me"
     id: int | None  # GPU-instance profile id as nvidia-smi -lgip / NVML info.id; None = unknown
@@ -47,9 +41,6 @@ class Profile:
     def resource_name(self) -> str:
         """Extended resource the device plugin advertises under the mixed strategy."""
         return "nvidia.com/mig-" + self.name.replace("+", ".")
-
-    def placement_list(self) -> tuple[Placement, ...]:
-        return tuple(Placement(s, self.memory_slices) for s in self.placements)
 
 
 @dataclass(frozen=True)

@@ -201,6 +201,7 @@ def test_dropped_watches_are_re_established(cluster: Cluster) -> None:
     assert [c.refused for c in watches if c.resource == "configmaps"][:3] == [False, True, False]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kill_after", [2, 7, 13])
 def test_killed_mid_rollout_and_restarted_resumes_without_repeating_steps(
     cluster: Cluster, kill_after: int
@@ -232,7 +233,7 @@ def test_killed_mid_rollout_and_restarted_resumes_without_repeating_steps(
     assert_cordons_are_marked(calls)
     assert_mig_config_never_removed(calls)
     cordons = [
-        c.name
+        str(c.name)
         for c in calls
         if c.verb == "patch"
         and c.resource == "nodes"
@@ -241,7 +242,7 @@ def test_killed_mid_rollout_and_restarted_resumes_without_repeating_steps(
     ]
     assert sorted(cordons) == nodes  # each node cordoned exactly once across both lifetimes
     labels = [
-        c.name
+        str(c.name)
         for c in calls
         if c.verb == "patch"
         and c.resource == "nodes"

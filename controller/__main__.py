@@ -72,6 +72,18 @@ def parser() -> argparse.ArgumentParser:
         help="wait this long for nvidia.com/mig.config.state=success",
     )
     t.add_argument(
+        "--configmap-sync-delay",
+        type=duration,
+        default=d.configmap_sync_delay,
+        help="label a node with a config only this long after it appeared in the mig-parted ConfigMap",
+    )
+    t.add_argument(
+        "--reboot-timeout",
+        type=duration,
+        default=d.reboot_timeout,
+        help="extra time while the MIG manager reports nvidia.com/mig.config.state=rebooting",
+    )
+    t.add_argument(
         "--verify-timeout",
         type=duration,
         default=d.verify_timeout,
@@ -83,6 +95,12 @@ def parser() -> argparse.ArgumentParser:
         default=d.failure_backoff,
         help="delay before the one automatic retry of a failed node",
     )
+    p.add_argument(
+        "--max-failures",
+        type=int,
+        default=d.max_failures,
+        help="stop admitting nodes once this many failed in one revision (0: never)",
+    )
     t.add_argument("--poll-interval", type=duration, default=d.poll_interval)
     t.add_argument("--resync-interval", type=duration, default=d.resync_interval)
     t.add_argument("--lease-duration", type=duration, default=d.lease_duration)
@@ -91,6 +109,12 @@ def parser() -> argparse.ArgumentParser:
         "--identity",
         default=os.environ.get("POD_NAME") or f"{socket.gethostname()}-{os.getpid()}",
         help="leader-election identity (default: $POD_NAME)",
+    )
+    p.add_argument(
+        "--cluster",
+        default=os.environ.get("MIGC_CLUSTER") or None,
+        help="this cluster's name in the policy: an assignment for another cluster is refused "
+        "(default: $MIGC_CLUSTER; unset accepts any, with a warning)",
     )
     p.add_argument("--dry-run", action="store_true", help="log every step it would take; write nothing")
     p.add_argument("--metrics-address", default="0.0.0.0")
@@ -120,6 +144,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         drain_grace_timeout=args.drain_grace_timeout,
         eviction_timeout=args.eviction_timeout,
         apply_timeout=args.apply_timeout,
+        reboot_timeout=args.reboot_timeout,
+        configmap_sync_delay=args.configmap_sync_delay,
+        max_failures=args.max_failures,
         verify_timeout=args.verify_timeout,
         failure_backoff=args.failure_backoff,
         poll_interval=args.poll_interval,
@@ -128,6 +155,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         lease_duration=args.lease_duration,
         identity=args.identity,
         dry_run=args.dry_run,
+        cluster=args.cluster,
     )
     try:
         api = _api_client(args)

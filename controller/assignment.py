@@ -9,6 +9,7 @@ from __future__ import annotations
 import datetime as dt
 import functools
 import json
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from importlib import resources
@@ -17,10 +18,29 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import jsonschema
 
-from controller.errors import InvalidAssignmentError
+from controller.errors import InvalidAssignmentError, WrongClusterError
 
 ASSIGNMENT_KEY = "assignment.json"
 _DAYS = ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")
+
+# Limits checked before the document is parsed at all. A ConfigMap holds at most 1 MiB, and the
+# deepest legitimate path (root/configs/<name>/devices/<i>/profiles/<p>) is 6 levels; json.loads
+# and the schema validator recurse per level, so an absurdly nested document would otherwise end
+# in a RecursionError instead of a refusal.
+MAX_BYTES = 1 << 20
+MAX_DEPTH = 32
+# The longest IANA zone name is 32 characters ("America/Argentina/ComodRivadavia").
+_ZONE = re.compile(r"[A-Za-z0-9_+-]{1,32}(/[A-Za-z0-9_+-]{1,32}){0,2}")
+_ZONE_MAX = 64
+# Schema patterns are ECMA regexes, but Python's jsonschema runs them with re.search, where "$"
+# also matches before a trailing newline; the controller re-checks each value with fullmatch.
+_TIME = re.compile(r"([01][0-9]|2[0-3]):[0-5][0-9]")
+# A Kubernetes label value (apimachinery validation.IsValidLabelValue): the controller writes
+# config names into nvidia.com/mig.config and nvidia.com/device-plugin.config.
+_LABEL_VALUE = re.compile(r"(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?")
+_LABEL_VALUE_MAX = 63
+_STRINGS = re.compile(r'"(?:[^"\\]|\\.)*"', re.S)
+_BRACKETS = re.compile(r"[\[\]{}]")
 
 
 @functools.cache
@@ -94,21 +114,95 @@ class Target:
     config: str
 
 
-def _window(doc: Mapping[str, Any], where: str) -> Window:
+def _short(value: str, limit: int = 80) -> str:
+    return repr(value if len(value) <= limit else value[:limit] + "...")
+
+
+def zone(name: str, where: str) -> dt.tzinfo:
+    """The time zone called ``name``, or an ``InvalidAssignmentError`` (never another exception).
+
+    ``ZoneInfo`` opens a file under the tzdata directory: a directory name (``America``) raises
+    IsADirectoryError, and an absurdly long name OSError, so the name is checked first.
+    """
+    if name in ("UTC", "Etc/UTC"):
+        return dt.UTC
+    if len(name) > _ZONE_MAX or not _ZONE.fullmatch(name):
+        raise InvalidAssignmentError(f"{where}: not a time zone name: {_short(name)}")
     try:
-        zone: dt.tzinfo = dt.UTC if doc["timezone"] in ("UTC", "Etc/UTC") else ZoneInfo(doc["timezone"])
-    except (ZoneInfoNotFoundError, ValueError) as exc:
-        raise InvalidAssignmentError(f"{where}: unknown timezone {doc['timezone']!r}") from exc
-    start = dt.time.fromisoformat(doc["start"])
-    end = dt.time.fromisoformat(doc["end"])
-    return Window(frozenset(_DAYS.index(d) for d in doc["days"]), start, end, zone)
+        return ZoneInfo(name)
+    except (ZoneInfoNotFoundError, ValueError, OSError, UnicodeError) as exc:
+        raise InvalidAssignmentError(f"{where}: unknown time zone {_short(name)}") from exc
 
 
-def parse(text: str) -> Assignment:
-    """Parse and validate; every problem is an ``InvalidAssignmentError`` (permanent, not retried)."""
+def clock_time(value: str, where: str) -> dt.time:
+    if not _TIME.fullmatch(value):
+        raise InvalidAssignmentError(f"{where}: not a time HH:MM: {_short(value)}")
+    return dt.time(int(value[:2]), int(value[3:]))
+
+
+def is_label_value(value: str) -> bool:
+    return len(value) <= _LABEL_VALUE_MAX and _LABEL_VALUE.fullmatch(value) is not None
+
+
+def _window(doc: Mapping[str, Any], where: str) -> Window:
+    # No "days" (absent, or an empty list) means every day: that is what the policy's schema
+    # promises for an unset field, and a window that never opens would block the pool forever.
+    days = frozenset(_DAYS.index(d) for d in doc.get("days") or _DAYS)
+    return Window(
+        days,
+        clock_time(doc["start"], f"{where}/start"),
+        clock_time(doc["end"], f"{where}/end"),
+        zone(doc["timezone"], f"{where}/timezone"),
+    )
+
+
+def check_shape(text: str) -> None:
+    """Size and nesting limits, checked on the raw text before any parser recurses into it."""
+    size = len(text.encode("utf-8", "surrogatepass"))
+    if size > MAX_BYTES:
+        raise InvalidAssignmentError(f"{ASSIGNMENT_KEY}: {size} bytes, more than the limit of {MAX_BYTES}")
+    depth = deepest = 0
+    for m in _BRACKETS.finditer(_STRINGS.sub("", text)):
+        depth += 1 if m.group() in "[{" else -1
+        deepest = max(deepest, depth)
+        if deepest > MAX_DEPTH:
+            raise InvalidAssignmentError(
+                f"{ASSIGNMENT_KEY}: nested deeper than {MAX_DEPTH} levels (an assignment needs 6)"
+            )
+
+
+def _configs(doc: Mapping[str, Any]) -> dict[str, ConfigSpec]:
+    configs = {}
+    for name, c in doc["configs"].items():
+        # Both names become node label values; a value the API server refuses would fail the
+        # node only after it was cordoned and drained.
+        for what, value in (("config name", name), ("devicePluginConfig", c["devicePluginConfig"])):
+            if not is_label_value(value):
+                raise InvalidAssignmentError(
+                    f"configs/{_short(name)}: {what} {_short(value)} is not a valid label value "
+                    f"(at most {_LABEL_VALUE_MAX} characters, alphanumerics and -_. inside)"
+                )
+        configs[name] = ConfigSpec(
+            name=name,
+            mig_strategy=c["migStrategy"],
+            device_plugin_config=c["devicePluginConfig"],
+            # JSON Schema's "integer" admits 2.0 and 1e18: make every count a Python int.
+            resources={k: int(v) for k, v in c["resources"].items()},
+            devices=tuple(c["devices"]),
+        )
+    return configs
+
+
+def parse(text: str, *, cluster: str | None = None) -> Assignment:
+    """Parse and validate; every problem is an ``InvalidAssignmentError`` (permanent, not retried).
+
+    ``cluster``: this controller's cluster identity; a document addressed to another cluster is
+    refused. None accepts any cluster name.
+    """
+    check_shape(text)
     try:
         doc = json.loads(text)
-    except ValueError as exc:
+    except (ValueError, RecursionError) as exc:
         raise InvalidAssignmentError(f"{ASSIGNMENT_KEY}: not JSON: {exc}") from exc
     validator = jsonschema.Draft202012Validator(schema())
     errors = sorted(validator.iter_errors(doc), key=lambda e: (list(map(str, e.absolute_path)), e.message))
@@ -116,18 +210,18 @@ def parse(text: str) -> Assignment:
         first = errors[0]
         where = "/".join(map(str, first.absolute_path)) or "(root)"
         more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
-        raise InvalidAssignmentError(f"{ASSIGNMENT_KEY}: {where}: {first.message}{more}")
-
-    configs = {
-        name: ConfigSpec(
-            name=name,
-            mig_strategy=c["migStrategy"],
-            device_plugin_config=c["devicePluginConfig"],
-            resources=dict(c["resources"]),
-            devices=tuple(c["devices"]),
+        raise InvalidAssignmentError(f"{ASSIGNMENT_KEY}: {where}: {first.message[:512]}{more}")
+    if cluster is not None and doc["cluster"] != cluster:
+        raise WrongClusterError(
+            f"{ASSIGNMENT_KEY}: addressed to cluster {_short(doc['cluster'])}, "
+            f"but this controller serves cluster {cluster!r}"
         )
-        for name, c in doc["configs"].items()
-    }
+
+    if not re.fullmatch(r"[0-9a-f]{12,64}", doc["revision"]):
+        raise InvalidAssignmentError(
+            f"{ASSIGNMENT_KEY}: revision: not a content hash: {_short(doc['revision'])}"
+        )
+    configs = _configs(doc)
     pools: list[Pool] = []
     seen_nodes: set[str] = set()
     for i, p in enumerate(doc["pools"]):
@@ -140,7 +234,7 @@ def parse(text: str) -> Assignment:
                 raise InvalidAssignmentError(f"{where}: node {n['name']} is assigned twice")
             seen_nodes.add(n["name"])
             named[n["name"]] = n["config"]
-        counts = dict(p.get("configCounts", {}))
+        counts = {k: int(v) for k, v in (p.get("configCounts") or {}).items()}
         for cfg in counts:
             if cfg not in configs:
                 raise InvalidAssignmentError(f"{where}: configCounts: unknown config {cfg!r}")
@@ -153,7 +247,7 @@ def parse(text: str) -> Assignment:
             Pool(
                 name=p["name"],
                 gpu_model=p["gpuModel"],
-                max_unavailable=p["maxUnavailable"],
+                max_unavailable=int(p["maxUnavailable"]),
                 windows=tuple(
                     _window(w, f"{where}/maintenanceWindows/{j}")
                     for j, w in enumerate(p["maintenanceWindows"])

@@ -45,12 +45,8 @@ class InvalidAssignmentError(PermanentError):
     """The assignment document violates the schema or refers to unknown configs."""
 
 
-class ControllerKilled(BaseException):
-    """Raised at the next API call after ``Kube.kill()``: emulates SIGKILL at a request boundary.
-
-    A BaseException so that no ``except Exception`` on the way up can swallow it or write
-    anything "on the way out" -- a killed process gets no chance to clean up either.
-    """
+class WrongClusterError(InvalidAssignmentError):
+    """The assignment is valid but addressed to another cluster than this controller's."""
 
 
 def _reason(exc: ApiException) -> str:

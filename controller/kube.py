@@ -1,6 +1,6 @@
 """The only place that talks to the API server.
 
-Every call goes through ``_call``: the kill switch (tests), the dry-run guard, and translation
+Every call goes through ``_call``: the dry-run guard, and translation
 of client exceptions into the controller's error taxonomy. Responses are read as plain JSON
 dicts (camelCase, exactly as the server sends them) instead of the client's models.
 """
@@ -8,13 +8,12 @@ dicts (camelCase, exactly as the server sends them) instead of the client's mode
 from __future__ import annotations
 
 import json
-import threading
 from collections.abc import Callable, Mapping
 from typing import Any
 
 from kubernetes import client
 
-from controller.errors import ControllerKilled, PermanentError, translate
+from controller.errors import PermanentError, translate
 
 MERGE_PATCH = "application/merge-patch+json"
 USER_AGENT = "migc-controller/0.1"
@@ -32,15 +31,9 @@ class Kube:
         self.core = client.CoreV1Api(api_client)
         self.coord = client.CoordinationV1Api(api_client)
         self.dry_run = dry_run
-        self.killed = threading.Event()
         self.request_timeout: tuple[float, float] = (5.0, 30.0)
 
-    def kill(self) -> None:
-        self.killed.set()
-
     def _call(self, what: str, fn: Callable[..., Any], *args: Any, write: bool = False, **kw: Any) -> Any:
-        if self.killed.is_set():
-            raise ControllerKilled(what)
         if write and self.dry_run:
             raise DryRunWriteError(f"dry-run: refusing to {what}")
         try:

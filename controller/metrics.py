@@ -41,6 +41,17 @@ class Metrics:
             registry=r,
         )
         self.evictions = Counter("migc_evictions", "Eviction API calls, by result.", ["result"], registry=r)
+        self.refusals = Counter(
+            "migc_assignment_refusals",
+            "Assignment revisions (or targets in them) refused before any node was touched, by reason.",
+            ["reason"],
+            registry=r,
+        )
+        self.halted = Gauge(
+            "migc_rollout_halted",
+            "1 while the current revision's rollout admits no new node because too many nodes failed.",
+            registry=r,
+        )
         self.leader = Gauge("migc_leader", "1 while this replica holds the leader Lease.", registry=r)
         for phase in Phase:
             self.nodes.labels(phase=phase.value)

@@ -15,13 +15,23 @@ class Settings:
     eviction_timeout: float = 1800.0
     eviction_backoff: float = 1.0
     eviction_backoff_max: float = 30.0
+    # Before labelling a node: a config name must have been in the mig-parted ConfigMap this
+    # long, so that the kubelet has refreshed the MIG manager's mounted copy (sync period 1m
+    # plus cache propagation, by default).
+    configmap_sync_delay: float = 90.0
     # Applying / Verifying.
     apply_timeout: float = 900.0
+    # The MIG manager sets state "rebooting" when a MIG mode change needs a node reboot
+    # (WITH_REBOOT); while it says so, the apply deadline is extended by this much.
+    reboot_timeout: float = 1800.0
     verify_timeout: float = 300.0
     # After a failure: wait failure_backoff * 2**(attempts-1), then retry automatically while
     # attempts < max_attempts (2 = one automatic retry); after that a human decides.
     failure_backoff: float = 300.0
     max_attempts: int = 2
+    # The rollout stops widening once this many nodes failed in one revision (0: never), like a
+    # Deployment's progress deadline: a bad config must not walk through the fleet.
+    max_failures: int = 3
     # Temporary API errors (409, 429, 5xx, connection) back off per node.
     retry_backoff: float = 0.5
     retry_backoff_max: float = 30.0
@@ -34,4 +44,7 @@ class Settings:
     lease_name: str = "migc-controller"
     lease_duration: float = 15.0
     identity: str = "migc-controller"
+    # This controller's cluster: an assignment whose "cluster" differs is refused. None (the
+    # flag not given) accepts any, with a warning.
+    cluster: str | None = None
     dry_run: bool = False

@@ -35,17 +35,38 @@ RETRY = P + "retry"
 ROLLBACK = P + "rollback"
 PAUSED = P + "paused"
 
+# Set (with spec.unschedulable) when migc cordons a node, cleared when it uncordons it. migc adds
+# no taint: the GPU Operator's operands (device plugin, GFD, DCGM exporter, validator) are
+# DaemonSets that the MIG manager stops and restarts around a reconfiguration, and a NoSchedule
+# taint they do not tolerate (the operator's defaults tolerate only nvidia.com/gpu) would keep
+# the device plugin from coming back. A cordon alone keeps new pods off; DaemonSet pods
+# tolerate node.kubernetes.io/unschedulable by design.
+CORDONED = P + "cordoned"
+# The taint earlier versions added; still removed on uncordon, never added.
 TAINT_KEY = P + "reconfiguring"
-TAINT_EFFECT = "NoSchedule"
 
 MIG_CONFIG = "nvidia.com/mig.config"
 MIG_STATE = "nvidia.com/mig.config.state"
 DEVICE_PLUGIN_CONFIG = "nvidia.com/device-plugin.config"
 # Set by GPU Feature Discovery; the GPU Operator runs the MIG manager only where it is "true".
 MIG_CAPABLE = "nvidia.com/mig.capable"
+# The GPU Operator runs its MIG manager DaemonSet pod only on nodes where this label is "true";
+# "false" removes the pod (the operator's per-node switch for each operand).
+DEPLOY_MIG_MANAGER = "nvidia.com/gpu.deploy.mig-manager"
+MIG_MANAGER_APP = "nvidia-mig-manager"  # the pod label app=... of that DaemonSet
 
 # Everything a finished reconfiguration clears again (human-set and audit keys stay).
-TRANSIENT = (TARGET, POOL, ATTEMPTS, STARTED_AT, LAST_ERROR, RETRY_AFTER, ROLLING_BACK, PRE_CORDONED)
+TRANSIENT = (
+    TARGET,
+    POOL,
+    ATTEMPTS,
+    STARTED_AT,
+    LAST_ERROR,
+    RETRY_AFTER,
+    ROLLING_BACK,
+    PRE_CORDONED,
+    CORDONED,
+)
 
 
 class Phase(enum.StrEnum):
@@ -151,8 +172,13 @@ class NodeView:
         return _truthy(self.annotations.get(ROLLING_BACK))
 
     @property
-    def has_taint(self) -> bool:
+    def legacy_taint(self) -> bool:
         return any(t.get("key") == TAINT_KEY for t in self.taints)
+
+    @property
+    def cordoned_by_migc(self) -> bool:
+        """Whether migc cordoned this node (and has not released it yet)."""
+        return _truthy(self.annotations.get(CORDONED)) or self.legacy_taint
 
     def since(self, key: str = PHASE_SINCE) -> dt.datetime | None:
         return parse_time(self.annotations.get(key))

@@ -105,7 +105,6 @@ def test_no_code_reads_data_relative_to_the_source_checkout() -> None:
     # importlib.resources; __file__ is left only where a file is meant to be in a source checkout.
     allowed = {
         "compiler/schemas.py",  # `python -m compiler.schemas --write` regenerates the checkout's schema files
-        "controller/demo.py",  # the demo and its fixtures are leaving the shipped package (issue 15)
     }
     offenders = [
         str(path.relative_to(REPO))

@@ -1,13 +1,14 @@
 """`migc status --kubeconfig` against the API emulator over real HTTP (official client on both sides).
 
-The emulator is the one the controller tests use (tests/controller/conftest.py imports
-``EmulatorThread`` from ``controller.emulation``): kmock's in-memory Kubernetes API served on
-127.0.0.1. The fleet loaded into it is the example fleet's (``statusfleet``).
+The emulator is the one the controller tests use (``EmulatorThread`` from
+tests/controller/emulation.py, test code outside the installed package): kmock's in-memory
+Kubernetes API served on 127.0.0.1. The fleet loaded into it is the example fleet's (``statusfleet``).
 """
 
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -16,7 +17,9 @@ import statusfleet as sf
 from test_status import kubeconfig
 
 from compiler.cli import main
-from controller import emulation  # helper "ctrl" moves it under tests/: import it from there after merging
+
+sys.path.insert(0, str(Path(__file__).resolve().parent / "controller"))
+import emulation  # tests/controller/emulation.py: the controller tests' API emulator
 
 ROOT = Path(__file__).resolve().parents[1]
 

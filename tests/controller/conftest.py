@@ -4,6 +4,7 @@ request history (never the controller's own bookkeeping)."""
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import datetime as dt
 import itertools
@@ -14,10 +15,7 @@ from typing import Any
 
 import pytest
 import yaml
-from kubernetes import client
-
-from controller import state as st
-from controller.emulation import (
+from emulation import (
     CONFIGMAPS,
     GPU_COUNT,
     NODES,
@@ -27,10 +25,14 @@ from controller.emulation import (
     FakeDevicePlugin,
     FakeMigManager,
     assignment_configmap,
+    mig_parted_configmap,
     node_object,
     pod_object,
     revision_of,
 )
+from kubernetes import client
+
+from controller import state as st
 from controller.kube import USER_AGENT
 from controller.metrics import Metrics
 from controller.runner import Controller, utcnow, wait_for
@@ -77,9 +79,12 @@ CONFIGS: dict[str, dict[str, Any]] = {
     },
 }
 RESOURCES = {name: c["resources"] for name, c in CONFIGS.items()}
+# Where the compiler renders the mig-parted ConfigMap (compiler/render/manifests.py MIG_CONFIGMAP).
+MIG_PARTED = ("gpu-operator", "migc-mig-parted-config")
 
 FAST = Settings(
     drain_grace_timeout=0.0,
+    configmap_sync_delay=0.0,
     eviction_timeout=5.0,
     eviction_backoff=0.02,
     eviction_backoff_max=0.1,
@@ -111,7 +116,7 @@ def assignment(
         "kind": "NodeAssignment",
         "cluster": "test",
         "revision": "",
-        "migConfigMap": {"namespace": "gpu-operator", "name": "default-mig-parted-config"},
+        "migConfigMap": {"namespace": MIG_PARTED[0], "name": MIG_PARTED[1]},
         "configs": {k: v for k, v in CONFIGS.items() if k in set(nodes.values())},
         "pools": [
             {
@@ -137,19 +142,47 @@ class Clock:
         return self.fixed if self.fixed is not None else utcnow()
 
 
+class Killed(BaseException):
+    """Raised at the next API request of a killed controller: SIGKILL at a request boundary.
+
+    A BaseException so that no ``except Exception`` in the controller can swallow it or write
+    anything "on the way out" -- a killed process gets no chance to clean up either.
+    """
+
+
+class KillableApiClient(client.ApiClient):
+    """The official client, plus a kill switch checked before every request (tests only)."""
+
+    def __init__(self, configuration: client.Configuration) -> None:
+        super().__init__(configuration)
+        self.killed = threading.Event()
+
+    def call_api(self, *args: Any, **kwargs: Any) -> Any:
+        if self.killed.is_set():
+            raise Killed(str(args[:2]))
+        return super().call_api(*args, **kwargs)
+
+
 @dataclasses.dataclass
 class Running:
     controller: Controller
     thread: threading.Thread
+    api: KillableApiClient
+
+
+def _run_until_killed(ctl: Controller) -> None:
+    with contextlib.suppress(Killed):
+        ctl.run()
 
 
 class Cluster:
     def __init__(self) -> None:
-        self.mig = FakeMigManager(resources=RESOURCES)
+        self.mig = FakeMigManager(resources=RESOURCES, configmap=MIG_PARTED)
         self.device_plugin = FakeDevicePlugin()
         self.emu = EmulatorThread(self.mig, self.device_plugin).start()
         self.clock = Clock()
         self.running: list[Running] = []
+        self.set_mig_parted(CONFIGS)
 
     # --- fleet ---------------------------------------------------------------------------------
     def add_nodes(self, names: list[str], config: str, *, mig_capable: str | None = "true") -> None:
@@ -174,7 +207,18 @@ class Cluster:
         ns = kw.get("namespace", "default")
         self.emu.upsert(PODS, ns, name, pod_object(name, node, **kw))
 
-    def set_assignment(self, doc: Mapping[str, Any], *, paused: bool = False) -> None:
+    def set_mig_parted(self, configs: Mapping[str, Mapping[str, Any]]) -> None:
+        """The GPU Operator's mig-parted ConfigMap, defining exactly ``configs``."""
+        ns, name = MIG_PARTED
+        self.emu.upsert(CONFIGMAPS, ns, name, mig_parted_configmap(configs, ns, name))
+
+    def set_assignment(
+        self, doc: Mapping[str, Any], *, paused: bool = False, mig_parted: bool = True
+    ) -> None:
+        """Sync ``doc``; with ``mig_parted`` (as a GitOps sync of the rendered output would) the
+        mig-parted ConfigMap first gains the configs the document names."""
+        if mig_parted:
+            self.set_mig_parted({**CONFIGS, **doc["configs"]})
         self.emu.upsert(
             CONFIGMAPS, "migc-system", "migc-assignment", assignment_configmap(doc, paused=paused)
         )
@@ -192,18 +236,28 @@ class Cluster:
         cfg = client.Configuration()
         cfg.host = self.emu.url
         s = dataclasses.replace(settings, **overrides)
+        api = KillableApiClient(cfg)
         ctl = Controller(
             s,
-            client.ApiClient(cfg),
+            api,
             clock=self.clock,
             metrics=Metrics(),
             http_address="127.0.0.1" if http else None,
             http_port=0 if http else None,
         )
-        t = threading.Thread(target=ctl.run, name=f"controller-{s.identity}", daemon=True)
+        t = threading.Thread(
+            target=_run_until_killed, args=(ctl,), name=f"controller-{s.identity}", daemon=True
+        )
         t.start()
-        self.running.append(Running(ctl, t))
+        self.running.append(Running(ctl, t, api))
         return ctl
+
+    def kill(self, ctl: Controller) -> None:
+        """Die at the next API request without any cleanup, like a SIGKILL between two requests."""
+        for r in self.running:
+            if r.controller is ctl:
+                r.api.killed.set()
+        ctl.stop()
 
     def stop_all(self) -> None:
         for r in self.running:
@@ -238,6 +292,7 @@ class Cluster:
                 or ann.get(st.PHASE, "Idle") != "Idle"
                 or o["spec"].get("unschedulable")
                 or any(t["key"] == st.TAINT_KEY for t in o["spec"].get("taints") or [])
+                or st.CORDONED in ann
             ):
                 return False
         return True
@@ -257,9 +312,9 @@ def max_cordoned(calls: list[Call], initially: set[str] | None = None) -> int:
     for c in calls:
         if c.resource != "nodes" or c.verb != "patch" or c.refused:
             continue
-        spec = (c.body or {}).get("spec") or {}
-        if "taints" in spec:
-            if any(t.get("key") == st.TAINT_KEY for t in spec["taints"] or []):
+        ann = ((c.body or {}).get("metadata") or {}).get("annotations") or {}
+        if st.CORDONED in ann:  # "true" when migc cordons, null when it uncordons
+            if ann[st.CORDONED]:
                 cordoned.add(str(c.name))
             else:
                 cordoned.discard(str(c.name))
@@ -268,14 +323,26 @@ def max_cordoned(calls: list[Call], initially: set[str] | None = None) -> int:
 
 
 def assert_cordons_are_marked(calls: list[Call]) -> None:
-    """Every write that cordons a node also records the migc phase, in the same request."""
+    """Every write that cordons a node also records the migc phase and the cordon annotation,
+    in the same request, and never adds a taint; every uncordon clears the annotation."""
     for c in calls:
         spec = (c.body or {}).get("spec") or {} if c.resource == "nodes" and c.verb == "patch" else {}
-        if spec.get("unschedulable") is True or any(
-            t.get("key") == st.TAINT_KEY for t in spec.get("taints") or []
-        ):
-            ann = ((c.body or {}).get("metadata") or {}).get("annotations") or {}
+        ann = ((c.body or {}).get("metadata") or {}).get("annotations") or {}
+        assert not any(t.get("key") == st.TAINT_KEY for t in spec.get("taints") or []), f"taint added: {c}"
+        if spec.get("unschedulable") is True:
             assert ann.get(st.PHASE) == "Cordoned", f"cordon without a phase annotation: {c}"
+            assert ann.get(st.CORDONED) == "true", f"cordon without the cordon annotation: {c}"
+        if spec.get("unschedulable") is False:
+            assert st.CORDONED in ann and ann[st.CORDONED] is None, f"uncordon keeps the annotation: {c}"
+
+
+def assert_mig_config_never_removed(calls: list[Call]) -> None:
+    """No controller write leaves a node without a nvidia.com/mig.config value (the GPU
+    Operator's labeler would put all-disabled there)."""
+    for c in calls:
+        if c.resource == "nodes" and c.verb == "patch":
+            labels = ((c.body or {}).get("metadata") or {}).get("labels") or {}
+            assert not (st.MIG_CONFIG in labels and labels[st.MIG_CONFIG] is None), f"label removed: {c}"
 
 
 def assert_only_gpu_pods_evicted(calls: list[Call], gpu_pods: set[str]) -> set[str]:

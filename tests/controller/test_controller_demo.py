@@ -5,11 +5,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import demo
 import pytest
 import yaml
-
-from controller import demo
-from controller.emulation import assignment_configmap
+from emulation import assignment_configmap
 
 DEMO_DATA = Path(demo.__file__).parent / "demo_data"
 

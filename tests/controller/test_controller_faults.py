@@ -11,13 +11,14 @@ import pytest
 from conftest import (
     Cluster,
     assert_cordons_are_marked,
+    assert_mig_config_never_removed,
     assert_only_gpu_pods_evicted,
     assignment,
     max_cordoned,
 )
+from emulation import CONFIGMAPS, NODES
 
 from controller import state as st
-from controller.emulation import CONFIGMAPS, NODES
 
 OLD, NEW = "all-1g.10gb", "all-3g.40gb"
 
@@ -56,6 +57,7 @@ def test_pdb_blocks_eviction_for_a_while_then_drain_completes(cluster: Cluster) 
     assert [c.refused for c in evictions] == [True] * 4 + [False]  # waited out, retried, never forced
     assert_only_gpu_pods_evicted(calls, {"db/db-0"})
     assert_cordons_are_marked(calls)
+    assert_mig_config_never_removed(calls)
 
 
 def test_pdb_that_never_allows_eviction_fails_the_node_after_the_drain_timeout(cluster: Cluster) -> None:
@@ -115,6 +117,8 @@ def test_mig_manager_failed_backs_off_retries_once_then_waits_for_a_human(cluste
     cluster.annotate("n0", {st.RETRY: "true"})
     cluster.wait(lambda: cluster.converged({"n0": NEW, "n1": NEW}))
     assert st.RETRY not in _ann(cluster, "n0")
+    assert_cordons_are_marked(cluster.controller_calls())
+    assert_mig_config_never_removed(cluster.controller_calls())  # two retries, the label stayed
 
 
 def test_mig_manager_hang_times_out_into_failed(cluster: Cluster) -> None:
@@ -170,6 +174,7 @@ def test_conflicts_and_server_errors_on_patches_are_retried(cluster: Cluster) ->
     assert len(refused) >= len(nodes)
     assert max_cordoned(calls) <= 2
     assert_cordons_are_marked(calls)
+    assert_mig_config_never_removed(calls)
 
 
 def test_dropped_watches_are_re_established(cluster: Cluster) -> None:
@@ -209,7 +214,7 @@ def test_killed_mid_rollout_and_restarted_resumes_without_repeating_steps(
     def kill_a(request: kmock.Request) -> None:
         # Let the request through, then kill the process before it can make another one.
         if request.resource == NODES and request.action == kmock.action.UPDATE and next(writes) == kill_after:
-            a.kill()
+            cluster.kill(a)
 
     cluster.emu.api.faults.append(lambda r: kill_a(r))
     cluster.set_assignment(doc)
@@ -226,6 +231,7 @@ def test_killed_mid_rollout_and_restarted_resumes_without_repeating_steps(
     calls = cluster.controller_calls()
     assert max_cordoned(calls) <= 3
     assert_cordons_are_marked(calls)
+    assert_mig_config_never_removed(calls)
     cordons = [
         str(c.name)
         for c in calls
@@ -266,6 +272,7 @@ def test_revision_changing_mid_rollout_retargets(cluster: Cluster) -> None:
     calls = cluster.controller_calls()
     assert max_cordoned(calls) <= 2
     assert_cordons_are_marked(calls)
+    assert_mig_config_never_removed(calls)
     relabels: dict[str, list[str]] = {}
     cordons: dict[str, int] = {}
     for c in calls:

@@ -9,6 +9,7 @@ import logging
 from pathlib import Path
 from typing import Any
 
+import demo
 import pytest
 import yaml
 from conftest import (
@@ -19,11 +20,7 @@ from conftest import (
     assignment,
     writes,
 )
-
-from controller import demo
-from controller import state as st
-from controller.assignment import parse
-from controller.emulation import (
+from emulation import (
     GPU_COUNT,
     MIG_CAPABLE,
     NODES,
@@ -32,6 +29,9 @@ from controller.emulation import (
     mig_capable_model,
     revision_of,
 )
+
+from controller import state as st
+from controller.assignment import parse
 from controller.reconciler import device_plugin_only, incompatible
 
 WHOLE, SLICED = "all-disabled-4gpu-whole-gpus", "all-disabled-4gpu-time-slicing-4"

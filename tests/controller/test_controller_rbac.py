@@ -22,9 +22,8 @@ from conftest import (
     granted_rbac,
     rbac_tuples,
 )
+from emulation import CONFIGMAPS, Call, assignment_configmap
 from kubernetes_validate.utils import latest_version
-
-from controller.emulation import CONFIGMAPS, Call, assignment_configmap
 
 
 def _objects() -> list[dict[str, Any]]:
@@ -45,6 +44,8 @@ def test_deploy_manifests_are_valid_kubernetes_objects() -> None:
             "ServiceAccount",
             "ClusterRole",
             "ClusterRoleBinding",
+            "Role",
+            "RoleBinding",
             "Role",
             "RoleBinding",
             "Deployment",

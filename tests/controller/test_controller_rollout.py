@@ -6,6 +6,7 @@ import pytest
 from conftest import (
     Cluster,
     assert_cordons_are_marked,
+    assert_mig_config_never_removed,
     assert_only_gpu_pods_evicted,
     assignment,
     max_cordoned,
@@ -38,6 +39,7 @@ def test_new_revision_rolls_out_within_budget_evicting_only_gpu_pods(cluster: Cl
     calls = cluster.controller_calls()
     assert max_cordoned(calls) == 2  # the budget was used, and never exceeded
     assert_cordons_are_marked(calls)
+    assert_mig_config_never_removed(calls)
     evicted = assert_only_gpu_pods_evicted(calls, gpu_pods)
     assert evicted == gpu_pods
     remaining = {f"{p['metadata']['namespace']}/{p['metadata']['name']}" for p in cluster.emu.pods()}

@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 from conftest import assignment
+from emulation import revision_of
 from kubernetes.client.exceptions import ApiException
 
 from controller import __main__ as cli
 from controller.assignment import Window, parse, resolve, schema
-from controller.emulation import revision_of
 from controller.errors import InvalidAssignmentError, NotFoundError, PermanentError, TemporaryError, translate
 from controller.reconciler import allocatable_diff
 from controller.state import NodeView, Phase
@@ -25,7 +25,7 @@ def test_packaged_schema_equals_the_repository_contract() -> None:
 
 
 def test_bundled_demo_assignments_are_valid_and_hashed() -> None:
-    docs = sorted((REPO / "controller" / "demo_data").glob("*.json"))
+    docs = sorted((REPO / "tests" / "controller" / "demo_data").glob("*.json"))
     assert len(docs) >= 2
     for path in docs:
         text = path.read_text()
@@ -43,7 +43,7 @@ def test_parse_reports_schema_and_reference_errors() -> None:
         parse(json.dumps(dict(doc, pools=[bad])))
     with pytest.raises(InvalidAssignmentError, match="not JSON"):
         parse("{")
-    with pytest.raises(InvalidAssignmentError, match="unknown timezone"):
+    with pytest.raises(InvalidAssignmentError, match="unknown time zone"):
         w = {"days": ["Sat"], "start": "01:00", "end": "02:00", "timezone": "Mars/Olympus"}
         parse(json.dumps(dict(doc, pools=[dict(doc["pools"][0], maintenanceWindows=[w])])))
 
@@ -130,3 +130,30 @@ def test_cli_durations_and_flags() -> None:
 def test_cli_without_a_cluster_exits_2(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
     assert cli.main(["--kubeconfig", str(tmp_path / "missing"), "--metrics-port", "0"]) == 2
+
+
+def test_shipped_package_holds_no_emulator_demo_or_test_hook() -> None:
+    """Issue 15/9: the API emulator, the demo and the kill switch live under tests/ only."""
+    import subprocess
+    import sys
+
+    code = (
+        "import importlib, pkgutil, sys, controller\n"
+        "mods = [m.name for m in pkgutil.walk_packages(controller.__path__, 'controller.')]\n"
+        "[importlib.import_module(m) for m in mods if not m.endswith('__main__')]\n"
+        "import controller.__main__\n"
+        "print(sorted(mods))\n"
+        "print(sorted(m for m in ('kmock', 'aiohttp') if m in sys.modules))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=REPO
+    ).stdout.splitlines()
+    modules = out[0]
+    assert "controller.reconciler.core" in modules
+    assert "emulation" not in modules and "demo" not in modules
+    assert out[1] == "[]", out[1]  # the emulator's libraries are never imported
+    from controller.kube import Kube
+    from controller.runner import Controller
+
+    assert not hasattr(Kube, "kill") and not hasattr(Controller, "kill")
+    assert not (REPO / "controller" / "demo_data").exists()

@@ -16,7 +16,8 @@ real API-server behaviour the controller depends on (each marked where it is don
   a fake device plugin that re-advertises ``nvidia.com/gpu`` on the other nodes when their
   ``nvidia.com/device-plugin.config`` label changes.
 
-It needs the test extra (``pip install migc[test]``): kmock is imported only by this module.
+Test-only (it lives under tests/, is not part of the installed package, and needs the test
+extra ``pip install -e '.[test]'``): kmock is imported only by this module.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ import dataclasses
 import itertools
 import re
 import threading
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -46,7 +48,25 @@ MIG_STATE = "nvidia.com/mig.config.state"
 MIG_CAPABLE = "nvidia.com/mig.capable"
 DEVICE_PLUGIN_CONFIG = "nvidia.com/device-plugin.config"
 GPU_COUNT = "nvidia.com/gpu.count"  # set by GPU Feature Discovery
+DEPLOY_MIG_MANAGER = "nvidia.com/gpu.deploy.mig-manager"
+OPERATOR_NAMESPACE = "gpu-operator"
 _DROP = "MIGC-TEST-DROP"
+
+# Tolerations of the GPU Operator's operand DaemonSets (device plugin, GFD, DCGM exporter,
+# validator): the chart's default daemonsets.tolerations (NVIDIA/gpu-operator
+# deployments/gpu-operator/values.yaml: nvidia.com/gpu, Exists, NoSchedule), plus those the
+# DaemonSet controller adds to every daemon pod (kubernetes/kubernetes
+# pkg/controller/daemon/util/daemonset_util.go, AddOrUpdateDaemonPodTolerations).
+OPERAND_TOLERATIONS: tuple[tuple[str, str], ...] = (
+    ("nvidia.com/gpu", "NoSchedule"),
+    ("node.kubernetes.io/not-ready", "NoExecute"),
+    ("node.kubernetes.io/unreachable", "NoExecute"),
+    ("node.kubernetes.io/disk-pressure", "NoSchedule"),
+    ("node.kubernetes.io/memory-pressure", "NoSchedule"),
+    ("node.kubernetes.io/pid-pressure", "NoSchedule"),
+    ("node.kubernetes.io/unschedulable", "NoSchedule"),
+    ("node.kubernetes.io/network-unavailable", "NoSchedule"),
+)
 
 Fault = Callable[[kmock.Request], Exception | None]
 
@@ -110,6 +130,8 @@ class ApiServer(kmock.KubernetesEmulator):
     eviction_gate: Callable[[str, str], bool] = attrs.field(default=lambda ns, name: True)
     mig_manager: FakeMigManager | None = attrs.field(default=None)
     device_plugin: FakeDevicePlugin | None = attrs.field(default=None)
+    labeler: bool = attrs.field(default=True)  # the GPU Operator's node labeler (see _label_default)
+    labeled: list[str] = attrs.field(factory=list)
     history: list[Call] = attrs.field(factory=list)
     _seq: Any = attrs.field(factory=itertools.count)
     _rv: Any = attrs.field(factory=lambda: itertools.count(1000))
@@ -204,6 +226,11 @@ class ApiServer(kmock.KubernetesEmulator):
             changed = new_label and new_label != old_labels.get(MIG_CONFIG)
             if self.mig_manager is not None and capable and changed:
                 self._spawn(self.mig_manager.react(self, str(request.name), str(new_label)))
+            deploy, was = labels.get(DEPLOY_MIG_MANAGER), old_labels.get(DEPLOY_MIG_MANAGER)
+            if self.mig_manager is not None and capable and deploy != was:
+                self._spawn(self._mig_manager_pod(str(request.name), deploy != "false", new_label))
+            if self.labeler and capable and MIG_CONFIG not in labels:
+                self._spawn(self._label_default(str(request.name)))
             new_dp = labels.get(DEVICE_PLUGIN_CONFIG)
             if (
                 self.device_plugin is not None
@@ -213,6 +240,37 @@ class ApiServer(kmock.KubernetesEmulator):
             ):
                 self._spawn(self.device_plugin.react(self, str(request.name), str(new_dp)))
         return response
+
+    async def _mig_manager_pod(self, node: str, run: bool, label: str | None) -> None:
+        """The MIG manager DaemonSet follows nvidia.com/gpu.deploy.mig-manager (its nodeSelector
+        in NVIDIA/gpu-operator assets/state-mig-manager): "false" deletes the node's pod, back to
+        "true" creates one, which applies the label it finds on start (the informer's AddFunc in
+        NVIDIA/mig-parted cmd/nvidia-mig-manager/main.go)."""
+        name = f"nvidia-mig-manager-{node}"
+        await asyncio.sleep(0.02)
+        if not run:
+            await self.remove(PODS, OPERATOR_NAMESPACE, name)
+            return
+        pod = pod_object(name, node, namespace=OPERATOR_NAMESPACE, gpu=None, daemonset=True)
+        pod["metadata"]["labels"] = {"app": "nvidia-mig-manager"}
+        await self.upsert(PODS, OPERATOR_NAMESPACE, name, pod)
+        if label and self.mig_manager is not None:
+            await self.mig_manager.react(self, node, label)
+
+    async def _label_default(self, node: str) -> None:
+        """The GPU Operator's node labeler: a MIG-capable node without nvidia.com/mig.config gets
+        the default config, all-disabled (NVIDIA/gpu-operator controllers/state_manager.go), and
+        the MIG manager applies that change like any other."""
+        await asyncio.sleep(0.005)
+        key = (NODES, None, node)
+        if key not in self.objects or self.objects[key].deleted:
+            return
+        if MIG_CONFIG in ((self.objects[key].raw.get("metadata") or {}).get("labels") or {}):
+            return
+        await self.patch_obj(NODES, None, node, {"metadata": {"labels": {MIG_CONFIG: "all-disabled"}}})
+        self.labeled.append(node)
+        if self.mig_manager is not None:
+            await self.mig_manager.react(self, node, "all-disabled")
 
     def _spawn(self, coro: Any) -> None:
         task = asyncio.get_running_loop().create_task(coro)
@@ -265,6 +323,9 @@ class ApiServer(kmock.KubernetesEmulator):
         body.setdefault("metadata", {}).update({"name": name, "resourceVersion": self._next_rv()})
         if ns is not None:
             body["metadata"]["namespace"] = ns
+        mig = self.mig_manager
+        if res == CONFIGMAPS and mig is not None and mig.configmap == (ns, name):
+            mig.configmap_written(body)
         async with self._lock:
             key = (res, ns, name)
             exists = key in self.objects and not self.objects[key].deleted
@@ -296,14 +357,47 @@ class ApiServer(kmock.KubernetesEmulator):
             await self._buses[res].put({"type": "DELETED", "object": raw})
 
 
+def operands_schedulable(node: Mapping[str, Any]) -> bool:
+    """Whether the DaemonSet controller places the operator's operand pods on ``node``.
+
+    Every NoSchedule/NoExecute taint must be tolerated (kubernetes pkg/scheduler/framework/
+    plugins/tainttoleration: a pod is not placed on a node with an untolerated taint of those
+    effects). A cordon (spec.unschedulable) does not stop daemon pods: they tolerate
+    node.kubernetes.io/unschedulable.
+    """
+    for taint in (node.get("spec") or {}).get("taints") or []:
+        if taint.get("effect") not in ("NoSchedule", "NoExecute"):
+            continue
+        if (taint.get("key"), taint.get("effect")) not in OPERAND_TOLERATIONS:
+            return False
+    return True
+
+
+async def operands_back(api: ApiServer, node: str) -> bool:
+    """Wait until the operand pods can run on ``node`` again; False if the node is gone."""
+    key = (NODES, None, node)
+    while key in api.objects and not api.objects[key].deleted:
+        if operands_schedulable(api.objects[key].raw):
+            return True
+        await asyncio.sleep(0.01)
+    return False
+
+
 @dataclass
 class FakeMigManager:
     """Plays the GPU Operator's MIG manager: reacts to a *change* of ``nvidia.com/mig.config``.
 
     ``success``: state ``pending``, then ``success`` with the config's resources published as
     node allocatable (like the device plugin after a restart). ``failed``: ``pending`` then
-    ``failed``. ``hang``: ``pending`` forever. An unknown config name fails, like
-    ``nvidia-mig-parted assert --valid-config``.
+    ``failed``. ``hang``: ``pending`` forever. ``reboot``: ``pending``, ``rebooting`` for
+    ``reboot_delay`` (a MIG mode change that needs a node reboot under WITH_REBOOT), then
+    ``success`` (NVIDIA/mig-parted deployments/gpu-operator/reconfigure-mig.sh, set_state). An
+    unknown config name fails, like ``nvidia-mig-parted assert --valid-config``.
+
+    The device plugin is one of the operands the MIG manager stops while it applies and re-enables
+    afterwards (reconfigure-mig.sh, nvidia.com/gpu.deploy.* labels): its resources read 0 in the
+    meantime, and the new ones are published only once its DaemonSet pod can run on the node
+    again (``operands_back``), i.e. after ``success`` and only if no taint keeps it off.
     """
 
     resources: Mapping[str, Mapping[str, int]]
@@ -312,8 +406,17 @@ class FakeMigManager:
     # Called as decide(node, config, attempt) -> mode; overrides mode/per_node when set.
     decide: Callable[[str, str, int], str] | None = None
     delay: float = 0.005
+    reboot_delay: float = 0.5
+    # The manager reads the mig-parted ConfigMap from a volume that the kubelet refreshes only
+    # after its sync period plus cache delay: a config name becomes visible to it this long
+    # after it appeared in the API (kubernetes docs, "Mounted ConfigMaps are updated
+    # automatically"; kubelet pkg/volume/configmap). 0: no lag.
+    mount_delay: float = 0.0
+    appeared: dict[str, float] = field(default_factory=dict)
     # While cleared, successful applies stay ``pending`` (tests freeze nodes mid-Applying).
     gate: threading.Event = field(default_factory=threading.Event)
+    # (namespace, name) of the mig-parted ConfigMap the manager mounts; None: not modelled.
+    configmap: tuple[str, str] | None = None
     handled: list[tuple[str, str, str]] = field(default_factory=list)
 
     def __post_init__(self) -> None:
@@ -325,8 +428,27 @@ class FakeMigManager:
             return self.decide(node, config, attempt)
         return self.per_node.get(node, self.mode)
 
+    def configmap_written(self, body: Mapping[str, Any]) -> None:
+        """Record when each config name first appeared in the mig-parted ConfigMap."""
+        import yaml
+
+        doc = yaml.safe_load(((body.get("data") or {}).get("config.yaml")) or "") or {}
+        names = set((doc.get("mig-configs") or {}) if isinstance(doc, dict) else ())
+        for gone in set(self.appeared) - names:
+            del self.appeared[gone]
+        now = time.monotonic()
+        for n in names:
+            self.appeared.setdefault(n, now)
+
+    def mounted(self, config: str) -> bool:
+        """Whether the manager's mounted copy of the ConfigMap has ``config`` by now."""
+        first = self.appeared.get(config)
+        return first is not None and time.monotonic() - first >= self.mount_delay
+
     async def react(self, api: ApiServer, node: str, config: str) -> None:
-        mode = self._mode(node, config) if config in self.resources else "failed"
+        known = config in self.resources and (self.configmap is None or self.mounted(config))
+        # mig-parted refuses a config its file does not define ("selected mig-config not present").
+        mode = self._mode(node, config) if known else "not-present"
         self.handled.append((node, config, mode))
         await asyncio.sleep(self.delay)
         await api.patch_obj(NODES, None, node, {"metadata": {"labels": {MIG_STATE: "pending"}}})
@@ -335,17 +457,23 @@ class FakeMigManager:
         await asyncio.sleep(self.delay)
         while not self.gate.is_set():
             await asyncio.sleep(0.005)
-        if mode == "failed":
+        if mode in ("failed", "not-present"):
             await api.patch_obj(NODES, None, node, {"metadata": {"labels": {MIG_STATE: "failed"}}})
             return
+        if mode == "reboot":
+            await api.patch_obj(NODES, None, node, {"metadata": {"labels": {MIG_STATE: "rebooting"}}})
+            await asyncio.sleep(self.reboot_delay)
         key = (NODES, None, node)
         alloc = dict((api.objects[key].raw.get("status") or {}).get("allocatable") or {})
-        cleared: dict[str, Any] = {
-            k: None for k in alloc if k.startswith("nvidia.com/mig-") or k == "nvidia.com/gpu"
-        }
-        cleared.update({k: str(v) for k, v in self.resources[config].items()})
-        await api.patch_obj(NODES, None, node, {"status": {"allocatable": cleared}})
+        gpu = [k for k in alloc if k.startswith("nvidia.com/mig-") or k == "nvidia.com/gpu"]
+        # The device plugin is stopped: its resources are still listed, with nothing allocatable.
+        await api.patch_obj(NODES, None, node, {"status": {"allocatable": dict.fromkeys(gpu, "0")}})
         await api.patch_obj(NODES, None, node, {"metadata": {"labels": {MIG_STATE: "success"}}})
+        if not await operands_back(api, node):
+            return
+        published: dict[str, Any] = dict.fromkeys(gpu)
+        published.update({k: str(v) for k, v in self.resources[config].items()})
+        await api.patch_obj(NODES, None, node, {"status": {"allocatable": published}})
 
 
 _REPLICAS = re.compile(r"(?:time-slicing|mps)-(\d+)$")
@@ -369,7 +497,8 @@ class FakeDevicePlugin:
         self.handled.append((node, config))
         await asyncio.sleep(self.delay)
         key = (NODES, None, node)
-        if key not in api.objects or api.objects[key].deleted:
+        # The plugin restarts as a DaemonSet pod: it comes back only where the pod may run.
+        if not await operands_back(api, node):
             return
         raw = api.objects[key].raw
         try:
@@ -535,6 +664,32 @@ def assignment_configmap(
     }
 
 
+def mig_parted_configmap(
+    configs: Mapping[str, Mapping[str, Any]], namespace: str, name: str
+) -> dict[str, Any]:
+    """The GPU Operator's mig-parted ConfigMap (key ``config.yaml``) defining ``configs``.
+
+    Format of NVIDIA mig-parted's config file (``version: v1``, ``mig-configs: {name: [...]}``,
+    one entry per device with ``devices``, ``mig-enabled`` and ``mig-devices``), as in
+    NVIDIA/mig-parted ``examples/config.yaml`` and ``api/spec/v1/spec.go``.
+    """
+    import yaml
+
+    mig_configs = {
+        cfg: [
+            {"devices": [i], "mig-enabled": bool(d["migEnabled"]), "mig-devices": dict(d["profiles"])}
+            for i, d in enumerate(spec["devices"])
+        ]
+        for cfg, spec in sorted(configs.items())
+    }
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": name, "namespace": namespace},
+        "data": {"config.yaml": yaml.safe_dump({"version": "v1", "mig-configs": mig_configs})},
+    }
+
+
 def node_object(name: str, labels: Mapping[str, str], resources: Mapping[str, int]) -> dict[str, Any]:
     return {
         "apiVersion": "v1",
@@ -576,7 +731,18 @@ def pod_object(
 
 # GPU models with MIG (NVIDIA's MIG user guide); L40S, L4, T4, A10, RTX cards and older have none.
 _MIG_MODEL_PREFIXES = (
-    "A100", "A800", "A30", "H100", "H800", "H200", "H20", "GH200", "B200", "B300", "GB200", "GB300"
+    "A100",
+    "A800",
+    "A30",
+    "H100",
+    "H800",
+    "H200",
+    "H20",
+    "GH200",
+    "B200",
+    "B300",
+    "GB200",
+    "GB300",
 )
 
 

@@ -1,4 +1,4 @@
-"""Local demo: ``python -m controller.demo``.
+"""Local demo: ``python tests/controller/demo.py`` (from a checkout, with ``pip install -e '.[test]'``).
 
 Starts an in-memory Kubernetes API (KMock over real HTTP on 127.0.0.1), a fleet built from an
 assignment document, the fake GPU Operator MIG manager and the controller; then syncs a second
@@ -26,12 +26,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from kubernetes import client
-
-from controller import logs
-from controller import state as st
-from controller.assignment import ASSIGNMENT_KEY, Window, parse, resolve
-from controller.emulation import (
+from emulation import (
     CONFIGMAPS,
     NODES,
     PODS,
@@ -40,10 +35,16 @@ from controller.emulation import (
     FakeMigManager,
     assignment_configmap,
     fleet_nodes,
+    mig_parted_configmap,
     node_object,
     pod_object,
     revision_of,
 )
+from kubernetes import client
+
+from controller import logs
+from controller import state as st
+from controller.assignment import ASSIGNMENT_KEY, Window, parse, resolve
 from controller.runner import Controller
 from controller.settings import Settings
 
@@ -129,7 +130,7 @@ def _phase(obj: Mapping[str, Any]) -> tuple[str, str, str]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m controller.demo", description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(prog="python tests/controller/demo.py", description=__doc__.split("\n\n")[0])
     p.add_argument("--output", default="output", help="the compiler's output directory")
     p.add_argument("--cluster", help="cluster folder under --output (default: the first one)")
     p.add_argument("--timeout", type=float, default=25.0, help="give up after this many seconds")
@@ -162,6 +163,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             if i % 3 == 1:
                 emu.upsert(PODS, "ml", f"train-{name}", pod_object(f"train-{name}", name, namespace="ml"))
             emu.upsert(PODS, "web", f"web-{name}", pod_object(f"web-{name}", name, namespace="web", gpu=None))
+        # The GPU Operator's mig-parted ConfigMap, as a GitOps sync of the rendered output leaves it.
+        ref = target_doc["migConfigMap"]
+        every = {**start_doc["configs"], **target_doc["configs"]}
+        emu.upsert(CONFIGMAPS, ref["namespace"], ref["name"], mig_parted_configmap(every, **ref))
         emu.upsert(CONFIGMAPS, "migc-system", "migc-assignment", assignment_configmap(start_doc))
         print(f"fleet: {len(fleet)} nodes, API emulator at {emu.url}, revision {start_doc['revision']}")
 
@@ -169,6 +174,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         cfg_.host = emu.url
         settings = Settings(
             drain_grace_timeout=0.3,
+            configmap_sync_delay=0.0,  # the emulated MIG manager reads the ConfigMap without lag
             eviction_timeout=10.0,
             eviction_backoff=0.1,
             apply_timeout=10.0,

@@ -1,0 +1,243 @@
+"""Admission: which Idle nodes start a reconfiguration now (budget, windows, checks), and the cordon.
+
+Nothing here touches a node that cannot finish: a target config the MIG manager does not know (not
+in the mig-parted ConfigMap) is refused with an Event, a metric and a log line, and the node keeps
+running untouched until the ConfigMap has it.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+from collections.abc import Mapping
+
+from controller import pods as podlib
+from controller import state as st
+from controller.assignment import Assignment, Pool, Target
+from controller.errors import ControllerError, NotFoundError
+from controller.logs import log
+from controller.reconciler.context import Annotations, Context, device_plugin_only, incompatible
+from controller.reconciler.migparted import MigPartedError
+from controller.state import NodeView, Phase
+
+
+def candidates(
+    nodes: Mapping[str, NodeView], targets: Mapping[str, Target], assignment: Assignment, pool: str
+) -> list[str]:
+    out = []
+    for name, t in sorted(targets.items()):
+        n = nodes[name]
+        if (
+            t.pool == pool
+            and n.phase == Phase.IDLE
+            and n.current_config != t.config
+            and not n.paused
+            and n.annotations.get(st.HELD_REVISION) != assignment.revision
+        ):
+            out.append(name)
+    return out
+
+
+def in_flight(nodes: Mapping[str, NodeView], targets: Mapping[str, Target], pool: str) -> int:
+    # Counted from the annotations on the Nodes (not from memory), so the budget holds across
+    # restarts; a node keeps counting against the pool it was admitted for.
+    busy = 0
+    for name, n in nodes.items():
+        if n.phase == Phase.IDLE:
+            continue
+        owner = n.annotations.get(st.POOL) or (targets[name].pool if name in targets else None)
+        busy += owner == pool
+    return busy
+
+
+def max_unavailable(ctx: Context, pool: Pool, targets: Mapping[str, Target], assignment: Assignment) -> int:
+    """The pool's maxUnavailable, capped at the number of nodes the pool has."""
+    size = sum(1 for t in targets.values() if t.pool == pool.name)
+    if pool.max_unavailable > size:
+        ctx.once(
+            ("cap", pool.name, assignment.revision, size),
+            logging.WARNING,
+            "maxUnavailable is larger than the pool; capped at the pool size",
+            pool=pool.name,
+            max_unavailable=pool.max_unavailable,
+            nodes=size,
+        )
+    return max(1, min(pool.max_unavailable, size))
+
+
+def gpu_pod_counts(ctx: Context) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for pod in ctx.kube.list_pods():
+        node = (pod.get("spec") or {}).get("nodeName")
+        if node and podlib.blocking(pod):
+            counts[node] = counts.get(node, 0) + 1
+    return counts
+
+
+def start_record(node: NodeView, target: Target, assignment: Assignment, t: str) -> Annotations:
+    """The migc.dev/* record a reconfiguration starts with."""
+    return {
+        st.PHASE: Phase.CORDONED.value,
+        st.PHASE_SINCE: t,
+        st.STARTED_AT: t,
+        st.TARGET: target.config,
+        st.REVISION: assignment.revision,
+        st.POOL: target.pool,
+        st.PREVIOUS: node.current_config,
+        st.PREVIOUS_DP: node.labels.get(st.DEVICE_PLUGIN_CONFIG),
+        st.ATTEMPTS: "0",
+        st.LAST_ERROR: None,
+        st.RETRY_AFTER: None,
+        st.ROLLING_BACK: None,
+        st.PRE_CORDONED: "true" if node.unschedulable else None,
+    }
+
+
+class Admission:
+    """One pass of admission over every pool of a valid, unpaused assignment."""
+
+    def __init__(
+        self,
+        ctx: Context,
+        nodes: dict[str, NodeView],
+        targets: Mapping[str, Target],
+        assignment: Assignment,
+        now: dt.datetime,
+    ) -> None:
+        self.ctx = ctx
+        self.nodes = nodes
+        self.targets = targets
+        self.assignment = assignment
+        self.now = now
+        self._pod_counts: dict[str, int] | None = None
+        self._mig_configs: frozenset[str] | MigPartedError | None = None
+        self.failures: list[str] = []
+
+    def run(self) -> None:
+        revision = self.assignment.revision
+        self.failures = sorted(
+            name
+            for name, n in self.nodes.items()
+            if n.phase == Phase.FAILED and n.annotations.get(st.REVISION) == revision
+        )
+        for pool in self.assignment.pools:
+            if self._halted():
+                break
+            self._pool(pool)
+        self.ctx.metrics.halted.set(1 if self._halted() else 0)
+
+    def _halted(self) -> bool:
+        """Whether this revision already failed on ``max_failures`` nodes (reported once)."""
+        limit = self.ctx.s.max_failures
+        if not limit or len(self.failures) < limit:
+            self.ctx.forget(("halted", self.assignment.revision))
+            return False
+        if not self.ctx.seen(("halted", self.assignment.revision)):
+            message = (
+                f"rollout of revision {self.assignment.revision} halted: {len(self.failures)} nodes failed "
+                f"({', '.join(self.failures[:10])}); no new node is admitted until a new revision, or "
+                f"until failed nodes are retried ({st.RETRY}=true) or rolled back ({st.ROLLBACK}=true)"
+            )
+            log(logging.ERROR, "rollout halted", revision=self.assignment.revision, failed=self.failures)
+            self.ctx.assignment_event("RolloutHalted", message, self.now)
+        return True
+
+    def _pool(self, pool: Pool) -> None:
+        ctx = self.ctx
+        waiting = [
+            c
+            for c in candidates(self.nodes, self.targets, self.assignment, pool.name)
+            if not ctx.retry.active(c)
+        ]
+        limit = max_unavailable(ctx, pool, self.targets, self.assignment)
+        budget = limit - in_flight(self.nodes, self.targets, pool.name)
+        if not waiting or budget <= 0:
+            return
+        if not pool.in_window(self.now):
+            ctx.once(
+                ("window", pool.name, self.assignment.revision, self.now.strftime("%Y%m%d%H")),
+                logging.INFO,
+                "outside the pool's maintenance windows; waiting",
+                pool=pool.name,
+                waiting=len(waiting),
+            )
+            return
+        if self._pod_counts is None:
+            self._pod_counts = gpu_pod_counts(ctx)
+        counts = self._pod_counts
+        waiting.sort(key=lambda c: (counts.get(c, 0), c))
+        for name in waiting:
+            if budget <= 0 or self._halted():
+                break
+            try:
+                budget -= self._admit(name)
+            except NotFoundError:
+                continue
+            except ControllerError as exc:
+                delay = ctx.retry.bump(name)
+                log(
+                    logging.WARNING,
+                    "cordon failed; will retry",
+                    node=name,
+                    error=str(exc),
+                    retry_in=round(delay, 3),
+                )
+
+    def _admit(self, name: str) -> int:
+        """Start ``name``'s reconfiguration; how much of the pool's budget that used (0 or 1)."""
+        ctx, node, target = self.ctx, self.nodes[name], self.targets[name]
+        cfg = self.assignment.configs.get(target.config)
+        t = st.fmt_time(self.now)
+        reason = incompatible(node, cfg)
+        if reason is not None:
+            # Known before touching the node: record the failure without cordoning it (nothing
+            # was changed, its pods keep running) and never retry on our own.
+            record = start_record(node, target, self.assignment, t)
+            self.nodes[name] = ctx.fail(node, reason, self.now, permanent=True, extra=record)
+            self.failures.append(name)
+            return 0
+        if not device_plugin_only(node, cfg) and not self._mig_parted_has(target.config):
+            return 0
+        ann, spec = ctx.cordon(start_record(node, target, self.assignment, t))
+        self.nodes[name] = ctx.patch(node, ann, spec=spec)
+        log(
+            logging.INFO,
+            "cordoned",
+            node=name,
+            pool=target.pool,
+            to=target.config,
+            previous=node.current_config,
+            revision=self.assignment.revision,
+        )
+        return 1
+
+    def _mig_parted_has(self, config: str) -> bool:
+        """Whether the MIG manager's ConfigMap defines ``config``; refuses (once) when not."""
+        if self._mig_configs is None:
+            try:
+                self._mig_configs = self.ctx.mounted.read(self.ctx.kube, self.assignment.raw["migConfigMap"])
+            except MigPartedError as exc:
+                self._mig_configs = exc
+        known = self._mig_configs
+        if isinstance(known, frozenset) and config in known:
+            self.ctx.forget(("mig-parted", self.assignment.revision, config))
+            return True
+        ref = self.assignment.raw["migConfigMap"]
+        message = (
+            str(known)
+            if isinstance(known, MigPartedError)
+            else f"config {config} is not defined in mig-parted ConfigMap {ref['namespace']}/{ref['name']}"
+        )
+        if not self.ctx.seen(("mig-parted", self.assignment.revision, config)):
+            self.ctx.metrics.refusals.labels(reason="config-missing").inc()
+            log(
+                logging.ERROR,
+                "target config refused: the MIG manager could not apply it; no node is touched",
+                config=config,
+                revision=self.assignment.revision,
+                error=message,
+            )
+            self.ctx.assignment_event(
+                "MigConfigMissing", f"{message}; no node is touched until it is", self.now
+            )
+        return False

@@ -1,0 +1,236 @@
+"""Phases Applying, Verifying and Done: relabel, wait for the MIG manager, check allocatable."""
+
+from __future__ import annotations
+
+import logging
+
+from controller import state as st
+from controller.logs import log
+from controller.reconciler.context import (
+    Annotations,
+    Context,
+    Step,
+    allocatable_diff,
+    device_plugin_only,
+    incompatible,
+)
+from controller.reconciler.migparted import MigPartedError
+from controller.state import NodeView, Phase
+
+
+def start_apply(ctx: Context, step: Step) -> NodeView | None:
+    """Drained: write the labels the GPU Operator acts on (Draining -> Applying or Verifying)."""
+    node, now, t = step.node, step.now, step.t
+    target = node.target
+    assert target is not None
+    cfg = step.config
+    if cfg is None and not node.rolling_back:
+        # The node left the assignment (or no valid one is left) before it was relabelled:
+        # nothing describes its target any more, so hand it back unchanged rather than keep
+        # it cordoned until someone notices.
+        log(
+            logging.WARNING,
+            "target config is in no valid assignment; releasing the node unchanged",
+            node=node.name,
+            config=target,
+        )
+        return ctx.release(node, now)
+    dp = cfg.device_plugin_config if cfg else node.annotations.get(st.PREVIOUS_DP)
+    reason = incompatible(node, cfg)
+    if reason is not None:
+        return ctx.fail(node, reason, now, permanent=True)
+    if device_plugin_only(node, cfg):
+        # No MIG manager runs here (and none would set a state): switch only the device
+        # plugin's sharing config, record the config in migc's own annotation, and let
+        # verification wait for the re-advertised allocatable. A stale mig.config label is
+        # left alone: nothing acts on it on such a node.
+        dp_labels: Annotations = {st.DEVICE_PLUGIN_CONFIG: dp} if dp else {}
+        updated = ctx.patch(
+            node,
+            {st.PHASE: Phase.VERIFYING.value, st.PHASE_SINCE: t, st.APPLIED: target},
+            labels=dp_labels,
+        )
+        log(
+            logging.INFO,
+            "node is not MIG-capable: applying the device plugin config only; verifying",
+            node=node.name,
+            config=target,
+            device_plugin_config=dp,
+        )
+        return updated
+    if step.assignment is not None:
+        waiting = _mounted(ctx, step, target)
+        if waiting is not None:
+            return waiting if isinstance(waiting, NodeView) else None
+    if node.current_config == target:
+        if node.labels.get(st.MIG_STATE) == "success":
+            return ctx.patch(node, {st.PHASE: Phase.VERIFYING.value, st.PHASE_SINCE: t})
+        return _restart_mig_manager(ctx, step)
+    labels: Annotations = {st.MIG_CONFIG: target, st.MIG_STATE: None}
+    if dp:
+        labels[st.DEVICE_PLUGIN_CONFIG] = dp
+    # Clearing the state label in the same write: a stale "success" from the previous config
+    # must not be read as the answer to this change.
+    updated = ctx.patch(node, {st.PHASE: Phase.APPLYING.value, st.PHASE_SINCE: t}, labels=labels)
+    log(logging.INFO, "applying", node=node.name, config=target, device_plugin_config=dp)
+    return updated
+
+
+def _mounted(ctx: Context, step: Step, target: str) -> NodeView | bool | None:
+    """Before a MIG config label is written: the config must be in the mig-parted ConfigMap, and
+    long enough for the MIG manager's mounted copy to have it. None: go ahead; False: wait;
+    a NodeView: the node failed (the ConfigMap lost the config, or cannot be read)."""
+    assert step.assignment is not None
+    ref = step.assignment.raw["migConfigMap"]
+    where = f"mig-parted ConfigMap {ref.get('namespace')}/{ref.get('name')}"
+    try:
+        names = ctx.mounted.read(ctx.kube, ref)
+    except MigPartedError as exc:
+        return ctx.fail(step.node, f"{exc}; the node was not relabelled", step.now)
+    if target not in names:
+        return ctx.fail(
+            step.node, f"config {target} is not defined in {where}; the node was not relabelled", step.now
+        )
+    left = ctx.mounted.wait_left(ref, target)
+    if left > 0:
+        ctx.once(
+            ("mount-wait", step.node.name, target),
+            logging.INFO,
+            "waiting for the kubelet to refresh the MIG manager's copy of the mig-parted ConfigMap",
+            node=step.node.name,
+            config=target,
+            seconds=round(left, 1),
+        )
+        return False
+    return None
+
+
+def _restart_mig_manager(ctx: Context, step: Step) -> NodeView | None:
+    """A retry of the config the node is already labelled with, without ever removing the label.
+
+    The MIG manager acts only on a *change* of ``nvidia.com/mig.config``, or when it starts
+    (NVIDIA/mig-parted cmd/nvidia-mig-manager/main.go: the informer's UpdateFunc calls Set only
+    when the label differs, AddFunc on start). Removing the label for a pass is not safe: the
+    GPU Operator's node labeler gives a MIG-capable node without it ``all-disabled``, which the
+    manager would apply first. So the manager pod is restarted instead, through the operator's
+    own per-node switch: ``nvidia.com/gpu.deploy.mig-manager=false`` until its pod is gone, then
+    ``true``; the new pod applies the label it finds.
+    """
+    node, t = step.node, step.t
+    if node.labels.get(st.DEPLOY_MIG_MANAGER) != "false":
+        log(
+            logging.INFO,
+            "restarting the MIG manager so that it applies the same config again",
+            node=node.name,
+        )
+        return ctx.patch(
+            node, {st.PHASE_SINCE: t}, labels={st.DEPLOY_MIG_MANAGER: "false", st.MIG_STATE: None}
+        )
+    running = [
+        p
+        for p in ctx.kube.list_pods(node.name)
+        if ((p.get("metadata") or {}).get("labels") or {}).get("app") == st.MIG_MANAGER_APP
+    ]
+    if running:
+        elapsed = (step.now - (node.since() or step.now)).total_seconds()
+        if elapsed >= ctx.s.apply_timeout:
+            return ctx.fail(
+                node, f"the MIG manager pod did not stop within {ctx.s.apply_timeout:g}s", step.now
+            )
+        ctx.once(
+            ("mig-manager-stop", node.name, node.since()),
+            logging.INFO,
+            "waiting for the MIG manager pod to stop",
+            node=node.name,
+        )
+        return None
+    log(
+        logging.INFO,
+        "MIG manager stopped; starting it again to apply the config",
+        node=node.name,
+        config=node.target,
+    )
+    return ctx.patch(
+        node,
+        {st.PHASE: Phase.APPLYING.value, st.PHASE_SINCE: t},
+        labels={st.DEPLOY_MIG_MANAGER: "true", st.MIG_STATE: None},
+    )
+
+
+def applying(ctx: Context, step: Step) -> NodeView | None:
+    node, now = step.node, step.now
+    mig_state = node.labels.get(st.MIG_STATE)
+    if mig_state == "success":
+        if step.retarget is not None:
+            # Finish the current step, then re-target; the node stays cordoned and in budget.
+            record = ctx.retarget_record(step.retarget, step.assignment)
+            return ctx.patch(node, {st.PHASE: Phase.DRAINING.value, st.PHASE_SINCE: step.t, **record})
+        log(logging.INFO, "MIG manager reported success; verifying", node=node.name)
+        return ctx.patch(node, {st.PHASE: Phase.VERIFYING.value, st.PHASE_SINCE: step.t})
+    if mig_state == "failed":
+        return ctx.fail(node, f"MIG manager reported failed for config {node.target}", now)
+    # "pending" (or no state yet) while it drains its operands and applies; "rebooting" when a
+    # MIG mode change needs a reboot (NVIDIA/mig-parted deployments/gpu-operator/
+    # reconfigure-mig.sh, set_state), which gets the extra reboot allowance.
+    limit = ctx.s.apply_timeout + (ctx.s.reboot_timeout if mig_state == "rebooting" else 0.0)
+    elapsed = (now - (node.since() or now)).total_seconds()
+    if elapsed >= limit:
+        return ctx.fail(
+            node, f"MIG manager did not finish within {limit:g}s (state={mig_state or 'unset'})", now
+        )
+    if mig_state == "rebooting":
+        ctx.once(
+            ("rebooting", node.name, node.since()),
+            logging.INFO,
+            "MIG manager is rebooting the node",
+            node=node.name,
+        )
+    return None
+
+
+def verifying(ctx: Context, step: Step) -> NodeView | None:
+    node, now = step.node, step.now
+    if step.retarget is not None:
+        record = ctx.retarget_record(step.retarget, step.assignment)
+        return ctx.patch(node, {st.PHASE: Phase.DRAINING.value, st.PHASE_SINCE: step.t, **record})
+    cfg = step.config
+    if cfg is None:
+        # A rollback to a config no longer described, or a node that left the assignment while
+        # its config was applied: the MIG manager's success is all there is to check, and
+        # keeping the node cordoned would wait for something that cannot come.
+        if not node.rolling_back:
+            log(
+                logging.WARNING,
+                "target config is in no valid assignment; cannot verify allocatable, releasing",
+                node=node.name,
+                config=node.target,
+            )
+        diff: dict[str, tuple[int, int]] = {}
+    else:
+        diff = allocatable_diff(node.allocatable, cfg.resources)
+    if not diff:
+        log(logging.INFO, "verified; uncordoning", node=node.name, config=node.target)
+        return ctx.uncordon(node, {st.PHASE: Phase.DONE.value, st.PHASE_SINCE: step.t})
+    if (now - (node.since() or now)).total_seconds() >= ctx.s.verify_timeout:
+        pretty = ", ".join(f"{k}: want {w} have {h}" for k, (w, h) in diff.items())
+        return ctx.fail(node, f"allocatable does not match config {node.target}: {pretty}", now)
+    return None
+
+
+def done(ctx: Context, step: Step) -> NodeView | None:
+    """Done -> Idle: clear the transient record and count the result."""
+    node, now = step.node, step.now
+    pool = node.annotations.get(st.POOL, "")
+    started = node.since(st.STARTED_AT)
+    ann: Annotations = dict.fromkeys(st.TRANSIENT)
+    ann.update({st.PHASE: Phase.IDLE.value, st.PHASE_SINCE: step.t})
+    updated = ctx.patch(node, ann)
+    if node.rolling_back:
+        result = "rolled-back"
+    else:
+        result = "success" if node.current_config == node.target else "abandoned"
+    ctx.metrics.reconfigurations.labels(pool=pool, result=result).inc()
+    if started is not None and result == "success":
+        ctx.metrics.duration.observe(max(0.0, (now - started).total_seconds()))
+    log(logging.INFO, "done", node=node.name, pool=pool, config=node.current_config, result=result)
+    return updated

@@ -159,7 +159,14 @@ def test_every_rendered_object_is_valid(kueue: bool) -> None:
     files = render(policy(), default_solution(), load_catalog(), with_kueue=kueue)
     assert_valid_tree(files)
     kinds = {obj["kind"] for obj in objects(files).values()}
-    expected = {"ConfigMap", "Namespace", "ResourceQuota", "LimitRange", "PriorityClass"}
+    expected = {
+        "ConfigMap",
+        "Namespace",
+        "ResourceQuota",
+        "PriorityClass",
+        "ValidatingAdmissionPolicy",
+        "ValidatingAdmissionPolicyBinding",
+    }
     assert kinds == (expected | KUEUE_KINDS if kueue else expected)
 
 
@@ -252,10 +259,8 @@ def test_quota_objects_use_burst_else_guaranteed() -> None:
         "requests.nvidia.com/mig-2g.20gb": "2",
     }
     assert quota["metadata"]["annotations"]["migc.dev/guaranteed"] == "1g.10gb=8"
-    limits = yaml.safe_load(files["east/tenants/search/search/limitrange-migc-gpu.yaml"])
-    assert limits["spec"]["limits"] == [
-        {"type": "Pod", "max": {"nvidia.com/mig-1g.10gb": "12", "nvidia.com/mig-2g.20gb": "2"}}
-    ]
+    # Per-pod limits are an admission policy per tenant (tests/test_render_admission.py), no LimitRange.
+    assert not [p for p in files if "limitrange" in p]
     # research does not own its namespace: quota yes, Namespace object no.
     assert "east/tenants/research/research/resourcequota-migc-gpu.yaml" in files
     assert "east/tenants/research/namespace-research.yaml" not in files

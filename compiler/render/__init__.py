@@ -10,7 +10,8 @@ Per cluster, under ``<cluster>/`` (see docs/ARCHITECTURE.md, "Output contract"):
   ``migc plan`` reads back as the exact "before" (``compiler/render/capacity.py``);
 * ``cluster/`` — a PriorityClass per tier; ``kueue/`` — ResourceFlavors (``--with kueue``);
   ``monitoring/`` — Grafana dashboard ConfigMap and PrometheusRule (``--with monitoring``);
-* ``tenants/<tenant>/`` — owned Namespaces, and per namespace a ResourceQuota and a LimitRange;
+* ``tenants/<tenant>/`` — owned Namespaces, per namespace a ResourceQuota, and the tenant's per-pod
+  limits as a ValidatingAdmissionPolicy with its binding (``compiler/render/admission.py``);
 * ``kustomization.yaml`` listing every object file, and ``.migc-index.json`` (file → sha256) that
   the writer uses to prune files a later run no longer generates.
 
@@ -34,6 +35,7 @@ from compiler.catalog import Catalog
 from compiler.diagnostics import Diagnostic, make
 from compiler.model import Policy
 from compiler.render import manifests
+from compiler.render.admission import cluster_admission
 from compiler.render.capacity import capacity_configmap, capacity_document
 from compiler.render.emit import dump_json, dump_yaml, header
 from compiler.render.kueue import kueue_objects
@@ -98,7 +100,8 @@ def render(
             manifests.device_plugin_configmap(cluster, (c.device_plugin_config for c in configs.values()))
         )
         objects.extend(manifests.priority_classes(policy))
-        objects.extend(manifests.tenant_objects(policy, cluster, catalog))
+        objects.extend(manifests.tenant_objects(policy, cluster))
+        objects.extend(cluster_admission(policy, cluster, catalog))
         if with_kueue:
             objects.extend(kueue_objects(policy, cluster))
         if with_monitoring:

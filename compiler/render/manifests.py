@@ -16,7 +16,7 @@ from compiler.catalog import Catalog, GpuModel
 from compiler.model import Cluster, GpuLayout, NodeLayout, NodePool, Policy, Tenant
 from compiler.render import names
 from compiler.render.emit import FlowList, canonical_json, dump_json, dump_yaml
-from compiler.render.quota import hard_limits, per_node_max, quota_counts, resource_name, tenants_in
+from compiler.render.quota import hard_limits, quota_counts, resource_name, tenants_in
 from compiler.solve.result import PoolResult, Solution
 
 API_VERSION = "migc.dev/v1alpha1"
@@ -195,7 +195,7 @@ def mig_parted_configmap(
 
 def node_device_plugin_config(pool: NodePool, layout: NodeLayout) -> str:
     any_mig = any(g.mig_enabled for g in layout)
-    mode = pool.sharing.mode if not pool.mig else "none"
+    mode = pool.sharing.mode if pool.is_shared else "none"
     return names.device_plugin_config_name(any_mig, mode, pool.sharing.replicas)
 
 
@@ -235,7 +235,7 @@ def expected_resources(pool: NodePool, layout: NodeLayout) -> dict[str, int]:
     out: dict[str, int] = {}
     whole = sum(1 for g in layout if not g.mig_enabled)
     any_mig = any(g.mig_enabled for g in layout)
-    shares = pool.sharing.replicas if (not any_mig and not pool.mig and pool.sharing.mode != "none") else 1
+    shares = 1 if any_mig else pool.shares_per_gpu
     out["nvidia.com/gpu"] = whole * shares
     for gpu in layout:
         for name, count in gpu.profiles:
@@ -355,9 +355,9 @@ def _quota_summary(tenant: Tenant, which: str) -> str:
     return _fmt_quota(counts) or "none"
 
 
-def tenant_objects(policy: Policy, cluster: Cluster, catalog: Catalog) -> list[tuple[str, Obj]]:
+def tenant_objects(policy: Policy, cluster: Cluster) -> list[tuple[str, Obj]]:
+    """Owned Namespaces and per namespace a ResourceQuota (per-pod limits: ``compiler.render.admission``)."""
     out: list[tuple[str, Obj]] = []
-    node_max = per_node_max(cluster, catalog)
     for tenant in tenants_in(policy, cluster.name):
         tenant_label = {"migc.dev/tenant": tenant.name}
         hard = hard_limits(tenant)
@@ -394,19 +394,4 @@ def tenant_objects(policy: Policy, cluster: Cluster, catalog: Catalog) -> list[t
                 },
             }
             out.append((f"{base}/{ns}/resourcequota-migc-gpu.yaml", quota))
-            # Max per pod: no pod can get more than the tenant's hard limit, nor more than one node
-            # can ever offer; a bigger request would sit Pending forever instead of failing fast.
-            limits = {
-                resource_name(r): str(min(v, node_max.get(r, v)))
-                for r, v in sorted(hard.items())
-                if min(v, node_max.get(r, v)) > 0
-            }
-            if limits:
-                limit_range: Obj = {
-                    "apiVersion": "v1",
-                    "kind": "LimitRange",
-                    "metadata": metadata("migc-gpu", ns, extra_labels=tenant_label),
-                    "spec": {"limits": [{"type": "Pod", "max": dict(sorted(limits.items()))}]},
-                }
-                out.append((f"{base}/{ns}/limitrange-migc-gpu.yaml", limit_range))
     return out

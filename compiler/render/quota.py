@@ -100,8 +100,7 @@ def cluster_capacity(
                         out["memoryGB"] = out.get("memoryGB", 0) + prof.memory_gb * count
                         out["computeSlices"] = out.get("computeSlices", 0) + prof.compute_slices * count
         whole = max(0, whole - reserved_gpus(cluster, pool.name))
-        shares = pool.sharing.replicas if (not pool.mig and pool.sharing.mode != "none") else 1
-        out[WHOLE_GPU] = out.get(WHOLE_GPU, 0) + whole * shares
+        out[WHOLE_GPU] = out.get(WHOLE_GPU, 0) + whole * pool.shares_per_gpu
         if model is not None:
             out["memoryGB"] = out.get("memoryGB", 0) + whole * model.memory_gb
             out["computeSlices"] = out.get("computeSlices", 0) + whole * model.compute_slices
@@ -233,11 +232,10 @@ def check_quotas(policy: Policy, solution: Solution, catalog: Catalog) -> list[D
 
 
 def per_node_max(cluster: Cluster, catalog: Catalog) -> Mapping[str, int]:
-    """Most instances of each resource one node of the cluster could ever offer (for LimitRange max)."""
+    """Most instances of each resource one node of the cluster could ever offer (per-pod limits)."""
     out: dict[str, int] = {}
     for pool in cluster.pools:
-        shares = pool.sharing.replicas if (not pool.mig and pool.sharing.mode != "none") else 1
-        out[WHOLE_GPU] = max(out.get(WHOLE_GPU, 0), pool.gpus_per_node * shares)
+        out[WHOLE_GPU] = max(out.get(WHOLE_GPU, 0), pool.gpus_per_node * pool.shares_per_gpu)
         model = catalog.get(pool.gpu_model)
         if model is None or not pool.mig:
             continue

@@ -68,6 +68,32 @@ def check_kueue(obj: dict[str, Any]) -> None:
         assert len(covered) == len(set(covered))
 
 
+def _pci_device(filter_id: str) -> tuple[int, int]:
+    # mig-parted pkg/types/device.go NewDeviceIDFromString: strconv.ParseUint(s, 0, 32), upper 16 bits
+    # the PCI device id, lower 16 the vendor.
+    value = int(filter_id, 0)
+    assert 0 <= value < 2**32
+    return value >> 16, value & 0xFFFF
+
+
+def check_device_filters(mig_configs: dict[str, Any], assignment: dict[str, Any]) -> None:
+    """Every config of a pool is pinned to the pool's GPU model, except the model-free all-disabled ones."""
+    catalog = load_catalog()
+    for pool in assignment["pools"]:
+        model = catalog.get(pool["gpuModel"])
+        assert model is not None
+        used = {n["config"] for n in pool["nodes"]} | set(pool.get("configCounts", {}))
+        for name in used:
+            entries = mig_configs[name]
+            if not any(e["mig-enabled"] for e in entries):
+                assert all("device-filter" not in e for e in entries), name
+                continue
+            for e in entries:
+                ids = e["device-filter"] if isinstance(e["device-filter"], list) else [e["device-filter"]]
+                assert {_pci_device(i) for i in ids} == {_pci_device(i) for i in model.pci_device_ids}
+                assert all(vendor == 0x10DE for _, vendor in map(_pci_device, ids))  # NVIDIA
+
+
 def assert_valid_tree(files: dict[str, bytes], versions: Sequence[str] = ()) -> None:
     """Every object valid for the latest Kubernetes kubernetes-validate ships and for ``versions``."""
     migparted = load_schema("mig-parted-v1.schema.json")
@@ -121,6 +147,7 @@ def assert_valid_tree(files: dict[str, bytes], versions: Sequence[str] = ()) -> 
         body = {k: v for k, v in doc.items() if k != "revision"}
         canonical = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
         assert doc["revision"] == hashlib.sha256(canonical.encode()).hexdigest()
+        check_device_filters(config["mig-configs"], doc)
         for name, entry in doc["configs"].items():
             # Every GPU of the node is covered by exactly one mig-parted entry, with the assigned layout.
             entries = config["mig-configs"][name]
@@ -176,14 +203,26 @@ def test_mig_parted_config_content() -> None:
     assert cm["metadata"]["namespace"] == "gpu-operator"
     config = yaml.safe_load(cm["data"]["config.yaml"])["mig-configs"]
     balanced = "migc-a100-sxm4-80gb-1x3g.40gb-1x2g.20gb-2x1g.10gb"
+    a100 = ["0x20B210DE", "0x20B510DE"]  # catalog: A100-SXM4-80GB and A100-80GB-PCIe
     assert config[balanced] == [
-        {"devices": "all", "mig-enabled": True, "mig-devices": {"1g.10gb": 2, "2g.20gb": 1, "3g.40gb": 1}}
+        {
+            "device-filter": a100,
+            "devices": "all",
+            "mig-enabled": True,
+            "mig-devices": {"1g.10gb": 2, "2g.20gb": 1, "3g.40gb": 1},
+        }
     ]
     mixed = "migc-a100-sxm4-80gb-6gpu-7x1g.10gb_2gpu-whole"
     assert config[mixed] == [
-        {"devices": [0, 1, 2, 3, 4, 5], "mig-enabled": True, "mig-devices": {"1g.10gb": 7}},
-        {"devices": [6, 7], "mig-enabled": False},
+        {
+            "device-filter": a100,
+            "devices": [0, 1, 2, 3, 4, 5],
+            "mig-enabled": True,
+            "mig-devices": {"1g.10gb": 7},
+        },
+        {"device-filter": a100, "devices": [6, 7], "mig-enabled": False},
     ]
+    # model-independent: applies to any GPU, so the GPU Operator's default works on every node
     assert config[ALL_DISABLED] == [{"devices": "all", "mig-enabled": False}]
     text = cm["data"]["config.yaml"]
     assert "# A100-SXM4-80GB (8 GPUs; pools a100): gpu 0-5: 7x 1g.10gb; gpu 6-7: MIG disabled" in text

@@ -135,9 +135,21 @@ def _pool(cluster: Cluster, name: str) -> NodePool:
     raise KeyError(name)
 
 
-def _mig_parted_entries(layout: NodeLayout) -> list[Obj]:
+def _mig_parted_entries(layout: NodeLayout, device_filter: tuple[str, ...] = ()) -> list[Obj]:
+    """mig-parted entries for one node layout; ``device_filter`` (PCI ids) pins them to one GPU model.
+
+    mig-parted applies an entry only to GPUs whose PCI device id matches its ``device-filter``
+    (``api/spec/v1/spec.go``, ``pkg/types/device.go``), so a config solved for an A100 does nothing on
+    a mislabelled H100 node, whose allocatable resources the controller then finds wrong, instead of
+    carving the H100 with the A100's layout.
+    """
+
     def entry(devices: Any, gpu: GpuLayout) -> Obj:
-        item: Obj = {"devices": devices, "mig-enabled": gpu.mig_enabled}
+        item: Obj = {}
+        if device_filter:
+            item["device-filter"] = FlowList(device_filter) if len(device_filter) > 1 else device_filter[0]
+        item["devices"] = devices
+        item["mig-enabled"] = gpu.mig_enabled
         if gpu.mig_enabled:
             item["mig-devices"] = {name: count for name, count in gpu.profiles}
         return item
@@ -168,7 +180,9 @@ def mig_parted_text(configs: Mapping[str, MigConfig], catalog: Catalog) -> str:
             described = names.node_description(model, cfg.layout)
             comment = f"{title} ({len(cfg.layout)} GPUs; pools {where}): {described}"
         lines.append(f"  # {comment}")
-        entries = _mig_parted_entries(cfg.layout)
+        # all-disabled configs are model-independent (model_key ""): no filter, they fit every GPU.
+        model = _model(catalog, cfg.model_key) if cfg.model_key else None
+        entries = _mig_parted_entries(cfg.layout, model.pci_device_ids if model is not None else ())
         body = dump_yaml({name: entries})
         lines.extend("  " + line for line in body.rstrip("\n").split("\n"))
     return "\n".join(lines) + "\n"

@@ -20,6 +20,7 @@ from compiler.catalog import load_catalog
 from compiler.model import GpuLayout, Quota, Tenant
 from compiler.render import manifest_stream, oversized, render
 from compiler.render.names import ALL_DISABLED, is_label_value, mig_config_name
+from compiler.render.operator import operator_settings
 from compiler.render.quota import check_quotas, hard_limits
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -32,10 +33,13 @@ def load_schema(name: str) -> jsonschema.Draft202012Validator:
 
 
 def objects(files: dict[str, bytes]) -> dict[str, dict[str, Any]]:
+    """Every Kubernetes object file (not the kustomization, nor the GPU Operator settings)."""
     return {
         path: yaml.safe_load(data)
         for path, data in files.items()
-        if path.endswith(".yaml") and not path.endswith("kustomization.yaml")
+        if path.endswith(".yaml")
+        and not path.endswith("kustomization.yaml")
+        and "/gpu-operator-settings/" not in path
     }
 
 
@@ -92,6 +96,41 @@ def check_device_filters(mig_configs: dict[str, Any], assignment: dict[str, Any]
                 ids = e["device-filter"] if isinstance(e["device-filter"], list) else [e["device-filter"]]
                 assert {_pci_device(i) for i in ids} == {_pci_device(i) for i in model.pci_device_ids}
                 assert all(vendor == 0x10DE for _, vendor in map(_pci_device, ids))  # NVIDIA
+
+
+def check_operator_settings(
+    files: dict[str, bytes],
+    cluster: str,
+    mig_parted: dict[str, Any],
+    device_plugin: dict[str, str],
+    assignment: dict[str, Any],
+) -> None:
+    """The GPU Operator settings name the rendered ConfigMaps and a strategy every node's config agrees with.
+
+    Operator behaviour (NVIDIA/gpu-operator controllers/object_controls.go): ``mig.strategy`` becomes
+    the device plugin's MIG_STRATEGY for every node; ``migManager.config.default`` is the mig-parted
+    config of unlabelled nodes and ``devicePlugin.config.default`` the plugin config of unlabelled nodes,
+    so both must exist in the ConfigMaps they name.
+    """
+    values = yaml.safe_load(files[f"{cluster}/gpu-operator-settings/values.yaml"])
+    patch = yaml.safe_load(files[f"{cluster}/gpu-operator-settings/clusterpolicy-patch.yaml"])
+    assert patch == {"spec": values}
+    mig_cm = yaml.safe_load(files[f"{cluster}/gpu-operator/configmap-migc-mig-parted-config.yaml"])
+    dp_cm = yaml.safe_load(files[f"{cluster}/gpu-operator/configmap-migc-device-plugin-config.yaml"])
+    assert values["migManager"]["config"]["name"] == mig_cm["metadata"]["name"]
+    assert values["migManager"]["config"]["default"] in mig_parted["mig-configs"]
+    assert values["devicePlugin"]["config"]["name"] == dp_cm["metadata"]["name"]
+    assert values["devicePlugin"]["config"]["default"] in device_plugin
+    strategies = {entry["migStrategy"] for entry in assignment["configs"].values()}
+    strategy = values["mig"]["strategy"]
+    assert strategy in ("none", "mixed")
+    # Under MIG_STRATEGY=mixed a MIG-disabled GPU is still advertised as nvidia.com/gpu
+    # (k8s-device-plugin internal/rm/device_map.go buildGPUDeviceMap), so mixed serves every node;
+    # none would hide the slices of every MIG node.
+    assert "mixed" not in strategies or strategy == "mixed"
+    if strategy == "mixed":  # validateFlags: no MPS under mixed (MIGC132 keeps such clusters out)
+        bodies = [yaml.safe_load(body) for body in device_plugin.values()]
+        assert not any("mps" in (body.get("sharing") or {}) for body in bodies)
 
 
 def assert_valid_tree(files: dict[str, bytes], versions: Sequence[str] = ()) -> None:
@@ -169,11 +208,14 @@ def assert_valid_tree(files: dict[str, bytes], versions: Sequence[str] = ()) -> 
             assert plugin["flags"]["migStrategy"] == entry["migStrategy"]
             if entry["migStrategy"] != "none":
                 assert "mps" not in plugin.get("sharing", {})
+        check_operator_settings(files, cluster, config, dp, doc)
         kustomization = yaml.safe_load(files[f"{cluster}/kustomization.yaml"])
         listed = {f"{cluster}/{p}" for p in kustomization["resources"]}
         expected = {p for p in files if p.startswith(cluster + "/")} - {
             f"{cluster}/kustomization.yaml",
             f"{cluster}/.migc-index.json",
+            f"{cluster}/gpu-operator-settings/values.yaml",
+            f"{cluster}/gpu-operator-settings/clusterpolicy-patch.yaml",
         }
         assert listed == expected
         index = json.loads(files[f"{cluster}/.migc-index.json"])
@@ -195,6 +237,32 @@ def test_every_rendered_object_is_valid(kueue: bool) -> None:
         "ValidatingAdmissionPolicyBinding",
     }
     assert kinds == (expected | KUEUE_KINDS if kueue else expected)
+
+
+def test_gpu_operator_settings_per_cluster() -> None:
+    files = render(policy(), default_solution(), load_catalog())
+    values = yaml.safe_load(files["east/gpu-operator-settings/values.yaml"])
+    assert values == {
+        "mig": {"strategy": "mixed"},
+        "migManager": {
+            "enabled": True,
+            "config": {"name": "migc-mig-parted-config", "default": "all-disabled"},
+        },
+        "devicePlugin": {"config": {"name": "migc-device-plugin-config", "default": "migc-whole-gpus"}},
+    }
+    kustomization = yaml.safe_load(files["east/kustomization.yaml"])
+    assert not [p for p in kustomization["resources"] if "settings" in p]
+    assert b"gpu-operator-settings" not in manifest_stream(files)
+    # A cluster without MIG pools needs no MIG strategy (and MPS would be refused under any other).
+    pol = policy()
+    no_mig = dataclasses.replace(
+        pol,
+        clusters=tuple(
+            dataclasses.replace(c, pools=tuple(dataclasses.replace(p, mig=False) for p in c.pools))
+            for c in pol.clusters
+        ),
+    )
+    assert operator_settings(no_mig.clusters[0])["mig"] == {"strategy": "none"}
 
 
 def test_mig_parted_config_content() -> None:
@@ -356,7 +424,7 @@ def test_render_is_deterministic_and_order_independent() -> None:
 def test_manifest_stream_holds_only_objects() -> None:
     files = render(policy(), default_solution(), load_catalog())
     docs = list(yaml.safe_load_all(manifest_stream(files)))
-    assert len(docs) == len(files) - 2
+    assert len(docs) == len(files) - 4  # kustomization, index, two GPU Operator settings files
     assert all("kind" in d and d["kind"] != "Kustomization" for d in docs)
     assert docs[0]["kind"] == "ConfigMap" and docs[0]["metadata"]["name"] == "migc-assignment"
     assert manifest_stream(files, "nope") == b""

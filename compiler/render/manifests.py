@@ -227,7 +227,9 @@ def _device_plugin_body(name: str) -> Obj:
 
 
 def device_plugin_configmap(cluster: Cluster, used: Iterable[str]) -> tuple[str, Obj]:
-    data = {name: dump_yaml(_device_plugin_body(name)) for name in sorted(set(used))}
+    # The whole-GPU config is always there: it is the operator's default for unlabelled nodes
+    # (compiler/render/operator.py), and a default missing from the ConfigMap stops the plugin.
+    data = {name: dump_yaml(_device_plugin_body(name)) for name in sorted({*used, names.WHOLE_GPUS_CONFIG})}
     obj: Obj = {
         "apiVersion": "v1",
         "kind": "ConfigMap",

@@ -19,8 +19,10 @@ and ``resources`` may be ``{}`` or absent in a hand-written manifest.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import cel
@@ -30,6 +32,7 @@ from test_render_support import default_solution, policy
 
 from compiler.catalog import load_catalog
 from compiler.render import render
+from compiler.render.admission import variable_name
 
 
 def _k8s_sum(items: list[int]) -> int:
@@ -214,3 +217,44 @@ def test_other_namespaces_and_unlisted_resources_are_left_alone(files: dict[str,
     assert admit(files, "kube-system", pod(container("a", {MIG_1G: "99"}))).policies == ()
     # A GPU resource the tenant has no per-pod limit for is the ResourceQuota's business.
     assert admit(files, "search", pod(container("a", {"nvidia.com/mig-7g.80gb": "1"}))).allowed
+
+
+GOLDEN = Path(__file__).resolve().parent / "golden"
+
+
+def _golden_clusters() -> list[Path]:
+    return sorted(p.parent for p in GOLDEN.glob("*/*/kustomization.yaml"))
+
+
+@pytest.mark.parametrize("cluster", _golden_clusters(), ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_every_example_tenant_admits_legitimate_pods(cluster: Path) -> None:
+    """The issue's probe: in every rendered example, every tenant namespace admits a CPU-only pod and one
+    slice of each resource it may use, and refuses one more than its per-pod limit."""
+    files = {p.relative_to(cluster).as_posix(): p.read_bytes() for p in cluster.rglob("*.yaml")}
+    checked = 0
+    for path, data in files.items():
+        obj = yaml.safe_load(data)
+        if obj.get("kind") != "ValidatingAdmissionPolicyBinding":
+            continue
+        policy_obj = yaml.safe_load(files[path.replace("policybinding-", "policy-")])
+        limits = {}
+        for rule in policy_obj["spec"]["validations"]:
+            var, most = rule["expression"].removeprefix("variables.").split(" <= ")
+            resource = next(v for v in limits_of(policy_obj) if variable_name(v) == var)
+            limits[resource] = int(most)
+        for ns in obj["spec"]["matchResources"]["namespaceSelector"]["matchExpressions"][0]["values"]:
+            assert admit(files, ns, pod(container("app", {"cpu": "1", "memory": "1Gi"}))).allowed
+            for resource, most in limits.items():
+                assert admit(files, ns, pod(container("app", {resource: "1"}))).allowed, (ns, resource)
+                over = admit(files, ns, pod(container("app", {resource: str(most + 1)})))
+                assert not over.allowed and f"pod asks for {most + 1} {resource};" in over.messages[0]
+                checked += 1
+    assert checked
+
+
+def limits_of(policy_obj: dict[str, Any]) -> list[str]:
+    """The resources a rendered policy names, read from its quoted map keys."""
+    found: set[str] = set()
+    for var in policy_obj["spec"]["variables"]:
+        found.update(re.findall(r"'(nvidia\.com/[^']+)' in c\.resources\.limits", var["expression"]))
+    return sorted(found)

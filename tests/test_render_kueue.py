@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -84,3 +85,12 @@ def test_the_checks_catch_what_kueue_rejects(kueue_objects: dict[str, dict[str, 
     negative = _cq(kueue_objects)
     negative["spec"]["resourceGroups"][0]["flavors"][0]["resources"][0]["nominalQuota"] = -1
     assert any("non-negative" in e for e in webhook_errors(negative))
+
+
+def test_golden_kueue_example_passes() -> None:
+    golden = Path(__file__).resolve().parent / "golden" / "lab-kueue"
+    objs = [yaml.safe_load(p.read_bytes()) for p in sorted(golden.rglob("*.yaml"))]
+    kueue = [o for o in objs if o.get("kind") in KINDS]
+    assert {o["kind"] for o in kueue} == KINDS
+    for obj in kueue:
+        assert kueue_errors(obj) == [], obj["metadata"]["name"]

@@ -292,3 +292,18 @@ MIG_POOL = """\
 def test_mps_is_refused_beside_mig_pools(mode: str, mig_pool: str, codes: list[str]) -> None:
     _, diags = validate(_docs(SHARED_FLEET % (mode, mig_pool), TENANT), load_catalog())
     assert [d.code for d in diags if d.code.startswith("MIGC13")] == codes
+
+
+def test_other_device_plugin_refusals_are_caught() -> None:
+    # k8s-device-plugin api/config/v1/replicas.go: "number of replicas must be >= 2" (schema minimum).
+    fleet = (SHARED_FLEET % ("time-slicing", "")).replace("replicas: 4", "replicas: 1")
+    _, diags = validate(_docs(fleet, TENANT), load_catalog())
+    assert [(d.code, d.message) for d in diags] == [
+        ("MIGC035", "$.spec.clusters[0].nodePools[0].sharing.replicas: 1 is below the minimum 2")
+    ]
+    # k8s-device-plugin internal/plugin/mps.go: "sharing using MPS is not supported for MIG devices"
+    # (and migc time-slices only whole GPUs): sharing on a MIG pool is MIGC119.
+    mig_mps = (SHARED_FLEET % ("mps", "")).replace("NVIDIA-L40S", "NVIDIA-A100-SXM4-80GB")
+    mig_mps = mig_mps.replace("partitioning: none", "partitioning: mig")
+    _, diags = validate(_docs(mig_mps, TENANT), load_catalog())
+    assert "MIGC119" in [d.code for d in diags]

@@ -99,16 +99,21 @@ def admit(files: Mapping[str, bytes], namespace: str, pod: Mapping[str, Any]) ->
         if not _matches_pod_create(pol):
             continue
         applied.append(pol["metadata"]["name"])
-        variables: dict[str, Any] = {}
-        for var in pol["spec"]["variables"]:
-            variables[var["name"]] = cel.evaluate(
-                var["expression"], _context({"object": pod, "variables": variables})
-            )
-        for rule in pol["spec"]["validations"]:
-            ctx = _context({"object": pod, "variables": variables})
-            if cel.evaluate(rule["expression"], ctx) is not True:
-                assert spec["validationActions"] == ["Deny"]
-                messages.append(str(cel.evaluate(rule["messageExpression"], ctx)))
+        assert spec["validationActions"] == ["Deny"]
+        try:
+            variables: dict[str, Any] = {}
+            for var in pol["spec"]["variables"]:
+                variables[var["name"]] = cel.evaluate(
+                    var["expression"], _context({"object": pod, "variables": variables})
+                )
+            for rule in pol["spec"]["validations"]:
+                ctx = _context({"object": pod, "variables": variables})
+                if cel.evaluate(rule["expression"], ctx) is not True:
+                    messages.append(str(cel.evaluate(rule["messageExpression"], ctx)))
+        except (RuntimeError, ValueError, TypeError) as err:
+            # validator.go: an evaluation error is decided by failurePolicy (Fail: the request is denied).
+            assert pol["spec"]["failurePolicy"] == "Fail"
+            messages.append(f"expression error: {err}")
     return Verdict(not messages, tuple(messages), tuple(applied))
 
 
@@ -211,6 +216,13 @@ def test_init_containers_follow_the_effective_request_rule(files: dict[str, byte
     verdict = admit(files, "search", with_sidecar)
     assert not verdict.allowed and verdict.messages[0].startswith("pod asks for 13 ")
     assert admit(files, "search", pod(container("app", {MIG_1G: "11"}), init=(sidecar,))).allowed
+
+
+def test_a_quantity_int_cannot_read_is_denied_not_admitted(files: dict[str, bytes]) -> None:
+    # The API server serialises 1000 as "1k", which int() cannot parse: the evaluation error is
+    # decided by failurePolicy Fail, so the pod is refused (it is far over any limit anyway).
+    verdict = admit(files, "search", pod(container("app", {MIG_1G: "1k"})))
+    assert not verdict.allowed and verdict.messages[0].startswith("expression error")
 
 
 def test_other_namespaces_and_unlisted_resources_are_left_alone(files: dict[str, bytes]) -> None:

@@ -18,7 +18,9 @@ sidecars are themselves GPU users. Limits are read first and requests second: fo
 resources the API server makes them equal and fills a missing request from the limit.
 
 Quantities reach CEL as the API server serialises them (``"2"``); extended resources must be whole
-numbers, so ``int(string(q))`` reads them. ``sum()`` and ``max()`` are the list functions of
+numbers, so ``int(string(q))`` reads them. From 1000 on the canonical form is ``"1k"``, which ``int``
+cannot parse: the evaluation fails and ``failurePolicy: Fail`` refuses the pod, which is what a pod
+asking for a thousand GPUs deserves. ``sum()`` and ``max()`` are the list functions of
 Kubernetes' CEL library (``k8s.io/apiserver/pkg/cel/library/lists.go``), available in every
 version that serves the v1 API.
 """

@@ -22,7 +22,7 @@ from compiler.model import GpuLayout, Quota, Tenant
 from compiler.render import manifest_stream, oversized, render
 from compiler.render.names import ALL_DISABLED, is_label_value, mig_config_name
 from compiler.render.operator import operator_settings
-from compiler.render.quota import check_quotas, hard_limits
+from compiler.render.quota import check_quotas, check_unlimited, hard_limits
 
 ROOT = Path(__file__).resolve().parents[1]
 K8S_VERSION = latest_version()
@@ -518,3 +518,21 @@ def test_assignment_above_the_configmap_limit_is_reported() -> None:
     assert [d.code for d in diagnostics] == ["MIGC306"]
     assert diagnostics[0].file == "east/migc-system/configmap-migc-assignment.yaml"
     assert oversized(render(policy(), default_solution(), load_catalog())) == []
+
+
+def test_served_resources_outside_the_quota_are_reported() -> None:
+    pol = policy()
+    assert [d.code for d in check_unlimited(pol, default_solution())] == []
+    # search is served 1g.10gb (bert); a quota naming only 2g.20gb leaves that use unlimited.
+    narrowed = tuple(
+        dataclasses.replace(t, guaranteed=Quota(), burst=Quota(profiles=(("2g.20gb", 2),)))
+        if t.name == "search"
+        else t
+        for t in pol.tenants
+    )
+    diags = check_unlimited(dataclasses.replace(pol, tenants=narrowed), default_solution())
+    assert [(d.code, d.severity.name) for d in diags] == [("MIGC310", "WARNING")]
+    assert diags[0].message == (
+        "cluster east: tenant search is served nvidia.com/mig-1g.10gb, not named in its quota, so no "
+        "ResourceQuota or per-pod limit covers it"
+    )

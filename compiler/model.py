@@ -124,6 +124,16 @@ class NodePool:
     def total_gpus(self) -> int:
         return self.gpus_per_node * len(self.node_names)
 
+    @property
+    def is_shared(self) -> bool:
+        """Whole GPUs are shared (time-slicing or MPS): only a non-MIG pool with a sharing mode."""
+        return not self.mig and self.sharing.mode != "none"
+
+    @property
+    def shares_per_gpu(self) -> int:
+        """How many ``nvidia.com/gpu`` the device plugin advertises per whole GPU of this pool."""
+        return self.sharing.replicas if self.is_shared else 1
+
 
 @dataclass(frozen=True)
 class Cluster:

@@ -124,3 +124,17 @@ def test_mig_capable_needs_profiles_and_non_mig_has_none() -> None:
     non_mig["profiles"] = _raw_a100()["profiles"]
     with pytest.raises(CatalogError):
         parse_model(non_mig, "bad.yaml")
+
+
+def test_every_mig_model_has_its_own_pci_device_ids() -> None:
+    # The rendered mig-parted configs pin each layout to its model with device-filter (PCI
+    # device << 16 | vendor, mig-parted pkg/types/device.go); an id shared by two models, or a MIG
+    # model without ids, would let a layout apply to the wrong GPU.
+    owner: dict[int, str] = {}
+    for model in load_catalog().models:
+        if model.mig_capable:
+            assert model.pci_device_ids, model.model
+        for pci in model.pci_device_ids:
+            value = int(pci, 16)
+            assert value & 0xFFFF == 0x10DE, pci  # NVIDIA's PCI vendor id
+            assert owner.setdefault(value, model.model) == model.model, (pci, owner[value], model.model)

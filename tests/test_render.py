@@ -14,17 +14,19 @@ import kubernetes_validate
 import pytest
 import yaml
 from kubernetes_validate.utils import latest_version
+from kueue_crds import kueue_errors
 from test_render_support import BALANCED, WHOLE, default_solution, policy, solution
 
 from compiler.catalog import load_catalog
 from compiler.model import GpuLayout, Quota, Tenant
 from compiler.render import manifest_stream, oversized, render
 from compiler.render.names import ALL_DISABLED, is_label_value, mig_config_name
-from compiler.render.quota import check_quotas, hard_limits
+from compiler.render.operator import operator_settings
+from compiler.render.quota import check_quotas, check_unlimited, hard_limits
 
 ROOT = Path(__file__).resolve().parents[1]
 K8S_VERSION = latest_version()
-KUEUE_KINDS = {"ClusterQueue", "LocalQueue", "ResourceFlavor"}
+KUEUE_KINDS = {"ClusterQueue", "LocalQueue", "ResourceFlavor"}  # tests/kueue_crds.py validates them
 
 
 def load_schema(name: str) -> jsonschema.Draft202012Validator:
@@ -32,40 +34,80 @@ def load_schema(name: str) -> jsonschema.Draft202012Validator:
 
 
 def objects(files: dict[str, bytes]) -> dict[str, dict[str, Any]]:
+    """Every Kubernetes object file (not the kustomization, nor the GPU Operator settings)."""
     return {
         path: yaml.safe_load(data)
         for path, data in files.items()
-        if path.endswith(".yaml") and not path.endswith("kustomization.yaml")
+        if path.endswith(".yaml")
+        and not path.endswith("kustomization.yaml")
+        and "/gpu-operator-settings/" not in path
     }
 
 
 def check_kueue(obj: dict[str, Any]) -> None:
-    """Structural check of the Kueue v1beta1 objects (CRD-typed: kubernetes-validate has no schema)."""
-    assert obj["apiVersion"] == "kueue.x-k8s.io/v1beta1"
-    assert set(obj) == {"apiVersion", "kind", "metadata", "spec"}
-    spec = obj["spec"]
-    if obj["kind"] == "ResourceFlavor":
-        assert spec == {}
-    elif obj["kind"] == "LocalQueue":
-        assert set(spec) == {"clusterQueue"} and spec["clusterQueue"].startswith("migc-")
-        assert obj["metadata"]["namespace"]
-    else:
-        assert set(spec) <= {
-            "cohort",
-            "namespaceSelector",
-            "queueingStrategy",
-            "preemption",
-            "resourceGroups",
-        }
-        covered: list[str] = []
-        for group in spec["resourceGroups"]:
-            covered += group["coveredResources"]
-            for flavor in group["flavors"]:
-                assert [r["name"] for r in flavor["resources"]] == group["coveredResources"]
-                for r in flavor["resources"]:
-                    assert isinstance(r["nominalQuota"], int) and r["nominalQuota"] >= 0
-                    assert isinstance(r["borrowingLimit"], int) and r["borrowingLimit"] >= 0
-        assert len(covered) == len(set(covered))
+    """Kueue objects are CRD-typed (kubernetes-validate has no schema): Kueue's own CRDs and webhook."""
+    assert kueue_errors(obj) == []
+
+
+def _pci_device(filter_id: str) -> tuple[int, int]:
+    # mig-parted pkg/types/device.go NewDeviceIDFromString: strconv.ParseUint(s, 0, 32), upper 16 bits
+    # the PCI device id, lower 16 the vendor.
+    value = int(filter_id, 0)
+    assert 0 <= value < 2**32
+    return value >> 16, value & 0xFFFF
+
+
+def check_device_filters(mig_configs: dict[str, Any], assignment: dict[str, Any]) -> None:
+    """Every config of a pool is pinned to the pool's GPU model, except the model-free all-disabled ones."""
+    catalog = load_catalog()
+    for pool in assignment["pools"]:
+        model = catalog.get(pool["gpuModel"])
+        assert model is not None
+        used = {n["config"] for n in pool["nodes"]} | set(pool.get("configCounts", {}))
+        for name in used:
+            entries = mig_configs[name]
+            if not any(e["mig-enabled"] for e in entries):
+                assert all("device-filter" not in e for e in entries), name
+                continue
+            for e in entries:
+                ids = e["device-filter"] if isinstance(e["device-filter"], list) else [e["device-filter"]]
+                assert {_pci_device(i) for i in ids} == {_pci_device(i) for i in model.pci_device_ids}
+                assert all(vendor == 0x10DE for _, vendor in map(_pci_device, ids))  # NVIDIA
+
+
+def check_operator_settings(
+    files: dict[str, bytes],
+    cluster: str,
+    mig_parted: dict[str, Any],
+    device_plugin: dict[str, str],
+    assignment: dict[str, Any],
+) -> None:
+    """The GPU Operator settings name the rendered ConfigMaps and a strategy every node's config agrees with.
+
+    Operator behaviour (NVIDIA/gpu-operator controllers/object_controls.go): ``mig.strategy`` becomes
+    the device plugin's MIG_STRATEGY for every node; ``migManager.config.default`` is the mig-parted
+    config of unlabelled nodes and ``devicePlugin.config.default`` the plugin config of unlabelled nodes,
+    so both must exist in the ConfigMaps they name.
+    """
+    values = yaml.safe_load(files[f"{cluster}/gpu-operator-settings/values.yaml"])
+    patch = yaml.safe_load(files[f"{cluster}/gpu-operator-settings/clusterpolicy-patch.yaml"])
+    assert patch == {"spec": values}
+    mig_cm = yaml.safe_load(files[f"{cluster}/gpu-operator/configmap-migc-mig-parted-config.yaml"])
+    dp_cm = yaml.safe_load(files[f"{cluster}/gpu-operator/configmap-migc-device-plugin-config.yaml"])
+    assert values["migManager"]["config"]["name"] == mig_cm["metadata"]["name"]
+    assert values["migManager"]["config"]["default"] in mig_parted["mig-configs"]
+    assert values["devicePlugin"]["config"]["name"] == dp_cm["metadata"]["name"]
+    assert values["devicePlugin"]["config"]["default"] in device_plugin
+    strategies = {entry["migStrategy"] for entry in assignment["configs"].values()}
+    strategy = values["mig"]["strategy"]
+    assert strategy in ("none", "mixed")
+    # Under MIG_STRATEGY=mixed a MIG-disabled GPU is still advertised as nvidia.com/gpu
+    # (k8s-device-plugin internal/rm/device_map.go buildGPUDeviceMap), so mixed serves every node;
+    # none would hide the slices of every MIG node.
+    assert "mixed" not in strategies or strategy == "mixed"
+    if strategy == "mixed":  # validateFlags: no MPS under mixed (MIGC132 keeps such clusters out)
+        bodies = [yaml.safe_load(body) for body in device_plugin.values()]
+        assert not any("mps" in (body.get("sharing") or {}) for body in bodies)
 
 
 def assert_valid_tree(files: dict[str, bytes], versions: Sequence[str] = ()) -> None:
@@ -121,6 +163,7 @@ def assert_valid_tree(files: dict[str, bytes], versions: Sequence[str] = ()) -> 
         body = {k: v for k, v in doc.items() if k != "revision"}
         canonical = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
         assert doc["revision"] == hashlib.sha256(canonical.encode()).hexdigest()
+        check_device_filters(config["mig-configs"], doc)
         for name, entry in doc["configs"].items():
             # Every GPU of the node is covered by exactly one mig-parted entry, with the assigned layout.
             entries = config["mig-configs"][name]
@@ -142,11 +185,14 @@ def assert_valid_tree(files: dict[str, bytes], versions: Sequence[str] = ()) -> 
             assert plugin["flags"]["migStrategy"] == entry["migStrategy"]
             if entry["migStrategy"] != "none":
                 assert "mps" not in plugin.get("sharing", {})
+        check_operator_settings(files, cluster, config, dp, doc)
         kustomization = yaml.safe_load(files[f"{cluster}/kustomization.yaml"])
         listed = {f"{cluster}/{p}" for p in kustomization["resources"]}
         expected = {p for p in files if p.startswith(cluster + "/")} - {
             f"{cluster}/kustomization.yaml",
             f"{cluster}/.migc-index.json",
+            f"{cluster}/gpu-operator-settings/values.yaml",
+            f"{cluster}/gpu-operator-settings/clusterpolicy-patch.yaml",
         }
         assert listed == expected
         index = json.loads(files[f"{cluster}/.migc-index.json"])
@@ -159,8 +205,41 @@ def test_every_rendered_object_is_valid(kueue: bool) -> None:
     files = render(policy(), default_solution(), load_catalog(), with_kueue=kueue)
     assert_valid_tree(files)
     kinds = {obj["kind"] for obj in objects(files).values()}
-    expected = {"ConfigMap", "Namespace", "ResourceQuota", "LimitRange", "PriorityClass"}
+    expected = {
+        "ConfigMap",
+        "Namespace",
+        "ResourceQuota",
+        "PriorityClass",
+        "ValidatingAdmissionPolicy",
+        "ValidatingAdmissionPolicyBinding",
+    }
     assert kinds == (expected | KUEUE_KINDS if kueue else expected)
+
+
+def test_gpu_operator_settings_per_cluster() -> None:
+    files = render(policy(), default_solution(), load_catalog())
+    values = yaml.safe_load(files["east/gpu-operator-settings/values.yaml"])
+    assert values == {
+        "mig": {"strategy": "mixed"},
+        "migManager": {
+            "enabled": True,
+            "config": {"name": "migc-mig-parted-config", "default": "all-disabled"},
+        },
+        "devicePlugin": {"config": {"name": "migc-device-plugin-config", "default": "migc-whole-gpus"}},
+    }
+    kustomization = yaml.safe_load(files["east/kustomization.yaml"])
+    assert not [p for p in kustomization["resources"] if "settings" in p]
+    assert b"gpu-operator-settings" not in manifest_stream(files)
+    # A cluster without MIG pools needs no MIG strategy (and MPS would be refused under any other).
+    pol = policy()
+    no_mig = dataclasses.replace(
+        pol,
+        clusters=tuple(
+            dataclasses.replace(c, pools=tuple(dataclasses.replace(p, mig=False) for p in c.pools))
+            for c in pol.clusters
+        ),
+    )
+    assert operator_settings(no_mig.clusters[0])["mig"] == {"strategy": "none"}
 
 
 def test_mig_parted_config_content() -> None:
@@ -169,14 +248,26 @@ def test_mig_parted_config_content() -> None:
     assert cm["metadata"]["namespace"] == "gpu-operator"
     config = yaml.safe_load(cm["data"]["config.yaml"])["mig-configs"]
     balanced = "migc-a100-sxm4-80gb-1x3g.40gb-1x2g.20gb-2x1g.10gb"
+    a100 = ["0x20B210DE", "0x20B510DE"]  # catalog: A100-SXM4-80GB and A100-80GB-PCIe
     assert config[balanced] == [
-        {"devices": "all", "mig-enabled": True, "mig-devices": {"1g.10gb": 2, "2g.20gb": 1, "3g.40gb": 1}}
+        {
+            "device-filter": a100,
+            "devices": "all",
+            "mig-enabled": True,
+            "mig-devices": {"1g.10gb": 2, "2g.20gb": 1, "3g.40gb": 1},
+        }
     ]
     mixed = "migc-a100-sxm4-80gb-6gpu-7x1g.10gb_2gpu-whole"
     assert config[mixed] == [
-        {"devices": [0, 1, 2, 3, 4, 5], "mig-enabled": True, "mig-devices": {"1g.10gb": 7}},
-        {"devices": [6, 7], "mig-enabled": False},
+        {
+            "device-filter": a100,
+            "devices": [0, 1, 2, 3, 4, 5],
+            "mig-enabled": True,
+            "mig-devices": {"1g.10gb": 7},
+        },
+        {"device-filter": a100, "devices": [6, 7], "mig-enabled": False},
     ]
+    # model-independent: applies to any GPU, so the GPU Operator's default works on every node
     assert config[ALL_DISABLED] == [{"devices": "all", "mig-enabled": False}]
     text = cm["data"]["config.yaml"]
     assert "# A100-SXM4-80GB (8 GPUs; pools a100): gpu 0-5: 7x 1g.10gb; gpu 6-7: MIG disabled" in text
@@ -252,10 +343,8 @@ def test_quota_objects_use_burst_else_guaranteed() -> None:
         "requests.nvidia.com/mig-2g.20gb": "2",
     }
     assert quota["metadata"]["annotations"]["migc.dev/guaranteed"] == "1g.10gb=8"
-    limits = yaml.safe_load(files["east/tenants/search/search/limitrange-migc-gpu.yaml"])
-    assert limits["spec"]["limits"] == [
-        {"type": "Pod", "max": {"nvidia.com/mig-1g.10gb": "12", "nvidia.com/mig-2g.20gb": "2"}}
-    ]
+    # Per-pod limits are an admission policy per tenant (tests/test_render_admission.py), no LimitRange.
+    assert not [p for p in files if "limitrange" in p]
     # research does not own its namespace: quota yes, Namespace object no.
     assert "east/tenants/research/research/resourcequota-migc-gpu.yaml" in files
     assert "east/tenants/research/namespace-research.yaml" not in files
@@ -273,7 +362,7 @@ def test_kueue_queues_nominal_and_borrowing() -> None:
         "borrowingLimit": 4,
     }
     assert groups["nvidia.com/mig-2g.20gb"]["nominalQuota"] == 0
-    assert cq["spec"]["cohort"] == "migc-east"
+    assert cq["spec"]["cohortName"] == "migc-east"
     lq = yaml.safe_load(files["east/tenants/search/search-dev/localqueue-migc.yaml"])
     assert lq["spec"]["clusterQueue"] == "migc-search"
     assert "east/kueue/resourceflavor-mig-1g.10gb.yaml" in files
@@ -312,7 +401,7 @@ def test_render_is_deterministic_and_order_independent() -> None:
 def test_manifest_stream_holds_only_objects() -> None:
     files = render(policy(), default_solution(), load_catalog())
     docs = list(yaml.safe_load_all(manifest_stream(files)))
-    assert len(docs) == len(files) - 2
+    assert len(docs) == len(files) - 4  # kustomization, index, two GPU Operator settings files
     assert all("kind" in d and d["kind"] != "Kustomization" for d in docs)
     assert docs[0]["kind"] == "ConfigMap" and docs[0]["metadata"]["name"] == "migc-assignment"
     assert manifest_stream(files, "nope") == b""
@@ -429,3 +518,21 @@ def test_assignment_above_the_configmap_limit_is_reported() -> None:
     assert [d.code for d in diagnostics] == ["MIGC306"]
     assert diagnostics[0].file == "east/migc-system/configmap-migc-assignment.yaml"
     assert oversized(render(policy(), default_solution(), load_catalog())) == []
+
+
+def test_served_resources_outside_the_quota_are_reported() -> None:
+    pol = policy()
+    assert [d.code for d in check_unlimited(pol, default_solution())] == []
+    # search is served 1g.10gb (bert); a quota naming only 2g.20gb leaves that use unlimited.
+    narrowed = tuple(
+        dataclasses.replace(t, guaranteed=Quota(), burst=Quota(profiles=(("2g.20gb", 2),)))
+        if t.name == "search"
+        else t
+        for t in pol.tenants
+    )
+    diags = check_unlimited(dataclasses.replace(pol, tenants=narrowed), default_solution())
+    assert [(d.code, d.severity.name) for d in diags] == [("MIGC310", "WARNING")]
+    assert diags[0].message == (
+        "cluster east: tenant search is served nvidia.com/mig-1g.10gb, not named in its quota, so no "
+        "ResourceQuota or per-pod limit covers it"
+    )

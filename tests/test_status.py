@@ -407,7 +407,8 @@ def test_tenant_memory_and_compute_against_quota(compiled: Any) -> None:
     s = status(compiled, sf.fleet())
     rec = next(t for t in s.tenants if t.name == "recommendations")
     # recsys holds 3 of the 4 H100 3g.40gb (40 GB, 3 slices) and 2 of the 3 H200 3g.71gb (71 GB, 3 slices);
-    # examples/prod/tenants.yaml: guaranteed gpuMemoryGB 240, burst 480 and computeSlices 42
+    # examples/prod/tenants.yaml: guaranteed gpuMemoryGB 240; the burst is countable profiles (a burst in
+    # GB or slices cannot be enforced, MIGC130), so no memory or slice burst
     assert dict(rec.allocated) == {"nvidia.com/mig-3g.40gb": 3, "nvidia.com/mig-3g.71gb": 2}
-    assert rec.memory_gb == (float(3 * 40 + 2 * 71), 240.0, 480.0)
-    assert rec.compute_slices == (5 * 3, 0, 42)
+    assert rec.memory_gb == (float(3 * 40 + 2 * 71), 240.0, 0.0)
+    assert rec.compute_slices == (5 * 3, 0, 0)

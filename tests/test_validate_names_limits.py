@@ -64,6 +64,8 @@ spec:
   namespaces: {namespaces}
   guaranteed:
     gpuMemoryGB: {memory}
+  burst:
+    profiles: {{1g.10gb: 1}}  # a countable limit: a quota only in GB is MIGC131
 """
 WORKLOAD = """\
 apiVersion: migc.dev/v1alpha1

@@ -250,3 +250,60 @@ def test_every_missing_field_is_reported_even_at_one_position() -> None:
     _, diags = validate(docs, load_catalog())
     missing = sorted(d.message for d in diags if d.code == "MIGC030")
     assert missing == [f"missing required field '{f}' in $.spec" for f in ("need", "replicas", "tenant")]
+
+
+SHARED_FLEET = """\
+apiVersion: migc.dev/v1alpha1
+kind: Fleet
+metadata: {name: f}
+spec:
+  clusters:
+    - name: c
+      nodePools:
+        - name: shared
+          gpuProduct: NVIDIA-L40S
+          gpusPerNode: 4
+          nodes: {names: [l-1]}
+          partitioning: none
+          sharing: {mode: %s, replicas: 4}
+%s"""
+MIG_POOL = """\
+        - name: mig
+          gpuProduct: NVIDIA-A100-SXM4-80GB
+          gpusPerNode: 8
+          nodes: {names: [a-1]}
+          partitioning: %s
+"""
+
+
+@pytest.mark.parametrize(
+    ("mode", "mig_pool", "codes"),
+    [
+        # k8s-device-plugin cmd/nvidia-device-plugin/main.go validateFlags: "using --mig-strategy=mixed is
+        # not supported with MPS"; the GPU Operator sets MIG_STRATEGY cluster-wide (mixed for MIG pools).
+        ("mps", MIG_POOL % "mig", ["MIGC132"]),
+        # A MIG-capable model with partitioning: none needs no MIG strategy: MPS is fine.
+        ("mps", MIG_POOL % "none", []),
+        ("mps", "", []),
+        # Time-slicing has no MIG-strategy rule in validateFlags: allowed beside MIG pools.
+        ("time-slicing", MIG_POOL % "mig", []),
+    ],
+)
+def test_mps_is_refused_beside_mig_pools(mode: str, mig_pool: str, codes: list[str]) -> None:
+    _, diags = validate(_docs(SHARED_FLEET % (mode, mig_pool), TENANT), load_catalog())
+    assert [d.code for d in diags if d.code.startswith("MIGC13")] == codes
+
+
+def test_other_device_plugin_refusals_are_caught() -> None:
+    # k8s-device-plugin api/config/v1/replicas.go: "number of replicas must be >= 2" (schema minimum).
+    fleet = (SHARED_FLEET % ("time-slicing", "")).replace("replicas: 4", "replicas: 1")
+    _, diags = validate(_docs(fleet, TENANT), load_catalog())
+    assert [(d.code, d.message) for d in diags] == [
+        ("MIGC035", "$.spec.clusters[0].nodePools[0].sharing.replicas: 1 is below the minimum 2")
+    ]
+    # k8s-device-plugin internal/plugin/mps.go: "sharing using MPS is not supported for MIG devices"
+    # (and migc time-slices only whole GPUs): sharing on a MIG pool is MIGC119.
+    mig_mps = (SHARED_FLEET % ("mps", "")).replace("NVIDIA-L40S", "NVIDIA-A100-SXM4-80GB")
+    mig_mps = mig_mps.replace("partitioning: none", "partitioning: mig")
+    _, diags = validate(_docs(mig_mps, TENANT), load_catalog())
+    assert "MIGC119" in [d.code for d in diags]

@@ -10,7 +10,10 @@ Per cluster, under ``<cluster>/`` (see docs/ARCHITECTURE.md, "Output contract"):
   ``migc plan`` reads back as the exact "before" (``compiler/render/capacity.py``);
 * ``cluster/`` — a PriorityClass per tier; ``kueue/`` — ResourceFlavors (``--with kueue``);
   ``monitoring/`` — Grafana dashboard ConfigMap and PrometheusRule (``--with monitoring``);
-* ``tenants/<tenant>/`` — owned Namespaces, and per namespace a ResourceQuota and a LimitRange;
+* ``tenants/<tenant>/`` — owned Namespaces, per namespace a ResourceQuota, and the tenant's per-pod
+  limits as a ValidatingAdmissionPolicy with its binding (``compiler/render/admission.py``);
+* ``gpu-operator-settings/`` — Helm values and a ClusterPolicy patch for the GPU Operator (MIG strategy,
+  which ConfigMaps to read; ``compiler/render/operator.py``), not objects, so not in the kustomization;
 * ``kustomization.yaml`` listing every object file, and ``.migc-index.json`` (file → sha256) that
   the writer uses to prune files a later run no longer generates.
 
@@ -34,10 +37,12 @@ from compiler.catalog import Catalog
 from compiler.diagnostics import Diagnostic, make
 from compiler.model import Policy
 from compiler.render import manifests
+from compiler.render.admission import cluster_admission
 from compiler.render.capacity import capacity_configmap, capacity_document
 from compiler.render.emit import dump_json, dump_yaml, header
 from compiler.render.kueue import kueue_objects
 from compiler.render.monitoring import monitoring_objects
+from compiler.render.operator import SETTINGS_DIR, settings_files
 from compiler.render.quota import check_quotas
 from compiler.solve.result import Solution
 
@@ -64,6 +69,10 @@ def default_source_label(policy: Policy) -> str:
 
 def _file_order(path: str) -> tuple[int, str]:
     return (_FOLDER_ORDER.get(path.split("/", 1)[0], 9), path)
+
+
+def _is_settings(path: str) -> bool:
+    return path.startswith(SETTINGS_DIR + "/")
 
 
 def _object_bytes(obj: Mapping[str, Any], banner: str) -> bytes:
@@ -98,7 +107,8 @@ def render(
             manifests.device_plugin_configmap(cluster, (c.device_plugin_config for c in configs.values()))
         )
         objects.extend(manifests.priority_classes(policy))
-        objects.extend(manifests.tenant_objects(policy, cluster, catalog))
+        objects.extend(manifests.tenant_objects(policy, cluster))
+        objects.extend(cluster_admission(policy, cluster, catalog))
         if with_kueue:
             objects.extend(kueue_objects(policy, cluster))
         if with_monitoring:
@@ -111,6 +121,9 @@ def render(
             seen.add(path)
             cluster_files[path] = _object_bytes(obj, banner)
         ordered = sorted(cluster_files, key=_file_order)
+        for path, usage, doc in settings_files(cluster):
+            # Not objects to apply: written next to the tree, left out of the kustomization.
+            cluster_files[path] = (banner + f"# {usage}\n" + dump_yaml(doc)).encode("utf-8")
         kustomization = {
             "apiVersion": "kustomize.config.k8s.io/v1beta1",
             "kind": "Kustomization",
@@ -162,6 +175,7 @@ def manifest_stream(files: Mapping[str, bytes], cluster: str | None = None) -> b
         if cluster is not None and name != cluster:
             continue
         paths = [p.split("/", 1)[1] for p in files if p.startswith(name + "/")]
-        for rel in sorted((p for p in paths if p not in (KUSTOMIZATION, INDEX_NAME)), key=_file_order):
+        objects = (p for p in paths if p not in (KUSTOMIZATION, INDEX_NAME) and not _is_settings(p))
+        for rel in sorted(objects, key=_file_order):
             docs.append(files[f"{name}/{rel}"])
     return b"---\n".join(docs)

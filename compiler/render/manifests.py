@@ -16,7 +16,7 @@ from compiler.catalog import Catalog, GpuModel
 from compiler.model import Cluster, GpuLayout, NodeLayout, NodePool, Policy, Tenant
 from compiler.render import names
 from compiler.render.emit import FlowList, canonical_json, dump_json, dump_yaml
-from compiler.render.quota import hard_limits, per_node_max, quota_counts, resource_name, tenants_in
+from compiler.render.quota import hard_limits, quota_counts, resource_name, tenants_in
 from compiler.solve.result import PoolResult, Solution
 
 API_VERSION = "migc.dev/v1alpha1"
@@ -135,9 +135,21 @@ def _pool(cluster: Cluster, name: str) -> NodePool:
     raise KeyError(name)
 
 
-def _mig_parted_entries(layout: NodeLayout) -> list[Obj]:
+def _mig_parted_entries(layout: NodeLayout, device_filter: tuple[str, ...] = ()) -> list[Obj]:
+    """mig-parted entries for one node layout; ``device_filter`` (PCI ids) pins them to one GPU model.
+
+    mig-parted applies an entry only to GPUs whose PCI device id matches its ``device-filter``
+    (``api/spec/v1/spec.go``, ``pkg/types/device.go``), so a config solved for an A100 does nothing on
+    a mislabelled H100 node, whose allocatable resources the controller then finds wrong, instead of
+    carving the H100 with the A100's layout.
+    """
+
     def entry(devices: Any, gpu: GpuLayout) -> Obj:
-        item: Obj = {"devices": devices, "mig-enabled": gpu.mig_enabled}
+        item: Obj = {}
+        if device_filter:
+            item["device-filter"] = FlowList(device_filter) if len(device_filter) > 1 else device_filter[0]
+        item["devices"] = devices
+        item["mig-enabled"] = gpu.mig_enabled
         if gpu.mig_enabled:
             item["mig-devices"] = {name: count for name, count in gpu.profiles}
         return item
@@ -168,7 +180,9 @@ def mig_parted_text(configs: Mapping[str, MigConfig], catalog: Catalog) -> str:
             described = names.node_description(model, cfg.layout)
             comment = f"{title} ({len(cfg.layout)} GPUs; pools {where}): {described}"
         lines.append(f"  # {comment}")
-        entries = _mig_parted_entries(cfg.layout)
+        # all-disabled configs are model-independent (model_key ""): no filter, they fit every GPU.
+        model = _model(catalog, cfg.model_key) if cfg.model_key else None
+        entries = _mig_parted_entries(cfg.layout, model.pci_device_ids if model is not None else ())
         body = dump_yaml({name: entries})
         lines.extend("  " + line for line in body.rstrip("\n").split("\n"))
     return "\n".join(lines) + "\n"
@@ -195,7 +209,7 @@ def mig_parted_configmap(
 
 def node_device_plugin_config(pool: NodePool, layout: NodeLayout) -> str:
     any_mig = any(g.mig_enabled for g in layout)
-    mode = pool.sharing.mode if not pool.mig else "none"
+    mode = pool.sharing.mode if pool.is_shared else "none"
     return names.device_plugin_config_name(any_mig, mode, pool.sharing.replicas)
 
 
@@ -213,7 +227,9 @@ def _device_plugin_body(name: str) -> Obj:
 
 
 def device_plugin_configmap(cluster: Cluster, used: Iterable[str]) -> tuple[str, Obj]:
-    data = {name: dump_yaml(_device_plugin_body(name)) for name in sorted(set(used))}
+    # The whole-GPU config is always there: it is the operator's default for unlabelled nodes
+    # (compiler/render/operator.py), and a default missing from the ConfigMap stops the plugin.
+    data = {name: dump_yaml(_device_plugin_body(name)) for name in sorted({*used, names.WHOLE_GPUS_CONFIG})}
     obj: Obj = {
         "apiVersion": "v1",
         "kind": "ConfigMap",
@@ -235,7 +251,7 @@ def expected_resources(pool: NodePool, layout: NodeLayout) -> dict[str, int]:
     out: dict[str, int] = {}
     whole = sum(1 for g in layout if not g.mig_enabled)
     any_mig = any(g.mig_enabled for g in layout)
-    shares = pool.sharing.replicas if (not any_mig and not pool.mig and pool.sharing.mode != "none") else 1
+    shares = 1 if any_mig else pool.shares_per_gpu
     out["nvidia.com/gpu"] = whole * shares
     for gpu in layout:
         for name, count in gpu.profiles:
@@ -355,9 +371,9 @@ def _quota_summary(tenant: Tenant, which: str) -> str:
     return _fmt_quota(counts) or "none"
 
 
-def tenant_objects(policy: Policy, cluster: Cluster, catalog: Catalog) -> list[tuple[str, Obj]]:
+def tenant_objects(policy: Policy, cluster: Cluster) -> list[tuple[str, Obj]]:
+    """Owned Namespaces and per namespace a ResourceQuota (per-pod limits: ``compiler.render.admission``)."""
     out: list[tuple[str, Obj]] = []
-    node_max = per_node_max(cluster, catalog)
     for tenant in tenants_in(policy, cluster.name):
         tenant_label = {"migc.dev/tenant": tenant.name}
         hard = hard_limits(tenant)
@@ -394,19 +410,4 @@ def tenant_objects(policy: Policy, cluster: Cluster, catalog: Catalog) -> list[t
                 },
             }
             out.append((f"{base}/{ns}/resourcequota-migc-gpu.yaml", quota))
-            # Max per pod: no pod can get more than the tenant's hard limit, nor more than one node
-            # can ever offer; a bigger request would sit Pending forever instead of failing fast.
-            limits = {
-                resource_name(r): str(min(v, node_max.get(r, v)))
-                for r, v in sorted(hard.items())
-                if min(v, node_max.get(r, v)) > 0
-            }
-            if limits:
-                limit_range: Obj = {
-                    "apiVersion": "v1",
-                    "kind": "LimitRange",
-                    "metadata": metadata("migc-gpu", ns, extra_labels=tenant_label),
-                    "spec": {"limits": [{"type": "Pod", "max": dict(sorted(limits.items()))}]},
-                }
-                out.append((f"{base}/{ns}/limitrange-migc-gpu.yaml", limit_range))
     return out

@@ -18,6 +18,7 @@ from compiler.model import GpuLayout, NodeLayout
 
 LABEL_VALUE_MAX = 63
 ALL_DISABLED = "all-disabled"
+WHOLE_GPUS_CONFIG = "migc-whole-gpus"  # device-plugin config: whole GPUs, no sharing; the operator default
 _LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?\Z")
 
 
@@ -119,4 +120,4 @@ def device_plugin_config_name(any_mig: bool, sharing_mode: str, replicas: int) -
         return f"migc-time-slicing-{replicas}"
     if sharing_mode == "mps":
         return f"migc-mps-{replicas}"
-    return "migc-whole-gpus"
+    return WHOLE_GPUS_CONFIG

@@ -100,8 +100,7 @@ def cluster_capacity(
                         out["memoryGB"] = out.get("memoryGB", 0) + prof.memory_gb * count
                         out["computeSlices"] = out.get("computeSlices", 0) + prof.compute_slices * count
         whole = max(0, whole - reserved_gpus(cluster, pool.name))
-        shares = pool.sharing.replicas if (not pool.mig and pool.sharing.mode != "none") else 1
-        out[WHOLE_GPU] = out.get(WHOLE_GPU, 0) + whole * shares
+        out[WHOLE_GPU] = out.get(WHOLE_GPU, 0) + whole * pool.shares_per_gpu
         if model is not None:
             out["memoryGB"] = out.get("memoryGB", 0) + whole * model.memory_gb
             out["computeSlices"] = out.get("computeSlices", 0) + whole * model.compute_slices
@@ -229,15 +228,47 @@ def check_quotas(policy: Policy, solution: Solution, catalog: Catalog) -> list[D
                         _BURST_FIELD.get(resource, f"spec.burst.profiles.{resource}"),
                     )
                 )
+    diagnostics.extend(check_unlimited(policy, solution))
     return diagnostics
 
 
+def check_unlimited(policy: Policy, solution: Solution) -> list[Diagnostic]:
+    """MIGC310: a tenant is served a GPU resource its quota does not name, so nothing limits it there.
+
+    A ResourceQuota (and the per-pod admission policy) only constrains the resources it lists; the
+    solver may serve a workload's ``gpuMemoryGB`` need, or a preference list, with a profile the
+    tenant's quota never mentions.
+    """
+    served: dict[str, dict[str, set[str]]] = {}
+    for result in solution.pools:
+        for d in result.demand:
+            if d.served > 0:
+                served.setdefault(d.tenant, {}).setdefault(d.resource, set()).add(result.cluster)
+    out: list[Diagnostic] = []
+    for tenant in sorted(policy.tenants, key=lambda t: t.name):
+        hard = hard_limits(tenant)
+        missing = {r: c for r, c in served.get(tenant.name, {}).items() if r not in hard}
+        if not missing:
+            continue
+        clusters = sorted({c for cs in missing.values() for c in cs})
+        names = ", ".join(resource_name(r) for r in sorted(missing))
+        out.append(
+            _tenant_diag(
+                "MIGC310",
+                f"{_where(clusters)}: tenant {tenant.name} is served {names}, not named in its quota, so "
+                f"no ResourceQuota or per-pod limit covers {'it' if len(missing) == 1 else 'them'}",
+                tenant,
+                "spec.burst" if tenant.burst != Quota() else "spec.guaranteed",
+            )
+        )
+    return out
+
+
 def per_node_max(cluster: Cluster, catalog: Catalog) -> Mapping[str, int]:
-    """Most instances of each resource one node of the cluster could ever offer (for LimitRange max)."""
+    """Most instances of each resource one node of the cluster could ever offer (per-pod limits)."""
     out: dict[str, int] = {}
     for pool in cluster.pools:
-        shares = pool.sharing.replicas if (not pool.mig and pool.sharing.mode != "none") else 1
-        out[WHOLE_GPU] = max(out.get(WHOLE_GPU, 0), pool.gpus_per_node * shares)
+        out[WHOLE_GPU] = max(out.get(WHOLE_GPU, 0), pool.gpus_per_node * pool.shares_per_gpu)
         model = catalog.get(pool.gpu_model)
         if model is None or not pool.mig:
             continue

@@ -51,7 +51,7 @@ class Guarantee:
 
 
 def is_shared_pool(pool: NodePool) -> bool:
-    return not pool.mig and pool.sharing.mode != "none"
+    return pool.is_shared
 
 
 def offers_whole(pool: NodePool) -> bool:

@@ -39,6 +39,8 @@ class ClusterOutcome:
     decisions: dict[str, PoolDecision]
     shortfall: dict[tuple[str, str], int]  # (tenant, resource) -> guaranteed amount that cannot be held
     result: LexResult | None
+    # pools of components for which HiGHS found no point (time ran out first): left to the caller
+    unsolved: tuple[str, ...] = ()
 
 
 def job_patterns(sizes: Sequence[int], gpus_per_node: int) -> list[Pattern]:
@@ -147,31 +149,36 @@ def solve_cluster(
     for p in pools:
         components.setdefault(find(p.name), []).append(p)
     outcome = ClusterOutcome({}, {}, None)
-    optimal = True
-    failed = ""
+    unsolved: list[str] = []
     for root in sorted(components):
         members = components[root]
         names = {p.name for p in members}
         ids = [i for i, item in enumerate(items) if item.options and item.options[0].pool in names]
         gs = [g for g in guarantees if g.pools and g.pools[0] in names]
-        remaining = max(0.5, time_limit - (time.perf_counter() - started))
+        remaining = time_limit - (time.perf_counter() - started)
         part = _solve_component(members, catalog, items, ids, gs, current, remaining, burst or {})
         if part.result is None:
-            return ClusterOutcome({}, {}, None)
+            unsolved.extend(sorted(names))
+            continue
         outcome.decisions.update(part.decisions)
         outcome.shortfall.update(part.shortfall)
-        optimal = optimal and part.result.optimal
-        failed = failed or part.result.failed_level
-        if outcome.result is None:
-            outcome.result = part.result
-        else:
-            outcome.result.objectives.update(part.result.objectives)
-    if outcome.result is None:  # a cluster without pools: nothing to decide
-        outcome.result = LexResult(values=[])
-    outcome.result.optimal = optimal
-    outcome.result.failed_level = failed
+        _merge_result(outcome, part.result)
+    if outcome.result is None:  # no pools, or no component solved: nothing proven
+        outcome.result = LexResult(values=[], optimal=not unsolved)
+    outcome.unsolved = tuple(unsolved)
     outcome.result.seconds = time.perf_counter() - started
     return outcome
+
+
+def _merge_result(outcome: ClusterOutcome, part: LexResult) -> None:
+    """Fold one component's result into the cluster's: optimal only if every component is; the
+    first unproven level (and its cause) is the one reported."""
+    if outcome.result is None:
+        outcome.result = part
+        return
+    outcome.result.objectives.update(part.objectives)
+    if not part.optimal:
+        outcome.result.unproven(part.failed_level, part.cause)
 
 
 def _solve_component(

@@ -10,6 +10,7 @@ from __future__ import annotations
 import random
 import threading
 import time
+from pathlib import Path
 from typing import Any
 
 import highspy
@@ -157,3 +158,23 @@ def test_the_time_limit_is_one_budget_for_the_whole_solve() -> None:
     notes = [d.message for d in sol.diagnostics if d.code == "MIGC203"]
     assert notes and all("1s solver time limit ran out" in m for m in notes), notes
     assert sum(len(p.nodes) for p in sol.pools) == 5000
+
+
+def _split(sol: Solution) -> list[tuple[str, str, str, int]]:
+    return sorted((p.pool, d.workload, d.resource, d.served) for p in sol.pools for d in p.demand)
+
+
+@pytest.mark.parametrize("example", ["prod", "multi-cluster"])
+def test_the_split_across_equally_good_pools_follows_the_layouts_alone(example: str) -> None:
+    """Which pool serves how much of a workload is a tie; it is derived from the chosen layouts
+    and the policy only, so solving again from the deployed answer (what ``compile --check``
+    does) gives the same split: one solve per compile reaches the fixpoint. (In these examples
+    the deployed state used to change the split.)"""
+    from compiler.commands._common import load_and_validate
+
+    pol, _ = load_and_validate([str(Path(__file__).resolve().parents[1] / "examples" / example)])
+    assert pol is not None
+    fresh = solve(pol, CAT)
+    again = solve(pol, CAT, as_current(fresh))
+    assert [p.layout_counts for p in again.pools] == [p.layout_counts for p in fresh.pools]
+    assert _split(again) == _split(fresh)

@@ -37,6 +37,15 @@ from compiler.solve.plan_types import RESERVE, Pattern, PoolDecision, pattern_si
 _K = TypeVar("_K")
 
 
+@dataclass(frozen=True)
+class _Fixed:
+    """What a pool's split is derived from: its chosen layouts, node patterns and shared GPUs."""
+
+    layouts: dict[GpuLayout, int]
+    patterns: dict[Pattern, int]
+    shared_gpus: int
+
+
 @dataclass
 class ClusterOutcome:
     decisions: dict[str, PoolDecision]
@@ -158,10 +167,13 @@ def solve_cluster(
         names = {p.name for p in members}
         ids = [i for i, item in enumerate(items) if item.options and item.options[0].pool in names]
         gs = [g for g in guarantees if g.pools and g.pools[0] in names]
-        part = _solve_component(members, catalog, items, ids, gs, current, started + time_limit, burst or {})
+        deadline = started + time_limit
+        part = _solve_component(members, catalog, items, ids, gs, current, deadline, burst or {})
         if part.result is None:
             unsolved.extend(sorted(names))
             continue
+        if part.result.optimal:
+            _split_from_layouts(part, members, catalog, items, ids, gs, deadline, burst or {})
         outcome.decisions.update(part.decisions)
         outcome.shortfall.update(part.shortfall)
         _merge_result(outcome, part.result)
@@ -170,6 +182,38 @@ def solve_cluster(
     outcome.unsolved = tuple(unsolved)
     outcome.result.seconds = time.perf_counter() - started
     return outcome
+
+
+def _split_from_layouts(
+    part: ClusterOutcome,
+    pools: Sequence[NodePool],
+    catalog: Catalog,
+    items: Sequence[DemandItem],
+    item_ids: Sequence[int],
+    guarantees: Sequence[Guarantee],
+    deadline: float,
+    burst: Mapping[str, int],
+) -> None:
+    """Re-derive which pool serves (and holds) what from the chosen layouts alone.
+
+    With the layouts chosen, the split of a workload across equally good pools is a tie the full
+    model breaks relative to the deployed state, so a fresh compile and the ``--check`` after it
+    (which starts from the output just written) could split differently over the same layouts.
+    Solving the levels again with every layout, node pattern and shared-pool size fixed and no
+    deployed state gives a split that depends on the policy and the layouts only; it is as good
+    on every level (the first answer is one of its points). If that pass does not prove every
+    level, the first answer stays.
+    """
+    fixed = _ComponentModel.fixed_from(part.decisions)
+    again = _solve_component(pools, catalog, items, item_ids, guarantees, {}, deadline, burst, fixed)
+    if again.result is None or not again.result.optimal:
+        return
+    for name, dec in part.decisions.items():
+        other = again.decisions[name]
+        dec.served = other.served
+        dec.reserved = other.reserved
+        dec.gpus_used = other.gpus_used
+    part.shortfall = again.shortfall
 
 
 def _merge_result(outcome: ClusterOutcome, part: LexResult) -> None:
@@ -192,9 +236,13 @@ def _solve_component(
     current: Mapping[tuple[str, str], NodeLayout],
     deadline: float,
     burst: Mapping[str, int],
+    fixed: Mapping[str, _Fixed] | None = None,
 ) -> ClusterOutcome:
-    """Build the component's integer program step by step, solve its levels, read the decisions."""
-    b = _ComponentModel(catalog, items, guarantees, current, burst)
+    """Build the component's integer program step by step, solve its levels, read the decisions.
+
+    ``fixed``: per pool, layouts, node patterns and shared GPUs to hold (see ``_split_from_layouts``).
+    """
+    b = _ComponentModel(catalog, items, guarantees, current, burst, fixed or {})
     b.add_demand(item_ids, pools)
     b.add_shortfall()
     for pool in pools:
@@ -223,9 +271,11 @@ class _ComponentModel:
         guarantees: Sequence[Guarantee],
         current: Mapping[tuple[str, str], NodeLayout],
         burst: Mapping[str, int],
+        fixed: Mapping[str, _Fixed],
     ) -> None:
         self.m = Milp()
         self.burst = burst
+        self.fixed = fixed
         self.catalog = catalog
         self.items = items
         self.guarantees = guarantees
@@ -234,6 +284,13 @@ class _ComponentModel:
         self.per_pool_x: dict[str, list[tuple[int, str, int]]] = {}  # pool -> (item, resource, var)
         self.shortfall_vars: dict[tuple[str, str], int] = {}
         self.guarantee_rows: dict[tuple[str, str], dict[int, float]] = {}
+
+    @staticmethod
+    def fixed_from(decisions: Mapping[str, PoolDecision]) -> dict[str, _Fixed]:
+        return {
+            name: _Fixed(dict(d.layouts), dict(d.patterns), int(d.extra.get("shared_gpus_used", 0)))
+            for name, d in decisions.items()
+        }
 
     # -- demand and guarantees ---------------------------------------------------------------
 
@@ -322,7 +379,9 @@ class _ComponentModel:
         reserve_nodes = min(pool.reserve_whole_nodes, len(pool.node_names))
         reserve_gpus = min(pool.reserve_whole_gpus, pool.total_gpus - reserve_nodes * gpn)
         cap = max(0, pool.total_gpus - reserve_nodes * gpn - reserve_gpus)
-        u = self.m.var(f"used[{pool.name}]", 0, cap)
+        fixed = self.fixed.get(pool.name)
+        lo, hi = (fixed.shared_gpus, fixed.shared_gpus) if fixed is not None else (0, cap)
+        u = self.m.var(f"used[{pool.name}]", lo, hi)
         v.shared_used = u
         row_s: dict[int, float] = {u: -pool.sharing.replicas}
         for i, _res, var in xs:
@@ -353,6 +412,13 @@ class _ComponentModel:
         allowed = {res for _i, res, _v in xs if res != WHOLE_GPU}
         allowed |= {res for (_t, res) in v.r if res != WHOLE_GPU}
         allowed |= set(self._burst_profiles(model))
+        fixed = self.fixed.get(v.pool.name)
+        if fixed is not None:
+            v.columns = sorted(fixed.layouts)
+            for lay in v.columns:
+                count = fixed.layouts[lay]
+                v.n[lay] = self.m.var(f"n[{v.pool.name},{_lay_name(lay)}]", count, count)
+            return allowed
         cur_layouts = {gpu for deployed in current_nodes.values() for gpu in deployed}
         v.columns = _columns(model, allowed, cur_layouts)
         for lay in v.columns:
@@ -374,8 +440,13 @@ class _ComponentModel:
             {items[i].size for i, _r, _v in xs if items[i].kind == "whole" and items[i].size >= 2}
         )
         v.patterns = job_patterns(multi_sizes, pool.gpus_per_node)
+        fixed = self.fixed.get(pool.name)
         for p in v.patterns:
-            v.y[p] = self.m.var(f"y[{pool.name},{p}]", 0, nodes)
+            if fixed is None:
+                v.y[p] = self.m.var(f"y[{pool.name},{p}]", 0, nodes)
+            else:
+                count = fixed.patterns.get(p, 0)
+                v.y[p] = self.m.var(f"y[{pool.name},{p}]", count, count)
         v.y[RESERVE] = self.m.var(f"y[{pool.name},reserve]", reserve_nodes, reserve_nodes)
         all_patterns = [*v.patterns, RESERVE]
         self.m.row({v.y[p]: 1 for p in all_patterns}, ub=nodes)

@@ -8,7 +8,10 @@ left untouched, so the number of nodes touched is optimised here, jointly with t
 Levels, strictly lexicographic (each optimum is fixed before the next level runs):
 
 0. guarantee shortfall (minimise; non-zero means an infeasible guarantee, reported as an error);
-1. replicas served, one level per priority tier, highest tier first (maximise);
+1. replicas served, one level per priority tier, highest tier first (maximise); then fairness
+   inside each tier without taking a replica from any tier: workloads that get at least one
+   replica, per tier (maximise; within one demand item, ``demand.split_served`` shares the
+   served replicas max-min fairly on each workload's served fraction);
 2. GPUs used: carrying an instance, a whole-GPU replica or a guarantee reservation (minimise);
 3. nodes left unchanged relative to ``current`` (maximise), then 4. GPUs changed, then
 5. instances displaced (minimise) -- only when a current state is known;
@@ -17,6 +20,10 @@ Levels, strictly lexicographic (each optimum is fixed before the next level runs
    profile, on GPUs that are used anyway (maximise; per group of pools solved together);
 7. fill: compute slices carried by MIG GPUs (without ``+me``), so spare room is offered as
    instances (maximise).
+
+Once proven, the levels run again with the chosen layouts fixed and no deployed state, so which
+pool serves how much of a workload depends on the policy and the layouts alone
+(``_split_from_layouts``): ``compile`` then ``compile --check`` is a fixpoint with one solve.
 """
 
 from __future__ import annotations
@@ -249,7 +256,7 @@ def _solve_component(
         b.add_pool(pool)
     b.close_guarantees()
     burst_vars = b.add_burst()
-    levels = _levels(items, item_ids, b.pv, b.shortfall_vars, burst_vars)
+    levels = _levels(items, item_ids, b.pv, b.shortfall_vars, burst_vars, b.covered)
     result = b.m.solve(levels, time_limit=deadline - time.perf_counter())
     if result is None:
         return ClusterOutcome({}, {}, None)
@@ -283,6 +290,7 @@ class _ComponentModel:
         self.pv: dict[str, _PoolVars] = {}
         self.per_pool_x: dict[str, list[tuple[int, str, int]]] = {}  # pool -> (item, resource, var)
         self.shortfall_vars: dict[tuple[str, str], int] = {}
+        self.covered: dict[int, int] = {}  # item -> workloads of it served at least one replica
         self.guarantee_rows: dict[tuple[str, str], dict[int, float]] = {}
 
     @staticmethod
@@ -295,8 +303,17 @@ class _ComponentModel:
     # -- demand and guarantees ---------------------------------------------------------------
 
     def add_demand(self, item_ids: Sequence[int], pools: Sequence[NodePool]) -> None:
-        """x[item, pool, resource]: replicas of an item served by one option; at most its replicas."""
+        """x[item, pool, resource]: replicas of an item served by one option; at most its replicas.
+
+        covered[item] <= served replicas, at most the item's number of workloads: how many of its
+        workloads get at least one replica (the fair split gives the first replicas to distinct
+        workloads), for the per-tier coverage level -- only in tiers with several workloads.
+        """
         self.per_pool_x = {p.name: [] for p in pools}
+        workloads_per_tier = Counter[int]()
+        for i in item_ids:
+            if self.items[i].options:
+                workloads_per_tier[self.items[i].tier_value] += len(self.items[i].workloads)
         for i in item_ids:
             item = self.items[i]
             xs = []
@@ -306,6 +323,10 @@ class _ComponentModel:
                 xs.append(var)
             if item.options:
                 self.m.row(dict.fromkeys(xs, 1), ub=item.replicas)
+                if workloads_per_tier[item.tier_value] > 1:
+                    z = self.m.var(f"covered[{i}]", 0, min(len(item.workloads), item.replicas))
+                    self.covered[i] = z
+                    self.m.row({z: 1, **dict.fromkeys(xs, -1)}, ub=0)
 
     def add_shortfall(self) -> None:
         """short[tenant, resource]: the part of a guarantee that cannot be held (level 0)."""
@@ -673,12 +694,13 @@ def _levels(
     pv: Mapping[str, _PoolVars],
     shortfall: Mapping[tuple[str, str], int],
     burst: Mapping[int, int],
+    covered: Mapping[int, int],
 ) -> list[Level]:
     """The objectives in lexicographic order (see the module doc); empty ones are left out."""
     levels: list[Level] = []
     if shortfall:
         levels.append(Level("guarantees", "min", dict.fromkeys(shortfall.values(), 1)))
-    levels.extend(_served_levels(items, item_ids, pv))
+    levels.extend(_served_levels(items, item_ids, pv, covered))
     used: dict[int, int] = {}
     for v in pv.values():
         for c, w in v.used.items():
@@ -697,17 +719,27 @@ def _levels(
 
 
 def _served_levels(
-    items: Sequence[DemandItem], item_ids: Sequence[int], pv: Mapping[str, _PoolVars]
+    items: Sequence[DemandItem],
+    item_ids: Sequence[int],
+    pv: Mapping[str, _PoolVars],
+    covered: Mapping[int, int],
 ) -> list[Level]:
-    """Replicas served, one level per priority tier, highest tier first."""
+    """Replicas served per priority tier, highest first; then, fairness inside each tier without
+    taking a replica from any tier: the number of workloads that get at least one replica, per
+    tier, highest first (before packing, so a workload is not left at 0 to save a GPU)."""
+    tiers = sorted({items[i].tier_value for i in item_ids}, reverse=True)
     out = []
-    for tier in sorted({items[i].tier_value for i in item_ids}, reverse=True):
+    for tier in tiers:
         coefs: dict[int, int] = {}
         for v in pv.values():
             for (i, _res), var in v.x.items():
                 if items[i].tier_value == tier:
                     coefs[var] = 1
         out.append(Level(f"served:{tier}", "max", coefs))
+    for tier in tiers:
+        cover = {z: 1 for i, z in covered.items() if items[i].tier_value == tier}
+        if cover:
+            out.append(Level(f"covered:{tier}", "max", cover))
     return out
 
 

@@ -38,6 +38,10 @@ class Level:
     name: str
     sense: Sense
     coefs: Mapping[int, int]
+    # column -> columns whose sum bounds it from above, where that and the column's own bounds are
+    # its only constraints: before this level runs, such a column of the previous point is raised
+    # to min(upper bound, sum), which keeps the point feasible and may prove the level trivially
+    raise_to: Mapping[int, Sequence[int]] = field(default_factory=dict)
 
 
 @dataclass
@@ -198,6 +202,8 @@ class _LexRun:
         self.h = milp._highs(max(_MIN_RUN_S, deadline - self.started), relax)
         self.n = milp.num_vars
         self.integer = np.array(milp.integer, dtype=bool) if not relax else np.zeros(self.n, dtype=bool)
+        self.col_lb = np.array(milp.lb, dtype=float)
+        self.col_ub = np.array(milp.ub, dtype=float)
         self.result: LexResult | None = None
         self.abandoned = False  # a HiGHS run ignored the deadline: its instance is off limits
 
@@ -215,8 +221,19 @@ class _LexRun:
             return False
         cols = np.array(sorted(c for c, v in level.coefs.items() if v), dtype=np.int32)
         coefs = np.array([float(level.coefs[int(c)]) for c in cols])
-        self._set_objective(level, cols, coefs)
         level_started = time.perf_counter()
+        if self.result is not None and not self.relax:
+            prev = np.array(self.result.values)
+            for col, bounding in level.raise_to.items():
+                prev[col] = min(self.col_ub[col], float(prev[list(bounding)].sum()))
+            self.result.values = list(prev)
+            value = _evaluate(prev, cols, coefs)
+            if value == self._bound(level.sense, cols, coefs):
+                # the previous point already reaches the level's trivial bound (every coefficient
+                # at its best column bound): proven without running HiGHS
+                self._finish_level(level, value, cols, coefs, level_started)
+                return True
+        self._set_objective(level, cols, coefs)
         point = self._run(start=self.result.values if self.result is not None else None)
         if point.values is None:
             return self._no_point(level, point, cols, coefs, level_started)
@@ -308,6 +325,12 @@ class _LexRun:
         self.result.level_seconds[level.name] = time.perf_counter() - level_started
         if len(cols) and not self.abandoned:
             self._add_bound(level.sense, value, cols, coefs, strict=False)
+
+    def _bound(self, sense: Sense, cols: np.ndarray, coefs: np.ndarray) -> float:
+        """The best value the objective could have on the column bounds alone (may be infinite)."""
+        lo = self.col_lb[cols] * coefs
+        up = self.col_ub[cols] * coefs
+        return float(np.maximum(lo, up).sum() if sense == "max" else np.minimum(lo, up).sum())
 
     # -- HiGHS plumbing ----------------------------------------------------------------------
 

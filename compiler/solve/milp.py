@@ -256,7 +256,7 @@ def _solve_component(
         b.add_pool(pool)
     b.close_guarantees()
     burst_vars = b.add_burst()
-    levels = _levels(items, item_ids, b.pv, b.shortfall_vars, burst_vars, b.covered)
+    levels = _levels(items, item_ids, b.pv, b.shortfall_vars, burst_vars, b.covered, b.covered_by)
     result = b.m.solve(levels, time_limit=deadline - time.perf_counter())
     if result is None:
         return ClusterOutcome({}, {}, None)
@@ -291,6 +291,7 @@ class _ComponentModel:
         self.per_pool_x: dict[str, list[tuple[int, str, int]]] = {}  # pool -> (item, resource, var)
         self.shortfall_vars: dict[tuple[str, str], int] = {}
         self.covered: dict[int, int] = {}  # item -> workloads of it served at least one replica
+        self.covered_by: dict[int, tuple[int, ...]] = {}  # covered var -> the item's x vars
         self.guarantee_rows: dict[tuple[str, str], dict[int, float]] = {}
 
     @staticmethod
@@ -326,6 +327,7 @@ class _ComponentModel:
                 if workloads_per_tier[item.tier_value] > 1:
                     z = self.m.var(f"covered[{i}]", 0, min(len(item.workloads), item.replicas))
                     self.covered[i] = z
+                    self.covered_by[z] = tuple(xs)
                     self.m.row({z: 1, **dict.fromkeys(xs, -1)}, ub=0)
 
     def add_shortfall(self) -> None:
@@ -541,8 +543,26 @@ class _ComponentModel:
         val = result.values
         return {key: round(val[s]) for key, s in self.shortfall_vars.items() if round(val[s]) > 0}
 
+    def _trim_reservations(self, val: list[float]) -> dict[int, int]:
+        """Reservation values cut to what each guarantee still needs next to the tenant's own served
+        replicas (in pool order): a reservation beyond that costs nothing on any level, so its
+        size would be an accident of the solver's path."""
+        out: dict[int, int] = {}
+        for (tenant, resource), row in self.guarantee_rows.items():
+            amount = next(g.amount for g in self.guarantees if (g.tenant, g.resource) == (tenant, resource))
+            rs = [v.r[(tenant, resource)] for v in self.pv.values() if (tenant, resource) in v.r]
+            fixed = {self.shortfall_vars[(tenant, resource)], *rs}
+            own = sum(c * round(val[col]) for col, c in row.items() if col not in fixed)
+            need = max(0, amount - round(val[self.shortfall_vars[(tenant, resource)]]) - round(own))
+            for r in rs:
+                out[r] = min(round(val[r]), need)
+                need -= out[r]
+        return out
+
     def decisions(self, result: LexResult) -> dict[str, PoolDecision]:
-        val = result.values
+        val = list(result.values)
+        for col, trimmed in self._trim_reservations(val).items():
+            val[col] = trimmed
 
         def positive(cols: Mapping[_K, int]) -> dict[_K, int]:
             return {k: round(val[c]) for k, c in cols.items() if round(val[c]) > 0}
@@ -695,12 +715,13 @@ def _levels(
     shortfall: Mapping[tuple[str, str], int],
     burst: Mapping[int, int],
     covered: Mapping[int, int],
+    covered_by: Mapping[int, Sequence[int]],
 ) -> list[Level]:
     """The objectives in lexicographic order (see the module doc); empty ones are left out."""
     levels: list[Level] = []
     if shortfall:
         levels.append(Level("guarantees", "min", dict.fromkeys(shortfall.values(), 1)))
-    levels.extend(_served_levels(items, item_ids, pv, covered))
+    levels.extend(_served_levels(items, item_ids, pv, covered, covered_by))
     used: dict[int, int] = {}
     for v in pv.values():
         for c, w in v.used.items():
@@ -723,6 +744,7 @@ def _served_levels(
     item_ids: Sequence[int],
     pv: Mapping[str, _PoolVars],
     covered: Mapping[int, int],
+    covered_by: Mapping[int, Sequence[int]],
 ) -> list[Level]:
     """Replicas served per priority tier, highest first; then, fairness inside each tier without
     taking a replica from any tier: the number of workloads that get at least one replica, per
@@ -739,7 +761,7 @@ def _served_levels(
     for tier in tiers:
         cover = {z: 1 for i, z in covered.items() if items[i].tier_value == tier}
         if cover:
-            out.append(Level(f"covered:{tier}", "max", cover))
+            out.append(Level(f"covered:{tier}", "max", cover, {z: covered_by[z] for z in cover}))
     return out
 
 

@@ -40,6 +40,7 @@ class _PoolState:
         self.first_free = 0  # no node before this one has a free GPU
         self.open: Counter[Layout] = Counter()  # MIG layouts opened -> GPUs
         self.fits: dict[tuple[Layout, str], Layout | None] = {}
+        self.order: list[Layout] | None = None  # sorted(self.open), while its keys are unchanged
         self.node_jobs: dict[int, list[int]] = {}
         self.singles = 0
         self.slots = 0
@@ -71,18 +72,29 @@ class _PoolState:
 
     def add_instance(self, profile: str) -> bool:
         assert self.model is not None
-        for layout in sorted(self.open):
+        for layout in self.open_order():
             bigger = self.grown(layout, profile)
             if bigger is not None:
                 self.open[layout] -= 1
                 if not self.open[layout]:
                     del self.open[layout]
+                    self.order = None
+                if bigger not in self.open:
+                    self.order = None
                 self.open[bigger] += 1
                 return True
         if self.grown((), profile) is None or self.take_gpus(1) is None:
             return False
+        if ((profile, 1),) not in self.open:
+            self.order = None
         self.open[((profile, 1),)] += 1
         return True
+
+    def open_order(self) -> list[Layout]:
+        """The opened layouts in sorted order, re-sorted only when one appears or disappears."""
+        if self.order is None:
+            self.order = sorted(self.open)
+        return self.order
 
     def shared_capacity(self) -> int:
         return sum(self.node_free) * self.pool.sharing.replicas

@@ -3,11 +3,43 @@
 from __future__ import annotations
 
 import math
+import os
+import sys
+import threading
 from dataclasses import dataclass, field
 
 import highspy
 
 INF = math.inf
+
+_BANNER_LOCK = threading.Lock()
+_banner_done = False
+
+
+def _quiet_highs() -> highspy.Highs:
+    """A HiGHS instance whose copyright banner does not reach the bench's report on stdout.
+
+    HiGHS writes the banner from C++ straight to file descriptor 1 when the first instance of the
+    process is built, before any option can silence it; fd 1 is parked on /dev/null for that one
+    construction (compiler.solve does the same for its own instances).
+    """
+    global _banner_done
+    with _BANNER_LOCK:
+        if _banner_done:
+            h = highspy.Highs()  # type: ignore[no-untyped-call]
+        else:
+            sys.stdout.flush()
+            saved = os.dup(1)
+            try:
+                with open(os.devnull, "w", encoding="utf-8") as devnull:
+                    os.dup2(devnull.fileno(), 1)
+                    h = highspy.Highs()  # type: ignore[no-untyped-call]
+            finally:
+                os.dup2(saved, 1)
+                os.close(saved)
+            _banner_done = True
+    h.setOptionValue("output_flag", False)
+    return h
 
 
 @dataclass(frozen=True)
@@ -39,8 +71,7 @@ class Model:
         self.rows.append((lb, ub, {k: v for k, v in coefs.items() if v}))
 
     def solve(self, relax: bool = False, time_limit: float = 120.0) -> MilpResult:
-        h = highspy.Highs()  # type: ignore[no-untyped-call]
-        h.setOptionValue("output_flag", False)
+        h = _quiet_highs()
         # No "threads" option: HiGHS has one process-wide scheduler, and a run asking for a different
         # thread count than the one it was first started with fails with status "Not Set" (seen when
         # the bench runs after the compiler's solver in one pytest process).

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from bench import baselines, harness, openb, scale, synthetic
+from bench import baselines, harness, openb, scale, startup, synthetic
 from bench.demand import TIERS, Pod, profile_counts, whole_gpus
 from bench.geometry import Geometry, geometry
 from bench.optimum import (
@@ -58,6 +58,7 @@ class Config:
     m3_windows: tuple[int, int, int] = (300, 75, 3)  # window pods, step, count
     m4_sizes: tuple[int, ...] = (1000, 10000)
     m4_repeats: int = 1
+    startup_repeats: int = 5
     m4_tenants: int = scale.TENANTS
     # M5: (GPUs, tenants, workloads pinned to one pool, solver time limit s)
     m5_cases: tuple[tuple[int, int, bool, float], ...] = (
@@ -85,6 +86,7 @@ TINY = Config(
     m4_sizes=(96,),
     m4_tenants=12,
     m5_cases=((96, 12, False, 5.0),),
+    startup_repeats=1,
 )
 FULL = Config(
     name="full",
@@ -705,6 +707,47 @@ def render_m5(results: Sequence[dict[str, Any]], checks: Checks) -> str:
 # --- driver --------------------------------------------------------------------------------------
 
 
+def run_startup(cfg: Config, checks: Checks) -> str:
+    rows = startup.run(cfg.startup_repeats)
+    for r in rows:
+        if r.error:
+            checks.failed.append(f"S: `{r.command}` failed: {r.error}")
+    return startup.render(rows)
+
+
+def _git(root: Path, *args: str) -> str | None:
+    try:
+        proc = subprocess.run(
+            ["git", *args],
+            capture_output=True,
+            text=True,
+            cwd=root,
+            check=False,
+            timeout=30,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return proc.stdout if proc.returncode == 0 else None
+
+
+def git_state(root: Path | None = None) -> str:
+    """The commit measured and whether the tree differed from it: ``abc1234``, ``abc1234 + uncommitted
+    changes to 3 files (bench/run.py, ...)``, or ``unknown (not a git checkout)``."""
+    root = root or Path(__file__).resolve().parents[1]
+    head = _git(root, "rev-parse", "--short", "HEAD")
+    if head is None or not head.strip():
+        return "unknown (not a git checkout)"
+    status = _git(root, "status", "--porcelain", "--untracked-files=normal")
+    if status is None:
+        return f"{head.strip()} (working-tree state unknown)"
+    changed = sorted({line[3:].strip() for line in status.splitlines() if line.strip()})
+    if not changed:
+        return f"{head.strip()} (clean working tree)"
+    shown = ", ".join(changed[:5]) + (", ..." if len(changed) > 5 else "")
+    files = "file" if len(changed) == 1 else "files"
+    return f"{head.strip()} + uncommitted changes to {len(changed)} {files} ({shown})"
+
+
 def machine_facts() -> list[str]:
     cpu = platform.processor() or "unknown"
     try:
@@ -723,22 +766,13 @@ def machine_facts() -> list[str]:
         pass
     from importlib.metadata import version
 
-    commit = (
-        subprocess.run(
-            ["git", "rev-parse", "--short", "HEAD"],
-            capture_output=True,
-            text=True,
-            cwd=Path(__file__).resolve().parents[1],
-            check=False,
-        ).stdout.strip()
-        or "unknown"
-    )
+    commit = git_state()
     return [
         f"- CPU: {cpu}, {os.cpu_count()} logical CPUs (shared with other work while measuring)",
         f"- memory: {mem}",
         f"- OS: {platform.platform()}",
         f"- Python {platform.python_version()}, highspy {version('highspy')}",
-        f"- git commit: {commit} (plus uncommitted work in progress of other modules, if any)",
+        f"- git commit: {commit}",
     ]
 
 
@@ -762,7 +796,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         default="pods",
         help="M2: what 'demand served' counts within a tier (migc maximises pods served per tier)",
     )
-    ap.add_argument("--only", default="M1,M2,M3,M4,M5", help="comma-separated subset of M1,M2,M3,M4,M5")
+    ap.add_argument(
+        "--only",
+        default="M1,M2,M3,M4,M5,S",
+        help="comma-separated subset of M1,M2,M3,M4,M5,S (CLI startup)",
+    )
     ap.add_argument(
         "--models",
         help="comma-separated catalog models for M1 (the first one also for M2/M3); "
@@ -863,6 +901,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             "wall-clock budget for every level; solve+assign includes building the model, the greedy "
             "fallback for pools HiGHS did not reach and node assignment. One run each, fresh subprocess.",
             lambda: render_m5(run_m5(cfg, use_migc), checks),
+        )
+    if "S" in only:
+        section(
+            "S: CLI startup",
+            f"`python -m compiler ARGS` (the `migc` entry point) from the repository root, each run a fresh "
+            f"interpreter, best of {cfg.startup_repeats}; CPU = user + system of the child. 'heavy imports' "
+            "lists which of the solver, renderer and parser libraries the command loaded.",
+            lambda: run_startup(cfg, checks),
         )
     verdict = ["## Checks", ""]
     verdict += [f"- CHECK FAILED: {f}" for f in checks.failed] or ["- all structural checks passed"]

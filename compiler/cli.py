@@ -1,12 +1,8 @@
 """The ``migc`` command line: wires one module per subcommand (``compiler/commands/``).
 
-Exit codes, the same for every subcommand:
-
-* 0 success, nothing to report (or only notes/warnings below the fail level)
-* 1 invalid input or an infeasible policy
-* 2 usage error (click's own convention, kept so shells and CI behave as users expect)
-* 3 drift or changes present (only with ``--check`` / ``--exit-code``)
-* 70 internal error (``EX_SOFTWARE``): a bug in migc; nothing was written
+Subcommands are imported only when they run, so ``migc --version`` or ``migc explain`` does not pay
+for the solver, the renderer and their libraries, and ``migc validate`` never imports the solver.
+Exit codes, the same for every subcommand, live in :mod:`compiler.exitcodes`.
 """
 
 from __future__ import annotations
@@ -14,52 +10,101 @@ from __future__ import annotations
 import importlib
 import sys
 import traceback
+from dataclasses import dataclass
 
 import click
 
 from compiler import __version__
+from compiler.exitcodes import ExitCode
 
-EXIT_OK = 0
-EXIT_INVALID = 1
-EXIT_USAGE = 2
-EXIT_DRIFT = 3
-EXIT_INTERNAL = 70
 
-# Each module exposes ``command: click.Command``. Listed explicitly so the CLI surface is reviewable here.
-COMMAND_MODULES = (
-    "compiler.commands.validate",
-    "compiler.commands.explain",
-    "compiler.commands.schema",
-    "compiler.commands.version",
-    "compiler.commands.compile",
-    "compiler.commands.plan",
-    "compiler.commands.discover",
+@dataclass(frozen=True)
+class CommandEntry:
+    """Where a subcommand lives and the one line ``migc --help`` shows for it (without importing it)."""
+
+    module: str
+    summary: str
+
+
+# Each module exposes ``command: click.Command``. Listed explicitly so the CLI surface is reviewable here;
+# a test checks every summary against the command's own short help.
+COMMANDS: dict[str, CommandEntry] = {
+    "compile": CommandEntry(
+        "compiler.commands.compile",
+        "Compile policy PATHS (files or directories) into Kubernetes manifests under --out.",
+    ),
+    "discover": CommandEntry(
+        "compiler.commands.discover",
+        "Read MIG geometry through NVML (never changes MIG mode, instances or resets) and print it.",
+    ),
+    "explain": CommandEntry(
+        "compiler.commands.explain", "Explain a diagnostic code such as MIGC006, or list every code."
+    ),
+    "plan": CommandEntry(
+        "compiler.commands.plan",
+        "Show what compiling policy PATHS would change: nodes, GPUs, capacity, evictions and cost.",
+    ),
+    "schema": CommandEntry(
+        "compiler.commands.schema",
+        "Print the JSON Schema (draft 2020-12) of KIND (Fleet, Tenant, Workload, PartitionPolicy).",
+    ),
+    "status": CommandEntry(
+        "compiler.commands.status",
+        "Show GPU capacity, allocation, use, pending pods, rollouts, drift and cost per node, pool and "
+        "tenant.",
+    ),
+    "validate": CommandEntry(
+        "compiler.commands.validate", "Check policy sets against the schemas and semantic rules."
+    ),
+    "version": CommandEntry(
+        "compiler.commands.version",
+        "Print the migc version, the policy apiVersion it reads and the catalog size.",
+    ),
+}
+
+
+class LazyGroup(click.Group):
+    """A group that imports a subcommand's module only when that subcommand is looked up to run."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(COMMANDS)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        entry = COMMANDS.get(cmd_name)
+        if entry is None:
+            return None
+        command: click.Command = importlib.import_module(entry.module).command
+        return command
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        # click's own listing calls get_command for every entry (importing them all); the summaries
+        # in COMMANDS give the same table without that.
+        names = self.list_commands(ctx)
+        limit = formatter.width - 6 - max(len(n) for n in names)
+        rows = [(n, click.Command(n, help=COMMANDS[n].summary).get_short_help_str(limit)) for n in names]
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
+
+
+@click.group(
+    cls=LazyGroup,
+    context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
 )
-
-
-@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
 @click.version_option(__version__, "-V", "--version", prog_name="migc")
 def cli() -> None:
     """migc: compile GPU-sharing policy (fleet, tenants, demand) into MIG layouts and Kubernetes objects."""
 
 
-def _register() -> None:
-    for name in COMMAND_MODULES:
-        module = importlib.import_module(name)
-        cli.add_command(module.command)
-
-
 def main(argv: list[str] | None = None) -> int:
     """Entry point; never lets a traceback reach the user except under ``MIGC_DEBUG=1``."""
-    _register()
     try:
         rc = cli.main(args=argv, prog_name="migc", standalone_mode=False)
     except click.exceptions.Abort:
         click.echo("migc: aborted", err=True)
-        return EXIT_INVALID
+        return ExitCode.INVALID
     except click.exceptions.UsageError as exc:
         exc.show()
-        return EXIT_USAGE
+        return ExitCode.USAGE
     except click.exceptions.ClickException as exc:
         exc.show()
         return exc.exit_code
@@ -67,7 +112,7 @@ def main(argv: list[str] | None = None) -> int:
         return exc.exit_code
     except KeyboardInterrupt:
         click.echo("migc: interrupted; nothing was written", err=True)
-        return 130
+        return ExitCode.INTERRUPTED
     except Exception as exc:  # the last line of defence: report, do not crash with a traceback
         import os
 
@@ -78,7 +123,7 @@ def main(argv: list[str] | None = None) -> int:
             "  nothing was written; rerun with MIGC_DEBUG=1 for a traceback and report it",
             err=True,
         )
-        return EXIT_INTERNAL
+        return ExitCode.INTERNAL
     return int(rc or 0)
 
 

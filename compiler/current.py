@@ -26,6 +26,7 @@ from typing import Any
 import yaml
 
 from compiler.diagnostics import Diagnostic, make
+from compiler.fsio import ASSIGNMENT_LIMIT, CAPACITY_LIMIT, ReadRefused, read_bounded
 from compiler.model import CurrentState, GpuLayout, NodeLayout, Policy, frozen_counts
 
 ASSIGNMENT_FILE = "migc-system/configmap-migc-assignment.yaml"
@@ -51,15 +52,27 @@ def _layout(config: Any) -> NodeLayout:
 
 
 def read_assignment(path: Path) -> dict[str, Any]:
-    """The NodeAssignment document inside one rendered assignment ConfigMap file."""
+    """The NodeAssignment document inside one rendered assignment ConfigMap file.
+
+    Raises :class:`ReadRefused` (a coded error) when the path is not a regular file or is larger
+    than ``ASSIGNMENT_LIMIT``; ``_Unreadable`` when its content is not an assignment.
+    """
+    raw = _read(path, ASSIGNMENT_LIMIT, "an assignment ConfigMap")
     try:
-        cm = yaml.safe_load(path.read_text(encoding="utf-8"))
+        cm = yaml.safe_load(raw.decode("utf-8"))
         doc = json.loads(cm["data"][ASSIGNMENT_KEY])
-    except (OSError, yaml.YAMLError, ValueError, KeyError, TypeError) as exc:
+    except (yaml.YAMLError, ValueError, KeyError, TypeError, RecursionError) as exc:
         raise _Unreadable(str(exc)) from exc
     if not isinstance(doc, dict) or doc.get("kind") != "NodeAssignment":
         raise _Unreadable("not a NodeAssignment")
     return doc
+
+
+def _read(path: Path, limit: int, what: str) -> bytes:
+    try:
+        return read_bounded(path, limit, what=what)
+    except OSError as exc:
+        raise _Unreadable(exc.strerror or str(exc)) from exc
 
 
 def _placeholders(policy: Policy | None, cluster: str, pool: str) -> tuple[str, ...]:
@@ -105,7 +118,9 @@ def read_current(out: Path | None, policy: Policy | None = None) -> tuple[Curren
     for path in sorted(Path(out).glob(f"*/{ASSIGNMENT_FILE}")):
         try:
             nodes.update(state_from_assignment(read_assignment(path), policy))
-        except (_Unreadable, KeyError, TypeError, ValueError) as exc:
+        except ReadRefused as exc:
+            diagnostics.append(exc.diagnostic)
+        except (_Unreadable, KeyError, TypeError, ValueError, AttributeError) as exc:
             diagnostics.append(make("MIGC303", f"cannot read the previous assignment: {exc}", file=str(path)))
     return CurrentState(nodes=tuple(sorted(nodes.items()))), diagnostics
 
@@ -207,21 +222,30 @@ def read_capacity(out: Path | None) -> tuple[RecordedCapacity, list[Diagnostic]]
         try:
             assignment = read_assignment(assignment_path)
             cluster, revision = str(assignment["cluster"]), str(assignment["revision"])
-        except (_Unreadable, KeyError):
+        except (_Unreadable, ReadRefused, KeyError):
+            continue  # read_current reported it
+        try:
+            raw = read_bounded(path, CAPACITY_LIMIT, what="a capacity ConfigMap")
+        except ReadRefused as exc:
+            diagnostics.append(exc.diagnostic)
+            continue
+        except OSError as exc:
+            diagnostics.append(_capacity_unusable(cluster, path, exc.strerror or str(exc)))
             continue
         try:
-            cm = yaml.safe_load(path.read_text(encoding="utf-8"))
+            cm = yaml.safe_load(raw.decode("utf-8"))
             rows = capacity_rows(json.loads(cm["data"][CAPACITY_KEY]), cluster, revision)
-        except (OSError, yaml.YAMLError, ValueError, KeyError, TypeError) as exc:
-            diagnostics.append(
-                make(
-                    "MIGC307",
-                    f"cannot use the recorded capacity of cluster {cluster}: {exc}; "
-                    "tenant capacity before is estimated",
-                    file=str(path),
-                )
-            )
+        except (yaml.YAMLError, ValueError, KeyError, TypeError, RecursionError) as exc:
+            diagnostics.append(_capacity_unusable(cluster, path, str(exc)))
             continue
         clusters.append(cluster)
         demand.extend(rows)
     return RecordedCapacity(tuple(sorted(clusters)), tuple(sorted(demand))), diagnostics
+
+
+def _capacity_unusable(cluster: str, path: Path, why: str) -> Diagnostic:
+    return make(
+        "MIGC307",
+        f"cannot use the recorded capacity of cluster {cluster}: {why}; tenant capacity before is estimated",
+        file=str(path),
+    )

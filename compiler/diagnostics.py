@@ -6,6 +6,7 @@ Codes live in ranges (documented in ``compiler/codes/*.yaml``, one file per rang
 * ``MIGC1xx`` semantics (cross-references, names, bounds)
 * ``MIGC2xx`` solving (infeasible guarantees, unmet demand)
 * ``MIGC3xx`` output (rendering, drift, quota feasibility)
+* ``MIGC4xx`` observing a cluster (snapshots, live reads, Prometheus; ``migc status``)
 * ``MIGC9xx`` internal and environment problems (discover, NVML)
 
 Stages never print; they return diagnostics and the reporters in ``compiler.report`` present them.
@@ -78,6 +79,11 @@ class UnknownCodeError(KeyError):
     pass
 
 
+# libyaml's safe loader when PyYAML was built with it (about 7x faster: `migc explain` reads every
+# code at startup); the pure-Python one otherwise. Both build the same plain data.
+_SAFE_LOADER: type[yaml.SafeLoader] | type[yaml.CSafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
 @functools.cache
 def registry() -> Mapping[str, CodeInfo]:
     """All documented codes, read from the YAML files shipped in ``compiler/codes``."""
@@ -85,7 +91,7 @@ def registry() -> Mapping[str, CodeInfo]:
     for item in sorted(resources.files("compiler.codes").iterdir(), key=lambda p: p.name):
         if not item.name.endswith(".yaml"):
             continue
-        raw = yaml.safe_load(item.read_text(encoding="utf-8")) or {}
+        raw = yaml.load(item.read_text(encoding="utf-8"), Loader=_SAFE_LOADER) or {}
         for code, body in raw.get("codes", {}).items():
             if code in entries:
                 raise ValueError(f"diagnostic code {code} is documented twice (second time in {item.name})")

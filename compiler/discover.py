@@ -54,7 +54,7 @@ _SUFFIX_BY_INDEX: Mapping[int, str] = {
 }
 # The catalog schema's profile-name pattern only knows the "+me" attribute.
 _CATALOG_SUFFIXES = ("", "+me")
-_NAME_RE = re.compile(r"^(?P<g>[1-8])g\.(?P<gb>[0-9]+)gb(?P<suffix>\+me\.all|\+me|\+gfx|-me)?$")
+_NAME_RE = re.compile(r"^(?P<g>[1-8])g\.(?P<gb>[0-9]+)gb(?P<suffix>\+me\.all|\+me|\+gfx|-me)?\Z")
 
 # nvmlReturn_t values (nvml.h), compared by value so that any bindings' exception classes work.
 _ERR_INVALID_ARGUMENT = 2
@@ -822,11 +822,6 @@ def layout_lines(cap: Capture) -> list[str]:
                 name = names.get(inst.profile_id, f"profile id {inst.profile_id}")
                 lines.append(f"  GPU instance {inst.id}: {name} at {inst.start}:{inst.size}")
     return lines
-
-
-def catalog_file(model_key: str) -> str:
-    """The shipped data file that defines ``model_key`` (repository-relative), or "" if none does."""
-    return _catalog_source(model_key)[0]
 
 
 def _catalog_source(model_key: str) -> tuple[str, str]:

@@ -27,12 +27,14 @@ without libyaml.
 
 from __future__ import annotations
 
+import errno
 import functools
 import io
 import os
 import re
+import stat
 import warnings
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -49,6 +51,7 @@ except ImportError:  # pragma: no cover - PyYAML without libyaml: the fast path 
     _CLoader = None  # type: ignore[assignment,misc]
 
 from compiler.diagnostics import Diagnostic, make
+from compiler.fsio import ReadRefused, link_problem, not_regular, read_bounded
 
 MAX_FILE_BYTES = 4 * 1024 * 1024
 MAX_DEPTH = 64
@@ -143,50 +146,105 @@ def expand_paths(paths: Sequence[str | os.PathLike[str]]) -> tuple[list[Path], l
     """Files named directly plus ``*.yaml``/``*.yml`` under named directories (recursively, sorted).
 
     The result is de-duplicated and sorted so the order of command-line arguments never changes output.
+    Nothing is skipped silently: a named path that exists but is neither a regular file nor a
+    directory (a FIFO, a device) is MIGC015; inside a directory, a ``*.yaml``/``*.yml`` entry that
+    is a FIFO, device or socket is MIGC015, and a symbolic link loop or a dangling link is MIGC017.
+    Symbolic links to files are followed (the file is then read like any other); links to
+    directories are not descended into.
     """
     found: set[Path] = set()
     diags: list[Diagnostic] = []
     for raw in paths:
         p = Path(raw)
-        if p.is_dir():
-            hits = sorted(
-                q for q in p.rglob("*") if q.suffix in YAML_SUFFIXES and q.is_file() and not _hidden(q, p)
-            )
-            if not hits:
+        shown = display_path(p)
+        try:
+            mode = os.stat(p).st_mode
+        except OSError as exc:
+            link = link_problem(str(p), exc)
+            if link is not None:
+                diags.append(link)
+            elif isinstance(exc, FileNotFoundError):
+                diags.append(make("MIGC001", f"{shown}: no such file or directory", file=shown))
+            else:
+                diags.append(make("MIGC001", f"cannot read {shown}: {exc.strerror or exc}", file=shown))
+            continue
+        if stat.S_ISDIR(mode):
+            hits, problems = _walk_policy_dir(p)
+            diags.extend(problems)
+            if not hits and not problems:
                 diags.append(
-                    make("MIGC013", f"directory {display_path(p)} contains no *.yaml or *.yml files",
-                         file=display_path(p))
+                    make(
+                        "MIGC013",
+                        f"directory {shown} contains no *.yaml or *.yml files",
+                        file=shown,
+                    )
                 )
             found.update(hits)
-        elif p.is_file():
+        elif stat.S_ISREG(mode):
             found.add(p)
         else:
-            shown = display_path(p)
-            diags.append(make("MIGC001", f"{shown}: no such file or directory", file=shown))
+            diags.append(not_regular(shown, mode, "a policy file"))
     if len(found) > MAX_FILES:
         diags.append(make("MIGC002", f"{len(found)} policy files given; the limit is {MAX_FILES}"))
         return [], diags
     return sorted(found, key=lambda q: display_path(q)), diags
 
 
-def _hidden(path: Path, root: Path) -> bool:
-    """Skip dot-folders (``.git``, editor caches) below a named directory."""
-    return any(part.startswith(".") for part in path.relative_to(root).parts)
+def _walk_policy_dir(root: Path) -> tuple[list[Path], list[Diagnostic]]:
+    """Regular ``*.yaml``/``*.yml`` files below ``root`` (dot-folders skipped) and what could not be used."""
+    hits: list[Path] = []
+    problems: list[Diagnostic] = []
+    stack = [root]
+    while stack:
+        here = stack.pop()
+        try:
+            entries = sorted(os.scandir(here), key=lambda e: e.name)
+        except OSError as exc:
+            shown = display_path(here)
+            problems.append(make("MIGC001", f"cannot read {shown}: {exc.strerror or exc}", file=shown))
+            continue
+        for entry in entries:
+            if entry.name.startswith("."):
+                continue
+            path = Path(entry.path)
+            policy_file = path.suffix in YAML_SUFFIXES
+            try:
+                if entry.is_dir(follow_symlinks=False):
+                    stack.append(path)
+                    continue
+                mode = os.stat(path).st_mode
+            except OSError as exc:
+                link = link_problem(str(path), exc)
+                if link is not None and (policy_file or exc.errno == errno.ELOOP):
+                    problems.append(link)
+                continue
+            if stat.S_ISREG(mode):
+                if policy_file:
+                    hits.append(path)
+            elif policy_file and not stat.S_ISDIR(mode):
+                problems.append(not_regular(display_path(path), mode, "a policy file"))
+    return hits, problems
 
 
 def load_paths(paths: Sequence[str | os.PathLike[str]]) -> tuple[list[LoadedDocument], list[Diagnostic]]:
-    """Load every policy file named (directories searched); all documents plus all load diagnostics."""
+    """Load every policy file named (directories searched); all documents plus all load diagnostics.
+
+    Each file is read with :func:`compiler.fsio.read_bounded` (a regular file, at most
+    ``MAX_FILE_BYTES``), so a path swapped for a FIFO or ``/dev/zero`` is refused, not read.
+    """
     files, diags = expand_paths(paths)
     docs: list[LoadedDocument] = []
     for f in files:
         shown = display_path(f)
         try:
-            size = f.stat().st_size
-            if size > MAX_FILE_BYTES:
-                diags.append(_too_big(shown, size))
-                continue
-            with f.open("rb") as fh:
-                raw = fh.read(MAX_FILE_BYTES + 1)
+            raw = read_bounded(f, MAX_FILE_BYTES, what="a policy file", shown=shown)
+        except ReadRefused as exc:
+            refused = exc.diagnostic
+            if refused.code == "MIGC016":
+                size = f.stat().st_size if f.is_file() else MAX_FILE_BYTES + 1
+                refused = _too_big(shown, size)
+            diags.append(refused)
+            continue
         except OSError as exc:
             diags.append(make("MIGC001", f"cannot read {shown}: {exc.strerror or exc}", file=shown))
             continue
@@ -508,11 +566,6 @@ class _Converter:
         if isinstance(value, float) and value != value:  # NaN: no JSON equivalent, compares unequal to itself
             return str(node.value)
         return value
-
-
-def iter_documents(docs: Iterable[LoadedDocument]) -> Iterator[LoadedDocument]:
-    """Documents in a stable order: by file, then position in the file."""
-    return iter(sorted(docs, key=lambda d: (d.file, d.index)))
 
 
 # ---------------------------------------------------------------------------------------------------

@@ -82,7 +82,7 @@ NodeLayout = tuple[GpuLayout, ...]
 class MaintenanceWindow:
     """A weekly window in which the controller may take nodes of a pool out of service."""
 
-    days: tuple[str, ...]  # "Mon".."Sun"; empty = every day
+    days: tuple[str, ...]  # "Mon".."Sun", never empty: a window written without days lists all seven
     start: str  # "HH:MM"
     end: str  # "HH:MM"; end < start wraps past midnight
     timezone: str = "UTC"
@@ -142,9 +142,6 @@ class Quota:
     gpus: int = 0
     gpu_memory_gb: float = 0.0
     compute_slices: int = 0
-
-    def is_empty(self) -> bool:
-        return not self.profiles and not self.gpus and not self.gpu_memory_gb and not self.compute_slices
 
 
 @dataclass(frozen=True)

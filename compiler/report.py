@@ -49,7 +49,7 @@ def format_json(diagnostics: Sequence[Diagnostic]) -> str:
         "summary": {"errors": counts[Severity.ERROR], "warnings": counts[Severity.WARNING],
                     "notes": counts[Severity.NOTE]},
     }
-    return json.dumps(payload, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+    return json.dumps(payload, indent=2, sort_keys=True, ensure_ascii=False, allow_nan=False) + "\n"
 
 
 def _gh_escape(value: str, *, prop: bool = False) -> str:
@@ -148,7 +148,8 @@ def sarif_log(diagnostics: Sequence[Diagnostic]) -> dict[str, Any]:
 
 
 def format_sarif(diagnostics: Sequence[Diagnostic]) -> str:
-    return json.dumps(sarif_log(diagnostics), indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+    text = json.dumps(sarif_log(diagnostics), indent=2, sort_keys=True, ensure_ascii=False, allow_nan=False)
+    return text + "\n"
 
 
 _FORMATTERS = {"text": format_text, "json": format_json, "github": format_github, "sarif": format_sarif}

@@ -11,7 +11,6 @@ those patterns to give a specific code (MIGC109 names, MIGC114 durations) instea
 
 from __future__ import annotations
 
-import copy
 import json
 import sys
 from pathlib import Path
@@ -31,6 +30,9 @@ POLICY_FILE = "policy.schema.json"
 # Python code that needs absolute URIs registers the files under this base.
 BASE_URI = "https://migc.dev/schema/"
 
+# Patterns are ECMA-262 (JSON Schema's dialect), where "$" is the end of the string. Python's re also
+# lets "$" match before a final newline; migc's validator reads "$" as the true end
+# (compiler.validate.common.ecma_anchors), so "c1\n" is not a name.
 DNS_LABEL_PATTERN = "^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
 DURATION_PATTERN = "^([0-9]+d)?([0-9]+h)?([0-9]+m)?([0-9]+s)?$"
 PERCENT_PATTERN = "^[0-9]{1,3}%$"
@@ -332,9 +334,6 @@ def _tenant() -> dict[str, Any]:
     return _kind_schema("Tenant", "migc Tenant", "A tenant: namespaces, priority, quotas.", spec)
 
 
-NEED_FORMS = ("profile", "profiles", "gpuMemoryGB/computeSlices", "gpus")
-
-
 def _workload() -> dict[str, Any]:
     # Each oneOf branch only states which keys make a form; the field constraints live in
     # "properties" so a wrong value is reported at the field (e.g. "profiles must be an array"),
@@ -520,28 +519,30 @@ def policy_schema() -> dict[str, Any]:
 
 
 def all_schema_files() -> dict[str, dict[str, Any]]:
-    """File name → schema, for every file under ``schema/`` this module owns."""
+    """File name → schema, for every schema file (``compiler/data/schema/``, ``schema/``) this module owns."""
     files = {SCHEMA_FILES[k]: s for k, s in kind_schemas().items()}
     files[POLICY_FILE] = policy_schema()
     return files
 
 
 def dumps(schema: dict[str, Any]) -> str:
-    return json.dumps(schema, indent=2, ensure_ascii=False) + "\n"
-
-
-def schema_for(kind: str) -> dict[str, Any]:
-    return copy.deepcopy(kind_schemas()[kind])
+    return json.dumps(schema, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
 
 
 def main(argv: list[str]) -> int:
-    """``python -m compiler.schemas --write [DIR]`` regenerates ``schema/*.schema.json``."""
+    """``python -m compiler.schemas --write [DIR]`` regenerates the policy-kind schema files.
+
+    Without DIR it writes both copies in the source tree: the bundled one the package reads
+    (``compiler/data/schema/``) and the published one (``schema/`` at the repository root).
+    """
     if not argv or argv[0] != "--write":
         print("usage: python -m compiler.schemas --write [DIR]", file=sys.stderr)
         return 2
-    out = Path(argv[1]) if len(argv) > 1 else Path(__file__).resolve().parents[1] / "schema"
-    for name, schema in sorted(all_schema_files().items()):
-        (out / name).write_text(dumps(schema), encoding="utf-8")
+    here = Path(__file__).resolve().parent
+    outs = [Path(argv[1])] if len(argv) > 1 else [here / "data" / "schema", here.parent / "schema"]
+    for out in outs:
+        for name, schema in sorted(all_schema_files().items()):
+            (out / name).write_text(dumps(schema), encoding="utf-8")
     return 0
 
 

@@ -11,11 +11,19 @@ import sys
 from collections.abc import Sequence
 from types import FrameType
 
-from kubernetes import client, config
+try:
+    from kubernetes import client, config
 
-from controller import logs
-from controller.runner import Controller
-from controller.settings import Settings
+    from controller import logs
+    from controller.runner import Controller
+    from controller.settings import Settings
+except ModuleNotFoundError as exc:  # `pip install migc` without the extra: say which one, not a traceback
+    if exc.name is None or exc.name.split(".")[0] not in {"kubernetes", "prometheus_client"}:
+        raise
+    sys.exit(
+        f"migc-controller: the Python package {exc.name.split('.')[0]!r} is not installed; "
+        "install the controller extra: pip install 'migc[controller]'"
+    )
 
 _UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
 

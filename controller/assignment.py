@@ -11,7 +11,7 @@ import functools
 import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
+from importlib import resources
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
@@ -25,9 +25,9 @@ _DAYS = ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")
 
 @functools.cache
 def schema() -> dict[str, Any]:
-    # Next to this module (package data); not importlib.resources, which trips over a namespace
-    # package of the same name (e.g. a tests/controller/ directory on sys.path).
-    text = (Path(__file__).parent / "assignment.schema.json").read_text("utf-8")
+    # Package data of this very package: anchored on __package__ (the module object already being
+    # imported), so a namespace directory of the same name elsewhere on sys.path cannot stand in.
+    text = resources.files(__package__).joinpath("assignment.schema.json").read_text("utf-8")
     loaded: dict[str, Any] = json.loads(text)
     return loaded
 

@@ -1,24 +1,27 @@
 #!/usr/bin/env bash
-# The one GPU check of issue 6: capture a real GPU's MIG geometry with `migc discover` and compare it
-# with the shipped catalog. Read-only: it runs `migc discover` (NVML Get* queries only) and
-# `nvidia-smi -L` / `nvidia-smi mig -lgip` / `-lgipp` (listings); it never changes MIG mode, never
-# creates or destroys instances, never resets the GPU.
+# Capture a real GPU's MIG geometry with `migc discover` and compare it with the shipped catalog.
+# Read-only: it runs `migc discover` (NVML Get* queries only) and `nvidia-smi -L` / `nvidia-smi mig
+# -lgip` / `-lgipp` (listings); it never changes MIG mode, never creates or destroys instances, never
+# resets the GPU.
 #
-# Two steps:
-#   1. here (with network, no GPU):   scripts/device-discover.sh --prepare
-#      downloads into build/device-wheels/ the Python 3.12 wheels discover needs that the H200 image
-#      lacks (jsonschema and its helpers; click, pyyaml and nvidia-ml-py are already there).
-#   2. on the device machine:          scripts/device-discover.sh        (carry: build/device-wheels)
-#      e.g. run(command="bash scripts/device-discover.sh", carry=["build/device-wheels"], timeout_s=300)
+# The GPU host needs only Python with pyyaml, click and nvidia-ml-py; discover runs from this working
+# tree without installing migc. If the host also lacks jsonschema, two steps:
+#   1. on a machine with network access:  scripts/device-discover.sh --prepare
+#      downloads into build/device-wheels/ the CPython 3.12 manylinux wheels of jsonschema and its
+#      helpers (set the versions below to what the host's Python needs).
+#   2. on the GPU host, with those wheels copied into this checkout's build/device-wheels/:
+#      scripts/device-discover.sh
 #
-# It writes, under tests/fixtures/nvml/ and (when set) $OUT, for MODEL_SLUG (default h200-141gb):
+# It writes, under tests/fixtures/nvml/ (or $DISCOVER_DEST) and also into $OUT when set, for MODEL_SLUG
+# (default h200-141gb):
 #   <slug>.capture.yaml     raw NVML readings (`--format capture`): replayable by tests/fakenvml.py
 #   <slug>.discovered.yaml  the catalog entry (`--format yaml --compare`)
 #   <slug>.compare.txt      stderr of that run: per-GPU summary, current layout, every difference
 #   <slug>.nvidia-smi.txt   nvidia-smi's own listings, to cross-check names, ids and placements
-# Then, back here: copy the files into tests/fixtures/nvml/, fix compiler/catalog/data/<slug>.yaml from
-# the .discovered.yaml entry, and `pytest tests/test_discover_captures.py` must pass.
-# Exit status: discover's (0 catalog matches, 3 differences found, 1 could not read the GPU).
+# Then copy the files into tests/fixtures/nvml/, fix compiler/catalog/data/<slug>.yaml from the
+# .discovered.yaml entry, and `pytest tests/test_discover_captures.py` must pass.
+# Exit status: discover's (0 catalog matches, 3 differences found, 1 could not read the GPU);
+# 2 when Python packages are missing and no wheels were prepared.
 
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -29,8 +32,8 @@ PY=${PYTHON:-python3}
 
 if [ "${1:-}" = "--prepare" ]; then
   mkdir -p "$WHEELS"
-  # Versions as in the development venv; --no-deps so only these four travel (attrs and
-  # typing-extensions are in the device image).
+  # Versions as in the development venv; --no-deps so only these four are fetched (attrs and
+  # typing-extensions must already be on the GPU host).
   "$PY" -m pip download --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
     --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 \
     -d "$WHEELS" \

@@ -6,6 +6,7 @@ import itertools
 import random
 from collections import Counter
 
+import pytest
 from test_solve_support import Need, as_current, policy, pool, profile_need, whole_gpu_jobs_pack, workload
 
 from compiler.catalog import load_catalog
@@ -52,6 +53,7 @@ def _random_fleet_policy(seed: int, replicas_scale: int = 1) -> Policy:
     return policy(pools, ws)
 
 
+@pytest.mark.slow
 def test_unchanged_demand_changes_nothing() -> None:
     for seed in range(6):
         pol = _random_fleet_policy(seed)

@@ -13,7 +13,6 @@ import yaml
 from test_render import assert_valid_tree
 
 from compiler.cli import main
-from compiler.render.writer import FAULT_ENV
 
 ROOT = Path(__file__).resolve().parents[1]
 POLICY_EXAMPLES = sorted(
@@ -27,7 +26,23 @@ POLICY_EXAMPLES = sorted(
 def at_repo_root(monkeypatch: pytest.MonkeyPatch) -> None:
     # Headers name the policy paths relative to the working directory.
     monkeypatch.chdir(ROOT)
-    monkeypatch.delenv(FAULT_ENV, raising=False)
+
+
+# Runs the CLI with the writer's per-file write replaced by one that SIGKILLs the process after
+# argv[1] files, like an OOM kill in the middle of writing the temporary tree.
+KILL_MIDWAY = """
+import os, signal, sys
+import compiler.render.writer as writer
+limit, real, count = int(sys.argv[1]), writer._write_file, [0]
+def dying(path, data):
+    count[0] += 1
+    if count[0] > limit:
+        os.kill(os.getpid(), signal.SIGKILL)
+    real(path, data)
+writer._write_file = dying
+from compiler.cli import main
+sys.exit(main(sys.argv[2:]))
+"""
 
 
 def tree(root: Path) -> dict[str, bytes]:
@@ -38,7 +53,10 @@ def run(*argv: str) -> int:
     return main(list(argv))
 
 
-@pytest.mark.parametrize("example", POLICY_EXAMPLES)
+# The smallest example runs by default; the larger ones (tens of seconds of schema checks) with -m slow.
+@pytest.mark.parametrize(
+    "example", [e if e == "lab" else pytest.param(e, marks=pytest.mark.slow) for e in POLICY_EXAMPLES]
+)
 def test_compile_every_example_renders_valid_objects(example: str, tmp_path: Path) -> None:
     out = tmp_path / "out"
     assert run("compile", f"examples/{example}", "--out", str(out), "--with", "kueue") == 0
@@ -125,6 +143,7 @@ def test_guarantees_that_only_fail_together_are_caught(
     assert not (tmp_path / "out").exists()
 
 
+@pytest.mark.slow
 def test_killed_compile_leaves_previous_output(tmp_path: Path) -> None:
     out = tmp_path / "out"
     assert run("compile", "examples/lab", "--out", str(out)) == 0
@@ -134,9 +153,9 @@ def test_killed_compile_leaves_previous_output(tmp_path: Path) -> None:
     (policy / "workloads.yaml").write_text(
         (policy / "workloads.yaml").read_text().replace("replicas: 10", "replicas: 12")
     )
-    env = {**os.environ, FAULT_ENV: f"kill:{len(before) // 2}"}
+    env = dict(os.environ)
     proc = subprocess.run(
-        [sys.executable, "-m", "compiler", "compile", str(policy), "--out", str(out)],
+        [sys.executable, "-c", KILL_MIDWAY, str(len(before) // 2), "compile", str(policy), "--out", str(out)],
         cwd=ROOT,
         env=env,
         capture_output=True,
@@ -144,7 +163,6 @@ def test_killed_compile_leaves_previous_output(tmp_path: Path) -> None:
     )
     assert proc.returncode == -9, proc.stderr.decode()
     assert tree(out) == before
-    env.pop(FAULT_ENV)
     proc = subprocess.run(
         [sys.executable, "-m", "compiler", "compile", str(policy), "--out", str(out)],
         cwd=ROOT,
@@ -159,7 +177,6 @@ def test_killed_compile_leaves_previous_output(tmp_path: Path) -> None:
 
 def _compile_subprocess(args: list[str], out: Path, seed: str) -> dict[str, bytes]:
     env = {**os.environ, "PYTHONHASHSEED": seed}
-    env.pop(FAULT_ENV, None)
     proc = subprocess.run(
         [sys.executable, "-m", "compiler", "compile", *args, "--out", str(out), "--with", "kueue"],
         cwd=ROOT,
@@ -171,6 +188,7 @@ def _compile_subprocess(args: list[str], out: Path, seed: str) -> dict[str, byte
     return tree(out)
 
 
+@pytest.mark.slow
 def test_identical_across_hash_seeds_and_file_order(tmp_path: Path) -> None:
     files = sorted(str(p.relative_to(ROOT)) for p in (ROOT / "examples/prod").glob("*.yaml"))
     first = _compile_subprocess(files, tmp_path / "a", "1")

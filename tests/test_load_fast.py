@@ -234,6 +234,7 @@ def documents(draw: st.DrawFn) -> str:
     return out
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(documents())
 def test_generated_documents_load_identically(text: str) -> None:

@@ -9,8 +9,9 @@ from pathlib import Path
 from test_render_support import BALANCED, SEVEN_SMALL, WHOLE, default_solution, policy, solution
 
 from compiler.catalog import load_catalog
+from compiler.commands._files import write_files
 from compiler.model import CurrentState, GpuLayout, NodeLayout
-from compiler.plan import build_plan, parse_snapshot, to_json, to_markdown, to_svg, to_text, write_svgs
+from compiler.plan import build_plan, parse_snapshot, svg_files, to_json, to_markdown, to_svg, to_text
 from compiler.solve.result import ServedDemand, Solution
 
 CATALOG = load_catalog()
@@ -62,12 +63,20 @@ def test_one_pool_resized() -> None:
     assert rows[("a100", "1g.10gb")] == (58, 72)
     assert rows[("a100", "gpu")] == (2, 0)
     assert rows[("h200", "7g.141gb")] == (16, 16)
-    text = to_text(plan)
+    text = to_text(plan, detail=True)
     assert "~ node a100-02 (pool a100, A100-SXM4-80GB)" in text
     assert "gpu 6: whole GPU (MIG off) → 7x 1g.10gb" in text
     assert "a100-01" not in text  # untouched nodes are not listed
-    md = to_markdown(plan)
+    md = to_markdown(plan, detail=True)
     assert "| east | a100 | `a100-02` | 7 | whole GPU (MIG off) | 7x 1g.10gb |" in md
+    # Grouped (the default): one line for both GPUs, the summary first.
+    text = to_text(plan)
+    assert text.splitlines()[0] == "1 of 5 nodes change (2 GPUs reconfigured) in 1 cluster(s)."
+    assert "    east/a100: 1g.10gb 58 → 72, whole GPU 2 → 0\n" in text
+    assert "      2 GPUs (6-7): whole GPU (MIG off) → 7x 1g.10gb\n" in text
+    assert "gpu 6:" not in text and "a100-01" not in text
+    md = to_markdown(plan)
+    assert "| east | a100 | `a100-02` | 6-7 | whole GPU (MIG off) | 7x 1g.10gb |" in md
 
 
 def test_tenant_added() -> None:
@@ -99,8 +108,11 @@ def test_tenant_added_on_a_full_pool_shows_capacity_gain() -> None:
     plan = build_plan(policy(extra_tenant=True), after, CATALOG, deployed(before))
     tenants = {(t.tenant, t.resource): (t.before, t.after) for t in plan.tenants}
     assert tenants[("vision", "3g.40gb")] == (0, 2)
-    text = to_text(plan)
+    text = to_text(plan, detail=True)
     assert "east/a100 vision 3g.40gb: 0 → 2 of 2" in text and "before is estimated" in text
+    summary = to_text(plan)
+    assert "  tenants (served of requested; before is estimated):\n" in summary
+    assert "\n    vision: 3g.40gb 0 → 2 of 2\n" in summary
 
 
 def test_demand_above_capacity_is_listed_as_unmet() -> None:
@@ -194,6 +206,33 @@ def test_svg_draws_every_instance_and_is_well_formed(tmp_path: Path) -> None:
     # before: 6 GPUs x 7 instances; after: 8 GPUs x 7 instances.
     assert len(instance_rects) == 6 * 7 + 8 * 7
     assert svg.count(">whole GPU<") == 2
-    written = write_svgs(plan, CATALOG, tmp_path / "svg")
+    written = write_files(tmp_path / "svg", svg_files(plan, CATALOG))
     assert [p.name for p in written] == ["east-a100-02.svg"]
     assert "![a100-02](svg/east-a100-02.svg)" in to_markdown(plan, "svg")
+
+
+def test_identical_nodes_and_gpus_are_grouped_with_detail_on_request() -> None:
+    twins = solution({"a100-01": (BALANCED,) * 8, "a100-02": (BALANCED,) * 8}, demand=BASE_DEMAND)
+    plan = build_plan(policy(), twins, CATALOG, CurrentState())
+    text = to_text(plan)
+    balanced = to_text(plan, detail=True).split("gpu 0: (not deployed) → ", 1)[1].split("\n", 1)[0]
+    assert "  + 2 nodes a100-01, a100-02 (pool a100, A100-SXM4-80GB): new node: no layout deployed" in text
+    assert f"      2 nodes × 8 GPUs: (not deployed) → {balanced}\n" in text
+    assert "gpu 0:" not in text
+    detail = to_text(plan, detail=True)
+    assert detail.count(f": (not deployed) → {balanced}") == 16
+    md = to_markdown(plan)
+    assert f"| east | a100 | 2: `a100-01`, `a100-02` | 8 per node | (not deployed) | {balanced} |" in md
+    assert "- `a100-01`, `a100-02`: new node: no layout deployed yet" in md
+    # The summary leads: nodes, capacity per pool, tenants, cost, unmet demand, all-balanced explained.
+    head = text.split("\ncluster ", 1)[0]
+    for label in ("  capacity:", "  tenants (served of requested", "  cost per hour", "  unmet demand:"):
+        assert label in head
+    assert "all-balanced: the GPU Operator's stock mig-parted config" in head
+
+
+def test_many_nodes_in_a_group_are_abbreviated() -> None:
+    from compiler.plan.overview import node_names, spans
+
+    assert node_names([f"n{i}" for i in range(10)]) == "n0, n1, n2, n3, n4, n5 and 4 more"
+    assert spans([0, 1, 2, 5, 7, 8]) == "0-2, 5, 7-8"

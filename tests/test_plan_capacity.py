@@ -13,7 +13,6 @@ import yaml
 from compiler.cli import main
 from compiler.current import CAPACITY_FILE, read_capacity
 from compiler.plan import Plan, RemovedNode, TenantRow, to_markdown, to_text
-from compiler.render.writer import FAULT_ENV
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -21,7 +20,6 @@ ROOT = Path(__file__).resolve().parents[1]
 @pytest.fixture(autouse=True)
 def at_repo_root(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(ROOT)
-    monkeypatch.delenv(FAULT_ENV, raising=False)
 
 
 def more_search(tmp_path: Path) -> Path:
@@ -38,7 +36,7 @@ def more_search(tmp_path: Path) -> Path:
 
 def plan(capsys: pytest.CaptureFixture[str], policy: Path, against: Path, fmt: str) -> tuple[str, str]:
     capsys.readouterr()
-    assert main(["plan", str(policy), "--against", str(against), "-o", fmt]) == 0
+    assert main(["plan", str(policy), "--against", str(against), "-o", fmt, "--detail"]) == 0
     captured = capsys.readouterr()
     return captured.out, captured.err
 
@@ -182,8 +180,11 @@ def test_mixed_clusters_name_the_estimated_ones() -> None:
         TenantRow("west", "search", "1g.10gb", 4, 0, 4, pool="a100", estimated=True),
     )
     p = Plan(("east", "west"), 0, (), (RemovedNode("east", "a100", "gone"),), (), rows, (), (), ())
-    text = to_text(p)
+    text = to_text(p, detail=True)
     assert "before → after; before is estimated in west)" in text
     assert "  east/a100 search 1g.10gb: 2 of 2 → 4 of 4\n" in text
     assert "  west/a100 search 1g.10gb: 0 → 4 of 4\n" in text
     assert "| east | a100 | search | 1g.10gb | 2 | 4 | 2 → 4 |" in to_markdown(p)
+    summary = to_text(p)
+    assert "  tenants (served of requested; before is estimated in west):\n" in summary
+    assert "\n    search: 1g.10gb 2 → 8 of 8\n" in summary  # summed over both clusters

@@ -12,8 +12,8 @@ from test_render_support import BALANCED, default_solution, policy, solution
 
 from compiler.catalog import load_catalog
 from compiler.current import read_current
-from compiler.render import render
-from compiler.render.writer import FAULT_ENV, InjectedFault, compare, write_tree
+from compiler.render import render, writer
+from compiler.render.writer import compare, write_tree
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -29,7 +29,7 @@ def files() -> dict[str, bytes]:
 
 def test_write_then_compare_is_clean(tmp_path: Path, files: dict[str, bytes]) -> None:
     out = tmp_path / "output"
-    assert write_tree(files, out) == []
+    assert write_tree(files, out).diagnostics == ()
     assert snapshot(out) == files
     assert compare(files, out).clean
     assert not any(p.name.startswith(".output.migc") for p in tmp_path.iterdir())
@@ -57,7 +57,9 @@ def test_rewrite_prunes_files_no_longer_generated_and_keeps_foreign_files(
     bigger["west/.migc-index.json"] = b'{"files": {"kustomization.yaml": "x"}}\n'
     write_tree(bigger, out)
     (out / "README.md").write_text("hand-written\n")
-    assert write_tree(files, out) == []
+    written = write_tree(files, out, prune=True)
+    assert written.diagnostics == ()
+    assert written.removed_clusters == (("west", 2),)
     after = snapshot(out)
     assert "west/kustomization.yaml" not in after and not (out / "west").exists()
     assert after.pop("README.md") == b"hand-written\n"
@@ -68,7 +70,7 @@ def test_refuses_to_replace_a_directory_migc_did_not_write(tmp_path: Path, files
     out = tmp_path / "home"
     out.mkdir()
     (out / "precious.txt").write_text("keep\n")
-    diagnostics = write_tree(files, out)
+    diagnostics = write_tree(files, out).diagnostics
     assert [d.code for d in diagnostics] == ["MIGC300"]
     assert snapshot(out) == {"precious.txt": b"keep\n"}
 
@@ -81,8 +83,16 @@ def test_injected_failure_after_half_the_files_leaves_previous_output(
     before = snapshot(out)
     changed = render(policy(extra_tenant=True), default_solution(), load_catalog())
     assert changed != files
-    monkeypatch.setenv(FAULT_ENV, str(len(changed) // 2))
-    with pytest.raises(InjectedFault):
+    real, count = writer._write_file, [0]
+
+    def failing(path: Path, data: bytes) -> None:
+        count[0] += 1
+        if count[0] > len(changed) // 2:
+            raise RuntimeError("injected failure")
+        real(path, data)
+
+    monkeypatch.setattr(writer, "_write_file", failing)
+    with pytest.raises(RuntimeError, match="injected"):
         write_tree(changed, out)
     assert snapshot(out) == before
     assert sorted(p.name for p in tmp_path.iterdir()) == ["output"]
@@ -97,14 +107,22 @@ def test_killed_process_mid_write_leaves_previous_output(tmp_path: Path, files: 
         "sys.path.insert(0, sys.argv[2])\n"
         "from compiler.catalog import load_catalog\n"
         "from compiler.render import render\n"
-        "from compiler.render.writer import write_tree\n"
+        "import os, signal\n"
+        "import compiler.render.writer as writer\n"
         "from test_render_support import policy, default_solution\n"
         "files = render(policy(extra_tenant=True), default_solution(), load_catalog())\n"
-        "write_tree(files, Path(sys.argv[1]))\n"
+        "real, count = writer._write_file, [0]\n"
+        "def dying(path, data):\n"
+        "    count[0] += 1\n"
+        "    if count[0] > int(sys.argv[3]):\n"
+        "        os.kill(os.getpid(), signal.SIGKILL)\n"
+        "    real(path, data)\n"
+        "writer._write_file = dying\n"
+        "writer.write_tree(files, Path(sys.argv[1]))\n"
     )
-    env = {**os.environ, FAULT_ENV: f"kill:{len(files) // 2}", "PYTHONPATH": str(ROOT)}
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
     proc = subprocess.run(
-        [sys.executable, "-c", script, str(out), str(ROOT / "tests")],
+        [sys.executable, "-c", script, str(out), str(ROOT / "tests"), str(len(files) // 2)],
         env=env,
         capture_output=True,
         check=False,
@@ -112,7 +130,7 @@ def test_killed_process_mid_write_leaves_previous_output(tmp_path: Path, files: 
     assert proc.returncode == -9, proc.stderr.decode()
     assert snapshot(out) == before
     # The next run cleans the leftover temporary tree and succeeds.
-    assert write_tree(files, out) == []
+    assert write_tree(files, out).diagnostics == ()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["output"]
 
 
@@ -121,7 +139,7 @@ def test_interrupted_swap_is_restored(tmp_path: Path, files: dict[str, bytes]) -
     write_tree(files, out)
     before = snapshot(out)
     os.rename(out, tmp_path / ".output.migc-old")  # killed between the two renames
-    diagnostics = write_tree(files, out)
+    diagnostics = write_tree(files, out).diagnostics
     assert [d.code for d in diagnostics] == ["MIGC305"]
     assert snapshot(out) == before
 
@@ -170,8 +188,8 @@ def test_solution_fixture_differs_for_a_resized_pool() -> None:
 def test_unwritable_output_is_a_diagnostic_not_a_traceback(tmp_path: Path, files: dict[str, bytes]) -> None:
     blocker = tmp_path / "file"
     blocker.write_text("I am a file\n")
-    diagnostics = write_tree(files, blocker / "output")
+    diagnostics = write_tree(files, blocker / "output").diagnostics
     assert [d.code for d in diagnostics] == ["MIGC301"]
-    diagnostics = write_tree(files, blocker)
+    diagnostics = write_tree(files, blocker).diagnostics
     assert [d.code for d in diagnostics] == ["MIGC301"]
     assert blocker.read_text() == "I am a file\n"

@@ -28,6 +28,7 @@ from test_solve_support import (
 
 from compiler.catalog import load_catalog
 from compiler.catalog.layouts import is_feasible
+from compiler.commands._common import load_and_validate
 from compiler.diagnostics import Severity
 from compiler.model import GpuLayout, PartitionPolicy, Policy, Quota, Sharing, Tenant
 from compiler.solve import solve
@@ -372,6 +373,7 @@ print(json.dumps([solution_to_dict(sol), solution_to_dict(again)], sort_keys=Tru
 """
 
 
+@pytest.mark.slow
 def test_deterministic_across_hash_seeds() -> None:
     outputs = set()
     for seed in ("0", "1", "12345"):
@@ -405,6 +407,7 @@ def test_export_matches_schema() -> None:
     assert tenants == {w.tenant for w in pol.workloads}
 
 
+@pytest.mark.slow
 def test_random_policies_are_valid() -> None:
     for seed in range(15):
         pol = _random_policy(seed)
@@ -437,8 +440,7 @@ def _example_dirs() -> list[Path]:
 
 @pytest.mark.parametrize("directory", _example_dirs(), ids=lambda d: d.name)
 def test_examples_solve(directory: Path) -> None:
-    validate_mod = pytest.importorskip("compiler.commands._common")
-    pol, diags = validate_mod.load_and_validate([str(directory)])
+    pol, diags = load_and_validate([str(directory)])
     assert pol is not None, [d.message for d in diags]
     sol = solve(pol, CAT)
     _check_layouts(sol)
@@ -501,6 +503,7 @@ def test_spare_room_goes_to_burst_profiles() -> None:
     assert p.capacity()["gpu"] == 1  # burst never opens a GPU
 
 
+@pytest.mark.slow
 def test_greedy_solutions_are_valid_on_random_policies() -> None:
     for seed in range(10):
         pol = _random_policy(seed)

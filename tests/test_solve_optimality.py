@@ -7,6 +7,7 @@ import random
 from collections import Counter
 
 import networkx as nx
+import pytest
 from test_solve_support import Need, policy, pool, profile_need, workload
 
 from compiler.catalog import GpuModel, load_catalog
@@ -106,6 +107,7 @@ def _instance(seed: int) -> tuple[GpuModel, int, int, list[Workload]]:
     return model, nodes, gpn, ws
 
 
+@pytest.mark.slow
 def test_solver_matches_exhaustive_search_on_random_instances() -> None:
     checked = 0
     for seed in range(300):
@@ -147,6 +149,7 @@ def _best_with_preferences(
     return best
 
 
+@pytest.mark.slow
 def test_preference_lists_match_exhaustive_search() -> None:
     model = _model("A30-24GB")
     plain = ["1g.6gb", "2g.12gb", "4g.24gb"]
@@ -182,6 +185,7 @@ def _maximal(model: GpuModel, allowed: set[str]) -> list[GpuLayout]:
     return [lay for lay in usable if not grows(lay)]
 
 
+@pytest.mark.slow
 def test_choice_between_two_pools_matches_exhaustive_search() -> None:
     a30, a100 = _model("A30-24GB"), _model("A100-SXM4-80GB")
     names = ["1g.6gb", "2g.12gb", "1g.10gb", "2g.20gb", "3g.40gb"]

@@ -13,6 +13,7 @@ import random
 import sys
 from collections import Counter
 
+import pytest
 from test_solve_support import Need, as_current, policy, pool, profile_need, workload
 
 from compiler.catalog import load_catalog
@@ -76,6 +77,7 @@ def _pool_change_bound(before: Solution, after: Solution) -> dict[str, int]:
     return out
 
 
+@pytest.mark.slow
 def test_mid_size_fleet_unchanged_and_shifted() -> None:
     pol = _fleet(1)
     first = solve(pol, CAT)

@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -92,6 +93,7 @@ def _doc(data: Any, index: int = 0) -> LoadedDocument:
     return LoadedDocument(file="gen.yaml", index=index, data=data, positions={}, key_positions={})
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(st.text(max_size=300))
 def test_arbitrary_text_never_raises(text: str) -> None:
@@ -100,6 +102,7 @@ def test_arbitrary_text_never_raises(text: str) -> None:
     _check(None if has_errors(diags) else policy, diags + more)
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(
     st.lists(
@@ -115,6 +118,7 @@ def test_arbitrary_documents_never_raise(items: list[dict[str, Any]]) -> None:
     _check(policy, diags)
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(json_values)
 def test_arbitrary_yaml_round_trip_never_raises(value: Any) -> None:
@@ -172,6 +176,7 @@ def mutated_examples(draw: st.DrawFn) -> list[LoadedDocument]:
     ]
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(mutated_examples())
 def test_mutated_examples_never_raise(docs: list[LoadedDocument]) -> None:

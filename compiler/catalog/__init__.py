@@ -1,7 +1,8 @@
 """Per-GPU-model MIG geometry, shipped as one YAML data file per model in ``data/``.
 
-The data files are facts with provenance (``verified`` notes), validated at load time against
-``schema/catalog.schema.json``; an unknown field is an error, not a silently ignored typo.
+The data files are facts with provenance (``verified`` notes), validated at load time against the
+bundled ``compiler/data/schema/catalog.schema.json`` (published as ``schema/catalog.schema.json``);
+an unknown field is an error, not a silently ignored typo.
 Non-MIG models (L40S, ...) are in the catalog too, with ``migCapable: false`` and no profiles, so
 that pools of them can be priced and time-sliced.
 """
@@ -9,25 +10,19 @@ that pools of them can be priced and time-sliced.
 from __future__ import annotations
 
 import functools
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from importlib import resources
-from pathlib import Path
 from typing import Any
 
 import jsonschema
 import yaml
 
+from compiler.data import schema as bundled_schema
+
 
 class CatalogError(Exception):
     """A shipped or user-supplied catalog file is malformed. Always a bug in the data, never user policy."""
-
-
-@dataclass(frozen=True)
-class Placement:
-    start: int  # first memory slice
-    size: int  # memory slices occupied
 
 
 @dataclass(frozen=True)
@@ -47,9 +42,6 @@ class Profile:
     def resource_name(self) -> str:
         """Extended resource the device plugin advertises under the mixed strategy."""
         return "nvidia.com/mig-" + self.name.replace("+", ".")
-
-    def placement_list(self) -> tuple[Placement, ...]:
-        return tuple(Placement(s, self.memory_slices) for s in self.placements)
 
 
 @dataclass(frozen=True)
@@ -113,13 +105,7 @@ def _normalise_product(value: str) -> str:
 
 
 def _schema() -> dict[str, Any]:
-    root = Path(__file__).resolve().parents[2] / "schema" / "catalog.schema.json"
-    if root.exists():
-        text = root.read_text(encoding="utf-8")
-    else:  # installed without the repo checkout: the copy packaged next to the code
-        text = resources.files("compiler").joinpath("schema/catalog.schema.json").read_text(encoding="utf-8")
-    loaded: dict[str, Any] = json.loads(text)
-    return loaded
+    return bundled_schema("catalog.schema.json")
 
 
 def parse_model(raw: Mapping[str, Any], origin: str) -> GpuModel:

@@ -18,18 +18,23 @@ from compiler.load import expand_paths, load_paths
 from compiler.model import Policy
 from compiler.report import FORMATS
 from compiler.validate import unique_sorted, validate
+from compiler.validate.suppress import ignorable, suppress
 
 F = TypeVar("F", bound=Callable[..., Any])
 
 
 def load_and_validate(
-    paths: Sequence[str | os.PathLike[str]], catalog: Catalog | None = None
+    paths: Sequence[str | os.PathLike[str]],
+    catalog: Catalog | None = None,
+    *,
+    ignore: Sequence[str] = (),
 ) -> tuple[Policy | None, list[Diagnostic]]:
     """Load every policy file under ``paths`` and validate the set.
 
     Returns ``(policy, diagnostics)``: ``policy`` is ``None`` exactly when some diagnostic is an
     error (load, schema or semantic); warnings may come with a policy. Diagnostics are sorted by
     file, line, column, code. Never raises on bad input; ``catalog`` defaults to the shipped one.
+    Warnings and notes whose code is in ``ignore`` are left out (see :mod:`compiler.validate.suppress`).
     """
     docs, load_diags = load_paths(paths)
     incomplete = has_errors(load_diags)
@@ -38,7 +43,7 @@ def load_and_validate(
     # null at the same place would only repeat the loader's diagnostic.
     refused = {(d.file, d.path) for d in load_diags if d.path}
     kept = [d for d in diags if (d.file, d.path) not in refused]
-    merged = unique_sorted([*load_diags, *kept])
+    merged = unique_sorted(suppress([*load_diags, *kept], ignore))
     return (None if incomplete else policy), merged
 
 
@@ -66,4 +71,27 @@ def output_format_option(func: F) -> F:
 def paths_argument(func: F) -> F:
     """One or more policy files or directories (directories are searched for *.yaml/*.yml)."""
     decorated: F = click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=str))(func)
+    return decorated
+
+
+def _ignore_codes(ctx: click.Context, param: click.Parameter, values: tuple[str, ...]) -> tuple[str, ...]:
+    codes = tuple(dict.fromkeys(c.strip().upper() for v in values for c in v.split(",") if c.strip()))
+    for code in codes:
+        problem = ignorable(code)
+        if problem is not None:
+            raise click.BadParameter(problem, ctx=ctx, param=param)
+    return codes
+
+
+def ignore_option(func: F) -> F:
+    """``--ignore CODE`` (repeatable, or comma-separated): leave out warnings and notes of CODE."""
+    decorated: F = click.option(
+        "--ignore",
+        "ignore",
+        multiple=True,
+        metavar="CODE",
+        callback=_ignore_codes,
+        help="Leave out warnings and notes with this code (repeat, or separate codes with commas). "
+        "Errors cannot be ignored: an invalid policy set has nothing to build.",
+    )(func)
     return decorated

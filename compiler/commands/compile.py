@@ -18,19 +18,20 @@ import click
 
 from compiler import report
 from compiler.catalog import Catalog, load_catalog
-from compiler.commands._common import load_and_validate, output_format_option, paths_argument
+from compiler.commands._common import ignore_option, load_and_validate, output_format_option, paths_argument
 from compiler.current import read_current
 from compiler.diagnostics import Diagnostic, has_errors, make
+from compiler.exitcodes import ExitCode
+from compiler.fsio import refuse_symlink
 from compiler.load import display_path
 from compiler.model import CurrentState, Policy
 from compiler.render import check_quotas, manifest_stream, oversized, render
 from compiler.render.writer import compare, write_tree
 from compiler.solve import solve
 from compiler.solve.result import Solution
+from compiler.validate.suppress import suppress
 
-EXIT_OK = 0
-EXIT_INVALID = 1
-EXIT_DRIFT = 3
+# The codes live in compiler.exitcodes; these names stay because `migc plan` imports them from here.
 
 
 @dataclass(frozen=True)
@@ -49,16 +50,32 @@ class Compiled:
         return self.policy is None or self.solution is None or has_errors(self.diagnostics)
 
 
-def source_label(paths: Sequence[str]) -> str:
-    """Policy paths for the generated-file header: normalised and sorted (argument order is irrelevant)."""
-    shown = sorted({display_path(Path(p)) for p in paths})
-    return ", ".join(shown)
+def source_label(paths: Sequence[str], base: Path | None = None) -> str:
+    """Policy paths for the generated-file header: normalised and sorted (argument order is irrelevant).
+
+    With ``base`` (the directory that holds ``--out``) the paths are written relative to it, so the
+    header, and with it ``--check``, does not depend on the working directory:
+    ``migc compile examples/prod --out output`` and ``cd examples && migc compile prod --out
+    ../output`` render the same bytes. A policy outside ``base`` is shown as typed.
+    """
+    if base is None:
+        shown = {display_path(Path(p)) for p in paths}
+    else:
+        root = os.path.abspath(base)
+        shown = set()
+        for p in paths:
+            rel = os.path.relpath(os.path.abspath(p), root)
+            shown.add(Path(rel).as_posix() if not rel.startswith("..") else display_path(Path(p)))
+    return ", ".join(sorted(shown))
 
 
-def compile_policy(paths: Sequence[str], against: Path | None) -> Compiled:
-    """Load, validate, read the deployed state from ``against``, solve, and check quota feasibility."""
+def compile_policy(paths: Sequence[str], against: Path | None, label_base: Path | None = None) -> Compiled:
+    """Load, validate, read the deployed state from ``against``, solve, and check quota feasibility.
+
+    ``label_base``: the directory the file headers name policy paths relative to (see :func:`source_label`).
+    """
     catalog = load_catalog()
-    label = source_label(paths)
+    label = source_label(paths, label_base)
     policy, diagnostics = load_and_validate(paths, catalog)
     if policy is None or has_errors(diagnostics):
         return Compiled(None, None, catalog, CurrentState(), tuple(diagnostics), label)
@@ -95,11 +112,19 @@ def emit_diagnostics(diagnostics: Sequence[Diagnostic], fmt: str, *, to_stderr: 
     "--with",
     "extras",
     multiple=True,
-    type=click.Choice(["kueue"]),
-    help="Also render optional objects: kueue (ResourceFlavors, ClusterQueues, LocalQueues).",
+    type=click.Choice(["kueue", "monitoring"]),
+    help="Also render optional objects: kueue (ResourceFlavors, ClusterQueues, LocalQueues), "
+    "monitoring (Grafana dashboard ConfigMap, PrometheusRule).",
 )
 @click.option("--cluster", default=None, help="With --stdout: print only this cluster's manifests.")
+@click.option(
+    "--prune",
+    is_flag=True,
+    help="Also remove cluster directories an earlier run wrote into --out that this policy does not "
+    "produce (without it they are kept, with a warning).",
+)
 @output_format_option
+@ignore_option
 def command(
     paths: tuple[str, ...],
     out: str,
@@ -107,49 +132,61 @@ def command(
     to_stdout: bool,
     extras: tuple[str, ...],
     cluster: str | None,
+    prune: bool,
     output_format: str,
+    ignore: tuple[str, ...],
 ) -> int:
     """Compile policy PATHS (files or directories) into Kubernetes manifests under --out.
 
     The layout deployed now is read from --out, so nodes keep their layout where they can.
+    A symlinked --out is refused (pass the directory it points to); only one compile writes an
+    --out at a time. Every file removed from --out is reported on stderr.
     Exit status: 0 written (or up to date with --check), 1 invalid or infeasible policy (nothing
     written), 2 usage error, 3 --check found stale, missing or extra files.
     """
     if check and to_stdout:
         raise click.UsageError("--check and --stdout exclude each other")
     out_dir = Path(out)
-    result = compile_policy(paths, out_dir)
     log_to_stderr = to_stdout or check
-    emit_diagnostics(result.diagnostics, output_format, to_stderr=log_to_stderr)
+    link = None if to_stdout else refuse_symlink(out_dir, "--out")
+    if link is not None:  # written or checked: the same directory either way, never through a link
+        emit_diagnostics([link], output_format, to_stderr=log_to_stderr)
+        return ExitCode.INVALID
+    result = compile_policy(paths, out_dir, label_base=Path(os.path.abspath(out_dir)).parent)
+    shown = suppress(result.diagnostics, ignore)  # warnings and notes only; errors always stay
+    emit_diagnostics(shown, output_format, to_stderr=log_to_stderr)
     if result.failed or result.policy is None or result.solution is None:
-        click.echo(
-            report.summary(list(result.diagnostics), what="compile") + "; nothing was written", err=True
-        )
-        return EXIT_INVALID
+        click.echo(report.summary(shown, what="compile") + "; nothing was written", err=True)
+        return ExitCode.INVALID
     files = render(
         result.policy,
         result.solution,
         result.catalog,
         with_kueue="kueue" in extras,
+        with_monitoring="monitoring" in extras,
         source_label=result.source_label,
     )
     too_big = oversized(files)
     if too_big:
         emit_diagnostics(too_big, output_format, to_stderr=log_to_stderr)
         click.echo(report.summary(too_big, what="compile") + "; nothing was written", err=True)
-        return EXIT_INVALID
+        return ExitCode.INVALID
     if to_stdout:
         if cluster is not None and cluster not in {c.name for c in result.policy.clusters}:
             raise click.BadParameter(f"no cluster named {cluster!r} in the policy", param_hint="--cluster")
         sys.stdout.buffer.write(manifest_stream(files, cluster))
         sys.stdout.flush()
         click.echo(f"migc: {len(files)} files rendered to stdout", err=True)
-        return EXIT_OK
+        return ExitCode.OK
     if check:
-        drift = compare(files, out_dir)
+        drift = compare(files, out_dir, prune=prune)
+        if drift.diagnostics:
+            emit_diagnostics(drift.diagnostics, output_format, to_stderr=True)
+        if has_errors(list(drift.diagnostics)):
+            return ExitCode.INVALID
         if drift.clean:
             click.echo(f"migc: {display_path(out_dir)} is up to date ({len(files)} files)", err=True)
-            return EXIT_OK
+            return ExitCode.OK
         for label, items in (("stale", drift.stale), ("missing", drift.missing), ("extra", drift.extra)):
             for item in items:
                 click.echo(f"{label}: {display_path(out_dir / item)}")
@@ -160,18 +197,26 @@ def command(
             file=display_path(out_dir),
         )
         emit_diagnostics([stale_diag], output_format, to_stderr=True)
-        return EXIT_DRIFT
-    written = write_tree(files, out_dir)
-    emit_diagnostics(written, output_format, to_stderr=False)
-    if has_errors(written):
+        return ExitCode.DRIFT
+    written = write_tree(files, out_dir, prune=prune)
+    emit_diagnostics(written.diagnostics, output_format, to_stderr=False)
+    if written.failed:
         click.echo(
-            report.summary(written, what="compile") + f"; {display_path(out_dir)} left unchanged", err=True
+            report.summary(list(written.diagnostics), what="compile")
+            + f"; {display_path(out_dir)} left unchanged",
+            err=True,
         )
-        return EXIT_INVALID
+        return ExitCode.INVALID
+    for name, count in written.removed_clusters:
+        click.echo(f"migc: removed {display_path(out_dir / name)}{os.sep} ({count} files; --prune)", err=True)
+    for path in written.removed_files:
+        click.echo(f"migc: removed {display_path(out_dir / path)} (no longer rendered)", err=True)
     clusters = len(result.policy.clusters)
+    removed = len(written.removed_files) + sum(n for _, n in written.removed_clusters)
+    kept = f", kept {len(written.kept_clusters)} other cluster(s)" if written.kept_clusters else ""
     click.echo(
         f"migc: wrote {len(files)} files for {clusters} cluster{'s' if clusters != 1 else ''} "
-        f"to {display_path(out_dir)}{os.sep}",
+        f"to {display_path(out_dir)}{os.sep}, removed {removed}{kept}",
         err=True,
     )
-    return EXIT_OK
+    return ExitCode.OK

@@ -16,10 +16,7 @@ import yaml
 from compiler import discover, report
 from compiler.catalog import load_catalog
 from compiler.diagnostics import Diagnostic, has_errors
-
-EXIT_OK = 0
-EXIT_FAILED = 1
-EXIT_DIFFERENT = 3
+from compiler.exitcodes import ExitCode
 
 
 def _print_diagnostics(diagnostics: list[Diagnostic], output_format: str) -> None:
@@ -78,7 +75,7 @@ def run(*, fmt: str, compare: bool, gpu: int | None, output_format: str, quiet: 
         diagnostics.extend(notes)
     except discover.DiscoverError as exc:
         _print_diagnostics([*diagnostics, exc.diagnostic], output_format)
-        return EXIT_FAILED
+        return ExitCode.INVALID
     if not quiet:
         for line in discover.layout_lines(cap):
             click.echo(line, err=True)
@@ -87,7 +84,7 @@ def run(*, fmt: str, compare: bool, gpu: int | None, output_format: str, quiet: 
         click.echo(yaml.safe_dump(data, sort_keys=False, default_flow_style=None, width=120), nl=False)
         if diagnostics:
             _print_diagnostics(diagnostics, output_format)
-        return EXIT_FAILED if has_errors(diagnostics) else EXIT_OK
+        return ExitCode.INVALID if has_errors(diagnostics) else ExitCode.OK
 
     catalog = load_catalog()
     entries = []
@@ -98,7 +95,7 @@ def run(*, fmt: str, compare: bool, gpu: int | None, output_format: str, quiet: 
         if compare:
             differences.extend(discover.compare(model, known))
     if fmt == "json":
-        click.echo(json.dumps(entries, indent=2))
+        click.echo(json.dumps(entries, indent=2, allow_nan=False))
     else:
         # Every document opens with "---" so that outputs of many nodes concatenate into one stream.
         header = (
@@ -117,8 +114,8 @@ def run(*, fmt: str, compare: bool, gpu: int | None, output_format: str, quiet: 
         )
         click.echo(f"migc discover: {summary}", err=True)
     if has_errors(diagnostics):
-        return EXIT_FAILED
-    return EXIT_DIFFERENT if differences else EXIT_OK
+        return ExitCode.INVALID
+    return ExitCode.DRIFT if differences else ExitCode.OK
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -133,7 +130,7 @@ def main(argv: list[str] | None = None) -> int:
         return exc.exit_code
     except Exception as exc:  # the same last line of defence as compiler.cli.main
         click.echo(f"migc discover: internal error (MIGC000): {type(exc).__name__}: {exc}", err=True)
-        return 70
+        return ExitCode.INTERNAL
     return int(rc or 0)
 
 

@@ -7,12 +7,14 @@ import re
 import click
 
 from compiler.diagnostics import UnknownCodeError, lookup, registry
+from compiler.exitcodes import ExitCode
 
 RANGES = (
     ("MIGC0xx", "syntax and schema"),
     ("MIGC1xx", "semantics"),
     ("MIGC2xx", "solving"),
     ("MIGC3xx", "output"),
+    ("MIGC4xx", "observing a cluster"),
     ("MIGC9xx", "internal and environment"),
 )
 
@@ -25,14 +27,16 @@ def _normalise(code: str) -> str:
     return text
 
 
-@click.command(name="explain")
+@click.command(
+    name="explain", short_help="Explain a diagnostic code such as MIGC006, or list every code."
+)
 @click.argument("code", required=False)
 def command(code: str | None) -> int:
     """Explain diagnostic CODE (e.g. MIGC006); without CODE, list every code."""
     if code is None:
         for entry in registry().values():
             click.echo(f"{entry.code}  {entry.severity!s:<7}  {entry.title}")
-        return 0
+        return ExitCode.OK
     try:
         info = lookup(_normalise(code))
     except UnknownCodeError:
@@ -46,4 +50,4 @@ def command(code: str | None) -> int:
     if info.fix:
         click.echo()
         click.echo(f"Fix: {info.fix}")
-    return 0
+    return ExitCode.OK

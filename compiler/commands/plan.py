@@ -6,36 +6,62 @@ summary line go to stderr. ``--exit-code`` exits 3 when anything would change.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import click
 
 from compiler import report
-from compiler.commands._common import paths_argument
-from compiler.commands.compile import EXIT_DRIFT, EXIT_INVALID, EXIT_OK, compile_policy, emit_diagnostics
+from compiler.commands._common import ignore_option, paths_argument
+from compiler.commands._files import write_files
+from compiler.commands.compile import compile_policy, emit_diagnostics
 from compiler.current import read_capacity
-from compiler.diagnostics import has_errors
+from compiler.diagnostics import has_errors, make
+from compiler.exitcodes import ExitCode
+from compiler.fsio import SNAPSHOT_LIMIT, ReadRefused, read_bounded, refuse_symlink
 from compiler.plan import (
     SnapshotError,
     build_plan,
     parse_snapshot,
     snapshot_diagnostic,
+    svg_files,
     to_json,
     to_markdown,
     to_text,
-    write_svgs,
 )
+from compiler.render.writer import INDEX_NAME
 from compiler.solve.export import solution_to_dict
+from compiler.validate.suppress import suppress
+
+
+def _render_check(against: Path) -> str | None:
+    """Why ``against`` is not a migc render (None when it is): it must hold a cluster directory
+    with a ``.migc-index.json`` regular file, as every ``migc compile`` writes."""
+    if os.path.islink(against) and not against.exists():
+        return f"{against} is a dangling symbolic link"
+    if not against.exists():
+        return f"{against} does not exist"
+    if not against.is_dir():
+        return f"{against} is not a directory"
+    for index in against.glob(f"*/{INDEX_NAME}"):
+        if index.is_file():
+            return None
+    return f"{against} holds no cluster directory with a {INDEX_NAME}; it was not written by `migc compile`"
 
 
 @click.command(name="plan")
 @paths_argument
 @click.option(
     "--against",
-    default="output",
-    show_default=True,
-    type=click.Path(file_okay=False),
-    help="Rendered output that describes what is deployed now.",
+    default=None,
+    type=click.Path(),
+    help="Rendered output that describes what is deployed now (a directory `migc compile` wrote). "
+    "[default: output]",
+)
+@click.option(
+    "--from-scratch",
+    is_flag=True,
+    help="Plan a first rollout: nothing is deployed yet (excludes --against).",
 )
 @click.option(
     "--output-format",
@@ -47,11 +73,17 @@ from compiler.solve.export import solution_to_dict
     help="Format of the plan.",
 )
 @click.option(
+    "--detail",
+    is_flag=True,
+    help="List every changed GPU of every node instead of grouping identical nodes and GPUs.",
+)
+@click.option(
     "--svg",
     "svg_dir",
     default=None,
     type=click.Path(file_okay=False),
-    help="Write one SVG per changed node (before/after slice bars) into this directory.",
+    help="Write one SVG per changed node (before/after slice bars) into this directory "
+    "(not through a symbolic link; existing files of the same name are replaced, never written through).",
 )
 @click.option("--exit-code", is_flag=True, help="Exit 3 when the plan contains changes.")
 @click.option(
@@ -60,33 +92,67 @@ from compiler.solve.export import solution_to_dict
     type=click.Path(dir_okay=False),
     help="Pods of the cluster (kubectl get pods -A -o json) to list the GPU pods a rollout evicts.",
 )
+@ignore_option
 def command(
     paths: tuple[str, ...],
-    against: str,
+    against: str | None,
+    from_scratch: bool,
     fmt: str,
+    detail: bool,
     svg_dir: str | None,
     exit_code: bool,
     snapshot: str | None,
+    ignore: tuple[str, ...],
 ) -> int:
     """Show what compiling policy PATHS would change: nodes, GPUs, capacity, evictions and cost.
 
+    --against must name a directory `migc compile` wrote (default output/); a first rollout is
+    planned with --from-scratch.
     Exit status: 0 (also with changes, unless --exit-code), 1 invalid or infeasible policy,
-    2 usage error, 3 changes present with --exit-code.
+    2 usage error (also: --against is not a migc render), 3 changes present with --exit-code.
     """
-    result = compile_policy(paths, Path(against))
+    if from_scratch and against is not None:
+        raise click.UsageError("--from-scratch and --against exclude each other")
+    deployed: Path | None = None
+    if not from_scratch:
+        deployed = Path(against if against is not None else "output")
+        why = _render_check(deployed)
+        if why is not None:
+            emit_diagnostics(
+                [
+                    make(
+                        "MIGC323",
+                        f"--against {why}; pass the committed output, "
+                        "or --from-scratch to plan a first rollout",
+                        file=str(deployed),
+                    )
+                ],
+                "text",
+                to_stderr=True,
+            )
+            return ExitCode.USAGE
+    if svg_dir is not None:
+        link = refuse_symlink(Path(svg_dir), "--svg")
+        if link is not None:
+            emit_diagnostics([link], "text", to_stderr=True)
+            return ExitCode.INVALID
+    result = compile_policy(paths, deployed)
     diagnostics = list(result.diagnostics)
-    recorded, more = read_capacity(Path(against))
+    recorded, more = read_capacity(deployed)
     diagnostics.extend(more)
     pods = None
     if snapshot is not None:
         try:
-            pods = parse_snapshot(Path(snapshot).read_text(encoding="utf-8"))
+            pods = parse_snapshot(read_bounded(Path(snapshot), SNAPSHOT_LIMIT, what="a cluster snapshot"))
+        except ReadRefused as exc:
+            diagnostics.append(exc.diagnostic)
         except (OSError, SnapshotError) as exc:
             diagnostics.append(snapshot_diagnostic(snapshot, exc))
+    diagnostics = suppress(diagnostics, ignore)  # warnings and notes only; errors always stay
     emit_diagnostics(diagnostics, "text", to_stderr=True)
     if result.failed or result.policy is None or result.solution is None or has_errors(diagnostics):
         click.echo(report.summary(diagnostics, what="plan"), err=True)
-        return EXIT_INVALID
+        return ExitCode.INVALID
     plan = build_plan(
         result.policy,
         result.solution,
@@ -97,11 +163,16 @@ def command(
         recorded=recorded,
     )
     if svg_dir is not None:
-        write_svgs(plan, result.catalog, Path(svg_dir))
+        try:
+            write_files(Path(svg_dir), svg_files(plan, result.catalog))
+        except OSError as exc:
+            failed = make("MIGC301", f"cannot write {svg_dir}: {exc.strerror or exc}", file=svg_dir)
+            emit_diagnostics([failed], "text", to_stderr=True)
+            return ExitCode.INVALID
     if fmt == "json":
         click.echo(to_json(plan), nl=False)
     elif fmt == "markdown":
-        click.echo(to_markdown(plan, svg_dir), nl=False)
+        click.echo(to_markdown(plan, svg_dir, detail=detail), nl=False)
     else:
-        click.echo(to_text(plan), nl=False)
-    return EXIT_DRIFT if exit_code and plan.has_changes else EXIT_OK
+        click.echo(to_text(plan, detail=detail), nl=False)
+    return ExitCode.DRIFT if exit_code and plan.has_changes else ExitCode.OK

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import click
 
+from compiler.exitcodes import ExitCode
 from compiler.schemas import KINDS, dumps, kind_schemas, policy_schema
 
 
@@ -17,10 +18,10 @@ def command(kind: str | None) -> int:
     """
     if kind is None:
         click.echo(dumps(policy_schema()), nl=False)
-        return 0
+        return ExitCode.OK
     by_lower = {k.lower(): k for k in KINDS}
     wanted = by_lower.get(kind.lower())
     if wanted is None:
         raise click.UsageError(f"unknown kind '{kind}'; kinds: {', '.join(KINDS)}")
     click.echo(dumps(kind_schemas()[wanted]), nl=False)
-    return 0
+    return ExitCode.OK

@@ -7,13 +7,17 @@ from pathlib import Path
 
 import click
 
-from compiler.commands._common import count_files, load_and_validate, output_format_option, paths_argument
+from compiler.commands._common import (
+    count_files,
+    ignore_option,
+    load_and_validate,
+    output_format_option,
+    paths_argument,
+)
 from compiler.diagnostics import Diagnostic, Severity
+from compiler.exitcodes import ExitCode
 from compiler.report import emit
 from compiler.validate import unique_sorted
-
-EXIT_OK = 0
-EXIT_INVALID = 1
 
 
 def policy_sets(paths: tuple[str, ...]) -> list[list[str]]:
@@ -34,22 +38,25 @@ def policy_sets(paths: tuple[str, ...]) -> list[list[str]]:
 @paths_argument
 @output_format_option
 @click.option("--strict", is_flag=True, help="Fail (exit 1) on warnings too, not only on errors.")
-def command(paths: tuple[str, ...], output_format: str, strict: bool) -> int:
+@ignore_option
+def command(paths: tuple[str, ...], output_format: str, strict: bool, ignore: tuple[str, ...]) -> int:
     """Check policy sets against the schemas and semantic rules.
 
     Each PATH directory is one policy set (searched for *.yaml/*.yml); files given directly form
     one set together. Diagnostics go to stdout in the chosen format, a one-line summary to stderr.
-    Exit status: 0 valid, 1 invalid (or warnings with --strict), 2 usage error.
+    Warnings and notes of a code given with --ignore are left out (and so do not fail --strict);
+    errors cannot be ignored. Exit status: 0 valid, 1 invalid (or warnings with --strict), 2 usage
+    error (an --ignore code that is unknown or an error).
     """
     diagnostics: list[Diagnostic] = []
     for group in policy_sets(paths):
-        _, diags = load_and_validate(group)
+        _, diags = load_and_validate(group, ignore=ignore)
         diagnostics.extend(diags)
     diagnostics = unique_sorted(diagnostics)
     emit(diagnostics, output_format, out=sys.stdout, err=sys.stderr, files=count_files(paths))
     worst = max((d.severity for d in diagnostics), default=None)
     if worst is None:
-        return EXIT_OK
+        return ExitCode.OK
     if worst >= Severity.ERROR or (strict and worst >= Severity.WARNING):
-        return EXIT_INVALID
-    return EXIT_OK
+        return ExitCode.INVALID
+    return ExitCode.OK

@@ -6,6 +6,7 @@ import click
 
 from compiler import __version__
 from compiler.catalog import load_catalog
+from compiler.exitcodes import ExitCode
 from compiler.schemas import API_VERSION
 
 
@@ -25,4 +26,4 @@ def command(show_catalog: bool) -> int:
             products = ", ".join(m.gpu_products) or "-"
             kind = f"MIG, {len(m.profiles)} profiles" if m.mig_capable else "no MIG"
             click.echo(f"  {m.model:<16} {kind:<18} gpu.product: {products}")
-    return 0
+    return ExitCode.OK

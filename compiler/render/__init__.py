@@ -9,6 +9,7 @@ Per cluster, under ``<cluster>/`` (see docs/ARCHITECTURE.md, "Output contract"):
   CapacityReport ConfigMap (requested and served instances per pool, tenant and workload) that
   ``migc plan`` reads back as the exact "before" (``compiler/render/capacity.py``);
 * ``cluster/`` — a PriorityClass per tier; ``kueue/`` — ResourceFlavors (``--with kueue``);
+  ``monitoring/`` — Grafana dashboard ConfigMap and PrometheusRule (``--with monitoring``);
 * ``tenants/<tenant>/`` — owned Namespaces, and per namespace a ResourceQuota and a LimitRange;
 * ``kustomization.yaml`` listing every object file, and ``.migc-index.json`` (file → sha256) that
   the writer uses to prune files a later run no longer generates.
@@ -36,6 +37,7 @@ from compiler.render import manifests
 from compiler.render.capacity import capacity_configmap, capacity_document
 from compiler.render.emit import dump_json, dump_yaml, header
 from compiler.render.kueue import kueue_objects
+from compiler.render.monitoring import monitoring_objects
 from compiler.render.quota import check_quotas
 from compiler.solve.result import Solution
 
@@ -74,6 +76,7 @@ def render(
     catalog: Catalog,
     *,
     with_kueue: bool = False,
+    with_monitoring: bool = False,
     source_label: str | None = None,
     version: str = __version__,
 ) -> dict[str, bytes]:
@@ -98,6 +101,8 @@ def render(
         objects.extend(manifests.tenant_objects(policy, cluster, catalog))
         if with_kueue:
             objects.extend(kueue_objects(policy, cluster))
+        if with_monitoring:
+            objects.extend(monitoring_objects(policy, cluster))
         seen: set[str] = set()
         cluster_files: dict[str, bytes] = {}
         for path, obj in objects:

@@ -66,12 +66,12 @@ def dump_yaml(data: Any) -> str:
 
 def dump_json(data: Any) -> str:
     """Canonical, human-readable JSON: sorted keys, two-space indent, trailing newline."""
-    return json.dumps(data, sort_keys=True, indent=2, ensure_ascii=False) + "\n"
+    return json.dumps(data, sort_keys=True, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
 
 
 def canonical_json(data: Any) -> str:
     """The compact canonical form that content hashes are taken over."""
-    return json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
 
 
 def header(version: str, source_label: str) -> str:

@@ -18,7 +18,7 @@ from compiler.model import GpuLayout, NodeLayout
 
 LABEL_VALUE_MAX = 63
 ALL_DISABLED = "all-disabled"
-_LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
+_LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?\Z")
 
 
 def is_label_value(value: str) -> bool:

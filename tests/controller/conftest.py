@@ -6,11 +6,14 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import itertools
 import threading
 from collections.abc import Callable, Iterator, Mapping
+from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from kubernetes import client
 
 from controller import state as st
@@ -286,9 +289,102 @@ def assert_only_gpu_pods_evicted(calls: list[Call], gpu_pods: set[str]) -> set[s
     return evicted
 
 
-# (group, resource, subresource, verb) of every controller request in this session's scenarios;
-# the RBAC test checks that the ClusterRole/Role cover all of them.
-OBSERVED: set[tuple[str, str, str, str]] = set()
+DEPLOY = Path(__file__).resolve().parents[2] / "controller" / "deploy"
+
+
+def deploy_objects() -> list[dict[str, Any]]:
+    """Every object of the controller's deploy manifests, in file order."""
+    docs: list[dict[str, Any]] = []
+    for path in sorted(DEPLOY.glob("*.yaml")):
+        docs.extend(d for d in yaml.safe_load_all(path.read_text(encoding="utf-8")) if d)
+    return docs
+
+
+def granted_rbac(kind: str | None = None) -> set[tuple[str, str, str, str]]:
+    """(group, resource, subresource, verb) the deploy manifests' ClusterRole and Role (or ``kind``) grant."""
+    out = set()
+    for obj in deploy_objects():
+        if obj["kind"] not in ((kind,) if kind else ("ClusterRole", "Role")):
+            continue
+        for rule in obj["rules"]:
+            for group, res, verb in itertools.product(rule["apiGroups"], rule["resources"], rule["verbs"]):
+                resource, _, sub = res.partition("/")
+                out.add((group, resource, sub, verb))
+    return out
+
+
+@dataclasses.dataclass(frozen=True)
+class Rule:
+    """One PolicyRule of a role bound to the controller's ServiceAccount; ``namespace`` None: cluster-wide."""
+
+    namespace: str | None
+    groups: frozenset[str]
+    resources: frozenset[str]  # "pods" or "pods/eviction"
+    verbs: frozenset[str]
+    names: frozenset[str]  # resourceNames; empty: any name
+
+
+def bound_rules() -> list[Rule]:
+    """The rules of every role a binding in the deploy manifests grants the Deployment's ServiceAccount.
+
+    A ClusterRoleBinding grants its ClusterRole everywhere; a RoleBinding grants its Role only in the
+    binding's namespace (Kubernetes RBAC, https://kubernetes.io/docs/reference/access-authn-authz/rbac/).
+    """
+    objects = deploy_objects()
+    (deployment,) = [o for o in objects if o["kind"] == "Deployment"]
+    account = deployment["spec"]["template"]["spec"]["serviceAccountName"]
+    account_ns = deployment["metadata"]["namespace"]
+    roles = {(o["kind"], o["metadata"].get("namespace"), o["metadata"]["name"]): o for o in objects}
+    rules: list[Rule] = []
+    for binding in objects:
+        if binding["kind"] not in ("ClusterRoleBinding", "RoleBinding"):
+            continue
+        if not any(
+            s["kind"] == "ServiceAccount" and s["name"] == account and s.get("namespace") == account_ns
+            for s in binding["subjects"]
+        ):
+            continue
+        scope = binding["metadata"].get("namespace") if binding["kind"] == "RoleBinding" else None
+        ref = binding["roleRef"]
+        role = roles[(ref["kind"], scope if ref["kind"] == "Role" else None, ref["name"])]
+        for r in role["rules"]:
+            rules.append(
+                Rule(
+                    scope,
+                    frozenset(r["apiGroups"]),
+                    frozenset(r["resources"]),
+                    frozenset(r["verbs"]),
+                    frozenset(r.get("resourceNames", ())),
+                )
+            )
+    return rules
+
+
+def authorized(call: Call, rules: list[Rule]) -> bool:
+    """Whether the RBAC authorizer would allow ``call`` under ``rules``, as the Kubernetes docs define it
+    (https://kubernetes.io/docs/reference/access-authn-authz/rbac/#referring-to-resources): resourceNames
+    cannot restrict ``create`` of a top-level resource (the name is not known at authorization time),
+    and a name-restricted ``list``/``watch`` is allowed only with a ``metadata.name=<name>`` field
+    selector naming an allowed object."""
+    resource = f"{call.resource}/{call.subresource}" if call.subresource else call.resource
+    name = call.name
+    if call.verb in ("list", "watch"):
+        selector = call.params.get("fieldSelector", "")
+        name = selector.removeprefix("metadata.name=") if selector.startswith("metadata.name=") else None
+        if name is not None and "," in name:
+            name = None
+    for rule in rules:
+        if rule.namespace is not None and call.namespace != rule.namespace:
+            continue
+        if call.group not in rule.groups or resource not in rule.resources or call.verb not in rule.verbs:
+            continue
+        if rule.names:
+            if call.verb == "create" and not call.subresource:
+                continue
+            if name not in rule.names:
+                continue
+        return True
+    return False
 
 
 def rbac_tuples(calls: list[Call]) -> set[tuple[str, str, str, str]]:
@@ -297,10 +393,15 @@ def rbac_tuples(calls: list[Call]) -> set[tuple[str, str, str, str]]:
 
 @pytest.fixture
 def cluster() -> Iterator[Cluster]:
+    """A fresh emulated cluster. On teardown, every request the controllers made in this scenario must
+    be one the deploy RBAC grants (checked per scenario, so it holds whatever order tests run in)."""
     c = Cluster()
     try:
         yield c
+        c.stop_all()
+        rules = bound_rules()
+        denied = [call for call in c.controller_calls() if not authorized(call, rules)]
+        assert not denied, f"controller calls the deploy RBAC would refuse: {denied}"
     finally:
         c.stop_all()
-        OBSERVED.update(rbac_tuples(c.controller_calls()))
         c.emu.stop()

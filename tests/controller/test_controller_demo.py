@@ -14,6 +14,7 @@ from controller.emulation import assignment_configmap
 DEMO_DATA = Path(demo.__file__).parent / "demo_data"
 
 
+@pytest.mark.slow
 def test_demo_rolls_out_a_rendered_assignment(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     doc = json.loads((DEMO_DATA / "assignment-v2.json").read_text())
     target = tmp_path / "demo" / "migc-system" / "configmap-migc-assignment.yaml"

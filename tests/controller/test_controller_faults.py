@@ -196,6 +196,7 @@ def test_dropped_watches_are_re_established(cluster: Cluster) -> None:
     assert [c.refused for c in watches if c.resource == "configmaps"][:3] == [False, True, False]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kill_after", [2, 7, 13])
 def test_killed_mid_rollout_and_restarted_resumes_without_repeating_steps(
     cluster: Cluster, kill_after: int
@@ -226,7 +227,7 @@ def test_killed_mid_rollout_and_restarted_resumes_without_repeating_steps(
     assert max_cordoned(calls) <= 3
     assert_cordons_are_marked(calls)
     cordons = [
-        c.name
+        str(c.name)
         for c in calls
         if c.verb == "patch"
         and c.resource == "nodes"
@@ -235,7 +236,7 @@ def test_killed_mid_rollout_and_restarted_resumes_without_repeating_steps(
     ]
     assert sorted(cordons) == nodes  # each node cordoned exactly once across both lifetimes
     labels = [
-        c.name
+        str(c.name)
         for c in calls
         if c.verb == "patch"
         and c.resource == "nodes"

@@ -6,6 +6,7 @@ import datetime as dt
 import logging
 import urllib.error
 import urllib.request
+from typing import Any
 
 import pytest
 from conftest import Cluster, assignment, writes
@@ -16,7 +17,8 @@ from controller.emulation import NODES as NODES_RES
 
 OLD, NEW = "all-1g.10gb", "all-3g.40gb"
 NODES = ["n0", "n1", "n2"]
-FAST_IDLE = {"resync_interval": 0.05}  # idle passes come quickly, so "nothing happened" is cheap to show
+# idle passes come quickly, so "nothing happened" is cheap to show
+FAST_IDLE: dict[str, Any] = {"resync_interval": 0.05}
 
 
 def _prepare(cluster: Cluster, **kw: object) -> dict[str, object]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from conftest import (
     Cluster,
     assert_cordons_are_marked,
@@ -16,6 +17,7 @@ from controller import state as st
 NODES = [f"gpu-{i:02d}" for i in range(20)]
 
 
+@pytest.mark.slow
 def test_new_revision_rolls_out_within_budget_evicting_only_gpu_pods(cluster: Cluster) -> None:
     cluster.add_nodes(NODES, "all-1g.10gb")
     gpu_pods = set()
@@ -44,7 +46,7 @@ def test_new_revision_rolls_out_within_budget_evicting_only_gpu_pods(cluster: Cl
 
     # Nodes with the fewest running GPU pods went first (ties by name).
     cordon_order = [
-        c.name
+        str(c.name)
         for c in calls
         if c.verb == "patch"
         and c.resource == "nodes"

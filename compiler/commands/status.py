@@ -1,0 +1,214 @@
+"""`migc status`: capacity, allocation, usage, pending pods, rollouts, drift and cost of a fleet.
+
+The observed state comes from snapshot files (``kubectl get pods,nodes -A -o json``) or a live
+cluster (kubeconfig or in-cluster, read-only list calls). What nodes should carry comes from
+``--against DIR`` (a rendered output's NodeAssignment) or, without it, from solving the policy.
+The table or JSON goes to stdout, diagnostics to stderr; ``--html FILE`` also writes the console.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import click
+
+from compiler import report
+from compiler.catalog import load_catalog
+from compiler.commands._common import load_and_validate, paths_argument
+from compiler.commands.compile import compile_policy, emit_diagnostics
+from compiler.current import ASSIGNMENT_FILE, read_assignment, state_from_assignment
+from compiler.diagnostics import has_errors, make
+from compiler.exitcodes import ExitCode
+from compiler.observe import Observation, ObserveError, read_cluster, read_snapshots
+from compiler.observe.prometheus import InstanceUsage, instance_usage
+from compiler.render import manifests
+from compiler.status import Filters, build_status, to_html, to_json, to_text
+
+
+def _parse_now(value: str | None) -> dt.datetime | None:
+    if value is None:
+        return dt.datetime.now(dt.UTC).replace(microsecond=0)
+    try:
+        t = dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return t if t.tzinfo is not None else None
+
+
+def _write_atomic(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+@click.command(name="status")
+@paths_argument
+@click.option(
+    "--snapshot",
+    "snapshots",
+    multiple=True,
+    type=click.Path(dir_okay=False),
+    help="Cluster state from `kubectl get pods,nodes -A -o json` (repeat for several files).",
+)
+@click.option("--kubeconfig", default=None, type=click.Path(dir_okay=False), help="Read a live cluster.")
+@click.option("--context", default=None, help="Kubeconfig context (default: the current one).")
+@click.option("--in-cluster", is_flag=True, help="Read the cluster migc runs in (service account).")
+@click.option(
+    "--against",
+    default="output",
+    show_default=True,
+    type=click.Path(file_okay=False),
+    help="Rendered output whose NodeAssignment says what nodes should carry; a cluster without one "
+    "there is compared with the solved policy.",
+)
+@click.option("--prometheus", default=None, help="Prometheus base URL for DCGM exporter usage.")
+@click.option(
+    "--timeout", default=10.0, show_default=True, type=click.FloatRange(0.1, 600), help="Seconds per request."
+)
+@click.option("--pool", "pools", multiple=True, help="Only these pools (repeatable).")
+@click.option(
+    "--tenant", "tenants", multiple=True, help="Only these tenants and the nodes they use (repeatable)."
+)
+@click.option("--free", "free_only", is_flag=True, help="Only nodes and pools with free GPU capacity.")
+@click.option(
+    "--output-format", "-o", "fmt", default="text", show_default=True, type=click.Choice(["text", "json"])
+)
+@click.option(
+    "--html", "html_file", default=None, type=click.Path(dir_okay=False), help="Also write the HTML console."
+)
+@click.option("--now", default=None, help="Time the snapshot describes (RFC 3339, default: now).")
+@click.option("--exit-code", is_flag=True, help="Exit 3 when a node shown drifts from the assignment.")
+def command(
+    paths: tuple[str, ...],
+    snapshots: tuple[str, ...],
+    kubeconfig: str | None,
+    context: str | None,
+    in_cluster: bool,
+    against: str,
+    prometheus: str | None,
+    timeout: float,
+    pools: tuple[str, ...],
+    tenants: tuple[str, ...],
+    free_only: bool,
+    fmt: str,
+    html_file: str | None,
+    now: str | None,
+    exit_code: bool,
+) -> int:
+    """Show GPU capacity, allocation, use, pending pods, rollouts, drift and cost per node, pool and tenant.
+
+    Exit status: 0 shown, 1 invalid policy or unreadable cluster state, 2 usage error, 3 with
+    --exit-code when a node drifts.
+    """
+    live = kubeconfig is not None or context is not None or in_cluster
+    if bool(snapshots) == live:
+        raise click.UsageError("give either --snapshot FILE... or --kubeconfig/--context/--in-cluster")
+    moment = _parse_now(now)
+    if moment is None:
+        diag = make("MIGC406", f"--now {now!r} is not an RFC 3339 timestamp with a time zone")
+        emit_diagnostics([diag], "text", to_stderr=True)
+        return ExitCode.INVALID
+    catalog = load_catalog()
+    loaded, diagnostics = load_and_validate(paths, catalog)
+    if loaded is None or has_errors(diagnostics):
+        emit_diagnostics(diagnostics, "text", to_stderr=True)
+        click.echo(report.summary(diagnostics, what="status"), err=True)
+        return ExitCode.INVALID
+    policy = loaded
+    for name, known, option in (
+        (pools, {p.name for c in policy.clusters for p in c.pools}, "--pool"),
+        (tenants, {t.name for t in policy.tenants}, "--tenant"),
+    ):
+        unknown = sorted(set(name) - known)
+        if unknown:
+            raise click.BadParameter(f"not in the policy: {', '.join(unknown)}", param_hint=option)
+
+    assignments: dict[str, dict[str, Any]] = {}
+    sources: set[str] = set()
+    unrendered = []
+    for cluster in policy.clusters:
+        path = Path(against) / cluster.name / ASSIGNMENT_FILE
+        if not path.exists():
+            unrendered.append(cluster)
+            continue
+        sources.add(f"{Path(against)}{os.sep}")
+        try:
+            doc = read_assignment(path)
+            state_from_assignment(doc)  # the structure compile and the controller rely on
+            assignments[cluster.name] = doc
+        except (ValueError, KeyError, TypeError) as exc:
+            diagnostics.append(
+                make("MIGC405", f"no usable assignment for cluster {cluster.name}: {exc}", file=str(path))
+            )
+    if unrendered and not has_errors(diagnostics):
+        # no rendered output for these clusters: compare with what compiling the policy would assign
+        sources.add("the solved policy")
+        result = compile_policy(paths, Path(against))
+        diagnostics = list(result.diagnostics)
+        if result.failed or result.solution is None:
+            emit_diagnostics(diagnostics, "text", to_stderr=True)
+            click.echo(report.summary(diagnostics, what="status"), err=True)
+            return ExitCode.INVALID
+        for cluster in unrendered:
+            configs = manifests.collect_configs(cluster, result.solution, catalog)
+            assignments[cluster.name] = manifests.assignment_document(cluster, result.solution, configs)
+    expected_from = " and ".join(sorted(sources))
+
+    observation: Observation | None = None
+    if not has_errors(diagnostics):
+        try:
+            if snapshots:
+                observation = read_snapshots(snapshots, moment)
+            else:
+                observation = read_cluster(
+                    moment, kubeconfig=kubeconfig, context=context, in_cluster=in_cluster, timeout=timeout
+                )
+        except ObserveError as exc:
+            diagnostics.append(exc.diagnostic)
+    usage: tuple[InstanceUsage, ...] | None = None
+    if observation is not None and prometheus is not None:
+        got, more = instance_usage(prometheus, timeout)
+        diagnostics.extend(more)
+        usage = None if more else got
+    if observation is not None:
+        diagnostics.extend(observation.warnings)
+    emit_diagnostics(diagnostics, "text", to_stderr=True)
+    if observation is None or has_errors(diagnostics):
+        click.echo(report.summary(diagnostics, what="status"), err=True)
+        return ExitCode.INVALID
+    status = build_status(
+        policy,
+        catalog,
+        observation,
+        assignments,
+        expected_from=expected_from,
+        usage=usage,
+        filters=Filters(pools=pools, tenants=tenants, free_only=free_only),
+    )
+    if html_file is not None:
+        try:
+            _write_atomic(Path(html_file), to_html(status))
+        except OSError as exc:
+            emit_diagnostics(
+                [make("MIGC301", f"cannot write {html_file}: {exc.strerror or exc}", file=html_file)],
+                "text",
+                to_stderr=True,
+            )
+            return ExitCode.INVALID
+    click.echo(to_json(status) if fmt == "json" else to_text(status), nl=False)
+    click.echo(
+        f"migc: {len(status.nodes)} nodes, {len(status.pending)} pending GPU pods, "
+        f"{sum(1 for n in status.nodes if n.drift)} drifted" + (f"; wrote {html_file}" if html_file else ""),
+        err=True,
+    )
+    return ExitCode.DRIFT if exit_code and any(n.drift for n in status.nodes) else ExitCode.OK

@@ -1,0 +1,110 @@
+"""The plan's data: what changes per node, capacity, tenants, unmet demand, evictions and cost."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from compiler.model import NodeLayout
+
+
+@dataclass(frozen=True)
+class NodeChange:
+    cluster: str
+    pool: str
+    node: str
+    gpu_model: str
+    before: NodeLayout | None  # None: nothing deployed yet
+    after: NodeLayout
+    changed_gpus: tuple[int, ...]
+    reason: str
+    selector: bool = False  # a placeholder for one of the nodes a selector pool matches
+
+    @property
+    def where(self) -> str:
+        extra = "; selector pool: stands for any matching node" if self.selector else ""
+        return f"pool {self.pool}, {self.gpu_model}{extra}"
+
+
+@dataclass(frozen=True)
+class RemovedNode:
+    cluster: str
+    pool: str
+    node: str
+
+
+@dataclass(frozen=True)
+class CapacityRow:
+    cluster: str
+    pool: str
+    resource: str  # profile name or "gpu"
+    before: int
+    after: int
+
+
+@dataclass(frozen=True)
+class TenantRow:
+    cluster: str
+    tenant: str
+    resource: str
+    requested: int  # asked of this pool in the new solution
+    before: int  # served by the deployed layout: recorded, or estimated when ``estimated``
+    after: int  # served by the target layout (solver)
+    pool: str = ""
+    estimated: bool = True
+    requested_before: int | None = None  # asked of this pool when the deployed layout was rendered
+
+
+@dataclass(frozen=True)
+class Unmet:
+    cluster: str
+    pool: str
+    tenant: str
+    workload: str
+    resource: str
+    requested: int
+    served: int
+    priority_tier: str
+
+
+@dataclass(frozen=True)
+class Eviction:
+    cluster: str
+    node: str
+    namespace: str
+    pod: str
+    resources: tuple[tuple[str, int], ...]
+
+
+@dataclass(frozen=True)
+class Cost:
+    cluster: str
+    gpus_total: int
+    gpus_before: int
+    gpus_after: int
+    gpus_balanced: int
+    unmet_balanced: int  # demanded instances the all-balanced default could not serve
+    per_hour_before: float | None
+    per_hour_after: float | None
+    per_hour_balanced: float | None
+    unpriced_pools: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Plan:
+    clusters: tuple[str, ...]
+    nodes_total: int
+    changes: tuple[NodeChange, ...]
+    removed: tuple[RemovedNode, ...]
+    capacity: tuple[CapacityRow, ...]
+    tenants: tuple[TenantRow, ...]
+    unmet: tuple[Unmet, ...]
+    evictions: tuple[Eviction, ...]
+    costs: tuple[Cost, ...]
+    snapshot_given: bool = False
+    solution: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def has_changes(self) -> bool:
+        return bool(self.changes or self.removed)

@@ -1,0 +1,347 @@
+"""Build a :class:`Plan`: the diff of a :class:`Solution` against what is deployed.
+
+What each tenant was served before comes from the CapacityReport the previous render wrote next
+to its assignment (:func:`compiler.current.read_capacity`), so it reflects the demand that was in
+force then. Where there is none (older output, or one that does not match the deployed assignment)
+it is estimated, and labelled so: the deployed layout is served the *new* demand greedily (higher
+priority tiers first, most constrained workloads first, each in its preference order).
+"GPUs in use" counts GPUs that carry at least one instance serving demand; cost = GPUs in use ×
+the pool's $/GPU-hour from the policy's ``pricing``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from compiler.catalog import Catalog, GpuModel
+from compiler.current import RecordedCapacity
+from compiler.model import WHOLE_GPU, CurrentState, GpuLayout, NodeLayout, NodePool, Policy
+from compiler.plan.data import CapacityRow, Cost, NodeChange, Plan, RemovedNode, TenantRow, Unmet
+from compiler.plan.snapshot import evictions_on
+from compiler.solve.demand import DemandItem, build_demand
+from compiler.solve.result import Solution
+
+
+def _pool_of(policy: Policy, cluster: str, pool: str) -> NodePool | None:
+    for c in policy.clusters:
+        if c.name == cluster:
+            for p in c.pools:
+                if p.name == pool:
+                    return p
+    return None
+
+
+def layout_counts(layouts: Iterable[NodeLayout | None], pool: NodePool | None) -> dict[str, int]:
+    """Instances per resource of some nodes; whole GPUs under ``"gpu"`` (time-sliced: per replica)."""
+    shares = (
+        pool.sharing.replicas if (pool is not None and not pool.mig and pool.sharing.mode != "none") else 1
+    )
+    out: dict[str, int] = {}
+    for layout in layouts:
+        for gpu in layout or ():
+            if not gpu.mig_enabled:
+                out[WHOLE_GPU] = out.get(WHOLE_GPU, 0) + shares
+            for name, count in gpu.profiles:
+                out[name] = out.get(name, 0) + count
+    return out
+
+
+def _delta_text(before: Mapping[str, int], after: Mapping[str, int]) -> str:
+    parts = []
+    for resource in sorted(set(before) | set(after)):
+        diff = after.get(resource, 0) - before.get(resource, 0)
+        if diff:
+            label = "whole GPUs" if resource == WHOLE_GPU else resource
+            parts.append(f"{diff:+d} {label}")
+    return ", ".join(parts)
+
+
+def _serve(
+    items: Sequence[DemandItem], capacity: Mapping[tuple[str, str], int]
+) -> dict[tuple[str, str, str], int]:
+    """Greedy estimate of what ``capacity`` ((pool, resource) → units) serves: higher tiers first.
+
+    Each demand item takes its options in preference order (as the solver lists them), so a
+    workload counts as served wherever the deployed layout could have run it. Units are instances
+    (MIG), GPUs (whole) or shares (time-sliced), as in :class:`ServedDemand`. Returns
+    ``(tenant, pool, resource) → units``.
+    """
+    left = dict(capacity)
+    out: dict[tuple[str, str, str], int] = {}
+    # Within a tier the most constrained items go first, so a flexible workload does not take the
+    # only capacity a pinned one could use.
+    for item in sorted(items, key=lambda i: (-i.tier_value, len(i.options), i.tenant, i.workloads, i.kind)):
+        unit = 1 if item.kind == "mig" else max(1, item.size)
+        remaining = item.replicas
+        for option in item.options:
+            if remaining <= 0:
+                break
+            key = (option.pool, option.resource)
+            take = min(remaining, left.get(key, 0) // unit)
+            if take > 0:
+                left[key] -= take * unit
+                served_key = (item.tenant, option.pool, option.resource)
+                out[served_key] = out.get(served_key, 0) + take * unit
+                remaining -= take
+    return out
+
+
+def _requested_units(items: Sequence[DemandItem]) -> int:
+    return sum(i.replicas * (1 if i.kind == "mig" else max(1, i.size)) for i in items)
+
+
+def _pool_served(served: Mapping[tuple[str, str, str], int], pool: str) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for (_, p, resource), n in served.items():
+        if p == pool:
+            out[resource] = out.get(resource, 0) + n
+    return out
+
+
+def gpus_in_use(
+    layouts: Sequence[NodeLayout | None], served: Mapping[str, int], pool: NodePool | None
+) -> int:
+    """GPUs carrying at least one instance that serves demand, filling the fullest GPUs first."""
+    gpus = [g for layout in layouts for g in (layout or ())]
+    shares = (
+        pool.sharing.replicas if (pool is not None and not pool.mig and pool.sharing.mode != "none") else 1
+    )
+    used = [False] * len(gpus)
+    for resource in sorted(served):
+        need = served[resource]
+        holders = []
+        for i, g in enumerate(gpus):
+            have = (
+                (shares if not g.mig_enabled else 0) if resource == WHOLE_GPU else g.counts().get(resource, 0)
+            )
+            if have:
+                holders.append((not used[i], -have, i, have))
+        for _, _, i, have in sorted(holders):
+            if need <= 0:
+                break
+            used[i] = True
+            need -= have
+    return sum(used)
+
+
+def _balanced(model: GpuModel | None, pool: NodePool) -> NodeLayout:
+    if model is None or not pool.mig or not model.mig_capable or not model.balanced:
+        return tuple(GpuLayout.whole() for _ in range(pool.gpus_per_node))
+    return tuple(GpuLayout.of(dict(model.balanced)) for _ in range(pool.gpus_per_node))
+
+
+def _price(policy: Policy, pool: NodePool) -> float | None:
+    if pool.price_per_gpu_hour is not None:
+        return pool.price_per_gpu_hour
+    return dict(policy.partition.pricing).get(pool.gpu_model)
+
+
+def _reserved(pool: NodePool | None) -> int:
+    if pool is None:
+        return 0
+    return pool.reserve_whole_gpus + pool.reserve_whole_nodes * pool.gpus_per_node
+
+
+def _demand_capacity(layouts: Sequence[NodeLayout | None], pool: NodePool | None) -> dict[str, int]:
+    caps = layout_counts(layouts, pool)
+    if WHOLE_GPU in caps and pool is not None:
+        shares = pool.sharing.replicas if (not pool.mig and pool.sharing.mode != "none") else 1
+        caps[WHOLE_GPU] = max(0, caps[WHOLE_GPU] - _reserved(pool) * shares)
+    return caps
+
+
+def build_plan(
+    policy: Policy,
+    solution: Solution,
+    catalog: Catalog,
+    current: CurrentState,
+    *,
+    pods: Sequence[Mapping[str, Any]] | None = None,
+    solution_dict: Mapping[str, Any] | None = None,
+    recorded: RecordedCapacity | None = None,
+) -> Plan:
+    """The plan of ``solution`` against ``current``; ``recorded`` gives the exact tenant "before"."""
+    deployed = current.as_dict()
+    recorded = recorded if recorded is not None else RecordedCapacity()
+    changes: list[NodeChange] = []
+    capacity: list[CapacityRow] = []
+    unmet: list[Unmet] = []
+    targets: set[tuple[str, str, str]] = set()
+    costs: list[Cost] = []
+    # (cluster, tenant, pool, resource) → [requested after, served before, served after, requested before]
+    tenant_rows: dict[tuple[str, str, str, str], list[int]] = {}
+    estimated_clusters: set[str] = set()
+    nodes_total = 0
+
+    for cluster in sorted(policy.clusters, key=lambda c: c.name):
+        results = [r for r in solution.pools if r.cluster == cluster.name]
+        caps_before: dict[tuple[str, str], int] = {}
+        caps_balanced: dict[tuple[str, str], int] = {}
+        layouts: dict[str, tuple[list[NodeLayout | None], list[NodeLayout], list[NodeLayout | None]]] = {}
+        after_served: dict[tuple[str, str, str], int] = {}
+        for result in sorted(results, key=lambda r: r.pool):
+            pool = _pool_of(policy, result.cluster, result.pool)
+            model = catalog.get(result.gpu_model)
+            befores: list[NodeLayout | None] = []
+            afters: list[NodeLayout] = []
+            for node in result.nodes:
+                key = (result.cluster, result.pool, node.name)
+                targets.add(key)
+                befores.append(deployed.get(key))
+                afters.append(node.gpus)
+            nodes_total += len(result.nodes)
+            balanced: list[NodeLayout | None] = (
+                [_balanced(model, pool) for _ in result.nodes] if pool is not None else list(afters)
+            )
+            layouts[result.pool] = (befores, afters, balanced)
+            for resource, n in _demand_capacity(befores, pool).items():
+                caps_before[(result.pool, resource)] = n
+            for resource, n in _demand_capacity(balanced, pool).items():
+                caps_balanced[(result.pool, resource)] = n
+            cap_before = layout_counts(befores, pool)
+            cap_after = layout_counts(afters, pool)
+            for resource in sorted(set(cap_before) | set(cap_after)):
+                capacity.append(
+                    CapacityRow(
+                        result.cluster,
+                        result.pool,
+                        resource,
+                        cap_before.get(resource, 0),
+                        cap_after.get(resource, 0),
+                    )
+                )
+            delta = _delta_text(cap_before, cap_after)
+            for node, before in zip(result.nodes, befores, strict=True):
+                if before is None:
+                    changed = tuple(range(len(node.gpus)))
+                    reason = "new node: no layout deployed yet"
+                elif len(before) != len(node.gpus):
+                    changed = tuple(range(len(node.gpus)))
+                    reason = f"GPU count changed ({len(before)} → {len(node.gpus)})"
+                else:
+                    changed = tuple(
+                        i for i, (b, a) in enumerate(zip(before, node.gpus, strict=True)) if b != a
+                    )
+                    reason = (
+                        f"pool {result.pool} capacity {delta}"
+                        if delta
+                        else f"pool {result.pool} rebalanced (capacity unchanged)"
+                    )
+                if changed:
+                    changes.append(
+                        NodeChange(
+                            result.cluster,
+                            result.pool,
+                            node.name,
+                            result.gpu_model,
+                            before,
+                            node.gpus,
+                            changed,
+                            reason,
+                            selector=pool is not None and pool.uses_selector,
+                        )
+                    )
+            for row in result.demand:
+                key3 = (row.tenant, result.pool, row.resource)
+                after_served[key3] = after_served.get(key3, 0) + row.served
+                key4 = (cluster.name, row.tenant, result.pool, row.resource)
+                acc = tenant_rows.setdefault(key4, [0, 0, 0, 0])
+                acc[0] += row.requested
+                acc[2] += row.served
+                if row.unmet > 0:
+                    unmet.append(
+                        Unmet(
+                            result.cluster,
+                            result.pool,
+                            row.tenant,
+                            row.workload,
+                            row.resource,
+                            row.requested,
+                            row.served,
+                            row.priority_tier,
+                        )
+                    )
+
+        items = build_demand(policy, cluster, catalog)
+        served_balanced = _serve(items, caps_balanced)
+        if recorded.covers(cluster.name):
+            was = recorded.by_pool(cluster.name)
+            served_before = {key: served for key, (_, served) in was.items()}
+            for (tenant, pool_name, resource), (requested, _) in was.items():
+                key4 = (cluster.name, tenant, pool_name, resource)
+                tenant_rows.setdefault(key4, [0, 0, 0, 0])[3] += requested
+        else:
+            served_before = _serve(items, caps_before)
+            if results:
+                estimated_clusters.add(cluster.name)
+        for (tenant, pool_name, resource), n in served_before.items():
+            tenant_rows.setdefault((cluster.name, tenant, pool_name, resource), [0, 0, 0, 0])[1] += n
+
+        gpus = {"total": 0, "before": 0, "after": 0, "balanced": 0}
+        money = [0.0, 0.0, 0.0]
+        unpriced: set[str] = set()
+        for pool_name, (befores, afters, balanced) in sorted(layouts.items()):
+            pool = _pool_of(policy, cluster.name, pool_name)
+            used = (
+                gpus_in_use(befores, _pool_served(served_before, pool_name), pool),
+                gpus_in_use(afters, _pool_served(after_served, pool_name), pool),
+                gpus_in_use(balanced, _pool_served(served_balanced, pool_name), pool),
+            )
+            gpus["total"] += sum(len(a) for a in afters)
+            gpus["before"] += used[0]
+            gpus["after"] += used[1]
+            gpus["balanced"] += used[2]
+            price = _price(policy, pool) if pool is not None else None
+            if price is None:
+                if any(used):
+                    unpriced.add(pool_name)
+                continue
+            for i in range(3):
+                money[i] += used[i] * price
+        if results:
+            priced = not unpriced
+            costs.append(
+                Cost(
+                    cluster=cluster.name,
+                    gpus_total=gpus["total"],
+                    gpus_before=gpus["before"],
+                    gpus_after=gpus["after"],
+                    gpus_balanced=gpus["balanced"],
+                    unmet_balanced=_requested_units(items) - sum(served_balanced.values()),
+                    per_hour_before=round(money[0], 2) if priced else None,
+                    per_hour_after=round(money[1], 2) if priced else None,
+                    per_hour_balanced=round(money[2], 2) if priced else None,
+                    unpriced_pools=tuple(sorted(unpriced)),
+                )
+            )
+
+    removed = tuple(RemovedNode(*key) for key in sorted(deployed) if key not in targets)
+    changed_nodes = {(c.cluster, c.node) for c in changes}
+    tenants = tuple(
+        TenantRow(
+            c,
+            t,
+            r,
+            v[0],
+            v[1],
+            v[2],
+            pool=p,
+            estimated=c in estimated_clusters,
+            requested_before=None if c in estimated_clusters else v[3],
+        )
+        for (c, t, p, r), v in sorted(tenant_rows.items())
+    )
+    return Plan(
+        clusters=tuple(sorted({p.cluster for p in solution.pools})),
+        nodes_total=nodes_total,
+        changes=tuple(changes),
+        removed=removed,
+        capacity=tuple(capacity),
+        tenants=tenants,
+        unmet=tuple(unmet),
+        evictions=evictions_on(pods or (), changed_nodes),
+        costs=tuple(costs),
+        snapshot_given=pods is not None,
+        solution=dict(solution_dict or {}),
+    )

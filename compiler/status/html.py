@@ -1,0 +1,290 @@
+"""The HTML console: one self-contained static page (inline CSS, no script, no network at view time).
+
+Every GPU is a ``div.gpu`` holding one ``div.slot`` per MIG instance, whole GPU or time-sliced share,
+positioned by its memory slices and coloured by the tenant whose pod holds it. Hover details are in
+each slot's ``title`` and ``data-*`` attributes (``data-resource``, ``data-tenant``, ``data-pod``,
+``data-engine-active``, ``data-memory-used-mib``), so tools can read them from the DOM as well.
+"""
+
+from __future__ import annotations
+
+import html
+
+from compiler.status.model import FleetStatus, GpuView, NodeStatus, Slot
+from compiler.status.report import fmt_counts, fmt_duration, fmt_triple, money, short
+
+# Okabe–Ito and Tableau colours: distinguishable for colour-blind viewers, dark enough for white text.
+PALETTE = (
+    "#0072B2",
+    "#D55E00",
+    "#009E73",
+    "#CC79A7",
+    "#E69F00",
+    "#56B4E9",
+    "#8C564B",
+    "#7F3C8D",
+    "#11A579",
+    "#3969AC",
+    "#F2B701",
+    "#E73F74",
+)
+FREE = "#e6e6e6"
+UNCOVERED = "repeating-linear-gradient(45deg,#f4f4f4 0 4px,#d0d0d0 4px 6px)"
+NO_TENANT_COLOUR = "#555555"
+
+CSS = (
+    "body{font:14px/1.4 system-ui,-apple-system,Segoe UI,Roboto,sans-serif;"
+    "margin:24px;"
+    "color:#222;"
+    "background:#fff}"
+    "h1{font-size:20px;margin:0 0 4px}"
+    "h2{font-size:16px;margin:24px 0 8px}"
+    ".meta{color:#666;margin-bottom:12px}"
+    "table{border-collapse:collapse;margin:4px 0 12px}"
+    "th,td{border:1px solid #ddd;padding:3px 8px;text-align:left;vertical-align:top}"
+    "th{background:#f3f3f3}"
+    "td.num{text-align:right}"
+    ".legend span{display:inline-block;margin:0 12px 4px 0}"
+    ".legend i{display:inline-block;width:12px;height:12px;margin-right:4px;vertical-align:-1px}"
+    ".node{margin:6px 0 10px}"
+    ".node h3{font-size:13px;margin:0 0 16px}"
+    ".gpus{display:flex;flex-wrap:wrap;gap:6px}"
+    ".gpu{position:relative;width:140px;height:26px;border:1px solid #999;background:#fafafa}"
+    ".gpu .idx{position:absolute;left:-1px;top:-14px;font-size:10px;color:#666}"
+    ".slot{position:absolute;"
+    "top:0;"
+    "bottom:0;"
+    "box-sizing:border-box;"
+    "border-right:1px solid #fff;"
+    "color:#fff;"
+    "font-size:10px;"
+    "overflow:hidden;"
+    "white-space:nowrap;"
+    "text-align:center;"
+    "line-height:26px}"
+    ".slot:hover{outline:2px solid #000;z-index:1}"
+    ".slot.free{color:#666}"
+    ".unknown{color:#666;font-size:11px;line-height:26px;padding-left:4px}"
+    ".warn{color:#b00020;font-weight:600}"
+)
+
+
+def _e(v: object) -> str:
+    return html.escape(str(v), quote=True)
+
+
+def tenant_colours(s: FleetStatus) -> dict[str, str]:
+    names = [t.name for t in s.tenants]
+    for n in s.nodes:
+        for g in n.gpus:
+            names.extend(sl.tenant for sl in g.slots if sl.tenant and sl.tenant not in names)
+    out = {}
+    for i, name in enumerate(dict.fromkeys(names)):
+        out[name] = NO_TENANT_COLOUR if name == "-" else PALETTE[i % len(PALETTE)]
+    return out
+
+
+def _slot(node: NodeStatus, gpu: GpuView, slot: Slot, colours: dict[str, str]) -> str:
+    if not slot.resource:
+        background, label, cls = UNCOVERED, "", "slot free"
+        title = "memory slice no MIG instance covers"
+    elif not slot.pod:
+        background, label, cls = FREE, short(slot.resource), "slot free"
+        title = f"{short(slot.resource)} free"
+    else:
+        background, label, cls = colours.get(slot.tenant, NO_TENANT_COLOUR), short(slot.resource), "slot"
+        title = f"{short(slot.resource)} — tenant {slot.tenant}, pod {slot.pod}"
+    usage = ""
+    if slot.engine_active is not None:
+        title += f", engine active {slot.engine_active:.0%}"
+        usage += f' data-engine-active="{slot.engine_active:.4f}"'
+    if slot.memory_used_mib is not None:
+        title += f", memory used {slot.memory_used_mib:.0f} MiB"
+        usage += f' data-memory-used-mib="{slot.memory_used_mib:.0f}"'
+    title = f"{node.name} GPU {gpu.index}: {title}"
+    return (
+        f'<div class="{cls}" style="left:{slot.start * 100:.4f}%;width:{slot.width * 100:.4f}%;'
+        f'background:{background}" title="{_e(title)}" data-resource="{_e(slot.resource)}" '
+        f'data-tenant="{_e(slot.tenant)}" data-pod="{_e(slot.pod)}" data-share="{slot.share:.4f}"{usage}>'
+        f"{_e(label)}</div>"
+    )
+
+
+def _gpu(node: NodeStatus, gpu: GpuView, colours: dict[str, str]) -> str:
+    inner = (
+        "".join(_slot(node, gpu, s, colours) for s in gpu.slots)
+        if gpu.known
+        else f'<div class="unknown">layout of {_e(node.config or "?")} unknown</div>'
+    )
+    return (
+        f'<div class="gpu" data-node="{_e(node.name)}" data-gpu="{gpu.index}" '
+        f'data-model="{_e(node.gpu_model)}" '
+        f'data-mig="{str(gpu.mig_enabled).lower()}" data-known="{str(gpu.known).lower()}">'
+        f'<span class="idx">{gpu.index}</span>{inner}</div>'
+    )
+
+
+def _row(cells: list[str], header: bool = False) -> str:
+    tag = "th" if header else "td"
+    return "<tr>" + "".join(f"<{tag}>{c}</{tag}>" for c in cells) + "</tr>"
+
+
+def to_html(s: FleetStatus) -> str:
+    colours = tenant_colours(s)
+    when = s.taken_at.strftime("%Y-%m-%dT%H:%M:%SZ")
+    out = [
+        "<!DOCTYPE html>",
+        '<html lang="en"><head><meta charset="utf-8">',
+        '<meta http-equiv="Content-Security-Policy" '
+        "content=\"default-src 'none'; style-src 'unsafe-inline'\">",
+        f"<title>migc status — {_e(when)}</title><style>{CSS}</style></head><body>",
+        "<h1>migc status</h1>",
+        f'<div class="meta">{_e(s.source)} at {_e(when)}; expected layouts from {_e(s.expected_from)}'
+        f"{'; usage from Prometheus' if s.with_usage else ''}</div>",
+        '<div class="legend">'
+        + "".join(f'<span><i style="background:{c}"></i>{_e(t)}</span>' for t, c in colours.items())
+        + f'<span><i style="background:{FREE}"></i>free</span></div>',
+        "<h2>GPUs</h2>",
+    ]
+    for n in s.nodes:
+        flags = []
+        if n.rolling_out:
+            flags.append(f'<span class="warn">{_e(n.phase if n.phase != "Idle" else n.mig_state)}</span>')
+        if n.drift:
+            flags.append(f'<span class="warn">drift: {_e("; ".join(n.drift))}</span>')
+        out.append(
+            f'<div class="node" id="node-{_e(n.name)}"><h3>{_e(n.name)} · {_e(n.pool)} · {_e(n.gpu_model)} '
+            f"· {_e(n.config or 'no config')} {' '.join(flags)}</h3>"
+            f'<div class="gpus">{"".join(_gpu(n, g, colours) for g in n.gpus)}</div></div>'
+        )
+    out.append('<h2>Nodes</h2><table id="nodes">')
+    out.append(_row(["Node", "Pool", "Capacity", "Allocated", "Free", "Used", "State", "Drift"], True))
+    for n in s.nodes:
+        used = (
+            "-"
+            if n.mean_engine_active is None
+            else f"{n.used_instances} busy, {n.mean_engine_active:.0%} active"
+        )
+        state = n.phase if n.phase not in ("", "Idle") else (n.mig_state or "-")
+        out.append(
+            _row(
+                [
+                    _e(n.name),
+                    _e(n.pool),
+                    _e(fmt_counts(n.capacity)),
+                    _e(fmt_counts(n.allocated)),
+                    _e(fmt_counts(n.free)),
+                    _e(used),
+                    _e(state),
+                    _e("; ".join(n.drift) or "-"),
+                ]
+            )
+        )
+    out.append('</table><h2>Tenants</h2><table id="tenants">')
+    out.append(
+        _row(
+            [
+                "Tenant",
+                "Allocated",
+                "Guaranteed",
+                "Burst",
+                "GPU shares",
+                "Memory GB held/guar./burst",
+                "Compute slices held/guar./burst",
+                "Pending",
+                "Cost/h",
+                "Notes",
+            ],
+            True,
+        )
+    )
+    for t in s.tenants:
+        notes = []
+        if t.above_guarantee:
+            notes.append("above guarantee: " + ", ".join(short(r) for r in t.above_guarantee))
+        if t.starved:
+            notes.append(
+                '<span class="warn">starved: ' + _e(", ".join(short(r) for r in t.starved)) + "</span>"
+            )
+        out.append(
+            _row(
+                [
+                    f'<i class="swatch" style="background:{colours.get(t.name, FREE)}"></i> ' + _e(t.name),
+                    _e(fmt_counts(t.allocated)),
+                    _e(fmt_counts(t.guaranteed)),
+                    _e(fmt_counts(t.burst)),
+                    f"{t.allocated_share:.2f}",
+                    fmt_triple(t.memory_gb),
+                    fmt_triple(t.compute_slices),
+                    str(t.pending),
+                    _e(money(t.cost_per_hour)),
+                    "; ".join(notes) or "-",
+                ]
+            )
+        )
+    out.append('</table><h2>Pools, fragmentation and cost</h2><table id="pools">')
+    out.append(
+        _row(
+            [
+                "Pool",
+                "Model",
+                "Nodes",
+                "GPUs",
+                "Allocated shares",
+                "Free shares",
+                "Fragmented shares",
+                "$/GPU-h",
+                "Cost/h",
+                "Idle/h",
+            ],
+            True,
+        )
+    )
+    for p in s.pools:
+        out.append(
+            _row(
+                [
+                    _e(p.name),
+                    _e(p.gpu_model),
+                    f"{p.nodes_seen}/{p.nodes}",
+                    str(p.gpus),
+                    f"{p.allocated_share:.2f}",
+                    f"{p.free_share:.2f}",
+                    f"{p.fragmented_share:.2f}",
+                    _e(money(p.price_per_gpu_hour)),
+                    _e(money(p.cost_per_hour)),
+                    _e(money(p.idle_cost_per_hour)),
+                ]
+            )
+        )
+    c = s.cost
+    balanced = f"{money(c.savings_vs_balanced_per_hour)}/h vs all-balanced on every MIG GPU"
+    out.append(
+        f'</table><p id="cost">Cost {money(c.per_hour)}/h, allocated {money(c.allocated_per_hour)}/h, idle '
+        f"{money(c.idle_per_hour)}/h. Savings {money(c.savings_vs_whole_gpu_per_hour)}/h vs one whole "
+        f"GPU per instance requested; {_e(balanced)}.</p>"
+    )
+    out.append(f'<h2>Pending GPU pods ({len(s.pending)})</h2><table id="pending">')
+    out.append(_row(["Pod", "Tenant", "Requests", "Pending for", "Max wait"], True))
+    for w in s.pending:
+        wait = fmt_duration(w.pending_seconds)
+        if w.over_max_wait:
+            wait = f'<span class="warn">{_e(wait)}</span>'
+        out.append(
+            _row(
+                [
+                    _e(w.pod),
+                    _e(w.tenant),
+                    _e(fmt_counts(w.requests)),
+                    wait,
+                    _e(fmt_duration(w.max_wait_seconds)) if w.max_wait_seconds else "-",
+                ]
+            )
+        )
+    out.append("</table>")
+    if s.missing_nodes:
+        out.append(f"<p>Not found in the cluster: {_e(', '.join(s.missing_nodes))}</p>")
+    if s.unmanaged_nodes:
+        out.append(f"<p>GPU nodes no pool selects: {_e(', '.join(s.unmanaged_nodes))}</p>")
+    out.append("</body></html>")
+    return "\n".join(out) + "\n"

@@ -1,0 +1,213 @@
+"""Text and JSON views of a :class:`FleetStatus` (the HTML console is in :mod:`compiler.status.html`)."""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import json
+from typing import Any
+
+from compiler.observe.model import Counts, profile_of
+from compiler.status.model import FleetStatus
+
+SCHEMA_VERSION = "migc.dev/v1alpha1"
+COUNT_FIELDS = frozenset(
+    {"capacity", "allocated", "free", "requests", "guaranteed", "burst"}
+)  # Counts → object
+
+
+def short(resource: str) -> str:
+    """``nvidia.com/mig-1g.10gb`` → ``1g.10gb``; ``nvidia.com/gpu`` → ``gpu``."""
+    return profile_of(resource) or resource.removeprefix("nvidia.com/")
+
+
+def fmt_counts(counts: Counts) -> str:
+    return ", ".join(f"{short(r)}×{n}" for r, n in counts) or "-"
+
+
+def fmt_duration(seconds: float | None) -> str:
+    if seconds is None:
+        return "?"
+    s = int(seconds)
+    if s < 120:
+        return f"{s}s"
+    if s < 7200:
+        return f"{s // 60}m"
+    if s < 172800:
+        return f"{s // 3600}h{(s % 3600) // 60:02d}m"
+    return f"{s // 86400}d{(s % 86400) // 3600}h"
+
+
+def fmt_triple(t: tuple[float, float, float]) -> str:
+    """held/guaranteed/burst; a quota the tenant does not set shows as -."""
+    held, guaranteed, burst = t
+    return "/".join(f"{v:g}" if v or i == 0 else "-" for i, v in enumerate((held, guaranteed, burst)))
+
+
+def money(v: float | None) -> str:
+    return "-" if v is None else f"${v:,.2f}"
+
+
+def _table(header: list[str], rows: list[list[str]]) -> list[str]:
+    widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(header)]
+    out = ["  ".join(h.ljust(w) for h, w in zip(header, widths, strict=True)).rstrip()]
+    out += ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows]
+    return out
+
+
+def to_text(s: FleetStatus) -> str:
+    lines = [
+        f"migc status — {s.source} at {s.taken_at.strftime('%Y-%m-%dT%H:%M:%SZ')}; "
+        f"expected layouts from {s.expected_from}",
+        "",
+        "Nodes",
+    ]
+    rows = []
+    for n in s.nodes:
+        used = (
+            "-"
+            if n.mean_engine_active is None
+            else f"{n.used_instances} busy, {n.mean_engine_active:.0%} active"
+        )
+        state = n.phase if n.phase not in ("", "Idle") else (n.mig_state or "-")
+        rows.append(
+            [
+                n.name,
+                n.pool,
+                fmt_counts(n.capacity),
+                fmt_counts(n.allocated),
+                fmt_counts(n.free),
+                used,
+                state,
+                "; ".join(n.drift) or "-",
+            ]
+        )
+    lines += _table(["NODE", "POOL", "CAPACITY", "ALLOCATED", "FREE", "USED", "STATE", "DRIFT"], rows)
+    lines += ["", "Pools"]
+    rows = []
+    for p in s.pools:
+        rows.append(
+            [
+                p.name,
+                p.gpu_model,
+                f"{p.nodes_seen}/{p.nodes}",
+                str(p.gpus),
+                f"{p.allocated_share:.2f}",
+                f"{p.free_share:.2f}",
+                f"{p.fragmented_share:.2f}",
+                money(p.cost_per_hour),
+                money(p.idle_cost_per_hour),
+            ]
+        )
+    lines += _table(
+        ["POOL", "MODEL", "NODES", "GPUS", "ALLOCATED", "FREE", "FRAGMENTED", "COST/H", "IDLE/H"], rows
+    )
+    lines += ["", "Tenants (GPU shares; memory GB and compute slices as held/guaranteed/burst)"]
+    rows = []
+    for t in s.tenants:
+        flags = []
+        if t.above_guarantee:
+            flags.append("above guarantee: " + ", ".join(short(r) for r in t.above_guarantee))
+        if t.starved:
+            flags.append("STARVED: " + ", ".join(short(r) for r in t.starved))
+        rows.append(
+            [
+                t.name,
+                fmt_counts(t.allocated),
+                fmt_counts(t.guaranteed),
+                fmt_counts(t.burst),
+                f"{t.allocated_share:.2f}",
+                fmt_triple(t.memory_gb),
+                fmt_triple(t.compute_slices),
+                str(t.pending),
+                money(t.cost_per_hour),
+                "; ".join(flags) or "-",
+            ]
+        )
+    lines += _table(
+        [
+            "TENANT",
+            "ALLOCATED",
+            "GUARANTEED",
+            "BURST",
+            "SHARES",
+            "MEMORY GB",
+            "SLICES",
+            "PENDING",
+            "COST/H",
+            "NOTES",
+        ],
+        rows,
+    )
+    lines += ["", f"Pending GPU pods: {len(s.pending)}"]
+    if s.pending:
+        rows = [
+            [
+                p.pod,
+                p.tenant,
+                fmt_counts(p.requests),
+                fmt_duration(p.pending_seconds),
+                fmt_duration(p.max_wait_seconds) if p.max_wait_seconds else "-",
+                "OVER MAX WAIT" if p.over_max_wait else "-",
+            ]
+            for p in s.pending
+        ]
+        lines += _table(["POD", "TENANT", "REQUESTS", "PENDING", "MAX-WAIT", ""], rows)
+    rolling = [n for n in s.nodes if n.rolling_out]
+    lines += ["", f"Nodes mid-rollout: {len(rolling)}"]
+    for n in rolling:
+        since = "" if n.phase_since is None else f" since {n.phase_since.strftime('%Y-%m-%dT%H:%M:%SZ')}"
+        err = f" — {n.last_error}" if n.last_error else ""
+        lines.append(f"  {n.name}: {n.phase} (mig.config.state {n.mig_state or '-'}){since}{err}")
+    drifted = [n for n in s.nodes if n.drift]
+    lines += ["", f"Drift: {len(drifted)} node(s)"]
+    lines += [f"  {n.name}: {'; '.join(n.drift)}" for n in drifted]
+    if s.missing_nodes:
+        lines += ["", "Not found in the cluster: " + ", ".join(s.missing_nodes)]
+    if s.unmanaged_nodes:
+        lines += ["", "GPU nodes no pool selects: " + ", ".join(s.unmanaged_nodes)]
+    c = s.cost
+    lines += [
+        "",
+        f"Cost: {money(c.per_hour)}/h in total, {money(c.allocated_per_hour)}/h allocated, "
+        f"{money(c.idle_per_hour)}/h idle",
+        f"Savings: {money(c.savings_vs_whole_gpu_per_hour)}/h vs one whole GPU per instance requested; "
+        + f"{money(c.savings_vs_balanced_per_hour)}/h vs all-balanced on every MIG GPU",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, dt.datetime):
+        return value.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    if (
+        isinstance(value, tuple)
+        and value
+        and all(isinstance(v, tuple) and len(v) == 2 and isinstance(v[0], str) for v in value)
+    ):
+        return {k: _jsonable(v) for k, v in value}
+    if isinstance(value, list | tuple):
+        return [_jsonable(v) for v in value]
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        out = {}
+        for f in dataclasses.fields(value):
+            item = getattr(value, f.name)
+            out[f.name] = dict(item) if f.name in COUNT_FIELDS else _jsonable(item)
+        return out
+    if hasattr(value, "as_dict"):
+        return value.as_dict()
+    return value
+
+
+def to_dict(s: FleetStatus) -> dict[str, Any]:
+    body = _jsonable(s)
+    assert isinstance(body, dict)
+    for node, n in zip(body["nodes"], s.nodes, strict=True):
+        node["rolling_out"] = n.rolling_out
+    for pod, p in zip(body["pending"], s.pending, strict=True):
+        pod["over_max_wait"] = p.over_max_wait
+    return {"apiVersion": SCHEMA_VERSION, "kind": "FleetStatus", **body}
+
+
+def to_json(s: FleetStatus) -> str:
+    return json.dumps(to_dict(s), indent=2, sort_keys=True) + "\n"

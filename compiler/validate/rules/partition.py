@@ -1,0 +1,69 @@
+"""PartitionPolicy settings: durations, backoff order, unique tier and rule names."""
+
+from __future__ import annotations
+
+from compiler.load import json_path
+from compiler.validate.common import PathT, parse_duration, value_at
+from compiler.validate.context import Context, Obj
+from compiler.validate.registry import rule
+from compiler.validate.rules.shared import dupes
+
+
+def _has_partition(ctx: Context) -> bool:
+    return ctx.partition is not None
+
+
+def _positive_duration(ctx: Context, obj: Obj, path: PathT) -> int | None:
+    text = str(value_at(obj.doc.data, path))
+    seconds = parse_duration(text)
+    if seconds is None:
+        return None  # the schema already reported the malformed text
+    if seconds <= 0:
+        ctx.add(obj.doc.at("MIGC114", f"{json_path(path)}: duration {text} must be longer than zero", path))
+        return None
+    return seconds
+
+
+@rule("partition-durations", codes=("MIGC114",), when=_has_partition)
+def check_durations(ctx: Context) -> None:
+    """Durations are longer than zero, and the backoff does not start above its maximum."""
+    p = ctx.partition
+    assert p is not None
+    spec = p.spec
+    for key in ("interval", "stabilizationWindow", "minDwell"):
+        if key in spec:
+            _positive_duration(ctx, p, ("spec", key))
+    backoff = spec.get("backoff", {})
+    initial = _positive_duration(ctx, p, ("spec", "backoff", "initial")) if "initial" in backoff else 300
+    maximum = _positive_duration(ctx, p, ("spec", "backoff", "max")) if "max" in backoff else 7200
+    if initial is not None and maximum is not None and initial > maximum:
+        ctx.add(
+            p.doc.at(
+                "MIGC114",
+                f"backoff initial ({backoff.get('initial', '5m')}) is longer than "
+                f"max ({backoff.get('max', '2h')})",
+                ("spec", "backoff", "initial") if "initial" in backoff else ("spec", "backoff"),
+            )
+        )
+
+
+@rule("partition-unique-names", codes=("MIGC103",), when=_has_partition)
+def check_unique_names(ctx: Context) -> None:
+    """Priority tiers and rules have unique names."""
+    p = ctx.partition
+    assert p is not None
+    spec = p.spec
+    if "priorityTiers" in spec:
+        dupes(
+            ctx,
+            [
+                (str(t["name"]), p.doc, ("spec", "priorityTiers", i, "name"))
+                for i, t in enumerate(spec["priorityTiers"])
+            ],
+            "priority tier",
+        )
+    dupes(
+        ctx,
+        [(str(r["name"]), p.doc, ("spec", "rules", i, "name")) for i, r in enumerate(spec.get("rules", []))],
+        "rule",
+    )

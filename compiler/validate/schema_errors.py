@@ -1,0 +1,287 @@
+"""JSON-Schema errors → diagnostics at the line/col of the offending node, each with a specific code.
+
+Unknown field → MIGC031 with a did-you-mean, bad name → MIGC109, wrong type → MIGC032, and so on;
+unions (``need``, ``nodes``, ``maxUnavailable``) are answered from the branch the value meant.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Any
+
+import jsonschema
+from jsonschema.exceptions import ValidationError, best_match
+
+from compiler.diagnostics import Diagnostic
+from compiler.load import LoadedDocument, json_path
+from compiler.schemas import (
+    DNS_LABEL_PATTERN,
+    DURATION_PATTERN,
+    LABEL_KEY_PATTERN,
+    LABEL_VALUE_PATTERN,
+    NODE_NAME_PATTERN,
+    PERCENT_PATTERN,
+    PROFILE_PATTERN,
+    TIME_OF_DAY_PATTERN,
+    kind_schemas,
+)
+from compiler.validate.common import (
+    PathT,
+    article,
+    listing,
+    pattern_matches,
+    short,
+    suggest,
+    type_name,
+    value_at,
+)
+
+_PATTERN_WORDS = {
+    PERCENT_PATTERN: 'a percentage such as "25%"',
+    TIME_OF_DAY_PATTERN: 'a time of day "HH:MM" (24 h)',
+    PROFILE_PATTERN: "a MIG profile name such as 1g.10gb or 3g.40gb",
+    "^1\\.[0-9]{1,2}$": 'a Kubernetes minor version such as "1.31"',
+    LABEL_KEY_PATTERN: "a Kubernetes label key (an optional DNS prefix and '/', then letters, digits, "
+    "'-', '_', '.')",
+    LABEL_VALUE_PATTERN: "a Kubernetes label value (at most 63 letters, digits, '-', '_', '.', "
+    "alphanumeric at both ends)",
+}
+
+
+def _pattern(
+    validator: jsonschema.protocols.Validator, pattern: str, instance: Any, schema: dict[str, Any]
+) -> Iterator[ValidationError]:
+    """jsonschema's ``pattern`` keyword with ECMA-262's ``$`` (the end of the string, not before a final
+    newline); jsonschema itself uses ``re.search`` as is."""
+    if validator.is_type(instance, "string") and not pattern_matches(pattern, instance):
+        yield ValidationError(f"{instance!r} does not match {pattern!r}")
+
+
+_Validator = jsonschema.validators.extend(  # type: ignore[no-untyped-call]
+    jsonschema.Draft202012Validator, {"pattern": _pattern}
+)
+
+
+@functools.cache
+def _validators() -> dict[str, jsonschema.protocols.Validator]:
+    return {kind: _Validator(schema) for kind, schema in kind_schemas().items()}
+
+
+def schema_diagnostics(doc: LoadedDocument, kind: str, profiles: Sequence[str]) -> list[Diagnostic]:
+    out: list[Diagnostic] = []
+    errors = sorted(
+        _validators()[kind].iter_errors(doc.data),
+        key=lambda e: (json_path(e.absolute_path), str(e.validator), e.message),
+    )
+    for error in errors:
+        out.extend(_translate(doc, error, profiles))
+    return out
+
+
+def _translate(doc: LoadedDocument, error: ValidationError, profiles: Sequence[str]) -> list[Diagnostic]:
+    path: PathT = tuple(p for p in error.absolute_path if isinstance(p, str | int))
+    validator = str(error.validator)
+    schema = error.schema if isinstance(error.schema, dict) else {}
+    instance: Any = error.instance
+    bound: Any = error.validator_value
+    where = json_path(path)
+
+    if validator == "required":
+        missing = [r for r in bound if isinstance(instance, dict) and r not in instance]
+        return [
+            doc.at("MIGC030", f"missing required field '{name}' in {where}", path, key=bool(path))
+            for name in missing
+        ]
+    if validator == "additionalProperties" and isinstance(instance, dict):
+        known = set(schema.get("properties", {}))
+        out = []
+        for name in sorted(k for k in instance if k not in known):
+            hint = suggest(name, known)
+            out.append(
+                doc.at(
+                    "MIGC031",
+                    f"unknown field '{name}' in {where}{hint}",
+                    (*path, name),
+                    key=True,
+                    hint=f"known fields here: {listing(known)}",
+                )
+            )
+        return out
+    if validator == "oneOf" or validator == "anyOf":
+        return _translate_choice(doc, error, path, profiles)
+    if validator == "type":
+        expected = bound
+        words = " or ".join(expected) if isinstance(expected, list) else str(expected)
+        words = words.replace("object", "mapping").replace("array", "list")
+        return [
+            doc.at(
+                "MIGC032",
+                f"{where} must be {article(words)}, not {article(type_name(instance))} ({short(instance)})",
+                path,
+            )
+        ]
+    if validator in ("enum", "const"):
+        allowed = bound if validator == "enum" else [bound]
+        words = ", ".join(str(a) for a in allowed)
+        hint = suggest(str(instance), [str(a) for a in allowed])
+        return [doc.at("MIGC033", f"{where}: {short(instance)} is not one of: {words}{hint}", path)]
+    if validator in ("pattern", "minLength", "maxLength"):
+        pattern = schema.get("pattern", "")
+        key_of = value_at(doc.data, path)
+        on_key = isinstance(key_of, dict) and isinstance(instance, str) and instance in key_of
+        at_path: PathT = (*path, str(instance)) if on_key else path
+        if pattern == DNS_LABEL_PATTERN:
+            return [
+                doc.at(
+                    "MIGC109",
+                    f"{json_path(at_path)}: {short(instance)} is not a DNS-1123 label "
+                    "(lower-case letters, digits and '-', at most 63, starting and ending alphanumeric)",
+                    at_path,
+                    key=on_key,
+                )
+            ]
+        if pattern == NODE_NAME_PATTERN:
+            return [
+                doc.at(
+                    "MIGC109",
+                    f"{json_path(at_path)}: {short(instance)} is not a valid node name "
+                    "(a DNS-1123 subdomain: lower-case letters, digits, '-' and '.', at most 253)",
+                    at_path,
+                )
+            ]
+        if pattern == DURATION_PATTERN:
+            return [
+                doc.at(
+                    "MIGC114",
+                    f"{where}: {short(instance)} is not a duration (write e.g. 30s, 10m, 1h30m, 2d)",
+                    path,
+                )
+            ]
+        if validator == "pattern":
+            words = _PATTERN_WORDS.get(pattern, f"a string matching {pattern}")
+            if pattern == PROFILE_PATTERN:
+                words += suggest(str(instance), profiles)
+            return [
+                doc.at(
+                    "MIGC034", f"{json_path(at_path)}: {short(instance)} is not {words}", at_path, key=on_key
+                )
+            ]
+    if validator in (
+        "minimum",
+        "maximum",
+        "exclusiveMinimum",
+        "exclusiveMaximum",
+        "minItems",
+        "maxItems",
+        "uniqueItems",
+        "minLength",
+        "maxLength",
+        "minProperties",
+        "maxProperties",
+    ):
+        return [doc.at("MIGC035", f"{where}: {_rephrase(error)}", path)]
+    return [doc.at("MIGC039", f"{where}: {error.message}", path)]
+
+
+def _rephrase(error: ValidationError) -> str:
+    v = str(error.validator)
+    bound = error.validator_value
+    value = error.instance
+    if v == "minimum":
+        return f"{short(value)} is below the minimum {bound}"
+    if v == "maximum":
+        return f"{short(value)} is above the maximum {bound}"
+    if v == "exclusiveMinimum":
+        return f"{short(value)} must be greater than {bound}"
+    if v == "exclusiveMaximum":
+        return f"{short(value)} must be less than {bound}"
+    if v == "minItems":
+        return f"needs at least {bound} item(s)"
+    if v == "maxItems":
+        return f"allows at most {bound} item(s)"
+    if v == "uniqueItems":
+        return "items must be unique"
+    if v == "minLength":
+        return "must not be empty" if bound == 1 else f"must be at least {bound} characters"
+    if v == "maxLength":
+        return f"must be at most {bound} characters"
+    if v == "minProperties":
+        return f"needs at least {bound} entry(ies)"
+    return error.message
+
+
+def _relevant_branch(errors: Iterable[ValidationError]) -> list[ValidationError]:
+    """Errors of the union branches whose *type* matched the value, when any did.
+
+    ``maxUnavailable: ten`` fails the integer branch on its type and the percentage branch on its
+    pattern; the pattern error is the one that helps. jsonschema's ``best_match`` alone would
+    pick either, so branches that rejected the value's type are dropped first.
+    """
+    errors = list(errors)
+    by_branch: dict[Any, list[ValidationError]] = {}
+    for e in errors:
+        branch = e.relative_schema_path[0] if e.relative_schema_path else None
+        by_branch.setdefault(branch, []).append(e)
+    typed = [
+        errs
+        for errs in by_branch.values()
+        if not any(e.validator == "type" and not e.relative_path for e in errs)
+    ]
+    if len(typed) == 1:
+        return typed[0]
+    return errors
+
+
+_NEED_KEYS = {
+    "profile": "profile",
+    "profiles": "profiles",
+    "gpuMemoryGB": "gpuMemoryGB/computeSlices",
+    "computeSlices": "gpuMemoryGB/computeSlices",
+    "gpus": "gpus",
+}
+
+
+def _translate_choice(
+    doc: LoadedDocument, error: ValidationError, path: PathT, profiles: Sequence[str]
+) -> list[Diagnostic]:
+    instance: Any = error.instance
+    where = json_path(path)
+    # Discriminator-style answers for the two unions of the language, whose branches differ by keys.
+    if path and path[-1] == "need" and isinstance(instance, dict):
+        forms = sorted({_NEED_KEYS[k] for k in instance if k in _NEED_KEYS})
+        if len(forms) > 1:
+            return [
+                doc.at(
+                    "MIGC036",
+                    f"{where} mixes the forms {' and '.join(forms)}; use exactly one",
+                    path,
+                )
+            ]
+        if not forms:
+            return [
+                doc.at(
+                    "MIGC036",
+                    f"{where} must set one of: profile, profiles, gpuMemoryGB/computeSlices, gpus",
+                    path,
+                )
+            ]
+        return []  # the form's own field errors are reported where they are
+    if path and path[-1] == "nodes" and isinstance(instance, dict):
+        if "names" in instance and ("selector" in instance or "count" in instance):
+            message = f"{where} lists names and also a selector/count; use one or the other"
+        elif "selector" in instance and "count" not in instance:
+            message = f"missing required field 'count' in {where} (required with a selector)"
+            return [doc.at("MIGC030", message, path, key=True)]
+        elif "count" in instance and "selector" not in instance:
+            message = f"missing required field 'selector' in {where} (required with a count)"
+            return [doc.at("MIGC030", message, path, key=True)]
+        else:
+            message = f"{where} needs either names, or a selector and a count"
+        return [doc.at("MIGC039", message, path)]
+    # Generic union (e.g. maxUnavailable: integer or percentage): the most relevant branch's error.
+    if error.context:
+        best = best_match(_relevant_branch(error.context))
+        if best is not None:
+            return _translate(doc, best, profiles)
+    return [doc.at("MIGC039", f"{where}: {error.message}", path)]

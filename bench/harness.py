@@ -95,11 +95,15 @@ def build_policy(model: GpuModel, pods: Sequence[Pod], nodes: int, gpus_per_node
     )
 
 
-def solve(policy: Policy, catalog: Catalog, current: CurrentState | None = None) -> Solution:
+def solve(
+    policy: Policy, catalog: Catalog, current: CurrentState | None = None, time_limit_s: float | None = None
+) -> Solution:
     fn = _solve_fn()
     if fn is None:
         raise RuntimeError("compiler.solve.solve is not available")
-    return fn(policy, catalog, current)
+    if time_limit_s is None:
+        return fn(policy, catalog, current)
+    return fn(policy, catalog, current, time_limit_s=time_limit_s)
 
 
 def current_state(solution: Solution) -> CurrentState:

@@ -60,6 +60,11 @@ class Config:
     m4_repeats: int = 1
     startup_repeats: int = 5
     m4_tenants: int = scale.TENANTS
+    # M5: (GPUs, tenants, workloads pinned to one pool, solver time limit s)
+    m5_cases: tuple[tuple[int, int, bool, float], ...] = (
+        (40000, 1500, True, 60.0),
+        (40000, 1500, False, 10.0),
+    )
     trace: str = openb.DEFAULT_TRACE
 
 
@@ -80,6 +85,7 @@ TINY = Config(
     m3_windows=(40, 10, 2),
     m4_sizes=(96,),
     m4_tenants=12,
+    m5_cases=((96, 12, False, 5.0),),
     startup_repeats=1,
 )
 FULL = Config(
@@ -98,6 +104,11 @@ FULL = Config(
     m3_windows=(1000, 100, 6),
     m4_sizes=(1000, 10000, 80000),
     m4_repeats=3,
+    m5_cases=(
+        (40000, 1500, True, 60.0),
+        (40000, 1500, False, 60.0),
+        (40000, 1500, False, 10.0),
+    ),
 )
 
 
@@ -647,6 +658,52 @@ def render_m4(results: Sequence[dict[str, Any]]) -> str:
     return "\n".join([table(headers, body), "", "Policy read by: " + ", ".join(sorted(via))])
 
 
+# --- M5 ------------------------------------------------------------------------------------------
+
+
+def run_m5(cfg: Config, use_migc: bool) -> list[dict[str, Any]]:
+    if not use_migc:
+        return []
+    out = []
+    with tempfile.TemporaryDirectory(prefix="migc-bench-") as tmp:
+        for gpus, tenants, pinned, limit in cfg.m5_cases:
+            r = scale.run_size(
+                gpus, Path(tmp), 1, tenants, timeout=limit + 600, pinned=pinned, time_limit_s=limit
+            )
+            r.update(tenants=tenants, pinned=pinned, limit=limit)
+            out.append(r)
+    return out
+
+
+def render_m5(results: Sequence[dict[str, Any]], checks: Checks) -> str:
+    if not results:
+        return "not measured (solver not available)"
+    body = []
+    for r in results:
+        shape = f"{r['gpus'] // scale.GPUS_PER_NODE} nodes, {r['tenants']} tenants, " + (
+            "each workload pinned to one pool" if r["pinned"] else "workloads on any pool"
+        )
+        if "error" in r:
+            body.append((shape, f"{r['limit']:g}", "error: " + str(r["error"]), "", "", ""))
+            checks.expect(False, f"M5 {shape}: {r['error']}")
+            continue
+        over = r["solve_s"] - r["limit"]
+        checks.expect(over < 10.0, f"M5 {shape}: solve took {r['solve_s']:.1f} s on a {r['limit']:g} s limit")
+        unproven = "; ".join(r["unproven"]) or "— (every level proven)"
+        body.append(
+            (
+                shape,
+                f"{r['limit']:g}",
+                f"{r['solve_s']:.2f}",
+                f"{r['gpus_used']} (unmet {r['unmet']})",
+                f"{r['validate_s']:.2f}",
+                unproven,
+            )
+        )
+    headers = ("shape", "time limit s", "solve+assign s", "GPUs used", "load+validate s", "MIGC203")
+    return table(headers, body)
+
+
 # --- driver --------------------------------------------------------------------------------------
 
 
@@ -740,7 +797,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="M2: what 'demand served' counts within a tier (migc maximises pods served per tier)",
     )
     ap.add_argument(
-        "--only", default="M1,M2,M3,M4,S", help="comma-separated subset of M1,M2,M3,M4,S (CLI startup)"
+        "--only",
+        default="M1,M2,M3,M4,M5,S",
+        help="comma-separated subset of M1,M2,M3,M4,M5,S (CLI startup)",
     )
     ap.add_argument(
         "--models",
@@ -832,6 +891,16 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"in a fresh subprocess, best of {cfg.m4_repeats} (wall time; peak resident memory as VmHWM, "
             "which unlike ru_maxrss is not inherited across exec).",
             lambda: render_m4(run_m4(cfg, use_migc)),
+        )
+    if "M5" in only:
+        section(
+            "M5: the solver's time limit at 5,000 named nodes",
+            "The M4 fleet generator at 40,000 GPUs (5,000 named nodes in 6 pools) with 1,500 tenants × "
+            f"{scale.WORKLOADS_PER_TENANT} workloads; pinned: each workload restricted to one pool (6 small "
+            "integer programs), open: any pool offering its profile (one large one). The limit is one "
+            "wall-clock budget for every level; solve+assign includes building the model, the greedy "
+            "fallback for pools HiGHS did not reach and node assignment. One run each, fresh subprocess.",
+            lambda: render_m5(run_m5(cfg, use_migc), checks),
         )
     if "S" in only:
         section(

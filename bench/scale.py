@@ -36,8 +36,12 @@ def _pool_name(model: str) -> str:
     return model.lower()
 
 
-def generate(gpus: int, seed: int = 1, tenants: int = TENANTS) -> list[dict[str, Any]]:
-    """The policy set as YAML documents (Fleet, Tenants, Workloads)."""
+def generate(gpus: int, seed: int = 1, tenants: int = TENANTS, pinned: bool = True) -> list[dict[str, Any]]:
+    """The policy set as YAML documents (Fleet, Tenants, Workloads).
+
+    ``pinned``: each workload is restricted to its pool (6 independent components); otherwise it
+    may run on every pool offering its profile, which makes one large integer program.
+    """
     from compiler.catalog import load_catalog
 
     catalog = load_catalog()
@@ -92,7 +96,9 @@ def generate(gpus: int, seed: int = 1, tenants: int = TENANTS) -> list[dict[str,
             continue
         budget = pool_nodes[model] * GPUS_PER_NODE * geo.model.compute_slices * FILL / len(members)
         for t, w in members:
-            spec: dict[str, Any] = {"tenant": f"tenant-{t:03d}", "pools": [_pool_name(model)]}
+            spec: dict[str, Any] = {"tenant": f"tenant-{t:03d}"}
+            if pinned:
+                spec["pools"] = [_pool_name(model)]
             # only shapes one replica of which fits the workload's share, so no size is over-subscribed
             whole = [k for k in (1, 2, 4, 8) if k * geo.model.compute_slices <= budget]
             profiles = [p for p in geo.profiles if p.compute_slices < geo.model.compute_slices]
@@ -154,8 +160,10 @@ def _rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-def measure(directory: Path) -> dict[str, Any]:
-    """Run in the child: load + validate + solve (+ assign, part of solve) the policy in ``directory``."""
+def measure(directory: Path, time_limit_s: float | None = None) -> dict[str, Any]:
+    """Run in the child: load + validate + solve (+ assign, part of solve) the policy in ``directory``.
+
+    ``time_limit_s``: the solver's wall-clock budget (None: its default)."""
     from bench.harness import solve
     from compiler.catalog import load_catalog
 
@@ -164,7 +172,7 @@ def measure(directory: Path) -> dict[str, Any]:
     t0 = time.perf_counter()
     policy, via = _validated_policy(paths)
     t1 = time.perf_counter()
-    solution = solve(policy, load_catalog(), None)
+    solution = solve(policy, load_catalog(), None, time_limit_s=time_limit_s)
     t2 = time.perf_counter()
     gpus = sum(p.gpus_used for p in solution.pools)
     peak = _rss_mb()
@@ -188,6 +196,7 @@ def measure(directory: Path) -> dict[str, Any]:
         "nodes": sum(len(p.nodes) for p in solution.pools),
         "workloads": len(policy.workloads),
         "tenants": len(policy.tenants),
+        "unproven": sorted({d.message for d in solution.diagnostics if d.code == "MIGC203"}),
     }
 
 
@@ -216,20 +225,29 @@ def _validated_policy(paths: Sequence[Path]) -> tuple[Any, str]:
 
 
 def run_size(
-    gpus: int, workdir: Path, repeats: int = 1, tenants: int = TENANTS, timeout: float = 600.0
+    gpus: int,
+    workdir: Path,
+    repeats: int = 1,
+    tenants: int = TENANTS,
+    timeout: float = 600.0,
+    *,
+    pinned: bool = True,
+    time_limit_s: float | None = None,
 ) -> dict[str, Any]:
     """Generate and write once, then measure ``repeats`` times, each in a fresh interpreter.
 
     The run with the lowest total wall time is reported (the machine is shared, so the minimum is
     the least noisy estimate); ``runs`` and ``total_s_all`` keep the others visible.
     """
-    directory = workdir / f"fleet-{gpus}"
-    write(generate(gpus, tenants=tenants), directory)
+    directory = workdir / f"fleet-{gpus}-{tenants}-{'pinned' if pinned else 'open'}"
+    if not directory.exists():
+        write(generate(gpus, tenants=tenants, pinned=pinned), directory)
     repo = Path(__file__).resolve().parents[1]
     results: list[dict[str, Any]] = []
     for _ in range(max(1, repeats)):
         proc = subprocess.run(
-            [sys.executable, "-m", "bench.scale", str(directory)],
+            [sys.executable, "-m", "bench.scale", str(directory)]
+            + ([] if time_limit_s is None else [str(time_limit_s)]),
             cwd=repo,
             capture_output=True,
             text=True,
@@ -247,7 +265,7 @@ def run_size(
 
 
 def main(argv: Sequence[str]) -> int:
-    print(json.dumps(measure(Path(argv[0]))))
+    print(json.dumps(measure(Path(argv[0]), float(argv[1]) if len(argv) > 1 else None)))
     return 0
 
 

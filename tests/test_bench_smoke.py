@@ -191,7 +191,7 @@ def test_driver_writes_every_section_and_its_command(tmp_path: Path) -> None:
     text = out.read_text(encoding="utf-8")
     assert "python -m bench --tiny --results" in text
     assert "CPU:" in text and "logical CPUs" in text
-    for section in ("## M1", "## M2", "## M3", "## M4", "## S: CLI startup", "## Checks"):
+    for section in ("## M1", "## M2", "## M3", "## M4", "## M5", "## S: CLI startup", "## Checks"):
         assert section in text
     assert status == 0, text[text.index("## Checks") :]
     assert "all structural checks passed" in text

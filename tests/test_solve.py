@@ -255,7 +255,9 @@ def test_shared_workloads_use_time_sliced_pools() -> None:
     assert p.gpus_used == 8
     assert all(g == WHOLE for n in p.nodes for g in n.gpus)
     assert not sol.pool("c1", "a100").demand
-    assert sum(1 for d in sol.diagnostics if d.code == "MIGC201") == 1
+    # the two merged workloads share the 32 slots max-min fairly on their served fraction
+    assert (served(sol, "nb"), served(sol, "x")) == (14, 18)
+    assert sum(1 for d in sol.diagnostics if d.code == "MIGC201") == 2
 
 
 def test_solver_chooses_between_pools_and_respects_restrictions() -> None:

@@ -14,6 +14,7 @@ from compiler.catalog import GpuModel, load_catalog
 from compiler.catalog.layouts import enumerate_layouts, is_feasible
 from compiler.model import GpuLayout, Workload
 from compiler.solve import solve
+from compiler.solve.result import Solution
 
 CAT = load_catalog()
 WHOLE = GpuLayout.whole()
@@ -128,33 +129,23 @@ def test_solver_matches_exhaustive_search_on_random_instances() -> None:
     assert checked == 300
 
 
-def _best_with_preferences(model: GpuModel, gpus: int, workloads: list[Workload]) -> tuple[int, int, int]:
-    """(served, -GPUs used, -preference penalty) maximised by brute force over layout multisets;
-    replicas are routed to profiles by a min-cost max flow (cost = rank in the preference list)."""
+def _best_with_preferences(
+    model: GpuModel, gpus: int, workloads: list[Workload]
+) -> tuple[int, int, int, int]:
+    """(served, workloads covered, -GPUs used, -preference penalty) maximised by brute force over
+    layout multisets; replicas are routed to profiles by ``_route``."""
     demanded = {n for w in workloads for n in w.need.profiles}
     options = [WHOLE] + [
         lay for lay in enumerate_layouts(model) if all(n in demanded for n, _ in lay.profiles)
     ]
-    best = (-1, -(10**9), -(10**9))
+    best = (-1, -1, -(10**9), -(10**9))
     for combo in itertools.combinations_with_replacement(options, gpus):
         cap: Counter[str] = Counter()
         for lay in combo:
             cap.update(lay.counts())
-        g: nx.DiGraph[object] = nx.DiGraph()
-        for w in workloads:
-            g.add_edge("s", ("w", w.name), capacity=w.replicas, weight=0)
-            for rank, name in enumerate(w.need.profiles):
-                g.add_edge(("w", w.name), ("p", name), capacity=w.replicas, weight=rank)
-        for name, c in cap.items():
-            g.add_edge(("p", name), "t", capacity=c, weight=0)
-        if "t" not in g:
-            served, penalty = 0, 0
-        else:
-            flow = nx.max_flow_min_cost(g, "s", "t")
-            served = sum(flow["s"].values())
-            penalty = int(nx.cost_of_flow(g, flow))
+        served, covered, penalty = _route(cap, workloads)
         used = sum(1 for lay in combo if lay.mig_enabled)
-        best = max(best, (served, -used, -penalty))
+        best = max(best, (served, covered, -used, -penalty))
     return best
 
 
@@ -175,7 +166,7 @@ def test_preference_lists_match_exhaustive_search() -> None:
         for d in p.demand:
             w = next(w for w in ws if w.name == d.workload)
             penalty += d.served * w.need.profiles.index(d.resource)
-        got = (sum(d.served for d in p.demand), -p.gpus_used, -penalty)
+        got = (sum(d.served for d in p.demand), _covered(sol), -p.gpus_used, -penalty)
         assert got == _best_with_preferences(model, nodes * gpn, ws), (seed, nodes, gpn, ws)
 
 
@@ -209,8 +200,8 @@ def test_choice_between_two_pools_matches_exhaustive_search() -> None:
         # every layout is maximal over the demanded profiles or whole; smaller layouts never do better
         opts1 = [WHOLE, *_maximal(a30, demanded & {"1g.6gb", "2g.12gb"})]
         opts2 = [WHOLE, *_maximal(a100, demanded & {"1g.10gb", "2g.20gb", "3g.40gb"})]
-        memo: dict[tuple[tuple[str, int], ...], tuple[int, int]] = {}
-        best = (-1, -(10**9), -(10**9))
+        memo: dict[tuple[tuple[str, int], ...], tuple[int, int, int]] = {}
+        best = (-1, -1, -(10**9), -(10**9))
         for c1 in itertools.combinations_with_replacement(opts1, g1):
             for c2 in itertools.combinations_with_replacement(opts2, g2):
                 cap: Counter[str] = Counter()
@@ -219,9 +210,9 @@ def test_choice_between_two_pools_matches_exhaustive_search() -> None:
                 key = tuple(sorted(cap.items()))
                 if key not in memo:
                     memo[key] = _route(cap, ws)
-                served, penalty = memo[key]
+                served, covered, penalty = memo[key]
                 used = sum(1 for lay in (*c1, *c2) if lay.mig_enabled)
-                best = max(best, (served, -used, -penalty))
+                best = max(best, (served, covered, -used, -penalty))
         pools_ = [pool("p1", "A30-24GB", nodes=1, gpus_per_node=g1), pool("p2", nodes=1, gpus_per_node=g2)]
         sol = solve(policy(pools_, ws), CAT)
         penalty = 0
@@ -231,19 +222,32 @@ def test_choice_between_two_pools_matches_exhaustive_search() -> None:
                 w = next(w for w in ws if w.name == d.workload)
                 penalty += d.served * w.need.profiles.index(d.resource)
                 served_total += d.served
-        got = (served_total, -sum(p.gpus_used for p in sol.pools), -penalty)
+        got = (served_total, _covered(sol), -sum(p.gpus_used for p in sol.pools), -penalty)
         assert got == best, (seed, g1, g2, ws)
 
 
-def _route(cap: Counter[str], workloads: list[Workload]) -> tuple[int, int]:
+def _route(cap: Counter[str], workloads: list[Workload]) -> tuple[int, int, int]:
+    """(served, workloads covered, preference penalty) of the best routing onto ``cap``: most
+    replicas, then most workloads with at least one replica (fairness inside the tier), then the
+    least penalty (rank in the preference list). A min-cost max flow whose first unit per workload
+    earns a bonus larger than any penalty."""
+    bonus = 1 + sum(w.replicas * len(w.need.profiles) for w in workloads)
     g: nx.DiGraph[object] = nx.DiGraph()
     for w in workloads:
-        g.add_edge("s", ("w", w.name), capacity=w.replicas, weight=0)
+        g.add_edge("s", ("c", w.name), capacity=1, weight=-bonus)
+        g.add_edge(("c", w.name), ("w", w.name), capacity=1, weight=0)
+        if w.replicas > 1:
+            g.add_edge("s", ("w", w.name), capacity=w.replicas - 1, weight=0)
         for rank, name in enumerate(w.need.profiles):
             g.add_edge(("w", w.name), ("p", name), capacity=w.replicas, weight=rank)
     for name, c in cap.items():
         g.add_edge(("p", name), "t", capacity=c, weight=0)
     if "t" not in g:
-        return 0, 0
+        return 0, 0, 0
     flow = nx.max_flow_min_cost(g, "s", "t")
-    return sum(flow["s"].values()), int(nx.cost_of_flow(g, flow))
+    covered = sum(flow["s"][("c", w.name)] for w in workloads)
+    return sum(flow["s"].values()), covered, int(nx.cost_of_flow(g, flow)) + bonus * covered
+
+
+def _covered(sol: Solution) -> int:
+    return len({d.workload for p in sol.pools for d in p.demand if d.served})

@@ -8,7 +8,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import sys
 from collections.abc import Sequence
@@ -20,13 +19,13 @@ import click
 from compiler import report
 from compiler.catalog import Catalog, load_catalog
 from compiler.commands._common import ignore_option, load_and_validate, output_format_option, paths_argument
-from compiler.current import read_current, state_from_assignment
+from compiler.current import read_current
 from compiler.diagnostics import Diagnostic, has_errors, make
 from compiler.exitcodes import ExitCode
 from compiler.fsio import refuse_symlink
 from compiler.load import display_path
 from compiler.model import CurrentState, Policy
-from compiler.render import check_quotas, manifest_stream, manifests, oversized, render
+from compiler.render import check_quotas, manifest_stream, oversized, render
 from compiler.render.writer import compare, write_tree
 from compiler.solve import solve
 from compiler.solve.result import Solution
@@ -82,48 +81,11 @@ def compile_policy(paths: Sequence[str], against: Path | None, label_base: Path 
         return Compiled(None, None, catalog, CurrentState(), tuple(diagnostics), label)
     current, more = read_current(against, policy)
     diagnostics.extend(more)
-    solution = _settle(policy, catalog, current, solve(policy, catalog, current))
+    solution = solve(policy, catalog, current)
     diagnostics.extend(solution.diagnostics)
     if not has_errors(diagnostics):
         diagnostics.extend(check_quotas(policy, solution, catalog))
     return Compiled(policy, solution, catalog, current, tuple(diagnostics), label)
-
-
-def _state_after(policy: Policy, solution: Solution, catalog: Catalog) -> CurrentState:
-    """What the next run reads back (``read_current``) from the output ``solution`` renders to."""
-    nodes = {}
-    for cluster in policy.clusters:
-        configs = manifests.collect_configs(cluster, solution, catalog)
-        nodes.update(state_from_assignment(manifests.assignment_document(cluster, solution, configs), policy))
-    return CurrentState(nodes=tuple(sorted(nodes.items())))
-
-
-def _settle(policy: Policy, catalog: Catalog, current: CurrentState, solution: Solution) -> Solution:
-    """``solution`` with the demand split per pool the solver gives once its layout is deployed.
-
-    Which pool serves how much of a workload is a tie among optimal solutions, and the solver
-    breaks it differently depending on the deployed state it starts from. The CapacityReport
-    records that split, so without this a fresh ``compile`` followed by ``compile --check`` (which
-    starts from the output just written) would disagree on it although every layout is the same.
-    Solving once more from the rendered layout gives the split every later run reproduces; pools
-    whose layout that second solve would change keep the first answer.
-    """
-    if has_errors(solution.diagnostics):
-        return solution  # nothing is rendered from it
-    settled = _state_after(policy, solution, catalog)
-    if settled == current:
-        return solution
-    again = solve(policy, catalog, settled)
-    second = {(p.cluster, p.pool): p for p in again.pools}
-    pools = []
-    for pool in solution.pools:
-        other = second.get((pool.cluster, pool.pool))
-        if other is not None and other.layout_counts == pool.layout_counts:
-            pool = dataclasses.replace(
-                pool, demand=other.demand, reserved=other.reserved, gpus_used=other.gpus_used
-            )
-        pools.append(pool)
-    return dataclasses.replace(solution, pools=tuple(pools))
 
 
 def emit_diagnostics(diagnostics: Sequence[Diagnostic], fmt: str, *, to_stderr: bool) -> None:

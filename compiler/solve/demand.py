@@ -9,8 +9,10 @@ thousands of workloads; the result is split back per workload in name order.
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Sequence
 from dataclasses import dataclass
+from fractions import Fraction
 from typing import Literal
 
 from compiler.catalog import Catalog, GpuModel, Profile
@@ -224,14 +226,27 @@ def tenant_guarantees(
 
 
 def split_served(workloads: Sequence[tuple[str, int]], served: int) -> list[tuple[str, int, int]]:
-    """Split a merged item's served replicas back over its workloads, in name order: (name, wanted, got)."""
-    out = []
-    left = served
-    for name, replicas in workloads:
-        got = min(replicas, left)
-        left -= got
-        out.append((name, replicas, got))
-    return out
+    """Split a merged item's served replicas back over its workloads: (name, wanted, got), in the
+    given (name) order.
+
+    Max-min fair on the fraction of each workload's replicas served: every next replica goes to
+    the workload with the smallest fraction so far (ties: fewer replicas wanted, then name order).
+    This is the leximin allocation (the sorted vector of fractions is lexicographically largest),
+    so no workload is left at 0 while a sibling in the same item gets more than its share.
+    """
+    left = min(served, sum(r for _, r in workloads))
+    if len(workloads) == 1:
+        return [(workloads[0][0], workloads[0][1], left)]
+    got = [0] * len(workloads)
+    heap = [(Fraction(0), wanted, j) for j, (_n, wanted) in enumerate(workloads) if wanted > 0]
+    heapq.heapify(heap)
+    while left > 0 and heap:
+        _f, wanted, j = heapq.heappop(heap)
+        got[j] += 1
+        left -= 1
+        if got[j] < wanted:
+            heapq.heappush(heap, (Fraction(got[j], wanted), wanted, j))
+    return [(name, wanted, got[j]) for j, (name, wanted) in enumerate(workloads)]
 
 
 def _ordered(options: Sequence[Option]) -> tuple[Option, ...]:

@@ -20,6 +20,8 @@ from compiler.solve.demand import DemandItem, Guarantee, is_shared_pool, mig_mod
 from compiler.solve.milp import ClusterOutcome
 from compiler.solve.plan_types import RESERVE, Pattern, PoolDecision
 
+Layout = tuple[tuple[str, int], ...]  # a MIG layout as sorted (profile, count) pairs
+
 
 class _PoolState:
     def __init__(self, pool: NodePool, catalog: Catalog) -> None:
@@ -35,7 +37,10 @@ class _PoolState:
             take = min(left, self.node_free[j])
             self.node_free[j] -= take
             left -= take
-        self.open: Counter[tuple[tuple[str, int], ...]] = Counter()  # MIG layouts opened -> GPUs
+        self.first_free = 0  # no node before this one has a free GPU
+        self.open: Counter[Layout] = Counter()  # MIG layouts opened -> GPUs
+        self.fits: dict[tuple[Layout, str], Layout | None] = {}
+        self.order: list[Layout] | None = None  # sorted(self.open), while its keys are unchanged
         self.node_jobs: dict[int, list[int]] = {}
         self.singles = 0
         self.slots = 0
@@ -43,27 +48,53 @@ class _PoolState:
         self.held: Counter[tuple[str, str]] = Counter()  # reservation units still idle
 
     def take_gpus(self, k: int) -> int | None:
-        for j, free in enumerate(self.node_free):
-            if free >= k:
-                self.node_free[j] -= k
+        free = self.node_free
+        while self.first_free < len(free) and not free[self.first_free]:
+            self.first_free += 1  # free GPUs only ever shrink: nodes before this stay full
+        for j in range(self.first_free, len(free)):
+            if free[j] >= k:
+                free[j] -= k
                 return j
         return None
 
-    def add_instance(self, profile: str) -> bool:
-        assert self.model is not None
-        for layout in sorted(self.open):
+    def grown(self, layout: Layout, profile: str) -> Layout | None:
+        """``layout`` with one more ``profile`` instance, or None if that does not fit the GPU.
+
+        Memoised: a fleet opens few distinct layouts, but places an instance many times.
+        """
+        key = (layout, profile)
+        if key not in self.fits:
+            assert self.model is not None
             counts = dict(layout)
             counts[profile] = counts.get(profile, 0) + 1
-            if is_feasible(self.model, counts):
+            self.fits[key] = tuple(sorted(counts.items())) if is_feasible(self.model, counts) else None
+        return self.fits[key]
+
+    def add_instance(self, profile: str) -> bool:
+        assert self.model is not None
+        for layout in self.open_order():
+            bigger = self.grown(layout, profile)
+            if bigger is not None:
                 self.open[layout] -= 1
                 if not self.open[layout]:
                     del self.open[layout]
-                self.open[tuple(sorted(counts.items()))] += 1
+                    self.order = None
+                if bigger not in self.open:
+                    self.order = None
+                self.open[bigger] += 1
                 return True
-        if not is_feasible(self.model, {profile: 1}) or self.take_gpus(1) is None:
+        if self.grown((), profile) is None or self.take_gpus(1) is None:
             return False
+        if ((profile, 1),) not in self.open:
+            self.order = None
         self.open[((profile, 1),)] += 1
         return True
+
+    def open_order(self) -> list[Layout]:
+        """The opened layouts in sorted order, re-sorted only when one appears or disappears."""
+        if self.order is None:
+            self.order = sorted(self.open)
+        return self.order
 
     def shared_capacity(self) -> int:
         return sum(self.node_free) * self.pool.sharing.replicas

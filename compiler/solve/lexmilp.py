@@ -2,7 +2,17 @@
 
 Each level optimises one integer-valued objective; its optimum is then fixed as a constraint
 before the next level runs, so the levels are strictly lexicographic (no big-M weights to tune).
-All objective coefficients passed in are integers, so fixing at ``optimum ± 0.5`` is exact.
+All objective coefficients passed in are integers, so fixing at ``value ± 0.5`` is exact.
+
+The value fixed is always evaluated from the point HiGHS returns (integers rounded), never taken
+from the objective HiGHS reports: the two can disagree at scale (HiGHS 1.16 once reported 5239
+for a point using 5240 GPUs), and fixing the reported value made every later level infeasible.
+When HiGHS claims a better value than its point has, the claim is checked by asking for a point
+at least one unit better; a proof that none exists makes the point's value the proven optimum.
+
+``time_limit`` is one wall-clock budget for all levels together: each HiGHS run gets what is
+left of it, and when it runs out the best point so far is returned with the level that was not
+proven and why (:attr:`LexResult.cause`).
 """
 
 from __future__ import annotations
@@ -28,6 +38,10 @@ class Level:
     name: str
     sense: Sense
     coefs: Mapping[int, int]
+    # column -> columns whose sum bounds it from above, where that and the column's own bounds are
+    # its only constraints: before this level runs, such a column of the previous point is raised
+    # to min(upper bound, sum), which keeps the point feasible and may prove the level trivially
+    raise_to: Mapping[int, Sequence[int]] = field(default_factory=dict)
 
 
 @dataclass
@@ -37,7 +51,21 @@ class LexResult:
     level_seconds: dict[str, float] = field(default_factory=dict)
     optimal: bool = True  # every level proven optimal (gap 0)
     failed_level: str = ""  # first level that did not prove optimality ("" = none)
+    cause: str = ""  # why ``failed_level`` is not proven: TIME_LIMIT, or a sentence on numerical trouble
     seconds: float = 0.0
+
+    def unproven(self, level: str, cause: str) -> None:
+        """Record the first level that could not be proven optimal, and why."""
+        self.optimal = False
+        if not self.failed_level:
+            self.failed_level = level
+            self.cause = cause
+
+
+TIME_LIMIT = "time limit"
+_MIN_RUN_S = 0.05  # below this, a HiGHS run cannot do anything useful
+_VERIFY_ROUNDS = 3  # how often a claimed-better objective is chased before giving up
+_GRACE_S = 1.0  # how long past the deadline a HiGHS run may take to notice its time limit
 
 
 _BANNER_LOCK = threading.Lock()
@@ -67,6 +95,7 @@ def _new_highs() -> highspy.Highs:
                 os.close(saved)
             _banner_done = True
     h.silent()
+    h.HandleUserInterrupt = True  # lets a watched run be stopped (``_LexRun._run_guarded``)
     return h
 
 
@@ -139,80 +168,252 @@ class Milp:
     def solve(
         self, levels: Sequence[Level], time_limit: float = 30.0, relax: bool = False
     ) -> LexResult | None:
-        """Optimise ``levels`` in order. ``None`` when not even the first level found a feasible point."""
-        started = time.perf_counter()
-        h = self._highs(time_limit, relax)
-        n = self.num_vars
-        result: LexResult | None = None
+        """Optimise ``levels`` in order within ``time_limit`` seconds of wall clock for all of them.
+
+        ``None`` when not even the first level found a feasible point.
+        """
+        run = _LexRun(self, time.perf_counter() + time_limit, relax)
         for level in levels:
-            remaining = time_limit - (time.perf_counter() - started)
-            if remaining <= 0.05:
-                if result is not None:
-                    result.optimal = False
-                    result.failed_level = result.failed_level or level.name
+            if not run.level(level):
                 break
-            h.setOptionValue("time_limit", remaining)
-            cost = np.zeros(n)
-            for col, c in level.coefs.items():
-                cost[col] += c
-            h.changeColsCost(n, np.arange(n, dtype=np.int32), cost)
-            h.changeObjectiveSense(
-                highspy.ObjSense.kMaximize if level.sense == "max" else highspy.ObjSense.kMinimize
-            )
-            if result is not None:
-                # the previous level's point is feasible for this one: hand it over as a start
-                sol = highspy.HighsSolution()
-                sol.col_value = list(result.values)
-                sol.value_valid = True
-                h.setSolution(sol)
-            level_started = time.perf_counter()
-            h.run()
-            status = h.getModelStatus()
-            if result is not None:
-                result.level_seconds[level.name] = time.perf_counter() - level_started
-            info = h.getInfo()
-            has_point = info.primal_solution_status == 2  # kSolutionStatusFeasible
-            if status != highspy.HighsModelStatus.kOptimal:
-                if not has_point:
-                    if result is not None:
-                        result.optimal = False
-                        result.failed_level = result.failed_level or level.name
-                    break
-                values = list(h.getSolution().col_value)
-                if result is None:
-                    result = LexResult(values=values, optimal=False, failed_level=level.name)
-                else:
-                    result.values = values
-                    result.optimal = False
-                    result.failed_level = result.failed_level or level.name
-                result.objectives[level.name] = info.objective_function_value
-                break
-            values = list(h.getSolution().col_value)
-            opt = info.objective_function_value
-            if result is None:
-                result = LexResult(values=values)
-                result.level_seconds[level.name] = time.perf_counter() - level_started
-            else:
-                result.values = values
-            result.objectives[level.name] = opt
-            cols = sorted(c for c, v in level.coefs.items() if v)
-            if cols:
-                coef_arr = np.array([float(level.coefs[c]) for c in cols])
-                if relax:
-                    lo, up = (opt - 1e-7, INF) if level.sense == "max" else (-INF, opt + 1e-7)
-                else:
-                    lo, up = (opt - 0.5, INF) if level.sense == "max" else (-INF, opt + 0.5)
-                h.addRow(
-                    lo if lo != -INF else -highspy.kHighsInf,
-                    up if up != INF else highspy.kHighsInf,
-                    len(cols),
-                    np.array(cols, dtype=np.int32),
-                    coef_arr,
-                )
+        result = run.result
         if result is not None:
-            result.seconds = time.perf_counter() - started
-            if not relax:
-                result.values = [
-                    float(round(v)) if self.integer[i] else v for i, v in enumerate(result.values)
-                ]
+            result.seconds = time.perf_counter() - run.started
         return result
+
+
+@dataclass
+class _Point:
+    """What one HiGHS run left behind."""
+
+    status: highspy.HighsModelStatus
+    values: np.ndarray | None  # integers rounded; None when HiGHS has no feasible point
+    reported: float
+
+
+class _LexRun:
+    """One lexicographic solve: the HiGHS instance, the deadline and the best point so far."""
+
+    def __init__(self, milp: Milp, deadline: float, relax: bool) -> None:
+        self.milp = milp
+        self.started = time.perf_counter()
+        self.deadline = deadline
+        self.relax = relax
+        self.h = milp._highs(max(_MIN_RUN_S, deadline - self.started), relax)
+        self.n = milp.num_vars
+        self.integer = np.array(milp.integer, dtype=bool) if not relax else np.zeros(self.n, dtype=bool)
+        self.col_lb = np.array(milp.lb, dtype=float)
+        self.col_ub = np.array(milp.ub, dtype=float)
+        self.result: LexResult | None = None
+        self.abandoned = False  # a HiGHS run ignored the deadline: its instance is off limits
+
+    def gave_up(self) -> bool:
+        """A HiGHS run ignored the deadline and was abandoned (its instance is off limits)."""
+        return self.abandoned
+
+    # -- one level ---------------------------------------------------------------------------
+
+    def level(self, level: Level) -> bool:
+        """Optimise one level and fix its value; False when the run must stop here."""
+        if self.abandoned or self.deadline - time.perf_counter() <= _MIN_RUN_S:
+            if self.result is not None:
+                self.result.unproven(level.name, TIME_LIMIT)
+            return False
+        cols = np.array(sorted(c for c, v in level.coefs.items() if v), dtype=np.int32)
+        coefs = np.array([float(level.coefs[int(c)]) for c in cols])
+        level_started = time.perf_counter()
+        if self.result is not None and not self.relax:
+            prev = np.array(self.result.values)
+            for col, bounding in level.raise_to.items():
+                prev[col] = min(self.col_ub[col], float(prev[list(bounding)].sum()))
+            self.result.values = list(prev)
+            value = _evaluate(prev, cols, coefs)
+            if value == self._bound(level.sense, cols, coefs):
+                # the previous point already reaches the level's trivial bound (every coefficient
+                # at its best column bound): proven without running HiGHS
+                self._finish_level(level, value, cols, coefs, level_started)
+                return True
+        self._set_objective(level, cols, coefs)
+        point = self._run(start=self.result.values if self.result is not None else None)
+        if point.values is None:
+            return self._no_point(level, point, cols, coefs, level_started)
+        if self.result is None:
+            self.result = LexResult(values=list(point.values))
+        else:
+            self.result.values = list(point.values)
+        value = _evaluate(point.values, cols, coefs)
+        if point.status != highspy.HighsModelStatus.kOptimal:
+            # a point, but not a proven one (time limit or trouble): keep it and stop
+            self._finish_level(level, value, cols, coefs, level_started)
+            self.result.unproven(level.name, self._cause(point.status))
+            return False
+        value = self._settle_claim(level, point, value, cols, coefs)
+        self._finish_level(level, value, cols, coefs, level_started)
+        return True
+
+    def _no_point(
+        self, level: Level, point: _Point, cols: np.ndarray, coefs: np.ndarray, level_started: float
+    ) -> bool:
+        """HiGHS returned no point. Before any level: nothing to return. After one: the previous
+        point satisfies every row of this level's model, so "infeasible" is numerical trouble; the
+        previous point is kept, its value fixed, and the next levels still run."""
+        result = self.result
+        if result is None:
+            return False
+        if self.abandoned or point.status != highspy.HighsModelStatus.kInfeasible:
+            result.unproven(level.name, self._cause(point.status))
+            return False
+        prev = np.array(result.values)
+        retry = self._run(start=None, presolve=False)
+        if retry.values is not None and retry.status == highspy.HighsModelStatus.kOptimal:
+            result.values = list(retry.values)
+            value = _evaluate(retry.values, cols, coefs)
+        elif self.gave_up():
+            result.unproven(level.name, TIME_LIMIT)
+            return False
+        else:
+            value = _evaluate(prev, cols, coefs)
+            result.unproven(
+                level.name,
+                f"numerical trouble: HiGHS found level '{level.name}' infeasible although the "
+                "previous level's point satisfies it",
+            )
+        self._finish_level(level, value, cols, coefs, level_started)
+        return self.deadline - time.perf_counter() > _MIN_RUN_S
+
+    def _settle_claim(
+        self, level: Level, point: _Point, value: float, cols: np.ndarray, coefs: np.ndarray
+    ) -> float:
+        """The value to fix for a level HiGHS says it solved to optimality.
+
+        When HiGHS reports a better objective than its point evaluates to, ask for a point at
+        least one unit better than the point: a proof that there is none makes the point optimal;
+        a better point replaces it (and is checked the same way).
+        """
+        assert self.result is not None
+        reported = point.reported
+        for _ in range(_VERIFY_ROUNDS):
+            if self.relax or not _better(level.sense, reported, value):
+                return value
+            row = self._add_bound(level.sense, value, cols, coefs, strict=True)
+            probe = self._run(start=None)
+            if self.gave_up():
+                self.result.unproven(level.name, TIME_LIMIT)
+                return value
+            self._drop_last_row(row)
+            if probe.status == highspy.HighsModelStatus.kInfeasible:
+                return value  # proven: nothing better than the point exists
+            if probe.values is None or probe.status != highspy.HighsModelStatus.kOptimal:
+                break
+            better = _evaluate(probe.values, cols, coefs)
+            if not _better(level.sense, better, value):
+                break
+            self.result.values = list(probe.values)
+            value, reported = better, probe.reported
+        self.result.unproven(
+            level.name,
+            f"numerical trouble: HiGHS reported {reported:g} for level '{level.name}' but its point "
+            f"evaluates to {value:g}, and no better point was proven absent",
+        )
+        return value
+
+    def _finish_level(
+        self, level: Level, value: float, cols: np.ndarray, coefs: np.ndarray, level_started: float
+    ) -> None:
+        assert self.result is not None
+        self.result.objectives[level.name] = value
+        self.result.level_seconds[level.name] = time.perf_counter() - level_started
+        if len(cols) and not self.abandoned:
+            self._add_bound(level.sense, value, cols, coefs, strict=False)
+
+    def _bound(self, sense: Sense, cols: np.ndarray, coefs: np.ndarray) -> float:
+        """The best value the objective could have on the column bounds alone (may be infinite)."""
+        lo = self.col_lb[cols] * coefs
+        up = self.col_ub[cols] * coefs
+        return float(np.maximum(lo, up).sum() if sense == "max" else np.minimum(lo, up).sum())
+
+    # -- HiGHS plumbing ----------------------------------------------------------------------
+
+    def _set_objective(self, level: Level, cols: np.ndarray, coefs: np.ndarray) -> None:
+        cost = np.zeros(self.n)
+        cost[cols] = coefs
+        self.h.changeColsCost(self.n, np.arange(self.n, dtype=np.int32), cost)
+        self.h.changeObjectiveSense(
+            highspy.ObjSense.kMaximize if level.sense == "max" else highspy.ObjSense.kMinimize
+        )
+
+    def _run(self, start: Sequence[float] | None, presolve: bool = True) -> _Point:
+        h = self.h
+        h.setOptionValue("time_limit", max(_MIN_RUN_S, self.deadline - time.perf_counter()))
+        h.setOptionValue("presolve", "on" if presolve else "off")
+        if start is not None:
+            # the previous level's point is feasible for this one: hand it over as a start
+            sol = highspy.HighsSolution()
+            sol.col_value = list(start)
+            sol.value_valid = True
+            h.setSolution(sol)
+        if not self._run_guarded():
+            self.abandoned = True
+            return _Point(highspy.HighsModelStatus.kTimeLimit, None, math.nan)
+        status = h.getModelStatus()
+        info = h.getInfo()
+        if info.primal_solution_status != 2:  # kSolutionStatusFeasible
+            return _Point(status, None, info.objective_function_value)
+        values = np.array(h.getSolution().col_value, dtype=float)
+        if self.integer.any():
+            values[self.integer] = np.round(values[self.integer])
+        return _Point(status, values, info.objective_function_value)
+
+    def _run_guarded(self) -> bool:
+        """``run()`` in HiGHS's own solver thread, watched against the deadline.
+
+        HiGHS checks its ``time_limit`` only at certain points; if a run is still going
+        ``_GRACE_S`` after the deadline it is asked to stop (a user interrupt, honoured at its
+        next simplex/IPM/MIP callback), and if it does not stop either, the run is abandoned and
+        this instance is never touched again, so the caller always gets control back.
+        False when the run had to be abandoned.
+        """
+        h = self.h
+        thread = h.startSolve()
+        try:
+            done, _ = h.wait(max(0.0, self.deadline - time.perf_counter()) + _GRACE_S)
+            if not done:
+                h.cancelSolve()  # type: ignore[no-untyped-call]
+                done, _ = h.wait(_GRACE_S)
+        except BaseException:  # KeyboardInterrupt while waiting: stop HiGHS, then pass it on
+            h.cancelSolve()  # type: ignore[no-untyped-call]
+            raise
+        if done:
+            thread.join()
+        return bool(done)
+
+    def _add_bound(
+        self, sense: Sense, value: float, cols: np.ndarray, coefs: np.ndarray, strict: bool
+    ) -> int:
+        """Add ``objective >= value`` (max) or ``<= value`` (min); ``strict`` asks for one unit
+        better instead. Returns the row's index."""
+        tol = 1e-7 if self.relax else 0.5
+        if strict:
+            tol = -0.5
+        lo, up = (value - tol, highspy.kHighsInf) if sense == "max" else (-highspy.kHighsInf, value + tol)
+        row = int(self.h.getNumRow())
+        self.h.addRow(lo, up, len(cols), cols, coefs)
+        return row
+
+    def _drop_last_row(self, row: int) -> None:
+        self.h.deleteRows(1, np.array([row], dtype=np.int32))
+
+    def _cause(self, status: highspy.HighsModelStatus) -> str:
+        if status == highspy.HighsModelStatus.kTimeLimit or self.deadline - time.perf_counter() <= _MIN_RUN_S:
+            return TIME_LIMIT
+        return f"numerical trouble: HiGHS stopped with status '{self.h.modelStatusToString(status)}'"
+
+
+def _evaluate(values: np.ndarray, cols: np.ndarray, coefs: np.ndarray) -> float:
+    """The level's objective at the point (exact for rounded integers and integer coefficients)."""
+    return float(np.dot(values[cols], coefs)) if len(cols) else 0.0
+
+
+def _better(sense: Sense, a: float, b: float) -> bool:
+    """``a`` is at least half a unit better than ``b``."""
+    return a >= b + 0.5 if sense == "max" else a <= b - 0.5

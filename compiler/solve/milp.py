@@ -8,7 +8,10 @@ left untouched, so the number of nodes touched is optimised here, jointly with t
 Levels, strictly lexicographic (each optimum is fixed before the next level runs):
 
 0. guarantee shortfall (minimise; non-zero means an infeasible guarantee, reported as an error);
-1. replicas served, one level per priority tier, highest tier first (maximise);
+1. replicas served, one level per priority tier, highest tier first (maximise); then fairness
+   inside each tier without taking a replica from any tier: workloads that get at least one
+   replica, per tier (maximise; within one demand item, ``demand.split_served`` shares the
+   served replicas max-min fairly on each workload's served fraction);
 2. GPUs used: carrying an instance, a whole-GPU replica or a guarantee reservation (minimise);
 3. nodes left unchanged relative to ``current`` (maximise), then 4. GPUs changed, then
 5. instances displaced (minimise) -- only when a current state is known;
@@ -17,6 +20,10 @@ Levels, strictly lexicographic (each optimum is fixed before the next level runs
    profile, on GPUs that are used anyway (maximise; per group of pools solved together);
 7. fill: compute slices carried by MIG GPUs (without ``+me``), so spare room is offered as
    instances (maximise).
+
+Once proven, the levels run again with the chosen layouts fixed and no deployed state, so which
+pool serves how much of a workload depends on the policy and the layouts alone
+(``_split_from_layouts``): ``compile`` then ``compile --check`` is a fixpoint with one solve.
 """
 
 from __future__ import annotations
@@ -25,6 +32,7 @@ import time
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import TypeVar
 
 from compiler.catalog import Catalog, GpuModel
 from compiler.catalog.layouts import enumerate_layouts, is_feasible, layout_compute_slices
@@ -33,12 +41,25 @@ from compiler.solve.demand import DemandItem, Guarantee, is_shared_pool, mig_mod
 from compiler.solve.lexmilp import Level, LexResult, Milp
 from compiler.solve.plan_types import RESERVE, Pattern, PoolDecision, pattern_size
 
+_K = TypeVar("_K")
+
+
+@dataclass(frozen=True)
+class _Fixed:
+    """What a pool's split is derived from: its chosen layouts, node patterns and shared GPUs."""
+
+    layouts: dict[GpuLayout, int]
+    patterns: dict[Pattern, int]
+    shared_gpus: int
+
 
 @dataclass
 class ClusterOutcome:
     decisions: dict[str, PoolDecision]
     shortfall: dict[tuple[str, str], int]  # (tenant, resource) -> guaranteed amount that cannot be held
     result: LexResult | None
+    # pools of components for which HiGHS found no point (time ran out first): left to the caller
+    unsolved: tuple[str, ...] = ()
 
 
 def job_patterns(sizes: Sequence[int], gpus_per_node: int) -> list[Pattern]:
@@ -147,31 +168,70 @@ def solve_cluster(
     for p in pools:
         components.setdefault(find(p.name), []).append(p)
     outcome = ClusterOutcome({}, {}, None)
-    optimal = True
-    failed = ""
+    unsolved: list[str] = []
     for root in sorted(components):
         members = components[root]
         names = {p.name for p in members}
         ids = [i for i, item in enumerate(items) if item.options and item.options[0].pool in names]
         gs = [g for g in guarantees if g.pools and g.pools[0] in names]
-        remaining = max(0.5, time_limit - (time.perf_counter() - started))
-        part = _solve_component(members, catalog, items, ids, gs, current, remaining, burst or {})
+        deadline = started + time_limit
+        part = _solve_component(members, catalog, items, ids, gs, current, deadline, burst or {})
         if part.result is None:
-            return ClusterOutcome({}, {}, None)
+            unsolved.extend(sorted(names))
+            continue
+        if part.result.optimal:
+            _split_from_layouts(part, members, catalog, items, ids, gs, deadline, burst or {})
         outcome.decisions.update(part.decisions)
         outcome.shortfall.update(part.shortfall)
-        optimal = optimal and part.result.optimal
-        failed = failed or part.result.failed_level
-        if outcome.result is None:
-            outcome.result = part.result
-        else:
-            outcome.result.objectives.update(part.result.objectives)
-    if outcome.result is None:  # a cluster without pools: nothing to decide
-        outcome.result = LexResult(values=[])
-    outcome.result.optimal = optimal
-    outcome.result.failed_level = failed
+        _merge_result(outcome, part.result)
+    if outcome.result is None:  # no pools, or no component solved: nothing proven
+        outcome.result = LexResult(values=[], optimal=not unsolved)
+    outcome.unsolved = tuple(unsolved)
     outcome.result.seconds = time.perf_counter() - started
     return outcome
+
+
+def _split_from_layouts(
+    part: ClusterOutcome,
+    pools: Sequence[NodePool],
+    catalog: Catalog,
+    items: Sequence[DemandItem],
+    item_ids: Sequence[int],
+    guarantees: Sequence[Guarantee],
+    deadline: float,
+    burst: Mapping[str, int],
+) -> None:
+    """Re-derive which pool serves (and holds) what from the chosen layouts alone.
+
+    With the layouts chosen, the split of a workload across equally good pools is a tie the full
+    model breaks relative to the deployed state, so a fresh compile and the ``--check`` after it
+    (which starts from the output just written) could split differently over the same layouts.
+    Solving the levels again with every layout, node pattern and shared-pool size fixed and no
+    deployed state gives a split that depends on the policy and the layouts only; it is as good
+    on every level (the first answer is one of its points). If that pass does not prove every
+    level, the first answer stays.
+    """
+    fixed = _ComponentModel.fixed_from(part.decisions)
+    again = _solve_component(pools, catalog, items, item_ids, guarantees, {}, deadline, burst, fixed)
+    if again.result is None or not again.result.optimal:
+        return
+    for name, dec in part.decisions.items():
+        other = again.decisions[name]
+        dec.served = other.served
+        dec.reserved = other.reserved
+        dec.gpus_used = other.gpus_used
+    part.shortfall = again.shortfall
+
+
+def _merge_result(outcome: ClusterOutcome, part: LexResult) -> None:
+    """Fold one component's result into the cluster's: optimal only if every component is; the
+    first unproven level (and its cause) is the one reported."""
+    if outcome.result is None:
+        outcome.result = part
+        return
+    outcome.result.objectives.update(part.objectives)
+    if not part.optimal:
+        outcome.result.unproven(part.failed_level, part.cause)
 
 
 def _solve_component(
@@ -181,107 +241,259 @@ def _solve_component(
     item_ids: Sequence[int],
     guarantees: Sequence[Guarantee],
     current: Mapping[tuple[str, str], NodeLayout],
-    time_limit: float,
+    deadline: float,
     burst: Mapping[str, int],
+    fixed: Mapping[str, _Fixed] | None = None,
 ) -> ClusterOutcome:
-    m = Milp()
-    pv: dict[str, _PoolVars] = {}
-    # demand variables first: x[item, pool, resource]
-    per_pool_x: dict[str, list[tuple[int, str, int]]] = {p.name: [] for p in pools}  # (item, resource, var)
-    item_vars: dict[int, list[int]] = {}
-    for i in item_ids:
-        item = items[i]
-        for opt in item.options:
-            var = m.var(f"x[{i},{opt.pool},{opt.resource}]", 0, item.replicas)
-            per_pool_x[opt.pool].append((i, opt.resource, var))
-            item_vars.setdefault(i, []).append(var)
-        if item.options:
-            m.row({v: 1 for v in item_vars[i]}, ub=item.replicas)
+    """Build the component's integer program step by step, solve its levels, read the decisions.
 
-    shortfall_vars: dict[tuple[str, str], int] = {}
-    guarantee_rows: dict[tuple[str, str], dict[int, float]] = {}
-    for g in guarantees:
-        s = m.var(f"short[{g.tenant},{g.resource}]", 0, g.amount)
-        shortfall_vars[(g.tenant, g.resource)] = s
-        guarantee_rows[(g.tenant, g.resource)] = {s: 1}
-
+    ``fixed``: per pool, layouts, node patterns and shared GPUs to hold (see ``_split_from_layouts``).
+    """
+    b = _ComponentModel(catalog, items, guarantees, current, burst, fixed or {})
+    b.add_demand(item_ids, pools)
+    b.add_shortfall()
     for pool in pools:
-        model = mig_model(pool, catalog)
-        v = _PoolVars(pool, model)
-        pv[pool.name] = v
-        gpn = pool.gpus_per_node
-        nodes = len(pool.node_names)
-        total = pool.total_gpus
-        reserve_nodes = min(pool.reserve_whole_nodes, nodes)
-        reserve_gpus = min(pool.reserve_whole_gpus, total - reserve_nodes * gpn)
-        xs = per_pool_x[pool.name]
+        b.add_pool(pool)
+    b.close_guarantees()
+    burst_vars = b.add_burst()
+    levels = _levels(items, item_ids, b.pv, b.shortfall_vars, burst_vars, b.covered, b.covered_by)
+    result = b.m.solve(levels, time_limit=deadline - time.perf_counter())
+    if result is None:
+        return ClusterOutcome({}, {}, None)
+    return ClusterOutcome(b.decisions(result), b.shortfall(result), result)
 
-        # guarantee reservations held in this pool
-        for g in guarantees:
-            if pool.name in g.pools:
-                r = m.var(f"r[{g.tenant},{g.resource},{pool.name}]", 0, g.amount)
-                v.r[(g.tenant, g.resource)] = r
-                row = guarantee_rows[(g.tenant, g.resource)]
-                row[r] = 1
-                for i, res, var in xs:
-                    if items[i].tenant == g.tenant and res == g.resource:
-                        row[var] = row.get(var, 0) + (items[i].size if res == WHOLE_GPU else 1)
 
+class _ComponentModel:
+    """The integer program of one component of pools, built by named steps (see the module doc).
+
+    The order in which variables and rows are created is part of the answer (HiGHS breaks ties by
+    it), so the steps run in a fixed order: demand, shortfall, then per pool its reservations,
+    columns, node patterns and capacity rows, then the guarantee rows and burst room.
+    """
+
+    def __init__(
+        self,
+        catalog: Catalog,
+        items: Sequence[DemandItem],
+        guarantees: Sequence[Guarantee],
+        current: Mapping[tuple[str, str], NodeLayout],
+        burst: Mapping[str, int],
+        fixed: Mapping[str, _Fixed],
+    ) -> None:
+        self.m = Milp()
+        self.burst = burst
+        self.fixed = fixed
+        self.catalog = catalog
+        self.items = items
+        self.guarantees = guarantees
+        self.current = current
+        self.pv: dict[str, _PoolVars] = {}
+        self.per_pool_x: dict[str, list[tuple[int, str, int]]] = {}  # pool -> (item, resource, var)
+        self.shortfall_vars: dict[tuple[str, str], int] = {}
+        self.covered: dict[int, int] = {}  # item -> workloads of it served at least one replica
+        self.covered_by: dict[int, tuple[int, ...]] = {}  # covered var -> the item's x vars
+        self.guarantee_rows: dict[tuple[str, str], dict[int, float]] = {}
+
+    @staticmethod
+    def fixed_from(decisions: Mapping[str, PoolDecision]) -> dict[str, _Fixed]:
+        return {
+            name: _Fixed(dict(d.layouts), dict(d.patterns), int(d.extra.get("shared_gpus_used", 0)))
+            for name, d in decisions.items()
+        }
+
+    # -- demand and guarantees ---------------------------------------------------------------
+
+    def add_demand(self, item_ids: Sequence[int], pools: Sequence[NodePool]) -> None:
+        """x[item, pool, resource]: replicas of an item served by one option; at most its replicas.
+
+        covered[item] <= served replicas, at most the item's number of workloads: how many of its
+        workloads get at least one replica (the fair split gives the first replicas to distinct
+        workloads), for the per-tier coverage level -- only in tiers with several workloads.
+        """
+        self.per_pool_x = {p.name: [] for p in pools}
+        workloads_per_tier = Counter[int]()
+        for i in item_ids:
+            if self.items[i].options:
+                workloads_per_tier[self.items[i].tier_value] += len(self.items[i].workloads)
+        for i in item_ids:
+            item = self.items[i]
+            xs = []
+            for opt in item.options:
+                var = self.m.var(f"x[{i},{opt.pool},{opt.resource}]", 0, item.replicas)
+                self.per_pool_x[opt.pool].append((i, opt.resource, var))
+                xs.append(var)
+            if item.options:
+                self.m.row(dict.fromkeys(xs, 1), ub=item.replicas)
+                if workloads_per_tier[item.tier_value] > 1:
+                    z = self.m.var(f"covered[{i}]", 0, min(len(item.workloads), item.replicas))
+                    self.covered[i] = z
+                    self.covered_by[z] = tuple(xs)
+                    self.m.row({z: 1, **dict.fromkeys(xs, -1)}, ub=0)
+
+    def add_shortfall(self) -> None:
+        """short[tenant, resource]: the part of a guarantee that cannot be held (level 0)."""
+        for g in self.guarantees:
+            s = self.m.var(f"short[{g.tenant},{g.resource}]", 0, g.amount)
+            self.shortfall_vars[(g.tenant, g.resource)] = s
+            self.guarantee_rows[(g.tenant, g.resource)] = {s: 1}
+
+    def close_guarantees(self) -> None:
+        """shortfall + reservations + the tenant's own served replicas >= guaranteed amount."""
+        for key, row in self.guarantee_rows.items():
+            amount = next(g.amount for g in self.guarantees if (g.tenant, g.resource) == key)
+            self.m.row(row, lb=amount)
+
+    def add_burst(self) -> dict[int, int]:
+        """burst[profile] <= instances of it the chosen layouts offer, up to the largest limit."""
+        burst_vars: dict[int, int] = {}
+        for q, limit in sorted(self.burst.items()):
+            offer = {
+                v.n[lay]: -lay.counts()[q]
+                for v in self.pv.values()
+                for lay in v.columns
+                if lay.counts().get(q, 0)
+            }
+            if offer and limit > 0:
+                b = self.m.var(f"burst[{q}]", 0, limit)
+                burst_vars[b] = 1
+                self.m.row({b: 1, **offer}, ub=0)
+        return burst_vars
+
+    # -- one pool ----------------------------------------------------------------------------
+
+    def add_pool(self, pool: NodePool) -> None:
+        v = _PoolVars(pool, mig_model(pool, self.catalog))
+        self.pv[pool.name] = v
+        xs = self.per_pool_x[pool.name]
+        self._add_reservations(v, xs)
         if is_shared_pool(pool):
-            cap = max(0, total - reserve_nodes * gpn - reserve_gpus)
-            u = m.var(f"used[{pool.name}]", 0, cap)
-            v.shared_used = u
-            row_s: dict[int, float] = {u: -pool.sharing.replicas}
-            for i, _res, var in xs:
-                row_s[var] = row_s.get(var, 0) + items[i].size
-            m.row(row_s, ub=0)
-            v.used = {u: 1}
+            self._add_shared(v, xs)
+            return
+        current_nodes = self._current_nodes(v)
+        allowed = self._add_columns(v, xs, current_nodes)
+        all_patterns = self._add_patterns(v, xs)
+        self._add_whole_gpu_row(v, xs, all_patterns)
+        if v.model is not None:
+            self._add_profile_rows(v, xs, allowed)
+        for i, res, var in xs:
+            v.x[(i, res)] = var
+        v.used = self._used(v, xs)
+        if current_nodes:
+            _add_current(self.m, v, current_nodes, all_patterns)
+
+    def _add_reservations(self, v: _PoolVars, xs: Sequence[tuple[int, str, int]]) -> None:
+        """r[tenant, resource, pool]: guaranteed units held idle in this pool; the tenant's own
+        served replicas of that resource count towards its guarantee too."""
+        for g in self.guarantees:
+            if v.pool.name not in g.pools:
+                continue
+            r = self.m.var(f"r[{g.tenant},{g.resource},{v.pool.name}]", 0, g.amount)
+            v.r[(g.tenant, g.resource)] = r
+            row = self.guarantee_rows[(g.tenant, g.resource)]
+            row[r] = 1
             for i, res, var in xs:
-                v.x[(i, res)] = var
-            continue
+                if self.items[i].tenant == g.tenant and res == g.resource:
+                    row[var] = row.get(var, 0) + (self.items[i].size if res == WHOLE_GPU else 1)
 
-        current_nodes: dict[str, NodeLayout] = {}
-        if model is not None:
-            for node in pool.node_names:
-                deployed = current.get((pool.name, node))
-                if deployed is not None:
-                    current_nodes[node] = deployed
-        cur_layouts = {gpu for deployed in current_nodes.values() for gpu in deployed}
-        if model is not None:
-            allowed = {res for _i, res, _v in xs if res != WHOLE_GPU}
-            allowed |= {res for (_t, res) in v.r if res != WHOLE_GPU}
-            # burst profiles may fill spare room on GPUs that are used anyway (never +me)
-            allowed |= {q for q in burst if "+me" not in q and model.profile(q) is not None}
-            v.columns = _columns(model, allowed, cur_layouts)
+    def _add_shared(self, v: _PoolVars, xs: Sequence[tuple[int, str, int]]) -> None:
+        """A time-sliced/MPS pool: replicas share GPUs ``sharing.replicas`` at a time."""
+        pool = v.pool
+        gpn = pool.gpus_per_node
+        reserve_nodes = min(pool.reserve_whole_nodes, len(pool.node_names))
+        reserve_gpus = min(pool.reserve_whole_gpus, pool.total_gpus - reserve_nodes * gpn)
+        cap = max(0, pool.total_gpus - reserve_nodes * gpn - reserve_gpus)
+        fixed = self.fixed.get(pool.name)
+        lo, hi = (fixed.shared_gpus, fixed.shared_gpus) if fixed is not None else (0, cap)
+        u = self.m.var(f"used[{pool.name}]", lo, hi)
+        v.shared_used = u
+        row_s: dict[int, float] = {u: -pool.sharing.replicas}
+        for i, _res, var in xs:
+            row_s[var] = row_s.get(var, 0) + self.items[i].size
+        self.m.row(row_s, ub=0)
+        v.used = {u: 1}
+        for i, res, var in xs:
+            v.x[(i, res)] = var
+
+    def _current_nodes(self, v: _PoolVars) -> dict[str, NodeLayout]:
+        if v.model is None:
+            return {}
+        out: dict[str, NodeLayout] = {}
+        for node in v.pool.node_names:
+            deployed = self.current.get((v.pool.name, node))
+            if deployed is not None:
+                out[node] = deployed
+        return out
+
+    def _add_columns(
+        self, v: _PoolVars, xs: Sequence[tuple[int, str, int]], current_nodes: Mapping[str, NodeLayout]
+    ) -> set[str]:
+        """n[pool, layout]: GPUs carrying each maximal layout of the profiles this pool may carry
+        (asked for, reserved, or burst room on used GPUs -- never ``+me``) or a deployed layout."""
+        model = v.model
+        if model is None:
+            return set()
+        allowed = {res for _i, res, _v in xs if res != WHOLE_GPU}
+        allowed |= {res for (_t, res) in v.r if res != WHOLE_GPU}
+        allowed |= set(self._burst_profiles(model))
+        fixed = self.fixed.get(v.pool.name)
+        if fixed is not None:
+            v.columns = sorted(fixed.layouts)
             for lay in v.columns:
-                v.n[lay] = m.var(f"n[{pool.name},{_lay_name(lay)}]", 0, total)
+                count = fixed.layouts[lay]
+                v.n[lay] = self.m.var(f"n[{v.pool.name},{_lay_name(lay)}]", count, count)
+            return allowed
+        cur_layouts = {gpu for deployed in current_nodes.values() for gpu in deployed}
+        v.columns = _columns(model, allowed, cur_layouts)
+        for lay in v.columns:
+            v.n[lay] = self.m.var(f"n[{v.pool.name},{_lay_name(lay)}]", 0, v.pool.total_gpus)
+        return allowed
 
+    def _burst_profiles(self, model: GpuModel) -> list[str]:
+        return [q for q in self.burst if "+me" not in q and model.profile(q) is not None]
+
+    def _add_patterns(self, v: _PoolVars, xs: Sequence[tuple[int, str, int]]) -> list[Pattern]:
+        """y[pool, pattern]: nodes laid out as a multiset of multi-GPU replicas; reserved whole
+        nodes are a pattern of gpusPerNode whole GPUs with a fixed count. A k-GPU replica fits only
+        in a pattern with a k slot."""
+        pool = v.pool
+        nodes = len(pool.node_names)
+        reserve_nodes = min(pool.reserve_whole_nodes, nodes)
+        items = self.items
         multi_sizes = sorted(
             {items[i].size for i, _r, _v in xs if items[i].kind == "whole" and items[i].size >= 2}
         )
-        v.patterns = job_patterns(multi_sizes, gpn)
+        v.patterns = job_patterns(multi_sizes, pool.gpus_per_node)
+        fixed = self.fixed.get(pool.name)
         for p in v.patterns:
-            v.y[p] = m.var(f"y[{pool.name},{p}]", 0, nodes)
-        # reserved whole nodes behave like a pattern of gpusPerNode whole GPUs with a fixed count
-        v.y[RESERVE] = m.var(f"y[{pool.name},reserve]", reserve_nodes, reserve_nodes)
+            if fixed is None:
+                v.y[p] = self.m.var(f"y[{pool.name},{p}]", 0, nodes)
+            else:
+                count = fixed.patterns.get(p, 0)
+                v.y[p] = self.m.var(f"y[{pool.name},{p}]", count, count)
+        v.y[RESERVE] = self.m.var(f"y[{pool.name},reserve]", reserve_nodes, reserve_nodes)
         all_patterns = [*v.patterns, RESERVE]
-        m.row({v.y[p]: 1 for p in all_patterns}, ub=nodes)
-
-        # k-GPU replicas fit only in node patterns that hold a k slot
+        self.m.row({v.y[p]: 1 for p in all_patterns}, ub=nodes)
         for k in multi_sizes:
-            row_k: dict[int, float] = {}
-            for i, _res, var in xs:
-                if items[i].kind == "whole" and items[i].size == k:
-                    row_k[var] = 1
+            row_k: dict[int, float] = {
+                var: 1 for i, _res, var in xs if items[i].kind == "whole" and items[i].size == k
+            }
             for p in v.patterns:
                 if k in p:
                     row_k[v.y[p]] = -p.count(k)
-            m.row(row_k, ub=0)
+            self.m.row(row_k, ub=0)
+        return all_patterns
 
-        # whole GPUs: 1-GPU replicas + pattern GPUs + reserve + guarantee reservations <= total - MIG GPUs
+    def _add_whole_gpu_row(
+        self, v: _PoolVars, xs: Sequence[tuple[int, str, int]], all_patterns: Sequence[Pattern]
+    ) -> None:
+        """1-GPU replicas + pattern GPUs + reserve + whole-GPU reservations <= total - MIG GPUs."""
+        pool = v.pool
+        gpn = pool.gpus_per_node
+        reserve_nodes = min(pool.reserve_whole_nodes, len(pool.node_names))
+        reserve_gpus = min(pool.reserve_whole_gpus, pool.total_gpus - reserve_nodes * gpn)
         row_w: dict[int, float] = {}
         for i, _res, var in xs:
-            if items[i].kind == "whole" and items[i].size == 1:
+            if self.items[i].kind == "whole" and self.items[i].size == 1:
                 row_w[var] = row_w.get(var, 0) + 1
         for p in all_patterns:
             row_w[v.y[p]] = pattern_size(p, gpn)
@@ -290,87 +502,89 @@ def _solve_component(
                 row_w[r] = 1
         for col in v.n.values():
             row_w[col] = 1
-        m.row(row_w, ub=total - reserve_gpus)
+        self.m.row(row_w, ub=pool.total_gpus - reserve_gpus)
 
-        # MIG instances per profile
-        if model is not None:
-            # a row per profile asked for, even one no column carries (then nothing can serve it)
-            profiles = sorted(allowed | {name for lay in v.columns for name, _ in lay.profiles})
-            for q in profiles:
-                row_q: dict[int, float] = {}
-                for _i, res, var in xs:
-                    if res == q:
-                        row_q[var] = row_q.get(var, 0) + 1
-                for (_t, res), r in v.r.items():
-                    if res == q:
-                        row_q[r] = row_q.get(r, 0) + 1
-                if not row_q:
-                    continue
-                for lay in v.columns:
-                    cnt = lay.counts().get(q, 0)
-                    if cnt:
-                        row_q[v.n[lay]] = -cnt
-                m.row(row_q, ub=0)
+    def _add_profile_rows(self, v: _PoolVars, xs: Sequence[tuple[int, str, int]], allowed: set[str]) -> None:
+        """Per MIG profile: served + reserved instances <= instances the chosen layouts carry (a
+        row for every profile asked for, even one no column carries: then nothing serves it)."""
+        profiles = sorted(allowed | {name for lay in v.columns for name, _ in lay.profiles})
+        for q in profiles:
+            row_q: dict[int, float] = {}
+            for _i, res, var in xs:
+                if res == q:
+                    row_q[var] = row_q.get(var, 0) + 1
+            for (_t, res), r in v.r.items():
+                if res == q:
+                    row_q[r] = row_q.get(r, 0) + 1
+            if not row_q:
+                continue
+            for lay in v.columns:
+                cnt = lay.counts().get(q, 0)
+                if cnt:
+                    row_q[v.n[lay]] = -cnt
+            self.m.row(row_q, ub=0)
 
-        for i, res, var in xs:
-            v.x[(i, res)] = var
-
-        used: dict[int, int] = {}
-        for col in v.n.values():
-            used[col] = 1
+    def _used(self, v: _PoolVars, xs: Sequence[tuple[int, str, int]]) -> dict[int, int]:
+        """GPUs used: carrying an instance, a whole-GPU replica or a whole-GPU reservation."""
+        used: dict[int, int] = dict.fromkeys(v.n.values(), 1)
         for i, _res, var in xs:
-            if items[i].kind == "whole" and items[i].size == 1:
+            if self.items[i].kind == "whole" and self.items[i].size == 1:
                 used[var] = used.get(var, 0) + 1
         for p in v.patterns:
             used[v.y[p]] = sum(p)
         for (_t, res), r in v.r.items():
             if res == WHOLE_GPU:
                 used[r] = 1
-        v.used = used
+        return used
 
-        if current_nodes:
-            _add_current(m, v, current_nodes, all_patterns)
+    # -- reading the answer ------------------------------------------------------------------
 
-    for key, row in guarantee_rows.items():
-        amount = next(g.amount for g in guarantees if (g.tenant, g.resource) == key)
-        m.row(row, lb=amount)
+    def shortfall(self, result: LexResult) -> dict[tuple[str, str], int]:
+        val = result.values
+        return {key: round(val[s]) for key, s in self.shortfall_vars.items() if round(val[s]) > 0}
 
-    burst_vars: dict[int, int] = {}
-    for q, limit in sorted(burst.items()):
-        offer = {
-            v.n[lay]: -lay.counts()[q] for v in pv.values() for lay in v.columns if lay.counts().get(q, 0)
-        }
-        if offer and limit > 0:
-            b = m.var(f"burst[{q}]", 0, limit)
-            burst_vars[b] = 1
-            m.row({b: 1, **offer}, ub=0)
-    levels = _levels(items, item_ids, pv, shortfall_vars, burst_vars)
-    result = m.solve(levels, time_limit=time_limit)
-    decisions: dict[str, PoolDecision] = {}
-    shortfall: dict[tuple[str, str], int] = {}
-    if result is None:
-        return ClusterOutcome(decisions, shortfall, None)
-    val = result.values
-    for key, s in shortfall_vars.items():
-        if round(val[s]) > 0:
-            shortfall[key] = round(val[s])
-    for name, v in pv.items():
-        dec = PoolDecision(
-            pool=v.pool,
-            model=v.model,
-            layouts={lay: round(val[c]) for lay, c in v.n.items() if round(val[c]) > 0},
-            patterns={p: round(val[c]) for p, c in v.y.items() if round(val[c]) > 0},
-            kept={k: round(val[c]) for k, c in v.kept.items() if round(val[c]) > 0},
-            served={k: round(val[c]) for k, c in v.x.items() if round(val[c]) > 0},
-            reserved={k: round(val[c]) for k, c in v.r.items() if round(val[c]) > 0},
-            gpus_used=round(sum(val[c] * w for c, w in v.used.items())),
-            optimal=result.optimal,
-            solve_seconds=result.seconds,
-        )
-        if v.shared_used is not None:
-            dec.extra["shared_gpus_used"] = round(val[v.shared_used])
-        decisions[name] = dec
-    return ClusterOutcome(decisions, shortfall, result)
+    def _trim_reservations(self, val: list[float]) -> dict[int, int]:
+        """Reservation values cut to what each guarantee still needs next to the tenant's own served
+        replicas (in pool order): a reservation beyond that costs nothing on any level, so its
+        size would be an accident of the solver's path."""
+        out: dict[int, int] = {}
+        for (tenant, resource), row in self.guarantee_rows.items():
+            amount = next(g.amount for g in self.guarantees if (g.tenant, g.resource) == (tenant, resource))
+            rs = [v.r[(tenant, resource)] for v in self.pv.values() if (tenant, resource) in v.r]
+            fixed = {self.shortfall_vars[(tenant, resource)], *rs}
+            own = sum(c * round(val[col]) for col, c in row.items() if col not in fixed)
+            need = max(0, amount - round(val[self.shortfall_vars[(tenant, resource)]]) - round(own))
+            for r in rs:
+                out[r] = min(round(val[r]), need)
+                need -= out[r]
+        return out
+
+    def decisions(self, result: LexResult) -> dict[str, PoolDecision]:
+        val = list(result.values)
+        for col, trimmed in self._trim_reservations(val).items():
+            val[col] = trimmed
+
+        def positive(cols: Mapping[_K, int]) -> dict[_K, int]:
+            return {k: round(val[c]) for k, c in cols.items() if round(val[c]) > 0}
+
+        out: dict[str, PoolDecision] = {}
+        for name, v in self.pv.items():
+            dec = PoolDecision(
+                pool=v.pool,
+                model=v.model,
+                layouts=positive(v.n),
+                patterns=positive(v.y),
+                kept=positive(v.kept),
+                served=positive(v.x),
+                reserved=positive(v.r),
+                gpus_used=round(sum(val[c] * w for c, w in v.used.items())),
+                optimal=result.optimal,
+                solve_seconds=result.seconds,
+            )
+            if v.shared_used is not None:
+                dec.extra["shared_gpus_used"] = round(val[v.shared_used])
+            out[name] = dec
+        return out
 
 
 def _lay_name(lay: GpuLayout) -> str:
@@ -381,62 +595,96 @@ def _add_current(
     m: Milp, v: _PoolVars, current_nodes: Mapping[str, NodeLayout], all_patterns: Sequence[Pattern]
 ) -> None:
     """Kept-node variables and the change lower bounds against the deployed layout."""
+    _add_kept_nodes(m, v, current_nodes, all_patterns)
+    _add_change_bounds(m, v, current_nodes)
+
+
+@dataclass
+class _KeptRows:
+    """Coefficients of kept-node variables gathered for the rows that tie them to the layout."""
+
+    by_layout: dict[GpuLayout, dict[int, float]]
+    whole: dict[int, float]
+    pattern: dict[Pattern, dict[int, float]]
+    pattern_whole: dict[int, float]
+    plain_nodes: dict[int, float]
+
+
+def _add_kept_nodes(
+    m: Milp, v: _PoolVars, current_nodes: Mapping[str, NodeLayout], all_patterns: Sequence[Pattern]
+) -> None:
+    """keep[pool, node layout, pattern]: nodes of one deployed layout left exactly as they are
+    (hosting a pattern in their whole GPUs, or none); each needs the columns it carries."""
     gpn = v.pool.gpus_per_node
-    nodes = len(v.pool.node_names)
-    total = v.pool.total_gpus
-    whole = GpuLayout.whole()
     groups = Counter(lay for lay in current_nodes.values() if len(lay) == gpn)
-    kept_by_layout: dict[GpuLayout, dict[int, float]] = {}
-    kept_whole: dict[int, float] = {}
-    kept_pattern: dict[Pattern, dict[int, float]] = {p: {} for p in all_patterns}
-    relaid_pattern_whole: dict[int, float] = {}
-    relaid_nodes_row: dict[int, float] = {}
+    rows = _KeptRows({}, {}, {p: {} for p in all_patterns}, {}, {})
     for g in sorted(groups):
         counts = Counter(g)
         if any(lay.mig_enabled and lay not in v.n for lay in counts):
             continue  # carries a layout the model cannot produce: it must change anyway
-        w_g = counts.get(whole, 0)
-        row_g: dict[int, float] = {}
-        for p in [(), *all_patterns]:
-            if p and pattern_size(p, gpn) > w_g:
-                continue
-            if p == RESERVE and w_g != gpn:
-                continue
-            k = m.var(f"keep[{v.pool.name},{_node_name(g)},{p}]", 0, groups[g])
-            v.kept[(g, p)] = k
-            row_g[k] = 1
-            for lay, c in counts.items():
-                if lay.mig_enabled:
-                    kept_by_layout.setdefault(lay, {})[k] = c
-            kept_whole[k] = w_g
-            if p:
-                kept_pattern[p][k] = 1
-                relaid_pattern_whole[k] = -pattern_size(p, gpn)  # pattern hosted by a kept node
-            if not p:
-                relaid_nodes_row[k] = 1
+        row_g = _kept_group(m, v, g, counts, groups[g], all_patterns, rows)
         m.row(row_g, ub=groups[g])
-    for lay, row in kept_by_layout.items():
+    for lay, row in rows.by_layout.items():
         m.row({**row, v.n[lay]: -1}, ub=0)
-    for p, row in kept_pattern.items():
+    for p, row in rows.pattern.items():
         if row:
             m.row({**row, v.y[p]: -1}, ub=0)
     # whole GPUs left for re-laid nodes must still hold the patterns not hosted by kept nodes:
     # total - sum(n) - kept_whole >= sum_p size(p) * (y_p - kept_p)
-    row_rw: dict[int, float] = {c: 1 for c in v.n.values()}
-    for k, w in kept_whole.items():
+    row_rw: dict[int, float] = dict.fromkeys(v.n.values(), 1)
+    for k, w in rows.whole.items():
         row_rw[k] = row_rw.get(k, 0) + w
-    for k, s in relaid_pattern_whole.items():
-        row_rw[k] = row_rw.get(k, 0) + s
+    for k, size in rows.pattern_whole.items():
+        row_rw[k] = row_rw.get(k, 0) + size
     for p in all_patterns:
         row_rw[v.y[p]] = row_rw.get(v.y[p], 0) + pattern_size(p, gpn)
-    m.row(row_rw, ub=total)
+    m.row(row_rw, ub=v.pool.total_gpus)
     # re-laid pattern nodes fit in the nodes not kept as plain nodes
     row_rn = {v.y[p]: 1.0 for p in all_patterns}
-    for k in relaid_nodes_row:
+    for k in rows.plain_nodes:
         row_rn[k] = row_rn.get(k, 0) + 1
-    m.row(row_rn, ub=nodes)
+    m.row(row_rn, ub=len(v.pool.node_names))
 
-    # GPUs changed >= sum over layouts of max(0, current count - target count)
+
+def _kept_group(
+    m: Milp,
+    v: _PoolVars,
+    g: NodeLayout,
+    counts: Counter[GpuLayout],
+    size: int,
+    all_patterns: Sequence[Pattern],
+    rows: _KeptRows,
+) -> dict[int, float]:
+    """The keep variables of one group of identical deployed nodes; returns their group row."""
+    gpn = v.pool.gpus_per_node
+    w_g = counts.get(GpuLayout.whole(), 0)
+    row_g: dict[int, float] = {}
+    for p in [(), *all_patterns]:
+        if p and pattern_size(p, gpn) > w_g:
+            continue
+        if p == RESERVE and w_g != gpn:
+            continue
+        k = m.var(f"keep[{v.pool.name},{_node_name(g)},{p}]", 0, size)
+        v.kept[(g, p)] = k
+        row_g[k] = 1
+        for lay, c in counts.items():
+            if lay.mig_enabled:
+                rows.by_layout.setdefault(lay, {})[k] = c
+        rows.whole[k] = w_g
+        if p:
+            rows.pattern[p][k] = 1
+            rows.pattern_whole[k] = -pattern_size(p, gpn)  # pattern hosted by a kept node
+        else:
+            rows.plain_nodes[k] = 1
+    return row_g
+
+
+def _add_change_bounds(m: Milp, v: _PoolVars, current_nodes: Mapping[str, NodeLayout]) -> None:
+    """d[pool, layout] >= max(0, current count - target count): GPUs changed and, weighted by
+    their instances, instances displaced."""
+    gpn = v.pool.gpus_per_node
+    total = v.pool.total_gpus
+    whole = GpuLayout.whole()
     cur = Counter(lay for node in current_nodes.values() if len(node) == gpn for lay in node)
     change: dict[int, int] = {}
     displaced: dict[int, int] = {}
@@ -466,50 +714,91 @@ def _levels(
     pv: Mapping[str, _PoolVars],
     shortfall: Mapping[tuple[str, str], int],
     burst: Mapping[int, int],
+    covered: Mapping[int, int],
+    covered_by: Mapping[int, Sequence[int]],
 ) -> list[Level]:
+    """The objectives in lexicographic order (see the module doc); empty ones are left out."""
     levels: list[Level] = []
     if shortfall:
-        levels.append(Level("guarantees", "min", {s: 1 for s in shortfall.values()}))
+        levels.append(Level("guarantees", "min", dict.fromkeys(shortfall.values(), 1)))
+    levels.extend(_served_levels(items, item_ids, pv, covered, covered_by))
+    used: dict[int, int] = {}
+    for v in pv.values():
+        for c, w in v.used.items():
+            used[c] = used.get(c, 0) + w
+    levels.append(Level("gpus", "min", used))
+    levels.extend(_disruption_levels(pv))
+    pref = _preference(items, pv)
+    if pref:
+        levels.append(Level("preference", "min", pref))
+    if burst:
+        levels.append(Level("burst", "max", burst))
+    fill = _fill(pv)
+    if fill:
+        levels.append(Level("fill", "max", fill))
+    return levels
+
+
+def _served_levels(
+    items: Sequence[DemandItem],
+    item_ids: Sequence[int],
+    pv: Mapping[str, _PoolVars],
+    covered: Mapping[int, int],
+    covered_by: Mapping[int, Sequence[int]],
+) -> list[Level]:
+    """Replicas served per priority tier, highest first; then, fairness inside each tier without
+    taking a replica from any tier: the number of workloads that get at least one replica, per
+    tier, highest first (before packing, so a workload is not left at 0 to save a GPU)."""
     tiers = sorted({items[i].tier_value for i in item_ids}, reverse=True)
+    out = []
     for tier in tiers:
         coefs: dict[int, int] = {}
         for v in pv.values():
             for (i, _res), var in v.x.items():
                 if items[i].tier_value == tier:
                     coefs[var] = 1
-        levels.append(Level(f"served:{tier}", "max", coefs))
-    used: dict[int, int] = {}
-    for v in pv.values():
-        for c, w in v.used.items():
-            used[c] = used.get(c, 0) + w
-    levels.append(Level("gpus", "min", used))
+        out.append(Level(f"served:{tier}", "max", coefs))
+    for tier in tiers:
+        cover = {z: 1 for i, z in covered.items() if items[i].tier_value == tier}
+        if cover:
+            out.append(Level(f"covered:{tier}", "max", cover, {z: covered_by[z] for z in cover}))
+    return out
+
+
+def _disruption_levels(pv: Mapping[str, _PoolVars]) -> list[Level]:
+    """Nodes kept as deployed, GPUs changed, instances displaced (only with a current state)."""
     kept = {c: 1 for v in pv.values() for c in v.kept.values()}
     change = {c: w for v in pv.values() for c, w in v.change.items()}
     displaced = {c: w for v in pv.values() for c, w in v.displaced.items()}
+    out = []
     if kept:
-        levels.append(Level("kept-nodes", "max", kept))
+        out.append(Level("kept-nodes", "max", kept))
     if change:
-        levels.append(Level("changed-gpus", "min", change))
+        out.append(Level("changed-gpus", "min", change))
     if any(displaced.values()):
-        levels.append(Level("displaced", "min", displaced))
+        out.append(Level("displaced", "min", displaced))
+    return out
+
+
+def _preference(items: Sequence[DemandItem], pv: Mapping[str, _PoolVars]) -> dict[int, int]:
+    """Rank of the option serving each replica in its workload's preference list."""
     pref: dict[int, int] = {}
     for v in pv.values():
         for (i, res), var in v.x.items():
             rank = next((o.rank for o in items[i].options if o.pool == v.pool.name and o.resource == res), 0)
             if rank:
                 pref[var] = rank
-    if pref:
-        levels.append(Level("preference", "min", pref))
-    if burst:
-        levels.append(Level("burst", "max", burst))
+    return pref
+
+
+def _fill(pv: Mapping[str, _PoolVars]) -> dict[int, int]:
+    """Compute slices carried by each MIG column; ``+me`` instances are scarce: only demand may
+    ask for them, never the filler."""
     fill: dict[int, int] = {}
     for v in pv.values():
         if v.model is None:
             continue
         for lay, c in v.n.items():
-            # +me instances are scarce: only demand may ask for them, never the filler
             plain = GpuLayout.of({n: k for n, k in lay.profiles if "+me" not in n})
             fill[c] = layout_compute_slices(v.model, plain)
-    if fill:
-        levels.append(Level("fill", "max", fill))
-    return levels
+    return fill

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Mapping, Sequence
 from typing import Literal
@@ -14,6 +15,7 @@ from compiler.solve.assign import assign_pool
 from compiler.solve.bounds import lp_bound
 from compiler.solve.demand import DemandItem, Guarantee, build_demand, split_served, tenant_guarantees
 from compiler.solve.greedy import greedy_cluster
+from compiler.solve.lexmilp import TIME_LIMIT, LexResult
 from compiler.solve.milp import ClusterOutcome, solve_cluster
 from compiler.solve.plan_types import PoolDecision
 from compiler.solve.result import NodeResult, PoolResult, ServedDemand, Solution
@@ -31,10 +33,13 @@ def solve(
 ) -> Solution:
     """Choose a layout for every GPU of every pool, one integer program per cluster.
 
-    ``time_limit_s`` bounds each cluster's HiGHS run; when it is hit (or HiGHS fails) the cluster
-    falls back to first-fit decreasing and its pools are marked ``optimal=False`` (MIGC203).
+    ``time_limit_s`` is one wall-clock budget for the whole solve: every cluster, component and
+    level gets what is left of it. When it runs out the best point proven so far is kept (or,
+    without any point, the cluster falls back to first-fit decreasing) and the pools are marked
+    ``optimal=False`` with MIGC203 saying which level was cut short and why.
     ``method="greedy"`` forces that heuristic (benchmarks compare against it).
     """
+    deadline = time.perf_counter() + time_limit_s
     diags: list[Diagnostic] = []
     per_cluster_guarantees, nowhere = tenant_guarantees(policy, catalog)
     for tenant, resource, amount in nowhere:
@@ -55,7 +60,13 @@ def solve(
             (pool, node): lay for (cl, pool, node), lay in sorted(deployed.items()) if cl == cluster.name
         }
         results, cluster_diags = _solve_cluster(
-            policy, catalog, cluster, per_cluster_guarantees.get(cluster.name, []), cur, time_limit_s, method
+            policy,
+            catalog,
+            cluster,
+            per_cluster_guarantees.get(cluster.name, []),
+            cur,
+            _Budget(time_limit_s, deadline),
+            method,
         )
         pools.extend(results)
         diags.extend(cluster_diags)
@@ -71,7 +82,7 @@ def _solve_cluster(
     cluster: Cluster,
     guarantees: Sequence[Guarantee],
     current: Mapping[tuple[str, str], NodeLayout],
-    time_limit: float,
+    budget: _Budget,
     method: Method,
 ) -> tuple[list[PoolResult], list[Diagnostic]]:
     diags: list[Diagnostic] = []
@@ -80,34 +91,27 @@ def _solve_cluster(
     outcome: ClusterOutcome | None = None
     if method == "exact":
         outcome = solve_cluster(
-            cluster, catalog, items, guarantees, current, time_limit, _burst_limits(policy, cluster.name)
+            cluster, catalog, items, guarantees, current, budget.left(), _burst_limits(policy, cluster.name)
         )
-        if outcome.result is None or not outcome.decisions:
+        if outcome.unsolved:
+            why = (
+                f"the {budget.total:g}s solver time limit ran out"
+                if budget.left() <= 0.1
+                else "HiGHS found no feasible point"
+            )
             diags.append(
-                make(
+                _at(
                     "MIGC203",
-                    f"cluster {cluster.name}: HiGHS found no solution within {time_limit:g}s; "
-                    "using the greedy heuristic",
-                    file=_span_file(cluster.span),
-                    line=cluster.span.line,
-                    col=cluster.span.col,
-                    path=cluster.span.path,
+                    f"cluster {cluster.name}: {why} before pool(s) {', '.join(outcome.unsolved)} were "
+                    "solved; they are laid out by the greedy heuristic",
+                    cluster.span,
                 )
             )
-            outcome = None
-        elif not outcome.result.optimal:
-            diags.append(
-                make(
-                    "MIGC203",
-                    f"cluster {cluster.name}: HiGHS did not prove level '{outcome.result.failed_level}' "
-                    f"optimal within {time_limit:g}s; the plan is feasible but may not be optimal",
-                    file=_span_file(cluster.span),
-                    line=cluster.span.line,
-                    col=cluster.span.col,
-                    path=cluster.span.path,
-                )
-            )
-    if outcome is None:
+            _greedy_for_unsolved(outcome, cluster, catalog, items, guarantees, current)
+        elif outcome.result is not None and not outcome.result.optimal:
+            message = _unproven_message(cluster.name, outcome.result, budget)
+            diags.append(_at("MIGC203", message, cluster.span))
+    else:
         outcome = greedy_cluster(cluster, catalog, items, guarantees, current)
     elapsed = time.perf_counter() - started
 
@@ -172,6 +176,56 @@ def _solve_cluster(
             )
         )
     return results, diags
+
+
+class _Budget:
+    """The solve's one wall-clock budget: its size and when it ends."""
+
+    def __init__(self, total: float, deadline: float) -> None:
+        self.total = total
+        self.deadline = deadline
+
+    def left(self) -> float:
+        return max(0.0, self.deadline - time.perf_counter())
+
+
+def _greedy_for_unsolved(
+    outcome: ClusterOutcome,
+    cluster: Cluster,
+    catalog: Catalog,
+    items: Sequence[DemandItem],
+    guarantees: Sequence[Guarantee],
+    current: Mapping[tuple[str, str], NodeLayout],
+) -> None:
+    """First-fit decreasing for the pools HiGHS left without a point; the solved ones are kept.
+
+    Items of other components keep their index (so ``served`` keys stay valid) with no options.
+    """
+    names = set(outcome.unsolved)
+    sub = dataclasses.replace(cluster, pools=tuple(p for p in cluster.pools if p.name in names))
+    masked = [
+        item if item.options and item.options[0].pool in names else dataclasses.replace(item, options=())
+        for item in items
+    ]
+    gs = [g for g in guarantees if g.pools and g.pools[0] in names]
+    part = greedy_cluster(sub, catalog, masked, gs, current)
+    outcome.decisions.update(part.decisions)
+    outcome.shortfall.update(part.shortfall)
+
+
+def _unproven_message(cluster: str, result: LexResult, budget: _Budget) -> str:
+    """MIGC203's message, worded after what actually happened."""
+    level = result.failed_level
+    if result.cause == TIME_LIMIT:
+        return (
+            f"cluster {cluster}: the {budget.total:g}s solver time limit ran out while level '{level}' "
+            "was being optimised; the plan keeps the best point found, which is feasible but may not "
+            "be optimal from that level on"
+        )
+    return (
+        f"cluster {cluster}: level '{level}' was not proven optimal ({result.cause}); the plan is "
+        "feasible but may not be optimal from that level on"
+    )
 
 
 def _burst_limits(policy: Policy, cluster: str) -> dict[str, int]:
@@ -322,10 +376,6 @@ def _invalid_current(
                 )
             )
     return out
-
-
-def _span_file(span: Span) -> str:
-    return span.file
 
 
 def _at(code: str, message: str, span: Span, severity: Severity | None = None) -> Diagnostic:

@@ -24,7 +24,13 @@ from compiler.solve import solve
 
 ROOT = Path(__file__).resolve().parents[1]
 CATALOG = load_catalog()
-EXAMPLES = ["examples/prod", "examples/lab", "examples/multi-cluster"]
+EXAMPLES = [
+    "examples/prod",
+    "examples/lab",
+    "examples/multi-cluster",
+    "examples/ci-cd/policy",
+    "examples/inference-autoscaling/policy",
+]
 
 
 def load(*paths: str | Path) -> Policy:

@@ -229,6 +229,7 @@ def test_pre_ampere_gpu_gets_no_mig(tmp_path: Path) -> None:
     on_t4 = advise_pool(policy, CATALOG, t4_pool, solve(policy, CATALOG).pool("c", "g"))
     assert on_t4.recommended == "whole-gpu"
     assert on_t4.findings[0].code == "MIGC501" and on_t4.findings[0].severity == "warning"
+    assert "MIGC501" in [f.code for f in advice.sizing[0].findings]  # the T4 row isolates with whole GPUs
     rows = {r.gpu_model: r for r in advice.sizing[0].rows}
     assert (rows["T4"].mig, rows["T4"].gpus, rows["T4"].balanced_gpus) == (False, 3, None)
     assert (rows["A100-SXM4-80GB"].mig, rows["A100-SXM4-80GB"].gpus) == (True, 1)
@@ -352,3 +353,19 @@ def test_snapshot_with_more_pods_than_declared(tmp_path: Path, capsys: pytest.Ca
     assert "3 GPU pod(s) observed, 1 replica(s) declared" in findings[0]["message"]
     snap.write_text("not json", encoding="utf-8")
     assert main(["advise", str(path), "--snapshot", str(snap)]) == 1
+
+
+def test_a_pre_volta_or_unknown_model_gets_no_mps(tmp_path: Path) -> None:
+    """MPS needs Volta (7.0)+: a model without a known compute capability is time-sliced (MIGC504)."""
+    l40s = pool("s", "NVIDIA-L40S", 4, partitioning="none", sharing={"mode": "mps", "replicas": 4})
+    policy = load(
+        write_policy(
+            tmp_path, [l40s], [{"name": "a", "replicas": 4, "need": {"gpus": 1}, "isolation": "shared"}]
+        )
+    )
+    result = solve(policy, CATALOG).pool("c", "s")
+    assert advise_pool(policy, CATALOG, policy.clusters[0].pools[0], result).recommended == "mps"
+    old = replace(policy.clusters[0].pools[0], gpu_product="Tesla-P100", gpu_model="P100")
+    advice = advise_pool(policy, CATALOG, old, result)
+    assert advice.recommended == "time-slicing"
+    assert [f.code for f in advice.findings] == ["MIGC504", "MIGC503", "MIGC511"]

@@ -235,7 +235,21 @@ def size_cluster(
         findings.append(Finding("MIGC523", "note", "the Fleet prices no GPU model: no sizing"))
         return ClusterSizing(cluster.name, (), tuple(findings))
     rows.sort(key=lambda r: (not r.complete, r.cost_per_hour, r.gpu_model))
+    isolated = sum(
+        w.replicas
+        for w in policy.workloads
+        if w.cluster == cluster.name and w.isolation == "hardware" and w.need.kind != "gpus"
+    )
     for r in sorted(rows, key=lambda r: r.gpu_model):
+        if not r.mig and isolated:
+            findings.append(
+                Finding(
+                    "MIGC501",
+                    "warning",
+                    f"{r.gpu_model} has no MIG: its row gives each of the {isolated} replicas that ask for "
+                    "hardware isolation a whole GPU",
+                )
+            )
         if not r.complete:
             findings.append(
                 Finding(

@@ -216,6 +216,8 @@ def _risks(pool: NodePool, workloads: Sequence[Workload], mode: Mode, current: s
             )
     if base != mode:
         cost = _COST.get((base, mode), f"the workloads it serves are better served by {mode}")
+        if base == "mps" and not supports_mps(pool.gpu_model):
+            cost = f"{pool.gpu_model} predates Volta, so MPS has no per-client limits there"
         out.append(Finding("MIGC511", "warning", f"current mode {current}, advised {mode}: {cost}"))
     return out
 

@@ -266,7 +266,8 @@ def test_shared_pools_choose_mps_for_one_tenant_and_warn_for_several(tmp_path: P
     l40s = pool("s", "NVIDIA-L40S", 4, partitioning="none", sharing={"mode": "time-slicing", "replicas": 4})
     one = [{"name": "a", "replicas": 4, "need": {"gpus": 1}, "isolation": "shared"}]
     advice = run_advise(load(write_policy(tmp_path, [l40s], one)))
-    assert advice.pool("c", "s").recommended == "mps" and codes(advice, "s") == ["MIGC502", "MIGC511"]
+    assert advice.pool("c", "s").recommended == "mps"
+    assert codes(advice, "s") == ["MIGC502", "MIGC511", "MIGC514"]
     two = [*one, {"name": "b", "tenant": "other", "replicas": 2, "need": {"gpus": 1}, "isolation": "shared"}]
     advice = run_advise(load(write_policy(tmp_path, [l40s], two, tenants=("team", "other"))))
     assert advice.pool("c", "s").recommended == "time-slicing"
@@ -278,7 +279,10 @@ def test_sizing_of_a_crafted_demand(tmp_path: Path) -> None:
     """7 x 1g.10gb fit one A100 (7 slices); all-balanced (2+1+1 instances) needs 2; whole GPUs 7."""
     work = [{"name": "a", "replicas": 7, "need": {"profile": "1g.10gb"}, "isolation": "hardware"}]
     policy = load(write_policy(tmp_path, [pool("g", A100, 8)], work))
-    (row,) = run_advise(policy).sizing[0].rows
+    advice = run_advise(policy)
+    idle = next(f for f in advice.pool("c", "g").findings if f.code == "MIGC514")
+    assert idle.message == "1 of 8 GPU(s) serve declared demand; 7 idle ($14.00/h)"
+    (row,) = advice.sizing[0].rows
     assert (row.gpus, row.nodes, row.balanced_gpus, row.whole_gpus) == (1, 1, 2, 7)
     assert (row.cost_per_hour, row.balanced_saving_per_hour, row.whole_saving_per_hour) == (2.0, 2.0, 12.0)
     work[0]["replicas"] = 8
@@ -368,4 +372,4 @@ def test_a_pre_volta_or_unknown_model_gets_no_mps(tmp_path: Path) -> None:
     old = replace(policy.clusters[0].pools[0], gpu_product="Tesla-P100", gpu_model="P100")
     advice = advise_pool(policy, CATALOG, old, result)
     assert advice.recommended == "time-slicing"
-    assert [f.code for f in advice.findings] == ["MIGC504", "MIGC503", "MIGC511"]
+    assert [f.code for f in advice.findings] == ["MIGC504", "MIGC503", "MIGC511", "MIGC514"]

@@ -67,7 +67,7 @@ def to_json(advice: Advice) -> str:
 
 def _advised(p: PoolAdvice) -> str:
     if p.recommended is None:
-        return "nothing to advise"
+        return "none (no demand to advise on)"
     extra = f", {p.partition_mode} layout" if p.partition_mode else ""
     return f"{p.recommended}{extra}"
 

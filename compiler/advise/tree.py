@@ -74,6 +74,18 @@ def advise_pool(policy: Policy, catalog: Catalog, pool: NodePool, result: PoolRe
         partition, more = _partition_mode(policy, pool, result)
         findings.extend(more)
     findings.extend(_risks(pool, workloads, mode, current))
+    idle = pool.total_gpus - pool.reserve_whole_gpus - pool.reserve_whole_nodes * pool.gpus_per_node
+    idle -= result.gpus_used
+    if idle > 0:
+        price = dict(policy.partition.pricing).get(pool.gpu_model)
+        cost = f" (${idle * price:,.2f}/h)" if price is not None else ""
+        findings.append(
+            Finding(
+                "MIGC514",
+                "note",
+                f"{result.gpus_used} of {pool.total_gpus} GPU(s) serve declared demand; {idle} idle{cost}",
+            )
+        )
     return PoolAdvice(
         pool.cluster, pool.name, pool.gpu_model, pool.total_gpus, current, mode, partition, tuple(findings)
     )

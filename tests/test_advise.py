@@ -373,3 +373,10 @@ def test_a_pre_volta_or_unknown_model_gets_no_mps(tmp_path: Path) -> None:
     advice = advise_pool(policy, CATALOG, old, result)
     assert advice.recommended == "time-slicing"
     assert [f.code for f in advice.findings] == ["MIGC504", "MIGC503", "MIGC511", "MIGC514"]
+
+
+def test_sizing_counts_a_node_per_replica_larger_than_half_a_node(tmp_path: Path) -> None:
+    """3 replicas of 5 whole GPUs: 15 GPUs, but no two share an 8-GPU node, so 3 nodes."""
+    work = [{"name": "t", "replicas": 3, "need": {"gpus": 5}, "isolation": "exclusive"}]
+    (row,) = run_advise(load(write_policy(tmp_path, [pool("g", A100, 8)], work))).sizing[0].rows
+    assert (row.gpus, row.nodes, row.whole_gpus, row.balanced_gpus) == (15, 3, 15, 15)

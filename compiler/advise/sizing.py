@@ -203,7 +203,12 @@ def size_model(
     )
     wanted = sum(w.replicas for w in synthetic.workloads)
     gpus = sum(p.gpus_used for p in solution.pools)
-    nodes = sum(math.ceil(p.gpus_used / per_node) for p in solution.pools)
+    # GPUs over GPUs per node, but never fewer nodes than replicas that need more than half a node
+    big = sum(
+        w.replicas for w in synthetic.workloads if w.need.gpus * 2 > per_node and w.isolation != "shared"
+    )
+    nodes = sum(math.ceil(p.gpus_used / per_node) for p in solution.pools if p.pool == SHARED_POOL)
+    nodes += max(big, sum(math.ceil(p.gpus_used / per_node) for p in solution.pools if p.pool == MAIN_POOL))
     shared_gpus = sum(p.gpus_used for p in solution.pools if p.pool == SHARED_POOL)
     balanced = _balanced_gpus(model, synthetic)
     return SizingRow(

@@ -88,11 +88,14 @@ def test_every_example_gets_a_mode_per_pool_with_codes(example: str) -> None:
         assert p.findings, p
         for f in p.findings:
             assert f.code in known and f.code.startswith("MIGC5"), f
+            assert f.severity == str(known[f.code].severity), f
         if p.recommended is None:
             assert codes(advice, p.pool) == ["MIGC512"]
         else:
             assert {"MIGC500", "MIGC501", "MIGC502", "MIGC503", "MIGC505"} & set(codes(advice, p.pool))
     assert {s.cluster for s in advice.sizing} == {c.name for c in policy.clusters}
+    for f in [*(f for s in advice.sizing for f in s.findings), *advice.findings]:
+        assert f.code in known and f.severity == str(known[f.code].severity), f
 
 
 @pytest.mark.parametrize("example", EXAMPLES)
@@ -380,3 +383,12 @@ def test_sizing_counts_a_node_per_replica_larger_than_half_a_node(tmp_path: Path
     work = [{"name": "t", "replicas": 3, "need": {"gpus": 5}, "isolation": "exclusive"}]
     (row,) = run_advise(load(write_policy(tmp_path, [pool("g", A100, 8)], work))).sizing[0].rows
     assert (row.gpus, row.nodes, row.whole_gpus, row.balanced_gpus) == (15, 3, 15, 15)
+
+
+def test_every_advice_code_is_raised_by_the_advise_package() -> None:
+    """No documented rule without code behind it (and no finding with an undocumented code)."""
+    documented = sorted(c for c in registry() if c.startswith("MIGC5"))
+    source = "".join(
+        p.read_text(encoding="utf-8") for p in sorted((ROOT / "compiler" / "advise").glob("*.py"))
+    )
+    assert documented and all(f'"{code}"' in source for code in documented), documented

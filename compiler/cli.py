@@ -29,6 +29,10 @@ class CommandEntry:
 # Each module exposes ``command: click.Command``. Listed explicitly so the CLI surface is reviewable here;
 # a test checks every summary against the command's own short help.
 COMMANDS: dict[str, CommandEntry] = {
+    "advise": CommandEntry(
+        "compiler.commands.advise",
+        "Advise a sharing mode per pool and size the demand per GPU model, with $/hour.",
+    ),
     "compile": CommandEntry(
         "compiler.commands.compile",
         "Compile policy PATHS (files or directories) into Kubernetes manifests under --out.",

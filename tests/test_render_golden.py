@@ -29,6 +29,8 @@ CASES = {
     "prod": ("examples/prod",),
     "multi-cluster": ("examples/multi-cluster",),
     "lab-kueue": ("examples/lab", "--with", "kueue"),
+    "ci-cd": ("examples/ci-cd/policy",),
+    "inference-autoscaling": ("examples/inference-autoscaling/policy",),
 }
 
 

@@ -15,6 +15,7 @@ RANGES = (
     ("MIGC2xx", "solving"),
     ("MIGC3xx", "output"),
     ("MIGC4xx", "observing a cluster"),
+    ("MIGC5xx", "advice"),
     ("MIGC9xx", "internal and environment"),
 )
 

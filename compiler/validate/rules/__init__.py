@@ -6,6 +6,6 @@ the PartitionPolicy, the Fleet's clusters and pools, tenants, workloads, and the
 rules, which refer to pools and workloads.
 """
 
-from compiler.validate.rules import fleet, limits, partition, policy_rules, tenants, workloads
+from compiler.validate.rules import fleet, hami, limits, partition, policy_rules, tenants, workloads
 
-FAMILIES = (limits, partition, fleet, tenants, workloads, policy_rules)
+FAMILIES = (limits, partition, fleet, tenants, workloads, policy_rules, hami)

@@ -29,6 +29,7 @@ CASES = {
     "prod": ("examples/prod",),
     "multi-cluster": ("examples/multi-cluster",),
     "lab-kueue": ("examples/lab", "--with", "kueue"),
+    "hami": ("examples/hami",),
 }
 
 

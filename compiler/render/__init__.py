@@ -36,6 +36,7 @@ from compiler.model import Policy
 from compiler.render import manifests
 from compiler.render.capacity import capacity_configmap, capacity_document
 from compiler.render.emit import dump_json, dump_yaml, header
+from compiler.render.hami import hami_objects
 from compiler.render.kueue import kueue_objects
 from compiler.render.monitoring import monitoring_objects
 from compiler.render.quota import check_quotas
@@ -55,7 +56,7 @@ INDEX_NAME = ".migc-index.json"
 KUSTOMIZATION = "kustomization.yaml"
 
 # Kustomize and Argo CD order objects themselves; this order only makes the file list read top-down.
-_FOLDER_ORDER = {"migc-system": 0, "cluster": 1, "gpu-operator": 2, "kueue": 3, "tenants": 4}
+_FOLDER_ORDER = {"migc-system": 0, "cluster": 1, "gpu-operator": 2, "hami": 3, "kueue": 3, "tenants": 4}
 
 
 def default_source_label(policy: Policy) -> str:
@@ -99,6 +100,7 @@ def render(
         )
         objects.extend(manifests.priority_classes(policy))
         objects.extend(manifests.tenant_objects(policy, cluster, catalog))
+        objects.extend(hami_objects(policy, cluster, solution))  # sharing: hami pools
         if with_kueue:
             objects.extend(kueue_objects(policy, cluster))
         if with_monitoring:

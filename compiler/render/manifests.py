@@ -236,6 +236,8 @@ def expected_resources(pool: NodePool, layout: NodeLayout) -> dict[str, int]:
     whole = sum(1 for g in layout if not g.mig_enabled)
     any_mig = any(g.mig_enabled for g in layout)
     shares = pool.sharing.replicas if (not any_mig and not pool.mig and pool.sharing.mode != "none") else 1
+    if pool.sharing.hami is not None:
+        shares = pool.sharing.hami.split_count  # HAMi advertises splitCount vGPUs per GPU
     out["nvidia.com/gpu"] = whole * shares
     for gpu in layout:
         for name, count in gpu.profiles:

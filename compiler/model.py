@@ -234,6 +234,17 @@ class Need:
 
 
 @dataclass(frozen=True)
+class Target:
+    """The object that runs a workload's pods (``spec.target``); ``namespace`` resolved."""
+
+    api_version: str
+    kind: str
+    name: str
+    namespace: str
+    container: str = ""  # "" = the first container
+
+
+@dataclass(frozen=True)
 class Workload:
     name: str
     tenant: str
@@ -244,6 +255,7 @@ class Workload:
     cluster: str  # resolved: required when the fleet has several clusters
     pools: tuple[str, ...] = ()  # allowed pools in that cluster; empty = any pool that can serve it
     span: Span = field(default_factory=Span, compare=False)
+    target: Target | None = None
 
 
 @dataclass(frozen=True)

@@ -42,6 +42,7 @@ LABEL_KEY_PATTERN = "^([a-z0-9]([-a-z0-9.]*[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_
 LABEL_VALUE_PATTERN = "^([A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)?$"
 PROFILE_PATTERN = "^[1-8]g\\.[0-9]+gb(\\+me)?$"
 HAMI_MEMORY_PATTERN = "^[1-9][0-9]{0,6}(Mi|Gi|%)$"
+TARGET_KINDS = ("Deployment", "StatefulSet", "DaemonSet", "ReplicaSet", "Job", "CronJob")
 DAYS = ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")
 
 
@@ -447,6 +448,27 @@ def _workload() -> dict[str, Any]:
                 enum=["hardware", "shared", "exclusive"],
             ),
             "priorityClass": _s("Priority tier; defaults to the tenant's.", **{"$ref": "#/$defs/dnsLabel"}),
+            "target": _s(
+                "The object that runs the workload's pods; migc renders a kustomize patch for it under "
+                "<cluster>/patches/ that sets the resources the solution resolved, the priority class "
+                "and, with --with kueue, the queue label.",
+                type="object",
+                additionalProperties=False,
+                required=["apiVersion", "kind", "name"],
+                properties={
+                    "apiVersion": _s("API version of the target, e.g. apps/v1 or batch/v1.", type="string",
+                                     pattern="^([a-z0-9.-]+/)?v[0-9]+((alpha|beta)[0-9]+)?$"),
+                    "kind": _s("Kind of the target (an object with a pod template).",
+                               enum=list(TARGET_KINDS)),
+                    "name": _s("Name of the target.", type="string", minLength=1, maxLength=253,
+                               pattern=NODE_NAME_PATTERN),
+                    "namespace": _s("Namespace of the target (one of the tenant's); default: the tenant's "
+                                    "only namespace.", **{"$ref": "#/$defs/dnsLabel"}),
+                    "container": _s("Container that gets the GPU resources (strategic-merge patch); unset: "
+                                    "the first container (JSON 6902 patch; its resources.limits must exist).",
+                                    **{"$ref": "#/$defs/dnsLabel"}),
+                },
+            ),
         },
     )
     return _kind_schema("Workload", "migc Workload", "Demand of one workload.", spec)

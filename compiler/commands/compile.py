@@ -28,6 +28,7 @@ from compiler.load import display_path
 from compiler.model import CurrentState, Policy
 from compiler.render import check_quotas, manifest_stream, manifests, oversized, render
 from compiler.render.hami import hami_diagnostics
+from compiler.render.targets import target_diagnostics
 from compiler.render.writer import compare, write_tree
 from compiler.solve import solve
 from compiler.solve.result import Solution
@@ -88,6 +89,7 @@ def compile_policy(paths: Sequence[str], against: Path | None, label_base: Path 
     if not has_errors(diagnostics):
         diagnostics.extend(check_quotas(policy, solution, catalog))
         diagnostics.extend(hami_diagnostics(policy))
+        diagnostics.extend(target_diagnostics(policy, solution))
     return Compiled(policy, solution, catalog, current, tuple(diagnostics), label)
 
 

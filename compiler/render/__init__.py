@@ -40,6 +40,7 @@ from compiler.render.hami import hami_objects
 from compiler.render.kueue import kueue_objects
 from compiler.render.monitoring import monitoring_objects
 from compiler.render.quota import check_quotas
+from compiler.render.targets import target_files
 from compiler.solve.result import Solution
 
 __all__ = [
@@ -119,6 +120,9 @@ def render(
             "resources": ordered,
         }
         cluster_files[KUSTOMIZATION] = _object_bytes(kustomization, banner)
+        # patches for the application repositories (Workload.spec.target): beside, never in, the kustomization
+        for path, patch in target_files(policy, cluster, solution, with_kueue)[0].items():
+            cluster_files[path] = (banner + dump_yaml(patch)).encode("utf-8")
         index = {
             "generator": f"migc {version}",
             "source": source_label if source_label is not None else default_source_label(policy),
@@ -164,6 +168,7 @@ def manifest_stream(files: Mapping[str, bytes], cluster: str | None = None) -> b
         if cluster is not None and name != cluster:
             continue
         paths = [p.split("/", 1)[1] for p in files if p.startswith(name + "/")]
-        for rel in sorted((p for p in paths if p not in (KUSTOMIZATION, INDEX_NAME)), key=_file_order):
+        objects = (p for p in paths if p not in (KUSTOMIZATION, INDEX_NAME) and not p.startswith("patches/"))
+        for rel in sorted(objects, key=_file_order):
             docs.append(files[f"{name}/{rel}"])
     return b"---\n".join(docs)

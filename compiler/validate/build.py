@@ -22,6 +22,7 @@ from compiler.model import (
     Rule,
     RuleCondition,
     Sharing,
+    Target,
     Tenant,
     Workload,
     frozen_counts,
@@ -176,6 +177,19 @@ def _need(need_raw: dict[str, Any]) -> Need:
     )
 
 
+def _target(raw: dict[str, Any] | None, tenants: tuple[Tenant, ...], tenant: str) -> Target | None:
+    if raw is None:
+        return None
+    namespaces = next(t.namespaces for t in tenants if t.name == tenant)
+    return Target(
+        api_version=str(raw["apiVersion"]),
+        kind=str(raw["kind"]),
+        name=str(raw["name"]),
+        namespace=str(raw.get("namespace", namespaces[0])),
+        container=str(raw.get("container", "")),
+    )
+
+
 def _workloads(ctx: Context, tenants: tuple[Tenant, ...]) -> tuple[Workload, ...]:
     tier_of = {t.name: t.priority_tier for t in tenants}
     workloads: list[Workload] = []
@@ -192,6 +206,7 @@ def _workloads(ctx: Context, tenants: tuple[Tenant, ...]) -> tuple[Workload, ...
                 cluster=str(spec.get("cluster", ctx.clusters[0])),
                 pools=tuple(sorted(str(p) for p in spec.get("pools", []))),
                 span=w.span(("metadata", "name")),
+                target=_target(spec.get("target"), tenants, str(spec["tenant"])),
             )
         )
     return tuple(sorted(workloads, key=lambda w: w.name))

@@ -176,3 +176,50 @@ def check_quota(ctx: Context) -> None:
                         ("spec", key, "hami"),
                     )
                 )
+
+
+@rule("workload-target", codes=("MIGC178", "MIGC179"))
+def check_target(ctx: Context) -> None:
+    """A target's namespace is one of the tenant's (or the tenant has one); no two workloads share one."""
+    namespaces = {t.name: [str(n) for n in t.spec["namespaces"]] for t in ctx.tenants}
+    seen: dict[tuple[str, ...], str] = {}
+    for w in ctx.workloads:
+        target = w.spec.get("target")
+        if target is None:
+            continue
+        owned = namespaces.get(str(w.spec["tenant"]))
+        if owned is None:
+            continue  # unknown tenant: MIGC104
+        ns = target.get("namespace")
+        if ns is None and len(owned) != 1:
+            ctx.add(
+                w.doc.at(
+                    "MIGC178",
+                    f"workload '{w.name}': tenant {w.spec['tenant']} has namespaces "
+                    f"{', '.join(owned)}; set target.namespace",
+                    ("spec", "target"),
+                )
+            )
+            continue
+        ns = ns or owned[0]
+        if ns not in owned:
+            ctx.add(
+                w.doc.at(
+                    "MIGC178",
+                    f"workload '{w.name}': target namespace '{ns}' is not one of tenant "
+                    f"{w.spec['tenant']}'s ({', '.join(owned)})",
+                    ("spec", "target", "namespace"),
+                )
+            )
+            continue
+        key = (str(target["kind"]), ns, str(target["name"]), str(target.get("container", "")))
+        if key in seen:
+            ctx.add(
+                w.doc.at(
+                    "MIGC179",
+                    f"workload '{w.name}' targets {key[0]} {ns}/{key[2]} like workload '{seen[key]}'",
+                    ("spec", "target"),
+                )
+            )
+        else:
+            seen[key] = w.name

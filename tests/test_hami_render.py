@@ -112,3 +112,14 @@ def test_selector_pool_and_shared_gpu_name_warn() -> None:
     changed = replace(policy, clusters=(replace(cluster, pools=pools),), tenants=tenants)
     assert [d.code for d in hami_diagnostics(changed)] == ["MIGC315", "MIGC316"]
     assert hami_diagnostics(policy) == []
+
+
+def test_plan_text_shows_hami_gpus_and_pod_resources(capsys: pytest.CaptureFixture[str]) -> None:
+    from compiler.cli import main
+
+    assert main(["plan", str(ROOT / "examples" / "hami")]) == 0
+    out = capsys.readouterr().out
+    assert "HAMi pools" in out
+    assert "infer/l40s (L40S): 6 of 8 GPUs carry shares" in out
+    assert "search/embedder x1, search/reranker x1; memory 24.0Gi/48.0Gi (free 24.0Gi), cores 70/100%" in out
+    assert "embedder (search): nvidia.com/gpu: 1, nvidia.com/gpucores: 30, nvidia.com/gpumem: 12288" in out

@@ -30,6 +30,7 @@ from compiler.model import Cluster, NodePool, Policy, Workload
 from compiler.render.emit import dump_json
 from compiler.render.manifests import metadata
 from compiler.render.quota import tenants_in
+from compiler.solve.hami import RES_CORES, RES_GPU, RES_MEM, pod_resources
 from compiler.solve.result import HamiPoolResult, Solution
 
 HAMI_VERSION = "v2.10.0"
@@ -37,10 +38,6 @@ HAMI_NAMESPACE = "kube-system"
 CONFIGMAP = "hami-device-plugin"
 PLAN_CONFIGMAP = "migc-hami"
 NODE_LABELS = {"gpu": "on", "nvidia.com/gpu.deploy.device-plugin": "false"}
-RES_GPU = "nvidia.com/gpu"
-RES_MEM = "nvidia.com/gpumem"
-RES_MEM_PCT = "nvidia.com/gpumem-percentage"
-RES_CORES = "nvidia.com/gpucores"
 Obj = dict[str, Any]
 
 
@@ -69,20 +66,6 @@ def device_plugin_config(cluster: Cluster) -> Obj:
         for node in pool.node_names
     ]
     return {"nodeconfig": sorted(entries, key=lambda e: str(e["name"]))}
-
-
-def pod_resources(w: Workload) -> dict[str, str]:
-    """What each pod of a HAMi workload requests (as container limits; HAMi reads limits)."""
-    need = w.need.hami
-    assert need is not None
-    out = {RES_GPU: "1"}
-    if need.memory_mib:
-        out[RES_MEM] = str(need.memory_mib)
-    else:
-        out[RES_MEM_PCT] = str(need.memory_percent)
-    if need.cores:
-        out[RES_CORES] = str(need.cores)
-    return dict(sorted(out.items()))
 
 
 def pod_annotations(pool: NodePool) -> dict[str, str]:
@@ -138,7 +121,7 @@ def plan_document(policy: Policy, cluster: Cluster, solution: Solution) -> Obj:
                 "replicas": w.replicas,
                 "served": sum(served.values()),
                 "pools": [p for p, n in sorted(served.items()) if n],
-                "resources": pod_resources(w),
+                "resources": pod_resources(w.need.hami),
                 "priorityClassName": f"migc-{w.priority_tier}",
             }
         )

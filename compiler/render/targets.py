@@ -24,8 +24,9 @@ from typing import Any
 
 from compiler.diagnostics import Diagnostic, make
 from compiler.model import WHOLE_GPU, Cluster, Policy, Workload
-from compiler.render.hami import pod_annotations, pod_resources
+from compiler.render.hami import pod_annotations
 from compiler.render.quota import resource_name
+from compiler.solve.hami import pod_resources
 from compiler.solve.result import Solution
 
 Obj = dict[str, Any]
@@ -36,7 +37,7 @@ LOCAL_QUEUE = "migc"
 def resolved_resources(workload: Workload, solution: Solution) -> tuple[dict[str, str], list[str]]:
     """What each pod requests, and the other resources the solution also used for it (ignored)."""
     if workload.need.hami is not None:
-        return pod_resources(workload), []
+        return pod_resources(workload.need.hami), []
     served: dict[str, int] = {}
     for pool in solution.pools:
         if pool.cluster != workload.cluster:

@@ -24,9 +24,14 @@ from dataclasses import dataclass
 
 from compiler.catalog import Catalog
 from compiler.diagnostics import Diagnostic, Severity, make
-from compiler.model import NodePool, Policy, Span, Workload
+from compiler.model import HamiNeed, NodePool, Policy, Span, Workload
 from compiler.solve.lexmilp import Level, Milp
 from compiler.solve.result import HamiGpu, HamiPoolResult, HamiShare, ServedDemand
+
+RES_GPU = "nvidia.com/gpu"  # vGPUs on HAMi nodes (HAMi v2.10.0 charts/hami/values.yaml resourceName)
+RES_MEM = "nvidia.com/gpumem"  # MiB (resourceMem)
+RES_MEM_PCT = "nvidia.com/gpumem-percentage"  # (resourceMemPercentage)
+RES_CORES = "nvidia.com/gpucores"  # percent of one GPU (resourceCores)
 
 GpuKey = tuple[str, str, int]
 """(pool, node, GPU index)."""
@@ -148,9 +153,10 @@ def pack(
             m.row({col: 1, used[g.key]: -cap}, ub=0)
     for g in gpus:
         on = [(i, x[(i.name, g.key)]) for i in items if (i.name, g.key) in x]
-        m.row({c: i.memory_mib[g.key] for i, c in on}, ub=g.memory_mib)
-        m.row({c: i.cores for i, c in on}, ub=g.cores)
-        m.row({c: 1 for _, c in on}, ub=g.slots)
+        # capacities only on a used GPU: the same integer points, a much tighter LP relaxation
+        m.row({**{c: i.memory_mib[g.key] for i, c in on}, used[g.key]: -g.memory_mib}, ub=0)
+        m.row({**{c: i.cores for i, c in on}, used[g.key]: -g.cores}, ub=0)
+        m.row({**{c: 1 for _, c in on}, used[g.key]: -g.slots}, ub=0)
         m.row({used[g.key]: 1, **{c: -1 for _, c in on}}, ub=0)  # used only when it carries a share
     for i in items:
         m.row({c: 1 for (w, _), c in x.items() if w == i.name}, ub=i.replicas)
@@ -396,3 +402,15 @@ def _at(code: str, message: str, span: Span, severity: Severity | None = None) -
     return make(
         code, message, file=span.file, line=span.line, col=span.col, path=span.path, severity=severity
     )
+
+
+def pod_resources(need: HamiNeed) -> dict[str, str]:
+    """What each pod of a HAMi workload requests, as container limits (HAMi reads limits)."""
+    out = {RES_GPU: "1"}
+    if need.memory_mib:
+        out[RES_MEM] = str(need.memory_mib)
+    else:
+        out[RES_MEM_PCT] = str(need.memory_percent)
+    if need.cores:
+        out[RES_CORES] = str(need.cores)
+    return dict(sorted(out.items()))

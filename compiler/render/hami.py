@@ -26,7 +26,7 @@ from __future__ import annotations
 from typing import Any
 
 from compiler.diagnostics import Diagnostic, make
-from compiler.model import Cluster, NodePool, Policy, Workload
+from compiler.model import Cluster, NodePool, Policy
 from compiler.render.emit import dump_json
 from compiler.render.manifests import metadata
 from compiler.render.quota import tenants_in

@@ -6,6 +6,7 @@ from __future__ import annotations
 import itertools
 import random
 from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
 
 import pytest
 
@@ -175,3 +176,44 @@ def test_solve_places_the_example_and_reports_unmet_shares() -> None:
     solution = solve(bigger, load_catalog())
     unmet = [d for d in solution.diagnostics if d.code == "MIGC230"]
     assert len(unmet) == 1 and "gets 32 of 40" in unmet[0].message
+
+
+def test_deployed_shares_stay_put_and_are_read_back(tmp_path: Path) -> None:
+    """Disruption against what is deployed: the previous output's HamiPlan is read back and a policy
+    change moves no deployed replica that can stay."""
+    from dataclasses import replace
+
+    from compiler.catalog import load_catalog
+    from compiler.cli import main
+    from compiler.commands._common import load_and_validate
+    from compiler.current import read_current
+    from compiler.solve.pipeline import solve
+
+    example = Path(__file__).resolve().parents[1] / "examples" / "hami"
+    out = tmp_path / "out"
+    assert main(["compile", str(example), "--out", str(out)]) == 0
+    policy, _ = load_and_validate([example])
+    assert policy is not None
+    current, diags = read_current(out, policy)
+    assert not diags
+    before = dict(current.hami)
+    assert sum(c for (_, p, _, _, w), c in before.items() if w == "notebooks") == 10
+    # two more notebooks, one reranker fewer: every deployed share that still exists keeps its GPU
+    changed = replace(
+        policy,
+        workloads=tuple(
+            replace(w, replicas={"notebooks": 12, "reranker": 3}.get(w.name, w.replicas))
+            for w in policy.workloads
+        ),
+    )
+    solution = solve(changed, load_catalog(), current)
+    after = {
+        (r.cluster, r.pool, g.node, g.index, s.workload): s.replicas
+        for r in solution.hami
+        for g in r.gpus
+        for s in g.shares
+    }
+    moved = sum(max(0, c - after.get(k, 0)) for k, c in before.items())
+    assert moved == 1  # only the reranker replica that is no longer wanted
+    assert all(after.get(k, 0) >= c for k, c in before.items() if k[4] != "reranker")
+    assert sum(c for k, c in after.items() if k[4] == "notebooks") == 12

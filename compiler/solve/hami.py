@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 from compiler.catalog import Catalog
 from compiler.diagnostics import Diagnostic, Severity, make
-from compiler.model import HamiNeed, NodePool, Policy, Span, Workload
+from compiler.model import CurrentState, HamiNeed, NodePool, Policy, Span, Workload
 from compiler.solve.lexmilp import Level, Milp
 from compiler.solve.result import HamiGpu, HamiPoolResult, HamiShare, ServedDemand
 
@@ -287,9 +287,14 @@ def _item(w: Workload, policy: Policy, gpus: Sequence[GpuCap]) -> ShareItem:
 
 
 def solve_hami(
-    policy: Policy, catalog: Catalog, time_limit_s: float = 60.0
+    policy: Policy, catalog: Catalog, time_limit_s: float = 60.0, current: CurrentState | None = None
 ) -> tuple[tuple[HamiPoolResult, ...], tuple[Diagnostic, ...]]:
-    """Pack every cluster's HAMi workloads onto its ``sharing: hami`` pools, one exact solve per cluster."""
+    """Pack every cluster's HAMi workloads onto its ``sharing: hami`` pools, one exact solve per cluster.
+
+    ``current`` (the shares deployed, read back from the previous output's HamiPlan) drives the
+    disruption level: among the best placements, the one that moves the fewest deployed replicas.
+    """
+    deployed = current.hami if current is not None else ()
     results: list[HamiPoolResult] = []
     diags: list[Diagnostic] = []
     unmet_sev = Severity.ERROR if policy.partition.unmet_demand == "error" else Severity.WARNING
@@ -309,7 +314,14 @@ def solve_hami(
             for t in policy.tenants
             if t.guaranteed.hami_vgpus and any(w.tenant == t.name for w in workloads)
         }
-        packing = pack(gpus, items, guarantees, time_limit=time_limit_s)
+        known = {g.key for g in gpus}
+        names = {w.name for w in workloads}
+        placed = {
+            (w, (p, n, i)): c
+            for (cl, p, n, i, w), c in deployed
+            if cl == cluster.name and (p, n, i) in known and w in names
+        }
+        packing = pack(gpus, items, guarantees, placed, time_limit=time_limit_s)
         if packing is None:
             packing = Packing(
                 counts=tuple(sorted((w, k, c) for (w, k), c in first_fit_decreasing(gpus, items).items())),

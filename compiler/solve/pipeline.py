@@ -61,7 +61,7 @@ def solve(
         pools.extend(results)
         diags.extend(cluster_diags)
     pools.sort(key=lambda p: (p.cluster, p.pool))
-    hami, hami_diags = solve_hami(policy, catalog, time_limit_s)  # sharing: hami pools (compiler.solve.hami)
+    hami, hami_diags = solve_hami(policy, catalog, time_limit_s, current)  # sharing: hami pools
     diags.extend(hami_diags)
     # Diagnostic equality ignores the message, so two findings on one tenant would collapse in a set
     unique = {(*sort_key(d), d.hint): d for d in diags}

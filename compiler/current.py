@@ -122,7 +122,34 @@ def read_current(out: Path | None, policy: Policy | None = None) -> tuple[Curren
             diagnostics.append(exc.diagnostic)
         except (_Unreadable, KeyError, TypeError, ValueError, AttributeError) as exc:
             diagnostics.append(make("MIGC303", f"cannot read the previous assignment: {exc}", file=str(path)))
-    return CurrentState(nodes=tuple(sorted(nodes.items()))), diagnostics
+    hami: dict[tuple[str, str, str, int, str], int] = {}
+    for path in sorted(Path(out).glob(f"*/{HAMI_PLAN_FILE}")):
+        try:
+            hami.update(hami_shares(_read(path, ASSIGNMENT_LIMIT, "a HAMi plan ConfigMap")))
+        except ReadRefused as exc:
+            diagnostics.append(exc.diagnostic)
+        except (_Unreadable, KeyError, TypeError, ValueError, AttributeError, yaml.YAMLError) as exc:
+            diagnostics.append(make("MIGC303", f"cannot read the previous HAMi plan: {exc}", file=str(path)))
+    return CurrentState(nodes=tuple(sorted(nodes.items())), hami=tuple(sorted(hami.items()))), diagnostics
+
+
+HAMI_PLAN_FILE = "migc-system/configmap-migc-hami.yaml"
+
+
+def hami_shares(raw: bytes) -> dict[tuple[str, str, str, int, str], int]:
+    """Deployed HAMi shares from a rendered HamiPlan ConfigMap (compiler/render/hami.py)."""
+    cm = yaml.safe_load(raw.decode("utf-8"))
+    doc = json.loads(cm["data"]["plan.json"])
+    if not isinstance(doc, dict) or doc.get("kind") != "HamiPlan":
+        raise _Unreadable("not a HamiPlan")
+    cluster = str(doc["cluster"])
+    out: dict[tuple[str, str, str, int, str], int] = {}
+    for pool in doc["pools"]:
+        for gpu in pool["gpus"]:
+            for share in gpu["shares"]:
+                where = (str(pool["name"]), str(gpu["node"]), int(gpu["index"]))
+                out[(cluster, *where, str(share["workload"]))] = int(share["replicas"])
+    return out
 
 
 # (cluster, pool, tenant, workload, resource)

@@ -19,7 +19,9 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 Isolation = Literal["hardware", "shared", "exclusive"]
-SharingMode = Literal["none", "time-slicing", "mps"]
+SharingMode = Literal["none", "time-slicing", "mps", "hami"]
+HamiMode = Literal["hami-core", "mig"]
+HamiPolicy = Literal["binpack", "spread"]
 PartitionMode = Literal["static", "dynamic"]
 Strictness = Literal["error", "warning"]
 
@@ -89,11 +91,35 @@ class MaintenanceWindow:
 
 
 @dataclass(frozen=True)
+class HamiSettings:
+    """HAMi's per-node device-plugin settings of a ``sharing: hami`` pool (HAMi v2.10.0 nodeconfig)."""
+
+    split_count: int = 10  # devicesplitcount: most vGPUs (pods) per GPU
+    memory_scaling: float = 1.0  # devicememoryscaling: > 1 oversubscribes memory
+    core_scaling: float = 1.0  # devicecorescaling
+    operating_mode: HamiMode = "hami-core"
+    node_policy: HamiPolicy = "binpack"  # hami.io/node-scheduler-policy
+    gpu_policy: HamiPolicy = "spread"  # hami.io/gpu-scheduler-policy
+
+    def memory_mib(self, memory_gb: float) -> int:
+        """MiB HAMi hands out per GPU of ``memory_gb`` GB: the device memory times the scaling."""
+        return int(memory_gb * 1024 * self.memory_scaling)
+
+    def cores(self) -> int:
+        """Core percent HAMi hands out per GPU: 100 times the core scaling."""
+        return int(100 * self.core_scaling)
+
+
+@dataclass(frozen=True)
 class Sharing:
-    """How a non-MIG pool shares each GPU (device-plugin ``sharing`` config). ``replicas`` ≥ 2 unless none."""
+    """How a non-MIG pool shares each GPU (device-plugin ``sharing`` config). ``replicas`` ≥ 2 unless none.
+
+    ``hami`` is set exactly when ``mode == "hami"``.
+    """
 
     mode: SharingMode = "none"
     replicas: int = 1
+    hami: HamiSettings | None = None
 
 
 @dataclass(frozen=True)
@@ -126,8 +152,8 @@ class NodePool:
 
     @property
     def is_shared(self) -> bool:
-        """Whole GPUs are shared (time-slicing or MPS): only a non-MIG pool with a sharing mode."""
-        return not self.mig and self.sharing.mode != "none"
+        """Whole GPUs are shared (time-slicing or MPS); HAMi pools are packed by ``compiler.solve.hami``."""
+        return not self.mig and self.sharing.mode in ("time-slicing", "mps")
 
     @property
     def shares_per_gpu(self) -> int:
@@ -152,6 +178,9 @@ class Quota:
     gpus: int = 0
     gpu_memory_gb: float = 0.0
     compute_slices: int = 0
+    hami_vgpus: int = 0  # nvidia.com/gpu on HAMi pools
+    hami_memory_mib: int = 0  # nvidia.com/gpumem
+    hami_cores: int = 0  # nvidia.com/gpucores, percent of one GPU
 
 
 @dataclass(frozen=True)
@@ -173,6 +202,22 @@ class Tenant:
 
 
 @dataclass(frozen=True)
+class HamiNeed:
+    """A HAMi share of one GPU: memory in MiB or in percent of the GPU (exactly one > 0), cores in %."""
+
+    memory_mib: int = 0
+    memory_percent: int = 0
+    cores: int = 0  # 0 = no core limit
+    distinct_gpus: bool = False  # every replica on a different GPU
+
+    def memory_on(self, gpu_memory_mib: int) -> int:
+        """MiB this share takes on a GPU that offers ``gpu_memory_mib`` (HAMi rounds percent down)."""
+        if self.memory_mib:
+            return self.memory_mib
+        return gpu_memory_mib * self.memory_percent // 100
+
+
+@dataclass(frozen=True)
 class Need:
     """What one replica needs. Exactly one form is set.
 
@@ -185,14 +230,28 @@ class Need:
     gpu_memory_gb: float = 0.0
     compute_slices: int = 0
     gpus: int = 0
+    hami: HamiNeed | None = None  # a HAMi share of one GPU per replica
 
     @property
-    def kind(self) -> Literal["profiles", "resources", "gpus"]:
+    def kind(self) -> Literal["profiles", "resources", "gpus", "hami"]:
+        if self.hami is not None:
+            return "hami"
         if self.gpus:
             return "gpus"
         if self.profiles:
             return "profiles"
         return "resources"
+
+
+@dataclass(frozen=True)
+class Target:
+    """The object that runs a workload's pods (``spec.target``); ``namespace`` resolved."""
+
+    api_version: str
+    kind: str
+    name: str
+    namespace: str
+    container: str = ""  # "" = the first container
 
 
 @dataclass(frozen=True)
@@ -206,6 +265,7 @@ class Workload:
     cluster: str  # resolved: required when the fleet has several clusters
     pools: tuple[str, ...] = ()  # allowed pools in that cluster; empty = any pool that can serve it
     span: Span = field(default_factory=Span, compare=False)
+    target: Target | None = None
 
 
 @dataclass(frozen=True)
@@ -284,6 +344,8 @@ class CurrentState:
     """
 
     nodes: tuple[tuple[tuple[str, str, str], NodeLayout], ...] = ()
+    # HAMi shares deployed: ((cluster, pool, node, GPU index, workload), replicas), sorted
+    hami: tuple[tuple[tuple[str, str, str, int, str], int], ...] = ()
 
     def as_dict(self) -> dict[tuple[str, str, str], NodeLayout]:
         return dict(self.nodes)

@@ -41,6 +41,8 @@ NODE_NAME_PATTERN = "^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-
 LABEL_KEY_PATTERN = "^([a-z0-9]([-a-z0-9.]*[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$"
 LABEL_VALUE_PATTERN = "^([A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)?$"
 PROFILE_PATTERN = "^[1-8]g\\.[0-9]+gb(\\+me)?$"
+HAMI_MEMORY_PATTERN = "^[1-9][0-9]{0,6}(Mi|Gi|%)$"
+TARGET_KINDS = ("Deployment", "StatefulSet", "DaemonSet", "ReplicaSet", "Job", "CronJob")
 DAYS = ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")
 
 
@@ -116,6 +118,19 @@ def _common_defs() -> dict[str, Any]:
                     type="integer",
                     minimum=0,
                 ),
+                "hami": _s(
+                    "Shares on HAMi pools (ResourceQuota on HAMi's resource names).",
+                    type="object",
+                    additionalProperties=False,
+                    properties={
+                        "vgpus": _s("vGPUs (nvidia.com/gpu on HAMi pools): pods' GPU shares.", type="integer",
+                                    minimum=0),
+                        "memory": _s("GPU memory (nvidia.com/gpumem), e.g. 96Gi or 40960Mi.", type="string",
+                                     pattern="^[1-9][0-9]{0,6}(Mi|Gi)$"),
+                        "cores": _s("GPU cores in percent of one GPU (nvidia.com/gpucores), e.g. 250.",
+                                    type="integer", minimum=0),
+                    },
+                ),
             },
         ),
     }
@@ -137,6 +152,31 @@ def _kind_schema(kind: str, title: str, description: str, spec: dict[str, Any]) 
         },
         "$defs": _common_defs(),
     }
+
+
+def _hami_settings() -> dict[str, Any]:
+    # Field meanings follow HAMi v2.10.0 pkg/device/nvidia/device.go (NodeDefaultConfig, DevicePluginConfigs)
+    return _s(
+        "HAMi per-node settings of a sharing: hami pool (rendered into HAMi's device-plugin nodeconfig).",
+        type="object",
+        additionalProperties=False,
+        properties={
+            "splitCount": _s("devicesplitcount: most pods (vGPUs) one GPU holds. Default 10.",
+                             type="integer", minimum=1, maximum=128),
+            "memoryScaling": _s("devicememoryscaling: factor on each GPU's memory HAMi hands out; above 1 "
+                                "oversubscribes memory (MIGC173). Default 1.", type="number",
+                                exclusiveMinimum=0, maximum=16),
+            "coreScaling": _s("devicecorescaling: factor on each GPU's 100% cores. Default 1.", type="number",
+                              exclusiveMinimum=0, maximum=16),
+            "operatingMode": _s("operatingmode: hami-core (CUDA interception, any GPU) or mig (HAMi "
+                                "creates MIG instances itself; MIG-capable models only). Default hami-core.",
+                                enum=["hami-core", "mig"]),
+            "nodePolicy": _s("hami.io/node-scheduler-policy for the pool's pods. Default binpack.",
+                             enum=["binpack", "spread"]),
+            "gpuPolicy": _s("hami.io/gpu-scheduler-policy for the pool's pods. Default spread.",
+                            enum=["binpack", "spread"]),
+        },
+    )
 
 
 def _fleet() -> dict[str, Any]:
@@ -246,9 +286,11 @@ def _fleet() -> dict[str, Any]:
                 additionalProperties=False,
                 required=["mode"],
                 properties={
-                    "mode": _s("none, time-slicing or mps (never with MIG).",
-                               enum=["none", "time-slicing", "mps"]),
+                    "mode": _s("none, time-slicing, mps (never with MIG), or hami: HAMi's device plugin "
+                               "shares each GPU by memory and cores (hami.* below).",
+                               enum=["none", "time-slicing", "mps", "hami"]),
                     "replicas": _s("Pods per GPU when shared.", type="integer", minimum=2, maximum=64),
+                    "hami": _hami_settings(),
                 },
                 # replicas is what makes sharing mean anything; no silent default
                 **{
@@ -341,7 +383,7 @@ def _workload() -> dict[str, Any]:
     need = _s(
         "What one replica needs, in exactly one form: profile, profiles (preference list), "
         "gpuMemoryGB and/or computeSlices (the smallest fitting profile is derived per GPU model), "
-        "or gpus (whole GPUs on one node).",
+        "gpus (whole GPUs on one node), or hami (a memory/cores share on a HAMi pool).",
         type="object",
         additionalProperties=False,
         properties={
@@ -357,12 +399,27 @@ def _workload() -> dict[str, Any]:
                               maximum=1024),
             "computeSlices": _s("Compute slices per replica (1..7).", type="integer", minimum=1, maximum=8),
             "gpus": _s("Whole GPUs per replica, all on one node.", type="integer", minimum=1, maximum=16),
+            "hami": _s(
+                "A HAMi share of one GPU per replica (sharing: hami pools only).",
+                type="object",
+                additionalProperties=False,
+                required=["memory"],
+                properties={
+                    "memory": _s("GPU memory: MiB (12288Mi), GiB (12Gi) or percent of the GPU (25%).",
+                                 type="string", pattern=HAMI_MEMORY_PATTERN),
+                    "cores": _s("GPU cores in percent of one GPU (0-100); unset: no core limit (0).",
+                                type="integer", minimum=0, maximum=100),
+                    "distinctGpus": _s("Place every replica on a different GPU (anti-affinity per GPU).",
+                                       type="boolean", default=False),
+                },
+            ),
         },
         oneOf=[
             {"required": ["profile"]},
             {"required": ["profiles"]},
             {"anyOf": [{"required": ["gpuMemoryGB"]}, {"required": ["computeSlices"]}]},
             {"required": ["gpus"]},
+            {"required": ["hami"]},
         ],
     )
     spec = _s(
@@ -385,11 +442,33 @@ def _workload() -> dict[str, Any]:
                            maximum=100000),
             "need": need,
             "isolation": _s(
-                "hardware: a MIG instance; shared: a time-sliced/MPS share of a whole GPU; exclusive: "
-                "whole GPUs. Default: exclusive for need.gpus, else hardware.",
+                "hardware: a MIG instance; shared: a time-sliced/MPS/HAMi share of a whole GPU; "
+                "exclusive: whole GPUs. Default: exclusive for need.gpus, shared for need.hami, else "
+                "hardware.",
                 enum=["hardware", "shared", "exclusive"],
             ),
             "priorityClass": _s("Priority tier; defaults to the tenant's.", **{"$ref": "#/$defs/dnsLabel"}),
+            "target": _s(
+                "The object that runs the workload's pods; migc renders a kustomize patch for it under "
+                "<cluster>/patches/ that sets the resources the solution resolved, the priority class "
+                "and, with --with kueue, the queue label.",
+                type="object",
+                additionalProperties=False,
+                required=["apiVersion", "kind", "name"],
+                properties={
+                    "apiVersion": _s("API version of the target, e.g. apps/v1 or batch/v1.", type="string",
+                                     pattern="^([a-z0-9.-]+/)?v[0-9]+((alpha|beta)[0-9]+)?$"),
+                    "kind": _s("Kind of the target (an object with a pod template).",
+                               enum=list(TARGET_KINDS)),
+                    "name": _s("Name of the target.", type="string", minLength=1, maxLength=253,
+                               pattern=NODE_NAME_PATTERN),
+                    "namespace": _s("Namespace of the target (one of the tenant's); default: the tenant's "
+                                    "only namespace.", **{"$ref": "#/$defs/dnsLabel"}),
+                    "container": _s("Container that gets the GPU resources (strategic-merge patch); unset: "
+                                    "the first container (JSON 6902 patch; its resources.limits must exist).",
+                                    **{"$ref": "#/$defs/dnsLabel"}),
+                },
+            ),
         },
     )
     return _kind_schema("Workload", "migc Workload", "Demand of one workload.", spec)

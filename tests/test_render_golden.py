@@ -31,6 +31,7 @@ CASES = {
     "lab-kueue": ("examples/lab", "--with", "kueue"),
     "ci-cd": ("examples/ci-cd/policy",),
     "inference-autoscaling": ("examples/inference-autoscaling/policy",),
+    "hami": ("examples/hami",),
 }
 
 

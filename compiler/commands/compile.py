@@ -26,6 +26,8 @@ from compiler.fsio import refuse_symlink
 from compiler.load import display_path
 from compiler.model import CurrentState, Policy
 from compiler.render import check_quotas, manifest_stream, oversized, render
+from compiler.render.hami import hami_diagnostics
+from compiler.render.targets import target_diagnostics
 from compiler.render.writer import compare, write_tree
 from compiler.solve import solve
 from compiler.solve.result import Solution
@@ -85,6 +87,8 @@ def compile_policy(paths: Sequence[str], against: Path | None, label_base: Path 
     diagnostics.extend(solution.diagnostics)
     if not has_errors(diagnostics):
         diagnostics.extend(check_quotas(policy, solution, catalog))
+        diagnostics.extend(hami_diagnostics(policy))
+        diagnostics.extend(target_diagnostics(policy, solution))
     return Compiled(policy, solution, catalog, current, tuple(diagnostics), label)
 
 

@@ -29,6 +29,7 @@ from compiler.plan import (
     to_markdown,
     to_text,
 )
+from compiler.plan.hami import hami_text
 from compiler.render.writer import INDEX_NAME
 from compiler.solve.export import solution_to_dict
 from compiler.validate.suppress import suppress
@@ -174,5 +175,5 @@ def command(
     elif fmt == "markdown":
         click.echo(to_markdown(plan, svg_dir, detail=detail), nl=False)
     else:
-        click.echo(to_text(plan, detail=detail), nl=False)
+        click.echo(to_text(plan, detail=detail) + hami_text(result.policy, result.solution), nl=False)
     return ExitCode.DRIFT if exit_code and plan.has_changes else ExitCode.OK

@@ -40,10 +40,12 @@ from compiler.render import manifests
 from compiler.render.admission import cluster_admission
 from compiler.render.capacity import capacity_configmap, capacity_document
 from compiler.render.emit import dump_json, dump_yaml, header
+from compiler.render.hami import hami_objects
 from compiler.render.kueue import kueue_objects
 from compiler.render.monitoring import monitoring_objects
 from compiler.render.operator import SETTINGS_DIR, settings_files
 from compiler.render.quota import check_quotas
+from compiler.render.targets import target_files
 from compiler.solve.result import Solution
 
 __all__ = [
@@ -60,7 +62,7 @@ INDEX_NAME = ".migc-index.json"
 KUSTOMIZATION = "kustomization.yaml"
 
 # Kustomize and Argo CD order objects themselves; this order only makes the file list read top-down.
-_FOLDER_ORDER = {"migc-system": 0, "cluster": 1, "gpu-operator": 2, "kueue": 3, "tenants": 4}
+_FOLDER_ORDER = {"migc-system": 0, "cluster": 1, "gpu-operator": 2, "hami": 3, "kueue": 3, "tenants": 4}
 
 
 def default_source_label(policy: Policy) -> str:
@@ -109,6 +111,7 @@ def render(
         objects.extend(manifests.priority_classes(policy))
         objects.extend(manifests.tenant_objects(policy, cluster))
         objects.extend(cluster_admission(policy, cluster, catalog))
+        objects.extend(hami_objects(policy, cluster, solution))  # sharing: hami pools
         if with_kueue:
             objects.extend(kueue_objects(policy, cluster))
         if with_monitoring:
@@ -130,6 +133,9 @@ def render(
             "resources": ordered,
         }
         cluster_files[KUSTOMIZATION] = _object_bytes(kustomization, banner)
+        # patches for the application repositories (Workload.spec.target): beside, never in, the kustomization
+        for path, patch in target_files(policy, cluster, solution, with_kueue)[0].items():
+            cluster_files[path] = (banner + dump_yaml(patch)).encode("utf-8")
         index = {
             "generator": f"migc {version}",
             "source": source_label if source_label is not None else default_source_label(policy),
@@ -175,7 +181,11 @@ def manifest_stream(files: Mapping[str, bytes], cluster: str | None = None) -> b
         if cluster is not None and name != cluster:
             continue
         paths = [p.split("/", 1)[1] for p in files if p.startswith(name + "/")]
-        objects = (p for p in paths if p not in (KUSTOMIZATION, INDEX_NAME) and not _is_settings(p))
+        objects = (
+            p
+            for p in paths
+            if p not in (KUSTOMIZATION, INDEX_NAME) and not _is_settings(p) and not p.startswith("patches/")
+        )
         for rel in sorted(objects, key=_file_order):
             docs.append(files[f"{name}/{rel}"])
     return b"---\n".join(docs)

@@ -252,6 +252,8 @@ def expected_resources(pool: NodePool, layout: NodeLayout) -> dict[str, int]:
     whole = sum(1 for g in layout if not g.mig_enabled)
     any_mig = any(g.mig_enabled for g in layout)
     shares = 1 if any_mig else pool.shares_per_gpu
+    if pool.sharing.hami is not None:
+        shares = pool.sharing.hami.split_count  # HAMi advertises splitCount vGPUs per GPU
     out["nvidia.com/gpu"] = whole * shares
     for gpu in layout:
         for name, count in gpu.profiles:

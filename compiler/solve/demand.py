@@ -53,7 +53,7 @@ class Guarantee:
 
 
 def is_shared_pool(pool: NodePool) -> bool:
-    return pool.is_shared
+    return pool.is_shared  # HAMi pools: compiler.solve.hami
 
 
 def offers_whole(pool: NodePool) -> bool:
@@ -149,8 +149,8 @@ def build_demand(policy: Policy, cluster: Cluster, catalog: Catalog) -> tuple[De
     """Demand items of one cluster, merged and sorted deterministically."""
     merged: dict[tuple[str, str, Kind, int, tuple[Option, ...], str], list[tuple[str, int]]] = {}
     for w in sorted(policy.workloads, key=lambda w: w.name):
-        if w.cluster != cluster.name or w.replicas <= 0:
-            continue
+        if w.cluster != cluster.name or w.replicas <= 0 or w.need.hami is not None:
+            continue  # HAMi shares are packed by compiler.solve.hami
         kind, size, opts, why = _options(w, cluster, catalog)
         key = (w.tenant, w.priority_tier, kind, size, opts, why)
         merged.setdefault(key, []).append((w.name, w.replicas))

@@ -15,6 +15,7 @@ from compiler.solve.assign import assign_pool
 from compiler.solve.bounds import lp_bound
 from compiler.solve.demand import DemandItem, Guarantee, build_demand, split_served, tenant_guarantees
 from compiler.solve.greedy import greedy_cluster
+from compiler.solve.hami import solve_hami
 from compiler.solve.lexmilp import TIME_LIMIT, LexResult
 from compiler.solve.milp import ClusterOutcome, solve_cluster
 from compiler.solve.plan_types import PoolDecision
@@ -71,9 +72,11 @@ def solve(
         pools.extend(results)
         diags.extend(cluster_diags)
     pools.sort(key=lambda p: (p.cluster, p.pool))
+    hami, hami_diags = solve_hami(policy, catalog, time_limit_s, current)  # sharing: hami pools
+    diags.extend(hami_diags)
     # Diagnostic equality ignores the message, so two findings on one tenant would collapse in a set
     unique = {(*sort_key(d), d.hint): d for d in diags}
-    return Solution(pools=tuple(pools), diagnostics=tuple(unique[k] for k in sorted(unique)))
+    return Solution(pools=tuple(pools), diagnostics=tuple(unique[k] for k in sorted(unique)), hami=hami)
 
 
 def _solve_cluster(

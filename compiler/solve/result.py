@@ -72,9 +72,60 @@ class PoolResult:
 class Solution:
     pools: tuple[PoolResult, ...]  # sorted by (cluster, pool)
     diagnostics: tuple[Diagnostic, ...] = ()
+    hami: tuple[HamiPoolResult, ...] = ()  # sharing: hami pools, sorted by (cluster, pool)
 
     def pool(self, cluster: str, pool: str) -> PoolResult:
         for p in self.pools:
             if p.cluster == cluster and p.pool == pool:
                 return p
         raise KeyError((cluster, pool))
+
+
+@dataclass(frozen=True)
+class HamiShare:
+    """Replicas of one workload on one GPU of a HAMi pool; memory (MiB) and cores (%) are per replica."""
+
+    tenant: str
+    workload: str
+    replicas: int
+    memory_mib: int
+    cores: int
+
+
+@dataclass(frozen=True)
+class HamiGpu:
+    node: str
+    index: int
+    memory_mib: int  # what HAMi hands out: device memory × memoryScaling
+    cores: int  # 100 × coreScaling
+    slots: int  # splitCount
+    shares: tuple[HamiShare, ...] = ()  # sorted by (tenant, workload)
+
+    @property
+    def used_memory_mib(self) -> int:
+        return sum(s.replicas * s.memory_mib for s in self.shares)
+
+    @property
+    def used_cores(self) -> int:
+        return sum(s.replicas * s.cores for s in self.shares)
+
+    @property
+    def used_slots(self) -> int:
+        return sum(s.replicas for s in self.shares)
+
+
+@dataclass(frozen=True)
+class HamiPoolResult:
+    """The packing of HAMi shares onto one ``sharing: hami`` pool (compiler.solve.hami)."""
+
+    cluster: str
+    pool: str
+    gpu_model: str
+    gpus: tuple[HamiGpu, ...]  # sorted by (node, index)
+    demand: tuple[ServedDemand, ...]  # resource "vgpu"; sorted by (tenant, workload)
+    optimal: bool
+    objectives: tuple[tuple[str, int], ...] = ()  # the cluster's level optima, in level order
+
+    @property
+    def gpus_used(self) -> int:
+        return sum(1 for g in self.gpus if g.shares)

@@ -11,6 +11,8 @@ from typing import Any
 from compiler.load import LoadedDocument
 from compiler.model import (
     Cluster,
+    HamiNeed,
+    HamiSettings,
     MaintenanceWindow,
     Need,
     NodePool,
@@ -20,6 +22,7 @@ from compiler.model import (
     Rule,
     RuleCondition,
     Sharing,
+    Target,
     Tenant,
     Workload,
     frozen_counts,
@@ -29,9 +32,18 @@ from compiler.validate.common import parse_duration, resolve_max_unavailable
 from compiler.validate.context import Context, Obj, default_tier, isolation
 
 
+def mib(text: str) -> int:
+    """``12Gi`` / ``500Mi`` → MiB (the schema allows only these two suffixes)."""
+    return int(text[:-2]) * (1024 if text.endswith("Gi") else 1)
+
+
 def _quota(raw: dict[str, Any] | None) -> Quota:
     raw = raw or {}
+    hami = raw.get("hami", {})
     return Quota(
+        hami_vgpus=int(hami.get("vgpus", 0)),
+        hami_memory_mib=mib(str(hami["memory"])) if "memory" in hami else 0,
+        hami_cores=int(hami.get("cores", 0)),
         profiles=frozen_counts({str(k): int(v) for k, v in raw.get("profiles", {}).items()}),
         gpus=int(raw.get("gpus", 0)),
         gpu_memory_gb=float(raw.get("gpuMemoryGB", 0.0)),
@@ -75,12 +87,40 @@ def _pool(ctx: Context, fleet: Obj, pricing: dict[str, float], cname: str, ci: i
         reserve_whole_gpus=int(reserve.get("wholeGpus", 0)),
         reserve_whole_nodes=int(reserve.get("wholeNodes", 0)),
         mig=info.mig,
-        sharing=Sharing(mode=mode, replicas=int(sharing_raw.get("replicas", 1)))  # type: ignore[arg-type]
-        if mode != "none"
-        else Sharing(),
+        sharing=_sharing(mode, sharing_raw),
         price_per_gpu_hour=pricing.get(info.model.model),
         labels=tuple(sorted((str(k), str(v)) for k, v in raw.get("labels", {}).items())),
         span=fleet.span(("spec", "clusters", ci, "nodePools", pi)),
+    )
+
+
+def _sharing(mode: str, raw: dict[str, Any]) -> Sharing:
+    if mode == "none":
+        return Sharing()
+    if mode != "hami":
+        return Sharing(mode=mode, replicas=int(raw.get("replicas", 1)))  # type: ignore[arg-type]
+    h = raw.get("hami", {})
+    d = HamiSettings()
+    return Sharing(
+        mode="hami",
+        hami=HamiSettings(
+            split_count=int(h.get("splitCount", d.split_count)),
+            memory_scaling=float(h.get("memoryScaling", d.memory_scaling)),
+            core_scaling=float(h.get("coreScaling", d.core_scaling)),
+            operating_mode=h.get("operatingMode", d.operating_mode),
+            node_policy=h.get("nodePolicy", d.node_policy),
+            gpu_policy=h.get("gpuPolicy", d.gpu_policy),
+        ),
+    )
+
+
+def hami_need(raw: dict[str, Any]) -> HamiNeed:
+    memory = str(raw["memory"])
+    return HamiNeed(
+        memory_mib=mib(memory) if not memory.endswith("%") else 0,
+        memory_percent=int(memory[:-1]) if memory.endswith("%") else 0,
+        cores=int(raw.get("cores", 0)),
+        distinct_gpus=bool(raw.get("distinctGpus", False)),
     )
 
 
@@ -129,9 +169,24 @@ def _need(need_raw: dict[str, Any]) -> Need:
         return Need(profiles=tuple(str(p) for p in need_raw["profiles"]))
     if "gpus" in need_raw:
         return Need(gpus=int(need_raw["gpus"]))
+    if "hami" in need_raw:
+        return Need(hami=hami_need(need_raw["hami"]))
     return Need(
         gpu_memory_gb=float(need_raw.get("gpuMemoryGB", 0.0)),
         compute_slices=int(need_raw.get("computeSlices", 0)),
+    )
+
+
+def _target(raw: dict[str, Any] | None, tenants: tuple[Tenant, ...], tenant: str) -> Target | None:
+    if raw is None:
+        return None
+    namespaces = next(t.namespaces for t in tenants if t.name == tenant)
+    return Target(
+        api_version=str(raw["apiVersion"]),
+        kind=str(raw["kind"]),
+        name=str(raw["name"]),
+        namespace=str(raw.get("namespace", namespaces[0])),
+        container=str(raw.get("container", "")),
     )
 
 
@@ -151,6 +206,7 @@ def _workloads(ctx: Context, tenants: tuple[Tenant, ...]) -> tuple[Workload, ...
                 cluster=str(spec.get("cluster", ctx.clusters[0])),
                 pools=tuple(sorted(str(p) for p in spec.get("pools", []))),
                 span=w.span(("metadata", "name")),
+                target=_target(spec.get("target"), tenants, str(spec["tenant"])),
             )
         )
     return tuple(sorted(workloads, key=lambda w: w.name))

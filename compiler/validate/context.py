@@ -115,9 +115,10 @@ def index_pools(ctx: Context) -> None:
             names = pool["nodes"].get("names")
             count = len(names) if names is not None else int(pool["nodes"]["count"])
             model = ctx.catalog.by_product(str(pool["gpuProduct"]))
-            partitioning = str(
-                pool.get("partitioning", "mig" if model is not None and model.mig_capable else "none")
-            )
+            sharing_mode = str(pool.get("sharing", {}).get("mode", "none"))
+            # a HAMi pool is never laid out by migc: HAMi shares (or, in its mig mode, partitions) it
+            migc_mig = model is not None and model.mig_capable and sharing_mode != "hami"
+            partitioning = str(pool.get("partitioning", "mig" if migc_mig else "none"))
             info = PoolInfo(
                 cluster=cname,
                 name=str(pool["name"]),
@@ -126,7 +127,7 @@ def index_pools(ctx: Context) -> None:
                 model=model,
                 mig=partitioning == "mig" and model is not None and model.mig_capable,
                 node_count=count,
-                sharing_mode=str(pool.get("sharing", {}).get("mode", "none")),
+                sharing_mode=sharing_mode,
                 partitioning=partitioning,
             )
             ctx.pools.setdefault((cname, info.name), info)
@@ -143,4 +144,6 @@ def default_tier(ctx: Context) -> str:
 
 def isolation(spec: dict[str, Any]) -> str:
     """A workload's isolation, defaulted from its need."""
-    return str(spec.get("isolation", "exclusive" if "gpus" in spec["need"] else "hardware"))
+    need = spec["need"]
+    default = "exclusive" if "gpus" in need else "shared" if "hami" in need else "hardware"
+    return str(spec.get("isolation", default))

@@ -7,6 +7,15 @@ rules, which refer to pools and workloads; and what the output's consumers (Kube
 the NVIDIA device plugin) accept.
 """
 
-from compiler.validate.rules import consumers, fleet, limits, partition, policy_rules, tenants, workloads
+from compiler.validate.rules import (
+    consumers,
+    fleet,
+    hami,
+    limits,
+    partition,
+    policy_rules,
+    tenants,
+    workloads,
+)
 
-FAMILIES = (limits, partition, fleet, tenants, workloads, policy_rules, consumers)
+FAMILIES = (limits, partition, fleet, tenants, workloads, policy_rules, consumers, hami)

@@ -45,6 +45,8 @@ def check_isolation(ctx: Context) -> None:
     """Isolation and need agree: hardware ↔ MIG, exclusive ↔ whole GPUs, shared ↔ one GPU share."""
     for w in ctx.workloads:
         need = w.spec["need"]
+        if "hami" in need:
+            continue  # rules/hami.py
         iso = isolation(w.spec)
         path: PathT = ("spec", "isolation") if "isolation" in w.spec else ("spec", "need")
         if iso == "hardware" and "gpus" in need:
@@ -196,5 +198,7 @@ def check_placement(ctx: Context) -> None:
             _check_profiles(ctx, w, pools)
         elif "gpus" in need:
             _check_whole_gpus(ctx, w, pools)
+        elif "hami" in need:
+            continue  # rules/hami.py
         else:
             _check_size(ctx, w, pools)

@@ -1,0 +1,178 @@
+"""Patches that bind a workload to the object that runs its pods (``Workload.spec.target``).
+
+For every workload with a target migc renders, beside the cluster's objects (never listed in the
+cluster's kustomization), ``<cluster>/patches/<namespace>/`` holding one patch per target plus a
+kustomize ``Component`` listing them, so an application's kustomization adds
+``components: [<path to output>/<cluster>/patches/<namespace>]`` and its pods request exactly what the
+solution reserved:
+
+* the GPU resources as container ``limits`` (extended resources: Kubernetes sets the request equal to
+  the limit): HAMi ``nvidia.com/gpu`` + ``nvidia.com/gpumem`` (or ``-percentage``) + ``nvidia.com/gpucores``;
+  the MIG profile the solver chose (``nvidia.com/mig-<profile>``); or ``nvidia.com/gpu`` for whole or
+  time-sliced GPUs;
+* ``priorityClassName: migc-<tier>``, HAMi's scheduler-policy pod annotations on HAMi pools, and with
+  ``--with kueue`` the ``kueue.x-k8s.io/queue-name`` label (the tenant namespace's LocalQueue ``migc``).
+
+With ``target.container`` the patch is a strategic-merge patch (containers merge by name, kustomize's
+``patchesStrategicMerge`` semantics from k8s.io/api's ``patchMergeKey``); without it a JSON 6902 patch
+adds the keys under the first container's existing ``resources.limits``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from compiler.diagnostics import Diagnostic, make
+from compiler.model import WHOLE_GPU, Cluster, Policy, Workload
+from compiler.render.hami import pod_annotations
+from compiler.render.quota import resource_name
+from compiler.solve.hami import pod_resources
+from compiler.solve.result import Solution
+
+Obj = dict[str, Any]
+QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
+LOCAL_QUEUE = "migc"
+
+
+def resolved_resources(workload: Workload, solution: Solution) -> tuple[dict[str, str], list[str]]:
+    """What each pod requests, and the other resources the solution also used for it (ignored)."""
+    if workload.need.hami is not None:
+        return pod_resources(workload.need.hami), []
+    served: dict[str, int] = {}
+    for pool in solution.pools:
+        if pool.cluster != workload.cluster:
+            continue
+        for d in pool.demand:
+            if d.workload == workload.name and d.served:
+                served[d.resource] = served.get(d.resource, 0) + d.served
+    if not served:
+        return {}, []
+    ranked = sorted(served, key=lambda r: (-served[r], r))
+    chosen = ranked[0]
+    count = max(1, workload.need.gpus) if chosen == WHOLE_GPU else 1
+    return {resource_name(chosen): str(count)}, ranked[1:]
+
+
+def _pod_template_path(kind: str) -> list[str]:
+    return ["spec", "jobTemplate", "spec", "template"] if kind == "CronJob" else ["spec", "template"]
+
+
+def _nest(path: list[str], leaf: Obj) -> Obj:
+    out: Obj = leaf
+    for key in reversed(path):
+        out = {key: out}
+    return out
+
+
+def _pointer(parts: list[str]) -> str:
+    return "/" + "/".join(p.replace("~", "~0").replace("/", "~1") for p in parts)
+
+
+def strategic_patch(
+    workload: Workload, resources: dict[str, str], annotations: dict[str, str], with_kueue: bool
+) -> Obj:
+    """Strategic-merge patch: priority class, labels, annotations, and (with a container) its limits."""
+    target = workload.target
+    assert target is not None
+    labels = {QUEUE_LABEL: LOCAL_QUEUE} if with_kueue else {}
+    template: Obj = {}
+    if labels or annotations:
+        template["metadata"] = {k: v for k, v in (("labels", labels), ("annotations", annotations)) if v}
+    spec: Obj = {"priorityClassName": f"migc-{workload.priority_tier}"}
+    if target.container:
+        spec["containers"] = [{"name": target.container, "resources": {"limits": dict(resources)}}]
+    template["spec"] = spec
+    meta: Obj = {"name": target.name, "namespace": target.namespace}
+    if labels:
+        meta["labels"] = labels
+    return {
+        "apiVersion": target.api_version,
+        "kind": target.kind,
+        "metadata": meta,
+        **_nest(_pod_template_path(target.kind), template),
+    }
+
+
+def first_container_ops(kind: str, resources: dict[str, str]) -> list[Obj]:
+    """JSON 6902 ops adding ``resources`` under the first container's existing ``resources.limits``."""
+    base = [*_pod_template_path(kind), "spec", "containers", "0", "resources", "limits"]
+    return [
+        {"op": "add", "path": _pointer([*base, key]), "value": value}
+        for key, value in sorted(resources.items())
+    ]
+
+
+def target_files(
+    policy: Policy, cluster: Cluster, solution: Solution, with_kueue: bool
+) -> tuple[dict[str, Obj | list[Obj]], list[Diagnostic]]:
+    """``patches/<namespace>/...`` files of one cluster (relative to the cluster folder), and notes."""
+    files: dict[str, Obj | list[Obj]] = {}
+    diags: list[Diagnostic] = []
+    entries: dict[str, list[Obj]] = {}
+    pools = {p.name: p for p in cluster.pools}
+    hami_pool = {r.pool for r in solution.hami if r.cluster == cluster.name}
+    for w in sorted(policy.workloads, key=lambda w: w.name):
+        if w.cluster != cluster.name or w.target is None:
+            continue
+        resources, others = resolved_resources(w, solution)
+        span = w.span
+        if not resources:
+            diags.append(
+                make(
+                    "MIGC318",
+                    f"workload {w.name}: the solution serves none of its replicas; no patch "
+                    f"for {w.target.kind} {w.target.namespace}/{w.target.name}",
+                    file=span.file,
+                    line=span.line,
+                    col=span.col,
+                    path=span.path,
+                )
+            )
+            continue
+        if others:
+            diags.append(
+                make(
+                    "MIGC317",
+                    f"workload {w.name} is served by {', '.join([*resources, *others])}; "
+                    f"its patch requests {next(iter(resources))}, the most served",
+                    file=span.file,
+                    line=span.line,
+                    col=span.col,
+                    path=span.path,
+                )
+            )
+        annotations: dict[str, str] = {}
+        if w.need.hami is not None:
+            usable = [pools[p] for p in sorted(hami_pool) if not w.pools or p in w.pools]
+            if usable:
+                annotations = pod_annotations(usable[0])
+        t = w.target
+        stem = f"{t.kind.lower()}-{t.name}" + (f"-{t.container}" if t.container else "")
+        files[f"patches/{t.namespace}/{stem}.yaml"] = strategic_patch(w, resources, annotations, with_kueue)
+        entries.setdefault(t.namespace, []).append({"path": f"{stem}.yaml"})
+        if not t.container:
+            files[f"patches/{t.namespace}/{stem}-limits.yaml"] = first_container_ops(t.kind, resources)
+            group, _, version = t.api_version.rpartition("/")
+            selector = {
+                **({"group": group} if group else {}),
+                "version": version,
+                "kind": t.kind,
+                "name": t.name,
+                "namespace": t.namespace,
+            }
+            entries[t.namespace].append({"path": f"{stem}-limits.yaml", "target": selector})
+    for ns, items in sorted(entries.items()):
+        files[f"patches/{ns}/kustomization.yaml"] = {
+            "apiVersion": "kustomize.config.k8s.io/v1alpha1",
+            "kind": "Component",
+            "patches": sorted(items, key=lambda e: str(e["path"])),
+        }
+    return dict(sorted(files.items())), diags
+
+
+def target_diagnostics(policy: Policy, solution: Solution) -> list[Diagnostic]:
+    """MIGC317/MIGC318 of every cluster's targets."""
+    out: list[Diagnostic] = []
+    for cluster in sorted(policy.clusters, key=lambda c: c.name):
+        out.extend(target_files(policy, cluster, solution, with_kueue=False)[1])
+    return out

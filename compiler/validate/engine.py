@@ -71,8 +71,9 @@ def _sort_documents(
             ctx.tenants.append(obj)
         elif kind == "Workload":
             ctx.workloads.append(obj)
-        else:
+        elif kind == "PartitionPolicy":
             partitions.append(obj)
+        # ObservedDemand: machine-owned recommender state, checked by its schema only (compiler.recommend)
     return fleets, partitions
 
 

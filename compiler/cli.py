@@ -52,6 +52,10 @@ COMMANDS: dict[str, CommandEntry] = {
         "compiler.commands.schema",
         "Print the JSON Schema (draft 2020-12) of KIND (Fleet, Tenant, Workload, PartitionPolicy).",
     ),
+    "simulate": CommandEntry(
+        "compiler.commands.simulate",
+        "Replay a pod trace (openb CSV) on a simulated MIG fleet and compare re-partitioning policies.",
+    ),
     "status": CommandEntry(
         "compiler.commands.status",
         "Show GPU capacity, allocation, use, pending pods, rollouts, drift and cost per node, pool and "

@@ -16,13 +16,14 @@ def ago(seconds: float) -> dt.datetime:
     return NOW - dt.timedelta(seconds=seconds)
 
 
-def test_gain_is_slice_weighted_share_of_demand_newly_served() -> None:
+def test_gain_is_the_share_of_the_slice_weighted_shortage_removed() -> None:
     demand = {"1g.10gb": 4, "3g.40gb": 2}  # 4 + 6 = 10 slices
     current = {"3g.40gb": 2}  # serves 6
     proposed = {"1g.10gb": 4, "3g.40gb": 1}  # serves 4 + 3 = 7
     assert g.served(current, demand, SLICES) == 6
-    assert g.gain_pct(current, proposed, demand, SLICES) == 10.0
-    assert g.gain_pct(proposed, current, demand, SLICES) == -10.0
+    assert g.gain_pct(current, proposed, demand, SLICES) == 25.0  # 1 of the 4 short slices
+    assert g.gain_pct(proposed, current, demand, SLICES) == -100 / 3  # 3 short, 1 more lost
+    assert g.gain_pct(demand, demand, demand, SLICES) == 0.0  # nothing short
     assert g.gain_pct(current, proposed, {}, SLICES) == 0.0
     # capacity beyond demand serves nothing more
     assert g.served({"1g.10gb": 100}, {"1g.10gb": 2}, SLICES) == 2

@@ -262,8 +262,8 @@ def evidence_markdown(rec: Recommendation, sources: Sequence[str] = ()) -> str:
     lines += [f"| {p} | {cur.get(p, 0)} | {new.get(p, 0)} |" for p in sorted(set(cur) | set(new))]
     lines += [
         "",
-        f"**Gain:** {rec.gain:.1f}% of the slice-weighted demand is served by the proposal and not "
-        "by the current layout.",
+        f"**Gain:** the proposal serves {rec.gain:.1f}% of the slice-weighted demand the current "
+        "layout leaves unserved.",
         "",
         "### Gates",
         "",

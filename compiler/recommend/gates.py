@@ -8,9 +8,11 @@ Definitions (documented in docs/recommend.md):
 * **demand** — per MIG profile, the instances pods ask for: running pods plus pending pods.
 * **served(capacity)** — Σ over profiles of ``min(capacity[p], demand[p]) × slices(p)``: the compute
   slices of demand a layout can serve at once.
-* **gain** — ``(served(proposed) − served(current)) / Σ demand[p] × slices(p) × 100``: the percentage
-  points of the observed demand (weighted by compute slices) the proposal serves that the current layout
-  does not. 0 when there is no demand. A change is proposed only when gain > ``reconfigurationThreshold``.
+* **gain** — ``(served(proposed) − served(current)) / (Σ demand[p] × slices(p) − served(current)) × 100``:
+  the share of the current *shortage* (slice-weighted demand the deployed layout cannot serve) that the
+  proposal removes. 0 when nothing is short. A change is proposed only when gain >
+  ``reconfigurationThreshold``: with the default 20, a change that serves one more small pod while
+  many bigger ones keep waiting is not worth a drain.
 * **urgency override** — a pending pod past its ``migc.dev/max-wait-time`` whose profile the proposal
   adds capacity for makes the proposal *urgent*: the threshold and ``stabilizationWindow`` gates pass
   (reported as overridden). ``minDwell``, ``dailyChangeBudget`` and ``backoff`` still hold: they
@@ -56,11 +58,12 @@ def served(capacity: Vector, demand: Vector, slices: Mapping[str, int]) -> int:
 
 
 def gain_pct(current: Vector, proposed: Vector, demand: Vector, slices: Mapping[str, int]) -> float:
-    """Percentage points of slice-weighted demand the proposal serves beyond the current layout."""
+    """Share (percent) of the slice-weighted shortage of ``current`` that ``proposed`` serves."""
     total = sum(n * slices.get(p, 1) for p, n in demand.items() if n > 0)
-    if total == 0:
+    now = served(current, demand, slices)
+    if total <= now:
         return 0.0
-    return 100.0 * (served(proposed, demand, slices) - served(current, demand, slices)) / total
+    return 100.0 * (served(proposed, demand, slices) - now) / (total - now)
 
 
 def urgent_pods(pending: Iterable[PendingPod], current: Vector, proposed: Vector) -> tuple[str, ...]:

@@ -105,7 +105,8 @@ def test_static_mode_never_proposes(
     base = setup(tmp_path, compiled, urgent=True)
     (base / "pol" / "partition.yaml").write_text(DYNAMIC.format(mode="static"))
     assert run(base, "06:00") == ExitCode.OK
-    assert "NO  mode" in capsys.readouterr().out
+    out, err = capsys.readouterr()
+    assert "NO  mode" in out and "MIGC422" in err
 
 
 def test_corrupt_state_degrades_to_no_change(

@@ -144,6 +144,19 @@ def command(
     if policy is None or has_errors(diagnostics):
         emit_diagnostics(diagnostics, "text", to_stderr=True)
         return ExitCode.INVALID
+    part = policy.partition
+    if part.mode != "dynamic":
+        span = part.span
+        diagnostics.append(
+            make(
+                "MIGC422",
+                "PartitionPolicy mode is static: interval, reconfigurationThreshold, stabilizationWindow, "
+                "minDwell, backoff and rules have no effect and no change is proposed",
+                file=span.file,
+                line=span.line,
+                col=span.col,
+            )
+        )
     current, more = read_current(Path(against), policy)
     diagnostics.extend(more)
     try:

@@ -17,7 +17,9 @@ from pathlib import Path
 from typing import Any
 
 API_VERSION = "migc.dev/v1alpha1"
-KINDS = ("Fleet", "Tenant", "Workload", "PartitionPolicy", "ObservedDemand")
+HUMAN_KINDS = ("Fleet", "Tenant", "Workload", "PartitionPolicy")  # what people write; messages list these
+# ObservedDemand: machine-owned recommender state (migc recommend) kept beside the human files
+KINDS = (*HUMAN_KINDS, "ObservedDemand")
 SCHEMA_FILES = {
     "Fleet": "fleet.schema.json",
     "Tenant": "tenant.schema.json",
@@ -515,7 +517,10 @@ def _observed_demand() -> dict[str, Any]:
                     "type": "object",
                     "additionalProperties": False,
                     "required": ["node", "at"],
-                    "properties": {"node": {"type": "string", "maxLength": 253}, "at": ts},
+                    "properties": {
+                        "node": _s("Node name.", type="string", maxLength=253),
+                        "at": _s("When its change was proposed.", **ts),
+                    },
                 },
             ),
             "failures": _s("Consecutive failed or rejected changes (backoff grows with it).",

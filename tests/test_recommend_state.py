@@ -5,6 +5,8 @@ from __future__ import annotations
 import datetime as dt
 from pathlib import Path
 
+import pytest
+
 from compiler.commands._common import load_and_validate
 from compiler.model import PartitionPolicy
 from compiler.recommend.state import State, dump_state, edit_replicas, parse_state, read_state
@@ -79,3 +81,9 @@ def test_replica_edit_keeps_every_comment_and_key_order() -> None:
     edited = edit_replicas(text, {("Workload", "notebooks"): 7, ("Workload", "training"): 2})
     assert edited == (DATA / "commented-workloads.golden.yaml").read_text()
     assert edit_replicas(text, {}) == text  # no change: byte-identical
+
+
+def test_replica_forms_it_cannot_rewrite_are_refused() -> None:
+    text = "kind: Workload\nmetadata: {name: w}\nspec:\n  replicas: &r 4\n"
+    with pytest.raises(ValueError, match="cannot edit replicas of Workload w"):
+        edit_replicas(text, {("Workload", "w"): 5})

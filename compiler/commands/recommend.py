@@ -184,11 +184,16 @@ def command(
             spans = {w.name: w.span.file for w in policy.workloads}
             for name, _, new in rec.replicas:
                 by_file[spans[name]][("Workload", name)] = new
+            edited: dict[Path, str] = {}
             for file, changes in sorted(by_file.items()):
                 path = Path(file)
-                write_file_atomic(
-                    path, edit_replicas(path.read_text(encoding="utf-8"), changes).encode("utf-8")
-                )
+                try:
+                    edited[path] = edit_replicas(path.read_text(encoding="utf-8"), changes)
+                except (OSError, ValueError, UnicodeDecodeError) as exc:
+                    emit_diagnostics([make("MIGC427", f"{file}: {exc}", file=file)], "text", to_stderr=True)
+                    return ExitCode.INVALID
+            for path, text in edited.items():  # every file edited in memory first: all or nothing
+                write_file_atomic(path, text.encode("utf-8"))
         write_file_atomic(state_file, dump_state(rec.state, moment).encode("utf-8"))
     click.echo(
         ("change proposed" if rec.proposed_change else "no change proposed")

@@ -48,9 +48,17 @@ COMMANDS: dict[str, CommandEntry] = {
         "compiler.commands.plan",
         "Show what compiling policy PATHS would change: nodes, GPUs, capacity, evictions and cost.",
     ),
+    "recommend": CommandEntry(
+        "compiler.commands.recommend",
+        "Propose a re-partitioning from observed demand when the PartitionPolicy's gates allow it.",
+    ),
     "schema": CommandEntry(
         "compiler.commands.schema",
         "Print the JSON Schema (draft 2020-12) of KIND (Fleet, Tenant, Workload, PartitionPolicy).",
+    ),
+    "simulate": CommandEntry(
+        "compiler.commands.simulate",
+        "Replay a pod trace (openb CSV) on a simulated MIG fleet and compare re-partitioning policies.",
     ),
     "status": CommandEntry(
         "compiler.commands.status",

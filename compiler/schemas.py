@@ -17,12 +17,15 @@ from pathlib import Path
 from typing import Any
 
 API_VERSION = "migc.dev/v1alpha1"
-KINDS = ("Fleet", "Tenant", "Workload", "PartitionPolicy")
+HUMAN_KINDS = ("Fleet", "Tenant", "Workload", "PartitionPolicy")  # what people write; messages list these
+# ObservedDemand: machine-owned recommender state (migc recommend) kept beside the human files
+KINDS = (*HUMAN_KINDS, "ObservedDemand")
 SCHEMA_FILES = {
     "Fleet": "fleet.schema.json",
     "Tenant": "tenant.schema.json",
     "Workload": "workload.schema.json",
     "PartitionPolicy": "partitionpolicy.schema.json",
+    "ObservedDemand": "observeddemand.schema.json",
 }
 POLICY_FILE = "policy.schema.json"
 # No "$id" in the files: editors then resolve the editor schema's relative "$ref"s against the file's
@@ -565,6 +568,49 @@ def _partition_policy() -> dict[str, Any]:
                         "Partitioning policy (at most one per policy set).", spec)
 
 
+TIMESTAMP_PATTERN = "^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}Z$"
+
+
+def _observed_demand() -> dict[str, Any]:
+    ts = {"type": "string", "pattern": TIMESTAMP_PATTERN}
+    spec = _s(
+        "The recommender's memory between runs. Written by `migc recommend`, never by hand; losing or "
+        "breaking it only means no change is proposed until the demand has been stable again.",
+        type="object",
+        additionalProperties=False,
+        required=["updated"],
+        properties={
+            "updated": _s("When `migc recommend` last evaluated (UTC, RFC 3339).", **ts),
+            "pattern": _s("Fingerprint of the capacity the last evaluation wanted.", type="string",
+                          maxLength=64),
+            "firstSeen": _s("Since when that capacity has been wanted without interruption.", **ts),
+            "demand": _s("Instances per profile observed at the last evaluation.", type="object",
+                         propertyNames={"anyOf": [{"$ref": "#/$defs/profileName"}, {"const": "gpu"}]},
+                         additionalProperties={"type": "integer", "minimum": 0}),
+            "lastChange": _s("When a change was last proposed.", **ts),
+            "changes": _s(
+                "Node changes proposed in the last 24 hours.",
+                type="array",
+                maxItems=10000,
+                items={
+                    "type": "object",
+                    "additionalProperties": False,
+                    "required": ["node", "at"],
+                    "properties": {
+                        "node": _s("Node name.", type="string", maxLength=253),
+                        "at": _s("When its change was proposed.", **ts),
+                    },
+                },
+            ),
+            "failures": _s("Consecutive failed or rejected changes (backoff grows with it).",
+                           type="integer", minimum=0),
+            "lastFailure": _s("When the last failure or rejection was seen.", **ts),
+        },
+    )
+    return _kind_schema("ObservedDemand", "migc ObservedDemand",
+                        "Machine-owned recommender state kept beside the policy files.", spec)
+
+
 def kind_schemas() -> dict[str, dict[str, Any]]:
     """Fresh copies of the per-kind schemas, keyed by kind."""
     return {
@@ -572,6 +618,7 @@ def kind_schemas() -> dict[str, dict[str, Any]]:
         "Tenant": _tenant(),
         "Workload": _workload(),
         "PartitionPolicy": _partition_policy(),
+        "ObservedDemand": _observed_demand(),
     }
 
 
@@ -580,7 +627,8 @@ def policy_schema() -> dict[str, Any]:
     return {
         "$schema": "https://json-schema.org/draft/2020-12/schema",
         "title": "migc policy document",
-        "description": "Any document of a migc policy set: Fleet, Tenant, Workload or PartitionPolicy.",
+        "description": "Any document of a migc policy set: Fleet, Tenant, Workload, PartitionPolicy or "
+        "ObservedDemand.",
         "type": "object",
         "required": ["apiVersion", "kind"],
         "properties": {

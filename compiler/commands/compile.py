@@ -89,7 +89,37 @@ def compile_policy(paths: Sequence[str], against: Path | None, label_base: Path 
         diagnostics.extend(check_quotas(policy, solution, catalog))
         diagnostics.extend(hami_diagnostics(policy))
         diagnostics.extend(target_diagnostics(policy, solution))
+        diagnostics.extend(change_budget(policy, solution))
     return Compiled(policy, solution, catalog, current, tuple(diagnostics), label)
+
+
+def change_budget(policy: Policy, solution: Solution) -> list[Diagnostic]:
+    """MIGC423 per cluster where more deployed nodes change than ``dailyChangeBudget`` allows per day.
+
+    Only nodes with a known deployed layout count: a first rollout is not a re-partitioning.
+    """
+    budget = policy.partition.daily_change_budget
+    if budget <= 0:
+        return []
+    changed: dict[str, int] = {}
+    for pool in solution.pools:
+        changed[pool.cluster] = changed.get(pool.cluster, 0) + sum(
+            1 for n in pool.nodes if n.current is not None and n.changed
+        )
+    span = policy.partition.span
+    return [
+        make(
+            "MIGC423",
+            f"cluster {cluster}: this change reconfigures {count} nodes, "
+            f"more than dailyChangeBudget {budget}",
+            file=span.file,
+            line=span.line,
+            col=span.col,
+            path=span.path,
+        )
+        for cluster, count in sorted(changed.items())
+        if count > budget
+    ]
 
 
 def emit_diagnostics(diagnostics: Sequence[Diagnostic], fmt: str, *, to_stderr: bool) -> None:

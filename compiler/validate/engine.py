@@ -10,7 +10,7 @@ from compiler.catalog import Catalog
 from compiler.diagnostics import Diagnostic, has_errors, make
 from compiler.load import LoadedDocument
 from compiler.model import Policy
-from compiler.schemas import API_VERSION, KINDS
+from compiler.schemas import API_VERSION, HUMAN_KINDS, KINDS
 from compiler.validate.build import build
 from compiler.validate.common import short, suggest, type_name, unique_sorted, value_at
 from compiler.validate.context import Context, Obj, index_pools, index_tiers
@@ -71,8 +71,9 @@ def _sort_documents(
             ctx.tenants.append(obj)
         elif kind == "Workload":
             ctx.workloads.append(obj)
-        else:
+        elif kind == "PartitionPolicy":
             partitions.append(obj)
+        # ObservedDemand: machine-owned recommender state, checked by its schema only (compiler.recommend)
     return fleets, partitions
 
 
@@ -114,13 +115,14 @@ def _envelope(ctx: Context, doc: LoadedDocument) -> Obj | None:
         ok = False
     kind = data.get("kind")
     if kind is None:
-        ctx.add(doc.at("MIGC021", f"missing kind; expected one of: {', '.join(KINDS)}"))
+        ctx.add(doc.at("MIGC021", f"missing kind; expected one of: {', '.join(HUMAN_KINDS)}"))
         ok = False
     elif kind not in KINDS:
         ctx.add(
             doc.at(
                 "MIGC021",
-                f"unknown kind {short(kind)}; expected one of: {', '.join(KINDS)}{suggest(str(kind), KINDS)}",
+                f"unknown kind {short(kind)}; expected one of: {', '.join(HUMAN_KINDS)}"
+                f"{suggest(str(kind), KINDS)}",
                 ("kind",),
             )
         )

@@ -1,0 +1,203 @@
+"""`migc recommend`: observed demand → a re-partitioning proposal, gated by the PartitionPolicy.
+
+The proposal is a normal policy change: Workload ``replicas`` edited in place (comments kept) and the
+machine-owned ObservedDemand state file rewritten. Evidence (text, markdown for a pull request, or
+JSON) goes to stdout; diagnostics to stderr.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from collections import defaultdict
+from pathlib import Path
+
+import click
+
+from compiler.catalog import load_catalog
+from compiler.commands.compile import emit_diagnostics
+from compiler.current import read_current
+from compiler.diagnostics import Diagnostic, has_errors, make
+from compiler.exitcodes import ExitCode
+from compiler.fsio import write_file_atomic
+from compiler.load import load_paths
+from compiler.observe import ObserveError, read_cluster, read_snapshots
+from compiler.recommend.engine import Recommendation, evidence_markdown, recommend
+from compiler.recommend.state import KIND, STATE_FILE, dump_state, edit_replicas, read_state
+from compiler.validate import unique_sorted, validate
+
+
+def _now(value: str | None) -> dt.datetime | None:
+    if value is None:
+        return dt.datetime.now(dt.UTC).replace(microsecond=0)
+    try:
+        t = dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return t if t.tzinfo is not None else None
+
+
+def _to_json(rec: Recommendation) -> str:
+    doc = {
+        "proposed": rec.proposed_change,
+        "gain": round(rec.gain, 3),
+        "demand": [{"tenant": t, "profile": p, "running": r, "pending": q} for t, p, r, q in rec.demand],
+        "capacity": {"current": dict(rec.current), "proposed": dict(rec.proposed)},
+        "gates": [
+            {"name": x.name, "passed": x.passed, "overridden": x.overridden, "why": x.why} for x in rec.gates
+        ],
+        "rules": list(rec.rules),
+        "urgent": list(rec.urgent),
+        "replicas": [{"workload": w, "from": a, "to": b} for w, a, b in rec.replicas],
+        "nodes": list(rec.nodes),
+    }
+    return json.dumps(doc, indent=2, sort_keys=True) + "\n"
+
+
+def _to_text(rec: Recommendation) -> str:
+    out = ["change proposed" if rec.proposed_change else "no change proposed", f"gain {rec.gain:.1f}%"]
+    out += [f"{'ok ' if x.passed else 'NO '} {x.name}: {x.why}" for x in rec.gates]
+    out += [f"rule fired: {r}" for r in rec.rules]
+    out += [f"Workload {w}: replicas {a} -> {b}" for w, a, b in rec.replicas]
+    return "\n".join(out) + "\n"
+
+
+@click.command(name="recommend")
+@click.argument("policy_path", type=click.Path())
+@click.option(
+    "--snapshot",
+    "snapshots",
+    multiple=True,
+    type=click.Path(dir_okay=False),
+    help="kubectl get pods,nodes -A -o json output (repeatable).",
+)
+@click.option("--kubeconfig", default=None, type=click.Path(dir_okay=False), help="Read a live cluster.")
+@click.option("--context", default=None, help="Kubeconfig context (default: the current one).")
+@click.option("--in-cluster", is_flag=True, help="Read the cluster migc runs in (service account).")
+@click.option(
+    "--against",
+    default="output",
+    show_default=True,
+    type=click.Path(),
+    help="Rendered output that describes what is deployed now.",
+)
+@click.option(
+    "--state",
+    "state_path",
+    default=None,
+    type=click.Path(dir_okay=False),
+    help=f"The ObservedDemand state file. [default: POLICY_PATH/{STATE_FILE}]",
+)
+@click.option("--now", default=None, help="Time of the observation (RFC 3339, default: now).")
+@click.option("--dry-run", is_flag=True, help="Write nothing (neither the policy nor the state file).")
+@click.option(
+    "--output-format",
+    "-o",
+    "fmt",
+    default="text",
+    show_default=True,
+    type=click.Choice(["text", "markdown", "json"]),
+    help="Format of the evidence on stdout.",
+)
+def command(
+    policy_path: str,
+    snapshots: tuple[str, ...],
+    kubeconfig: str | None,
+    context: str | None,
+    in_cluster: bool,
+    against: str,
+    state_path: str | None,
+    now: str | None,
+    dry_run: bool,
+    fmt: str,
+) -> int:
+    """Propose a re-partitioning from observed demand when the PartitionPolicy's gates allow it.
+
+    Exit status: 0 no change proposed, 1 invalid policy or unreadable cluster, 2 usage error,
+    3 a change is proposed (and, without --dry-run, written).
+    """
+    live = kubeconfig is not None or context is not None or in_cluster
+    if bool(snapshots) == live:
+        raise click.UsageError("give either --snapshot FILE... or --kubeconfig/--context/--in-cluster")
+    moment = _now(now)
+    if moment is None:
+        emit_diagnostics(
+            [make("MIGC406", f"--now {now!r} is not an RFC 3339 timestamp with a time zone")],
+            "text",
+            to_stderr=True,
+        )
+        return ExitCode.INVALID
+    root = Path(policy_path)
+    state_file = Path(state_path) if state_path else (root if root.is_dir() else root.parent) / STATE_FILE
+    catalog = load_catalog()
+    docs, load_diags = load_paths([policy_path])
+    # the machine-owned state never blocks the recommender: it is read (and judged) on its own below
+    skip = {str(state_file), str(state_file.resolve())}
+    docs = [
+        d
+        for d in docs
+        if d.file not in skip and not (isinstance(d.data, dict) and d.data.get("kind") == KIND)
+    ]
+    load_diags = [d for d in load_diags if d.file not in skip]
+    policy, diags = validate(docs, catalog, incomplete=has_errors(load_diags))
+    diagnostics: list[Diagnostic] = unique_sorted([*load_diags, *diags])
+    if policy is None or has_errors(diagnostics):
+        emit_diagnostics(diagnostics, "text", to_stderr=True)
+        return ExitCode.INVALID
+    part = policy.partition
+    if part.mode != "dynamic":
+        span = part.span
+        diagnostics.append(
+            make(
+                "MIGC422",
+                "PartitionPolicy mode is static: interval, reconfigurationThreshold, stabilizationWindow, "
+                "minDwell, backoff and rules have no effect and no change is proposed",
+                file=span.file,
+                line=span.line,
+                col=span.col,
+            )
+        )
+    current, more = read_current(Path(against), policy)
+    diagnostics.extend(more)
+    try:
+        obs = (
+            read_snapshots(snapshots, moment)
+            if snapshots
+            else read_cluster(moment, kubeconfig=kubeconfig, context=context, in_cluster=in_cluster)
+        )
+    except ObserveError as exc:
+        emit_diagnostics([*diagnostics, exc.diagnostic], "text", to_stderr=True)
+        return ExitCode.INVALID
+    diagnostics.extend(obs.warnings)
+    state, more = read_state(state_file, moment, policy.partition)
+    diagnostics.extend(more)
+    rec = recommend(policy, catalog, current, obs, state, moment)
+    diagnostics.extend(rec.diagnostics)
+    emit_diagnostics(unique_sorted(diagnostics), "text", to_stderr=True)
+    if has_errors(rec.diagnostics):
+        return ExitCode.INVALID
+    body = {"markdown": evidence_markdown, "json": _to_json, "text": _to_text}[fmt](rec)
+    click.echo(body, nl=False)
+    if not dry_run:
+        if rec.proposed_change:
+            by_file: dict[str, dict[tuple[str, str], int]] = defaultdict(dict)
+            spans = {w.name: w.span.file for w in policy.workloads}
+            for name, _, new in rec.replicas:
+                by_file[spans[name]][("Workload", name)] = new
+            edited: dict[Path, str] = {}
+            for file, changes in sorted(by_file.items()):
+                path = Path(file)
+                try:
+                    edited[path] = edit_replicas(path.read_text(encoding="utf-8"), changes)
+                except (OSError, ValueError, UnicodeDecodeError) as exc:
+                    emit_diagnostics([make("MIGC427", f"{file}: {exc}", file=file)], "text", to_stderr=True)
+                    return ExitCode.INVALID
+            for path, text in edited.items():  # every file edited in memory first: all or nothing
+                write_file_atomic(path, text.encode("utf-8"))
+        write_file_atomic(state_file, dump_state(rec.state, moment).encode("utf-8"))
+    click.echo(
+        ("change proposed" if rec.proposed_change else "no change proposed")
+        + (" (dry run: nothing written)" if dry_run else f"; state in {state_file}"),
+        err=True,
+    )
+    return ExitCode.DRIFT if rec.proposed_change else ExitCode.OK

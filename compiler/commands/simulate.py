@@ -1,0 +1,243 @@
+"""`migc simulate`: replay an openb pod trace on a simulated MIG fleet under several re-partitioning policies.
+
+Results (text table or JSON) go to stdout; progress and diagnostics to stderr. The model is described
+in :mod:`compiler.simulate.engine` and :mod:`compiler.simulate.trace` (docs/simulate.md).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from dataclasses import replace
+from pathlib import Path
+
+import click
+
+from compiler.catalog import load_catalog
+from compiler.commands._common import load_and_validate
+from compiler.commands.compile import emit_diagnostics
+from compiler.diagnostics import has_errors, make
+from compiler.exitcodes import ExitCode
+from compiler.model import PartitionPolicy
+from compiler.simulate.engine import BASELINES, Result, Settings, simulate
+from compiler.simulate.trace import TraceError, read_trace
+from compiler.validate.common import parse_duration
+
+SIZES = ("1g", "2g", "3g", "4g", "7g")
+
+
+def _row(r: Result) -> dict[str, object]:
+    sizes = sorted(r.waits, key=lambda k: (len(k), k))
+    return {
+        "baseline": r.baseline,
+        "hours": round(r.hours, 2),
+        "reconfigurations": r.reconfigurations,
+        "reconfigurationsPerHour": round(r.per_hour, 4),
+        "gpuReconfigurations": r.gpu_reconfigurations,
+        "gpusTouched": r.gpus_touched,
+        "nodesTouched": r.nodes_touched,
+        "waitSeconds": {
+            size: {f"p{q}": round(r.percentile(size, q), 1) for q in (50, 95, 99)}
+            | {"pods": len(r.waits[size])}
+            for size in sizes
+        }
+        | {"all": {f"p{q}": round(r.percentile(None, q), 1) for q in (50, 95, 99)}},
+        "sliceUtilisation": round(r.utilisation, 4),
+        "neverServed": r.never_served,
+        "evaluations": r.evaluations,
+        "blockedBy": dict(sorted(r.blocked.items())),
+        "rulesFired": r.rules_fired,
+    }
+
+
+def _text(rows: list[dict[str, object]], header: str) -> str:
+    out = [header, ""]
+    out.append(
+        f"{'baseline':<16}{'reconf':>8}{'reconf/h':>10}{'GPUs':>6}{'p50 s':>10}{'p95 s':>11}{'p99 s':>11}"
+        f"{'util':>7}{'never':>7}"
+    )
+    for row in rows:
+        w = row["waitSeconds"]
+        assert isinstance(w, dict)
+        a = w["all"]
+        out.append(
+            f"{row['baseline']!s:<16}{row['reconfigurations']!s:>8}{row['reconfigurationsPerHour']!s:>10}"
+            f"{row['gpusTouched']!s:>6}{a['p50']:>10}{a['p95']:>11}{a['p99']:>11}"
+            f"{row['sliceUtilisation']!s:>7}{row['neverServed']!s:>7}"
+        )
+    out.append("")
+    out.append("p95 pending wait (s) per profile size:")
+    for row in rows:
+        w = row["waitSeconds"]
+        assert isinstance(w, dict)
+        parts = [f"{k} {v['p95']} ({v['pods']} pods)" for k, v in w.items() if k != "all"]
+        out.append(f"  {row['baseline']}: " + "; ".join(parts))
+    return "\n".join(out) + "\n"
+
+
+@click.command(name="simulate")
+@click.option(
+    "--trace",
+    "trace_path",
+    required=True,
+    type=click.Path(dir_okay=False),
+    help="Pod trace in the Alibaba openb CSV format.",
+)
+@click.option("--gpu-product", required=True, help="GPU model of every node (e.g. NVIDIA-A100-SXM4-80GB).")
+@click.option("--nodes", required=True, type=click.IntRange(1, 10000), help="Nodes in the simulated fleet.")
+@click.option("--gpus-per-node", default=8, show_default=True, type=click.IntRange(1, 16))
+@click.option(
+    "--policy",
+    "policy_path",
+    default=None,
+    type=click.Path(),
+    help="Policy set (file or directory) whose PartitionPolicy drives 'default' "
+    "[default: the PartitionPolicy defaults, mode dynamic].",
+)
+@click.option(
+    "--baseline",
+    default="all",
+    show_default=True,
+    type=click.Choice([*BASELINES, "all"]),
+    help="Which policy to replay.",
+)
+@click.option(
+    "--time-scale",
+    default=1.0,
+    show_default=True,
+    type=click.FloatRange(min=0.001),
+    help="Divide arrival times by this (pods arrive X times faster; run times unchanged).",
+)
+@click.option(
+    "--mapping",
+    default="compute",
+    show_default=True,
+    type=click.Choice(["compute", "memory"]),
+    help="Map a pod's GPU fraction to a profile by compute slices or by memory.",
+)
+@click.option(
+    "--reconfigure-seconds",
+    default=60.0,
+    show_default=True,
+    type=click.FloatRange(min=0),
+    help="Reconfiguration cost per changed GPU (the node is out meanwhile).",
+)
+@click.option(
+    "--drain-seconds",
+    default=0.0,
+    show_default=True,
+    type=click.FloatRange(min=0),
+    help="Fixed drain cost per reconfigured node.",
+)
+@click.option(
+    "--max-unavailable",
+    default=1,
+    show_default=True,
+    type=click.IntRange(1, 10000),
+    help="Nodes reconfiguring at once.",
+)
+@click.option("--max-wait", default=None, help="migc.dev/max-wait-time given to every pod (e.g. 15m).")
+@click.option(
+    "--output-format",
+    "-o",
+    "fmt",
+    default="text",
+    show_default=True,
+    type=click.Choice(["text", "json"]),
+    help="Format of the results.",
+)
+def command(
+    trace_path: str,
+    gpu_product: str,
+    nodes: int,
+    gpus_per_node: int,
+    policy_path: str | None,
+    baseline: str,
+    time_scale: float,
+    mapping: str,
+    reconfigure_seconds: float,
+    drain_seconds: float,
+    max_unavailable: int,
+    max_wait: str | None,
+    fmt: str,
+) -> int:
+    """Replay a pod trace (openb CSV) on a simulated MIG fleet and compare re-partitioning policies.
+
+    Exit status: 0 ok, 1 unreadable trace, unknown GPU product or invalid policy, 2 usage error.
+    """
+    catalog = load_catalog()
+    model = catalog.by_product(gpu_product)
+    if model is None or not model.mig_capable:
+        known = ", ".join(sorted(p for m in catalog.models if m.mig_capable for p in m.gpu_products[:1]))
+        emit_diagnostics(
+            [
+                make(
+                    "MIGC426",
+                    f"--gpu-product {gpu_product!r} is not a MIG-capable catalog model; known: {known}",
+                )
+            ],
+            "text",
+            to_stderr=True,
+        )
+        return ExitCode.INVALID
+    wait_s = None
+    if max_wait is not None:
+        wait_s = parse_duration(max_wait)
+        if wait_s is None:
+            raise click.BadParameter(f"{max_wait!r} is not a duration such as 15m", param_hint="--max-wait")
+    policy = PartitionPolicy(mode="dynamic")
+    if policy_path is not None:
+        loaded, diags = load_and_validate([policy_path])
+        if loaded is None or has_errors(diags):
+            emit_diagnostics(diags, "text", to_stderr=True)
+            return ExitCode.INVALID
+        policy = replace(loaded.partition, mode="dynamic")
+    try:
+        trace = read_trace(Path(trace_path))
+    except TraceError as exc:
+        emit_diagnostics([exc.diagnostic], "text", to_stderr=True)  # type: ignore[list-item]
+        return ExitCode.INVALID
+    settings = Settings(
+        nodes=nodes,
+        gpus_per_node=gpus_per_node,
+        mapping=mapping,
+        time_scale=time_scale,
+        reconfigure_seconds=reconfigure_seconds,
+        drain_seconds=drain_seconds,
+        max_unavailable=max_unavailable,
+        max_wait_seconds=wait_s,
+    )
+    chosen = BASELINES if baseline == "all" else (baseline,)
+    rows = []
+    started = time.perf_counter()
+    for b in chosen:
+
+        def progress(frac: float, name: str = b) -> None:
+            bar = "#" * int(frac * 30)
+            print(f"\r{name:<16}[{bar:<30}] {frac * 100:3.0f}%", end="", file=sys.stderr, flush=True)
+
+        rows.append(_row(simulate(trace.pods, model, settings, b, policy, progress)))
+        print(f"\r{b:<16}[{'#' * 30}] done", file=sys.stderr, flush=True)
+    header = (
+        f"trace {Path(trace_path).name}: {len(trace.pods)} GPU pods replayed "
+        f"({trace.skipped_no_gpu} without GPU, "
+        f"{trace.skipped_never_ran} never ran, skipped); {nodes} x {gpus_per_node} {model.model}; "
+        f"time scale {time_scale:g}; mapping {mapping}"
+    )
+    if fmt == "json":
+        doc = {
+            "trace": Path(trace_path).name,
+            "pods": len(trace.pods),
+            "nodes": nodes,
+            "gpusPerNode": gpus_per_node,
+            "gpuModel": model.model,
+            "timeScale": time_scale,
+            "mapping": mapping,
+            "results": rows,
+        }
+        click.echo(json.dumps(doc, indent=2, sort_keys=True))
+    else:
+        click.echo(_text(rows, header), nl=False)
+    click.echo(f"migc: simulated {len(chosen)} baseline(s) in {time.perf_counter() - started:.1f}s", err=True)
+    return ExitCode.OK

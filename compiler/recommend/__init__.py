@@ -1,0 +1,1 @@
+"""``migc recommend``: observed demand turned into a gated re-partitioning proposal."""

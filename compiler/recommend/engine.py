@@ -1,0 +1,287 @@
+"""``recommend``: observed demand → Workload replicas → the real solver → gates → a proposal (pure).
+
+How observed pods become a policy change (documented in docs/recommend.md):
+
+1. Every running or pending pod asking for ``nvidia.com/mig-<profile>`` (or whole ``nvidia.com/gpu``)
+   belongs to the Tenant listing its namespace; its demand is counted per (tenant, profile).
+2. Each (tenant, profile) maps to the tenant's Workloads whose ``need`` names that profile (first
+   in the preference list counts; whole-GPU workloads count GPUs ÷ ``need.gpus``). The wanted replicas
+   of that group equal the observed instances; the difference goes to the group's first Workload by
+   name (never below 0). Demand no Workload describes is reported (MIGC424), never invented.
+3. A rule whose ``when`` holds on the pending pods asks for headroom for its ``prefer.maximize``
+   profile: the Workloads of that profile are provisioned for the observed instances *plus* the
+   pending pods that matched the rule (more instances of that profile in the proposal).
+4. The proposed policy is solved with the deployed layout as the starting point (the solver's own
+   change-minimising objective); gain and gates (:mod:`compiler.recommend.gates`) decide.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+
+from compiler.catalog import Catalog
+from compiler.diagnostics import Diagnostic, make
+from compiler.model import CurrentState, Policy, Workload
+from compiler.observe import Observation
+from compiler.observe.model import profile_of
+from compiler.recommend import gates as g
+from compiler.recommend.state import State
+from compiler.solve import solve
+from compiler.solve.result import Solution
+
+
+@dataclass(frozen=True)
+class Recommendation:
+    now: dt.datetime
+    demand: tuple[tuple[str, str, int, int], ...]  # (tenant, profile, running, pending)
+    current: tuple[tuple[str, int], ...]  # profile → instances deployed
+    proposed: tuple[tuple[str, int], ...]  # profile → instances after the change
+    replicas: tuple[tuple[str, int, int], ...]  # (workload, old, new) for workloads that change
+    nodes: tuple[str, ...]  # nodes whose layout changes
+    gain: float
+    gates: tuple[g.Gate, ...]
+    rules: tuple[str, ...]  # rules that fired
+    urgent: tuple[str, ...]
+    state: State  # the state to write back
+    diagnostics: tuple[Diagnostic, ...]
+
+    @property
+    def proposed_change(self) -> bool:
+        return bool(self.replicas) and g.all_passed(self.gates)
+
+
+def _tenant_of(policy: Policy) -> dict[str, str]:
+    return {ns: t.name for t in policy.tenants for ns in t.namespaces}
+
+
+def _slices(catalog: Catalog) -> dict[str, int]:
+    out: dict[str, int] = {"gpu": 7}
+    for model in catalog.models:
+        for p in model.profiles:
+            out.setdefault(p.name, p.compute_slices)
+    return out
+
+
+def observed_demand(
+    policy: Policy, obs: Observation
+) -> tuple[dict[tuple[str, str], list[int]], list[g.PendingPod], list[Diagnostic]]:
+    """(tenant, profile) → [running, pending] instances; the pending pods; MIGC424 for unowned pods."""
+    owner = _tenant_of(policy)
+    demand: dict[tuple[str, str], list[int]] = defaultdict(lambda: [0, 0])
+    pending: list[g.PendingPod] = []
+    diags: list[Diagnostic] = []
+    unowned: set[str] = set()
+    for pod in obs.pods:
+        tenant = owner.get(pod.namespace)
+        if tenant is None:
+            unowned.add(pod.namespace)
+            continue
+        for resource, count in pod.requests:
+            profile = profile_of(resource) or "gpu"
+            demand[(tenant, profile)][1 if pod.pending else 0] += count
+            if pod.pending:
+                pending.append(
+                    g.PendingPod(
+                        pod.key, profile, pod.pending_seconds or 0.0, pod.max_wait_seconds, _memory(profile)
+                    )
+                )
+    for ns in sorted(unowned):
+        diags.append(make("MIGC424", f"GPU pods in namespace {ns}, which no Tenant lists, are not counted"))
+    return dict(demand), pending, diags
+
+
+def _memory(profile: str) -> float | None:
+    try:
+        return float(profile.split(".")[1].split("gb")[0])
+    except (IndexError, ValueError):
+        return None
+
+
+def _matches(w: Workload, profile: str) -> bool:
+    if profile == "gpu":
+        return w.need.kind == "gpus"
+    return bool(w.need.profiles) and w.need.profiles[0] == profile
+
+
+def wanted_replicas(
+    policy: Policy,
+    demand: dict[tuple[str, str], list[int]],
+    headroom: dict[str, int],
+) -> tuple[dict[str, int], list[Diagnostic]]:
+    """workload name → replicas wanted (only workloads that change)."""
+    out: dict[str, int] = {}
+    diags: list[Diagnostic] = []
+    for (tenant, profile), (running, pending) in sorted(demand.items()):
+        group = sorted(
+            (w for w in policy.workloads if w.tenant == tenant and _matches(w, profile)), key=lambda w: w.name
+        )
+        if not group:
+            diags.append(
+                make(
+                    "MIGC424",
+                    f"tenant {tenant}: {running + pending} x {profile} observed, but no Workload of the "
+                    "tenant asks for it",
+                )
+            )
+            continue
+        per = group[0].need.gpus if profile == "gpu" else 1
+        observed = -(-(running + pending + headroom.get(profile, 0)) // max(per, 1))
+        declared = sum(w.replicas for w in group)
+        if observed != declared:
+            first = group[0]
+            out[first.name] = max(0, first.replicas + observed - declared)
+    return out, diags
+
+
+def capacity(solution: Solution, which: str) -> dict[str, int]:
+    out: dict[str, int] = defaultdict(int)
+    for pool in solution.pools:
+        for node in pool.nodes:
+            layout = node.gpus if which == "target" else (node.current or ())
+            for gpu in layout:
+                if not gpu.mig_enabled:
+                    out["gpu"] += 1
+                for name, n in gpu.profiles:
+                    out[name] += n
+    return dict(sorted(out.items()))
+
+
+def _fingerprint(replicas: dict[str, int]) -> str:
+    text = ";".join(f"{k}={v}" for k, v in sorted(replicas.items()))
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def recommend(
+    policy: Policy,
+    catalog: Catalog,
+    current: CurrentState,
+    obs: Observation,
+    state: State,
+    now: dt.datetime,
+    *,
+    time_limit_s: float = 60.0,
+) -> Recommendation:
+    part = policy.partition
+    slices = _slices(catalog)
+    demand, pending, diags = observed_demand(policy, obs)
+    fired = g.fired_rules(part.rules, pending)
+    headroom: dict[str, int] = defaultdict(int)
+    for r in fired:
+        headroom[r.maximize] += sum(
+            1 for p in pending if r.when.profile is None or p.profile == r.when.profile
+        )
+    wanted, more = wanted_replicas(policy, demand, dict(headroom))
+    diags.extend(more)
+    new_workloads = tuple(replace(w, replicas=wanted.get(w.name, w.replicas)) for w in policy.workloads)
+    proposed_policy = replace(policy, workloads=new_workloads)
+    solution = solve(proposed_policy, catalog, current, time_limit_s=time_limit_s)
+    cur_cap = capacity(solution, "current")
+    new_cap = capacity(solution, "target")
+    want = {p: 0 for _, p in demand}
+    for (_, p), (running, pend) in demand.items():
+        want[p] += running + pend
+    gain = g.gain_pct(cur_cap, new_cap, want, slices)
+    changing = sorted({n.name for pool in solution.pools for n in pool.nodes if n.changed})
+    urgent = g.urgent_pods(pending, cur_cap, new_cap)
+
+    # backoff: a Failed rollout the controller recorded on a node counts once (by its time)
+    failures, last_failure = state.failures, state.last_failure
+    failed = [
+        n.rollout.since for n in obs.nodes if n.rollout.phase == "Failed" and n.rollout.since is not None
+    ]
+    if failed and (last_failure is None or max(failed) > last_failure):
+        failures, last_failure = failures + 1, max(failed)
+    elif not failed and state.last_change and last_failure and state.last_change > last_failure:
+        failures = 0  # a later change went through
+    rolling = sorted(n.name for n in obs.nodes if n.rollout.in_progress and n.rollout.phase != "Failed")
+
+    pattern = _fingerprint(wanted) if wanted else ""
+    first_seen = state.first_seen if (pattern and pattern == state.pattern) else (now if pattern else None)
+    gates = [
+        g.mode(part),
+        g.Gate(
+            "rollout",
+            not rolling,
+            "no rollout in progress"
+            if not rolling
+            else f"{len(rolling)} node(s) still rolling out: {', '.join(rolling[:5])}",
+        ),
+        g.threshold(gain, part, urgent),
+        g.stabilization(first_seen if pattern else now, now, part, urgent),
+        g.min_dwell(changing, state.node_last_change(), now, part),
+        g.daily_budget(len(changing), g.changes_last_day((t for _, t in state.changes), now), part),
+        g.backoff(failures, last_failure, now, part),
+    ]
+    ok = bool(wanted) and g.all_passed(gates)
+    new_state = State(
+        updated=now,
+        pattern="" if ok else pattern,
+        first_seen=None if ok else first_seen,
+        demand=tuple(sorted(want.items())),
+        last_change=now if ok else state.last_change,
+        changes=state.changes + (tuple((n, now) for n in changing) if ok else ()),
+        failures=failures,
+        last_failure=last_failure,
+    )
+    old = {w.name: w.replicas for w in policy.workloads}
+    return Recommendation(
+        now=now,
+        demand=tuple(sorted((t, p, r, q) for (t, p), (r, q) in demand.items())),
+        current=tuple(cur_cap.items()),
+        proposed=tuple(new_cap.items()),
+        replicas=tuple((k, old[k], v) for k, v in sorted(wanted.items())),
+        nodes=tuple(changing),
+        gain=gain,
+        gates=tuple(gates),
+        rules=tuple(r.name for r in fired),
+        urgent=urgent,
+        state=new_state,
+        diagnostics=tuple(diags) + solution.diagnostics,
+    )
+
+
+def evidence_markdown(rec: Recommendation, sources: Sequence[str] = ()) -> str:
+    """The pull-request body: demand, capacity, gain, gates, rules and the change."""
+    lines = [f"## migc recommend — {rec.now.strftime('%Y-%m-%d %H:%M UTC')}", ""]
+    verdict = "**Change proposed.**" if rec.proposed_change else "**No change proposed.**"
+    lines += [
+        verdict,
+        "",
+        "### Observed demand (instances)",
+        "",
+        "| tenant | profile | running | pending |",
+        "|---|---|---:|---:|",
+    ]
+    lines += [f"| {t} | {p} | {r} | {q} |" for t, p, r, q in rec.demand] or ["| – | – | 0 | 0 |"]
+    cur, new = dict(rec.current), dict(rec.proposed)
+    lines += ["", "### Capacity (instances)", "", "| profile | current | proposed |", "|---|---:|---:|"]
+    lines += [f"| {p} | {cur.get(p, 0)} | {new.get(p, 0)} |" for p in sorted(set(cur) | set(new))]
+    lines += [
+        "",
+        f"**Gain:** the proposal serves {rec.gain:.1f}% of the slice-weighted demand the current "
+        "layout leaves unserved.",
+        "",
+        "### Gates",
+        "",
+        "| gate | result | why |",
+        "|---|---|---|",
+    ]
+    for gate in rec.gates:
+        res = "overridden" if gate.overridden else ("passed" if gate.passed else "**blocked**")
+        lines.append(f"| {gate.name} | {res} | {gate.why} |")
+    lines += ["", "### Rules fired", ""]
+    lines += [f"- {r}" for r in rec.rules] or ["- none"]
+    if rec.urgent:
+        lines += ["", "### Pods past their max wait", ""] + [f"- {k}" for k in rec.urgent]
+    lines += ["", "### Change", ""]
+    lines += [f"- Workload {w}: replicas {a} → {b}" for w, a, b in rec.replicas] or ["- none"]
+    if rec.nodes:
+        lines.append(
+            f"- nodes reconfigured: {len(rec.nodes)} ({', '.join(rec.nodes[:10])}"
+            f"{', …' if len(rec.nodes) > 10 else ''})"
+        )
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,89 @@
+"""The ObservedDemand state file (lost, corrupt, stale, round trip) and comment-keeping Workload edits."""
+
+from __future__ import annotations
+
+import datetime as dt
+from pathlib import Path
+
+import pytest
+
+from compiler.commands._common import load_and_validate
+from compiler.model import PartitionPolicy
+from compiler.recommend.state import State, dump_state, edit_replicas, parse_state, read_state
+
+NOW = dt.datetime(2026, 1, 1, 12, 0, tzinfo=dt.UTC)
+P = PartitionPolicy(mode="dynamic")
+DATA = Path(__file__).parent / "data" / "recommend"
+
+
+def t(seconds_ago: int) -> dt.datetime:
+    return NOW - dt.timedelta(seconds=seconds_ago)
+
+
+def test_round_trip_and_old_changes_dropped() -> None:
+    state = State(
+        pattern="abc",
+        first_seen=t(300),
+        demand=(("1g.10gb", 3),),
+        last_change=t(4000),
+        changes=(("n1", t(4000)), ("n2", t(90000))),
+        failures=2,
+        last_failure=t(100),
+    )
+    text = dump_state(state, NOW)
+    back, diags = parse_state(text, "s.yaml", NOW, P)
+    assert diags == []
+    assert back.pattern == "abc" and back.first_seen == t(300) and back.failures == 2
+    assert back.changes == (("n1", t(4000)),)  # older than a day: forgotten
+    assert back.updated == NOW
+    assert dump_state(back, NOW) == text  # deterministic
+
+
+def test_lost_state_is_empty_without_warning(tmp_path: Path) -> None:
+    state, diags = read_state(tmp_path / "observed-demand.yaml", NOW, P)
+    assert diags == [] and state.first_seen is None and state.notes == ("lost",)
+
+
+def test_corrupt_state_warns_and_is_empty(tmp_path: Path) -> None:
+    for text in ("{{{not yaml", "kind: Fleet\n", dump_state(State(), NOW).replace("updated:", "updatedd:")):
+        state, diags = parse_state(text, "s.yaml", NOW, P)
+        assert [d.code for d in diags] == ["MIGC420"], text
+        assert state.first_seen is None and state.failures == 0 and state.notes == ("corrupt",)
+    bad = tmp_path / "observed-demand.yaml"
+    bad.write_bytes(b"\xff\xfe")
+    assert [d.code for d in read_state(bad, NOW, P)[1]] == ["MIGC420"]
+
+
+def test_stale_state_restarts_the_window_but_keeps_failures() -> None:
+    text = dump_state(
+        State(pattern="abc", first_seen=t(99999), failures=3, last_failure=t(99999)), t(3 * 900 + 1)
+    )
+    state, diags = parse_state(text, "s.yaml", NOW, P)
+    assert [d.code for d in diags] == ["MIGC421"]
+    assert state.pattern == "" and state.first_seen is None and state.failures == 3
+    fresh, none = parse_state(text, "s.yaml", t(3 * 900 - 1), P)
+    assert none == [] and fresh.first_seen == t(99999)
+
+
+def test_state_file_validates_with_the_policy_set(tmp_path: Path) -> None:
+    for name in ("fleet.yaml", "tenants.yaml", "workloads.yaml"):
+        (tmp_path / name).write_text((Path(__file__).parents[1] / "examples" / "lab" / name).read_text())
+    (tmp_path / "observed-demand.yaml").write_text(dump_state(State(pattern="x", first_seen=NOW), NOW))
+    policy, diags = load_and_validate([str(tmp_path)])
+    assert policy is not None, diags
+    (tmp_path / "observed-demand.yaml").write_text(dump_state(State(), NOW).replace("updated", "when"))
+    policy, diags = load_and_validate([str(tmp_path)])
+    assert policy is None and any(d.file.endswith("observed-demand.yaml") for d in diags)
+
+
+def test_replica_edit_keeps_every_comment_and_key_order() -> None:
+    text = (DATA / "commented-workloads.yaml").read_text()
+    edited = edit_replicas(text, {("Workload", "notebooks"): 7, ("Workload", "training"): 2})
+    assert edited == (DATA / "commented-workloads.golden.yaml").read_text()
+    assert edit_replicas(text, {}) == text  # no change: byte-identical
+
+
+def test_replica_forms_it_cannot_rewrite_are_refused() -> None:
+    text = "kind: Workload\nmetadata: {name: w}\nspec:\n  replicas: &r 4\n"
+    with pytest.raises(ValueError, match="cannot edit replicas of Workload w"):
+        edit_replicas(text, {("Workload", "w"): 5})

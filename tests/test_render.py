@@ -189,7 +189,9 @@ def assert_valid_tree(files: dict[str, bytes], versions: Sequence[str] = ()) -> 
         check_operator_settings(files, cluster, config, dp, doc)
         kustomization = yaml.safe_load(files[f"{cluster}/kustomization.yaml"])
         listed = {f"{cluster}/{p}" for p in kustomization["resources"]}
-        expected = {p for p in files if p.startswith(cluster + "/")} - {
+        expected = {
+            p for p in files if p.startswith(cluster + "/") and not p.startswith(f"{cluster}/patches/")
+        } - {
             f"{cluster}/kustomization.yaml",
             f"{cluster}/.migc-index.json",
             f"{cluster}/gpu-operator-settings/values.yaml",

@@ -307,3 +307,28 @@ def test_other_device_plugin_refusals_are_caught() -> None:
     mig_mps = mig_mps.replace("partitioning: none", "partitioning: mig")
     _, diags = validate(_docs(mig_mps, TENANT), load_catalog())
     assert "MIGC119" in [d.code for d in diags]
+
+
+_PARTITION = """\
+apiVersion: migc.dev/v1alpha1
+kind: PartitionPolicy
+metadata: {name: p}
+spec:
+  objective: %s
+"""
+
+
+def test_objective_order_defaults_and_completes_a_partial_list() -> None:
+    assert _policy(FLEET, TENANT).partition.objective == ("gpus", "disruption", "preference")
+    named = _policy(FLEET, TENANT, _PARTITION % "[preference]")
+    assert named.partition.objective == ("preference", "gpus", "disruption")
+    full = _policy(FLEET, TENANT, _PARTITION % "[disruption, preference, gpus]")
+    assert full.partition.objective == ("disruption", "preference", "gpus")
+
+
+@pytest.mark.parametrize("value", ["[gpus, gpus]", "[cost]", "gpus"])
+def test_objective_order_rejects_repeats_and_unknown_goals(value: str) -> None:
+    policy, diags = validate(_docs(FLEET, TENANT, _PARTITION % value), load_catalog())
+    assert policy is None
+    (d,) = [d for d in diags if d.severity.name == "ERROR"]
+    assert d.code.startswith("MIGC0") and d.file == "f2.yaml" and d.line == 5

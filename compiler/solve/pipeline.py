@@ -94,7 +94,14 @@ def _solve_cluster(
     outcome: ClusterOutcome | None = None
     if method == "exact":
         outcome = solve_cluster(
-            cluster, catalog, items, guarantees, current, budget.left(), _burst_limits(policy, cluster.name)
+            cluster,
+            catalog,
+            items,
+            guarantees,
+            current,
+            budget.left(),
+            _burst_limits(policy, cluster.name),
+            policy.partition.objective,
         )
         if outcome.unsolved:
             why = (
@@ -355,9 +362,7 @@ def _guarantee_diagnostics(
         if short > 0:
             short_by_res[resource] = short_by_res.get(resource, 0) + short
     for resource in sorted(short_by_res):
-        gs = sorted(
-            (g for g in guarantees if g.resource == resource), key=lambda g: (-g.amount, g.tenant)
-        )
+        gs = sorted((g for g in guarantees if g.resource == resource), key=lambda g: (-g.amount, g.tenant))
         demand = sum(g.amount for g in gs)
         room = demand - short_by_res[resource]
         pools = sorted({p for g in gs for p in g.pools})
@@ -432,9 +437,7 @@ def _max_alone(decisions: Mapping[str, PoolDecision], g: Guarantee) -> int:
     return total
 
 
-def _invalid_current(
-    dec: PoolDecision, current: Mapping[str, NodeLayout], cluster: str
-) -> list[Diagnostic]:
+def _invalid_current(dec: PoolDecision, current: Mapping[str, NodeLayout], cluster: str) -> list[Diagnostic]:
     out = []
     pool = dec.pool
     members = set(pool.node_names)

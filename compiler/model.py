@@ -14,7 +14,7 @@ never depends on input order or ``PYTHONHASHSEED``.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -285,6 +285,16 @@ class Rule:
     pools: tuple[str, ...] = ()  # empty = every pool whose model has the profile
 
 
+Objective = Literal["gpus", "disruption", "preference"]
+OBJECTIVES: tuple[Objective, ...] = ("gpus", "disruption", "preference")  # the default order
+
+
+def objective_order(named: Sequence[Objective]) -> tuple[Objective, ...]:
+    """``PartitionPolicy.spec.objective`` completed: the goals named, then the rest in default order."""
+    first = tuple(dict.fromkeys(named))
+    return first + tuple(o for o in OBJECTIVES if o not in first)
+
+
 @dataclass(frozen=True)
 class PartitionPolicy:
     mode: PartitionMode = "static"
@@ -298,6 +308,8 @@ class PartitionPolicy:
     daily_change_budget: int = 0  # node reconfigurations per day per cluster; 0 = unlimited
     unmet_demand: Strictness = "warning"
     allow_media_extensions: bool = False  # +me profiles are only chosen when a workload names them
+    # order of the solver's levels after guarantees and served demand (see compiler.solve.milp)
+    objective: tuple[Objective, ...] = OBJECTIVES
     tiers: tuple[PriorityTier, ...] = (
         PriorityTier("critical", 1_000_000, "Never starved; served first by the solver."),
         PriorityTier("high", 100_000, "Production workloads."),

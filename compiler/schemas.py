@@ -559,6 +559,12 @@ def _partition_policy() -> dict[str, Any]:
             "allowMediaExtensions": _s(
                 "Allow +me profiles in quotas and rules without a workload naming them (default false).",
                 type="boolean"),
+            "objective": _s(
+                "Order of the solver's goals after guarantees and served demand: fewest GPUs, least "
+                "disruption of deployed nodes, workloads' preferred profiles. Goals left out follow in "
+                "the default order [gpus, disruption, preference].",
+                type="array", items={"enum": ["gpus", "disruption", "preference"]}, uniqueItems=True,
+                maxItems=3),
             "priorityTiers": _s("Priority tiers (default critical, high, low).", type="array", items=tier,
                                 minItems=1),
             "rules": _s("Layout preference rules.", type="array", items=rule),

@@ -242,3 +242,37 @@ def test_recompiling_a_changed_policy_reaches_a_fixpoint(tmp_path: Path) -> None
     assert run("compile", str(policy), "--out", str(out)) == 0
     assert run("compile", str(policy), "--out", str(out), "--check") == 0
     assert run("plan", str(policy), "--against", str(out), "--exit-code") == 0
+
+
+def test_500_tenants_whose_guarantees_do_not_fit_get_a_short_answer(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Each guarantee and each profile's total fits 64 A100s (validate passes); together they do not."""
+    policy = tmp_path / "policy"
+    policy.mkdir()
+    nodes = ", ".join(f"n{i}" for i in range(8))
+    (policy / "fleet.yaml").write_text(
+        "apiVersion: migc.dev/v1alpha1\nkind: Fleet\nmetadata: {name: f}\nspec:\n  clusters:\n"
+        "    - name: c\n      nodePools:\n        - name: a100\n          gpuProduct: A100-SXM4-80GB\n"
+        f"          gpusPerNode: 8\n          nodes: {{names: [{nodes}]}}\n"
+    )
+    docs = []
+    for i in range(500):
+        prof = "3g.40gb" if i < 120 else "1g.10gb"  # 120 <= 2 x 64 and 380 <= 7 x 64
+        docs.append(
+            f"apiVersion: migc.dev/v1alpha1\nkind: Tenant\nmetadata: {{name: t{i:03d}}}\nspec:\n"
+            f"  namespaces: [t{i:03d}]\n  priorityClass: high\n  guaranteed: {{profiles: {{{prof}: 1}}}}\n"
+        )
+        docs.append(
+            f"apiVersion: migc.dev/v1alpha1\nkind: Workload\nmetadata: {{name: w{i:03d}}}\nspec:\n"
+            f"  tenant: t{i:03d}\n  cluster: c\n  replicas: 1\n  need: {{profile: 2g.20gb}}\n"
+        )
+    (policy / "tenants.yaml").write_text("---\n".join(docs))
+    assert run("compile", str(policy), "--out", str(tmp_path / "out")) == 1
+    captured = capsys.readouterr()
+    out = captured.out + captured.err
+    assert len(out) < 2500
+    assert out.count("MIGC200 error") == 1 and out.count("MIGC201 warning") == 1
+    assert "120 tenants are guaranteed 120 x 3g.40gb together in cluster c" in out
+    assert "… and 489 more" in out and "t000 (1), t001 (1)" in out
+    assert not (tmp_path / "out").exists()

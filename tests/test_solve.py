@@ -190,7 +190,9 @@ def test_jointly_infeasible_guarantees_report_the_shortfall() -> None:
     sol = solve(pol, CAT)
     errs = [d for d in sol.diagnostics if d.code == "MIGC200"]
     assert len(errs) == 1
-    assert "room for 0" in errs[0].message and "at most 2 on their own" in errs[0].message
+    msg = errs[0].message
+    assert "guaranteed 4 x 3g.40gb together" in msg and "room for 2" in msg and "2 short" in msg
+    assert "at most 2 on their own" in msg and "(2): a (2), b (2)" in msg
 
 
 def test_guarantee_for_a_profile_no_pool_offers() -> None:
@@ -552,3 +554,40 @@ def test_unproven_level_is_reported_and_marked(monkeypatch: pytest.MonkeyPatch) 
     assert d.code == "MIGC203" and "fill" in d.message
     assert not sol.pools[0].optimal and served(sol, "w") == 5
     _check_layouts(sol)
+
+
+def test_the_smallest_set_of_tenants_is_named_largest_first() -> None:
+    # one A100 holds at most two 3g.40gb: room 2, demand 5; tenant "big" (3) alone already exceeds it
+    amounts = (("a", 1), ("big", 3), ("c", 1))
+    ts = [tenant(n, guaranteed=Quota(profiles=(("3g.40gb", k),))) for n, k in amounts]
+    sol = solve(policy([pool(nodes=1, gpus_per_node=1)], [], tenants=ts), CAT)
+    (d,) = [d for d in sol.diagnostics if d.code == "MIGC200"]
+    assert "3 tenants are guaranteed 5 x 3g.40gb together" in d.message and "room for 2" in d.message
+    assert d.message.endswith("cannot be held together (1): big (3)")
+
+
+def test_500_tenants_that_do_not_fit_get_a_bounded_explanation() -> None:
+    n = 500
+    ts = [
+        tenant(f"t{i:03d}", guaranteed=Quota(profiles=(("3g.40gb" if i % 2 else "1g.10gb", 1),)))
+        for i in range(n)
+    ]
+    ws = [workload(f"w{i:03d}", profile_need("2g.20gb"), 1, tenant_name=f"t{i:03d}") for i in range(n)]
+    sol = solve(policy([pool(nodes=8)], ws, tenants=ts), CAT)
+    codes = sorted(d.code for d in sol.diagnostics)
+    assert codes == ["MIGC200", "MIGC201"]  # one per (cluster, resource), one per (cluster, tier)
+    assert sum(len(d.message) + len(d.hint) for d in sol.diagnostics) < 2000
+    (g,) = [d for d in sol.diagnostics if d.code == "MIGC200"]
+    # 250 x 3g.40gb next to 250 x 1g.10gb on 64 A100s: the smallest failing set is one more than the room
+    room = int(g.message.split("room for ")[1].split(" ")[0])
+    assert f"cannot be held together ({room + 1}): t001 (1), " in g.message
+    assert f"… and {room + 1 - 10} more" in g.message
+    (u,) = [d for d in sol.diagnostics if d.code == "MIGC201"]
+    assert u.message.startswith(f"{n - 1} workloads of tier high get 0 of {n - 1} instance(s)")
+    assert "… and 489 more" in u.message
+
+
+def test_a_few_short_workloads_are_each_reported() -> None:
+    ws = [workload(f"w{i}", profile_need("7g.80gb"), 1) for i in range(3)]
+    sol = solve(policy([pool(nodes=1, gpus_per_node=1)], ws), CAT)
+    assert sorted(d.message.split()[1] for d in sol.diagnostics if d.code == "MIGC201") == ["w1", "w2"]

@@ -18,7 +18,7 @@ import pytest
 from test_solve_support import as_current, policy, pool, profile_need, served, tenant, workload
 
 from compiler.catalog import load_catalog
-from compiler.model import Policy
+from compiler.model import Objective, PartitionPolicy, Policy, objective_order
 from compiler.solve import lexmilp, solve
 from compiler.solve.result import Solution
 
@@ -239,3 +239,35 @@ def test_coverage_inside_a_tier_breaks_ties_towards_more_workloads() -> None:
     sol = solve(policy([pool(nodes=1, gpus_per_node=1)], ws), CAT)
     got = (served(sol, "a") + served(sol, "b"), (served(sol, "a") > 0) + (served(sol, "b") > 0))
     assert got == best == (3, 2)
+
+
+def _a30_a100(objective: tuple[Objective, ...]) -> Policy:
+    # ample A30 capacity; every replica lists an A30 profile first and an A100 profile second
+    pools = [pool("a30", "A30-24GB", nodes=2, gpus_per_node=4), pool("a100", nodes=1)]
+    w = workload("infer", profile_need("1g.6gb", "1g.10gb"), 14)
+    return policy(pools, [w], partition=PartitionPolicy(objective=objective_order(objective)))
+
+
+def _served_by(sol: Solution) -> dict[str, int]:
+    return {p.pool: sum(d.served for d in p.demand) for p in sol.pools}
+
+
+def test_the_objective_order_decides_between_fewest_gpus_and_preference() -> None:
+    default = solve(_a30_a100(()), CAT)
+    # fewest GPUs first (the default): 14 x 1g.10gb fit on two A100s, 14 x 1g.6gb need four A30s
+    assert _served_by(default) == {"a100": 14, "a30": 0}
+    assert sum(p.gpus_used for p in default.pools) == 2
+    pref = solve(_a30_a100(("preference",)), CAT)
+    assert _served_by(pref) == {"a100": 0, "a30": 14}  # every replica on its first choice
+    assert sum(p.gpus_used for p in pref.pools) == 4
+    assert _served_by(solve(_a30_a100(("gpus", "preference")), CAT)) == _served_by(default)
+
+
+def test_the_objective_order_puts_disruption_before_gpus() -> None:
+    # deployed: the 14 replicas on four A30s; with disruption first nothing moves, with gpus first
+    # the A30 nodes are re-laid and the replicas move to two A100s
+    start = solve(_a30_a100(("preference",)), CAT)
+    keep = solve(_a30_a100(("disruption", "gpus")), CAT, as_current(start))
+    assert _served_by(keep) == {"a100": 0, "a30": 14}
+    move = solve(_a30_a100(()), CAT, as_current(start))
+    assert _served_by(move) == {"a100": 14, "a30": 0}

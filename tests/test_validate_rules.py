@@ -307,3 +307,44 @@ def test_other_device_plugin_refusals_are_caught() -> None:
     mig_mps = mig_mps.replace("partitioning: none", "partitioning: mig")
     _, diags = validate(_docs(mig_mps, TENANT), load_catalog())
     assert "MIGC119" in [d.code for d in diags]
+
+
+_PARTITION = """\
+apiVersion: migc.dev/v1alpha1
+kind: PartitionPolicy
+metadata: {name: p}
+spec:
+  objective: %s
+"""
+
+
+def test_objective_order_defaults_and_completes_a_partial_list() -> None:
+    assert _policy(FLEET, TENANT).partition.objective == ("gpus", "disruption", "preference")
+    named = _policy(FLEET, TENANT, _PARTITION % "[preference]")
+    assert named.partition.objective == ("preference", "gpus", "disruption")
+    full = _policy(FLEET, TENANT, _PARTITION % "[disruption, preference, gpus]")
+    assert full.partition.objective == ("disruption", "preference", "gpus")
+
+
+@pytest.mark.parametrize("value", ["[gpus, gpus]", "[cost]", "gpus"])
+def test_objective_order_rejects_repeats_and_unknown_goals(value: str) -> None:
+    policy, diags = validate(_docs(FLEET, TENANT, _PARTITION % value), load_catalog())
+    assert policy is None
+    (d,) = [d for d in diags if d.severity.name == "ERROR"]
+    assert d.code.startswith("MIGC0") and d.file == "f2.yaml" and d.line == 5
+
+
+def test_joint_guarantee_bound_summarises_a_long_list_of_tenants() -> None:
+    # 12 tenants x 20 x 1g.10gb = 240 > 7 per GPU x 32 GPUs = 224, while each alone fits
+    tenants = [
+        f"apiVersion: migc.dev/v1alpha1\nkind: Tenant\nmetadata: {{name: g{i:02d}}}\nspec:\n"
+        f"  namespaces: [g{i:02d}]\n  priorityClass: high\n  guaranteed: {{profiles: {{1g.10gb: 20}}}}\n"
+        for i in range(12)
+    ]
+    _, diags = validate(_docs(FLEET, *tenants), load_catalog())
+    (d,) = [d for d in diags if d.code == "MIGC110"]
+    names = ", ".join(f"g{i:02d}" for i in range(10))
+    assert d.message == (
+        f"tenants {names} … and 2 more are guaranteed 240 × 1g.10gb together, but the fleet can "
+        "provide at most 224"
+    )

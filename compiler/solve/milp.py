@@ -16,6 +16,8 @@ Levels, strictly lexicographic (each optimum is fixed before the next level runs
 3. nodes left unchanged relative to ``current`` (maximise), then 4. GPUs changed, then
 5. instances displaced (minimise) -- only when a current state is known;
 6. preference penalty: rank of the chosen profile in a workload's preference list (minimise);
+   levels 2, 3-5 and 6 are the goals ``gpus``, ``disruption`` and ``preference``: this is their
+   default order, ``PartitionPolicy.spec.objective`` may name another;
    then burst room: instances of profiles tenants may burst to, up to the largest such limit per
    profile, on GPUs that are used anyway (maximise; per group of pools solved together);
 7. fill: compute slices carried by MIG GPUs (without ``+me``), so spare room is offered as
@@ -36,7 +38,16 @@ from typing import TypeVar
 
 from compiler.catalog import Catalog, GpuModel
 from compiler.catalog.layouts import enumerate_layouts, is_feasible, layout_compute_slices
-from compiler.model import WHOLE_GPU, Cluster, GpuLayout, NodeLayout, NodePool
+from compiler.model import (
+    OBJECTIVES,
+    WHOLE_GPU,
+    Cluster,
+    GpuLayout,
+    NodeLayout,
+    NodePool,
+    Objective,
+    objective_order,
+)
 from compiler.solve.demand import DemandItem, Guarantee, is_shared_pool, mig_model
 from compiler.solve.lexmilp import Level, LexResult, Milp
 from compiler.solve.plan_types import RESERVE, Pattern, PoolDecision, pattern_size
@@ -137,6 +148,7 @@ def solve_cluster(
     current: Mapping[tuple[str, str], NodeLayout],
     time_limit: float,
     burst: Mapping[str, int] | None = None,
+    objective: Sequence[Objective] = OBJECTIVES,
 ) -> ClusterOutcome:
     """Solve the cluster. ``current`` maps (pool, node) to its deployed layout; ``burst`` maps a
     profile to the largest burst limit a tenant of the cluster has for it (spare room goes there).
@@ -175,12 +187,14 @@ def solve_cluster(
         ids = [i for i, item in enumerate(items) if item.options and item.options[0].pool in names]
         gs = [g for g in guarantees if g.pools and g.pools[0] in names]
         deadline = started + time_limit
-        part = _solve_component(members, catalog, items, ids, gs, current, deadline, burst or {})
+        part = _solve_component(
+            members, catalog, items, ids, gs, current, deadline, burst or {}, objective=objective
+        )
         if part.result is None:
             unsolved.extend(sorted(names))
             continue
         if part.result.optimal:
-            _split_from_layouts(part, members, catalog, items, ids, gs, deadline, burst or {})
+            _split_from_layouts(part, members, catalog, items, ids, gs, deadline, burst or {}, objective)
         outcome.decisions.update(part.decisions)
         outcome.shortfall.update(part.shortfall)
         _merge_result(outcome, part.result)
@@ -200,6 +214,7 @@ def _split_from_layouts(
     guarantees: Sequence[Guarantee],
     deadline: float,
     burst: Mapping[str, int],
+    objective: Sequence[Objective],
 ) -> None:
     """Re-derive which pool serves (and holds) what from the chosen layouts alone.
 
@@ -212,7 +227,9 @@ def _split_from_layouts(
     level, the first answer stays.
     """
     fixed = _ComponentModel.fixed_from(part.decisions)
-    again = _solve_component(pools, catalog, items, item_ids, guarantees, {}, deadline, burst, fixed)
+    again = _solve_component(
+        pools, catalog, items, item_ids, guarantees, {}, deadline, burst, fixed, objective
+    )
     if again.result is None or not again.result.optimal:
         return
     for name, dec in part.decisions.items():
@@ -244,6 +261,7 @@ def _solve_component(
     deadline: float,
     burst: Mapping[str, int],
     fixed: Mapping[str, _Fixed] | None = None,
+    objective: Sequence[Objective] = OBJECTIVES,
 ) -> ClusterOutcome:
     """Build the component's integer program step by step, solve its levels, read the decisions.
 
@@ -256,7 +274,7 @@ def _solve_component(
         b.add_pool(pool)
     b.close_guarantees()
     burst_vars = b.add_burst()
-    levels = _levels(items, item_ids, b.pv, b.shortfall_vars, burst_vars, b.covered, b.covered_by)
+    levels = _levels(items, item_ids, b.pv, b.shortfall_vars, burst_vars, b.covered, b.covered_by, objective)
     result = b.m.solve(levels, time_limit=deadline - time.perf_counter())
     if result is None:
         return ClusterOutcome({}, {}, None)
@@ -716,8 +734,13 @@ def _levels(
     burst: Mapping[int, int],
     covered: Mapping[int, int],
     covered_by: Mapping[int, Sequence[int]],
+    objective: Sequence[Objective] = OBJECTIVES,
 ) -> list[Level]:
-    """The objectives in lexicographic order (see the module doc); empty ones are left out."""
+    """The objectives in lexicographic order (see the module doc); empty ones are left out.
+
+    ``objective`` (``PartitionPolicy.spec.objective``) orders the goals after guarantees and
+    served demand: ``gpus``, ``disruption`` (its three levels, in their order) and ``preference``.
+    """
     levels: list[Level] = []
     if shortfall:
         levels.append(Level("guarantees", "min", dict.fromkeys(shortfall.values(), 1)))
@@ -726,11 +749,14 @@ def _levels(
     for v in pv.values():
         for c, w in v.used.items():
             used[c] = used.get(c, 0) + w
-    levels.append(Level("gpus", "min", used))
-    levels.extend(_disruption_levels(pv))
     pref = _preference(items, pv)
-    if pref:
-        levels.append(Level("preference", "min", pref))
+    goals: dict[Objective, list[Level]] = {
+        "gpus": [Level("gpus", "min", used)],
+        "disruption": _disruption_levels(pv),
+        "preference": [Level("preference", "min", pref)] if pref else [],
+    }
+    for goal in objective_order(objective):
+        levels.extend(goals[goal])
     if burst:
         levels.append(Level("burst", "max", burst))
     fill = _fill(pv)

@@ -94,7 +94,14 @@ def _solve_cluster(
     outcome: ClusterOutcome | None = None
     if method == "exact":
         outcome = solve_cluster(
-            cluster, catalog, items, guarantees, current, budget.left(), _burst_limits(policy, cluster.name)
+            cluster,
+            catalog,
+            items,
+            guarantees,
+            current,
+            budget.left(),
+            _burst_limits(policy, cluster.name),
+            policy.partition.objective,
         )
         if outcome.unsolved:
             why = (
@@ -118,20 +125,7 @@ def _solve_cluster(
         outcome = greedy_cluster(cluster, catalog, items, guarantees, current)
     elapsed = time.perf_counter() - started
 
-    for (tenant, resource), short in sorted(outcome.shortfall.items()):
-        g = next(g for g in guarantees if (g.tenant, g.resource) == (tenant, resource))
-        alone = _max_alone(outcome.decisions, g)
-        t = policy.tenant(tenant)
-        diags.append(
-            _at(
-                "MIGC200",
-                f"tenant {tenant}: guaranteed {g.amount} x {resource} in cluster {cluster.name} cannot be "
-                f"held: next to the other guarantees there is room for {g.amount - short} (pools "
-                f"{', '.join(g.pools)} could hold at most {alone} on their own)",
-                t.span,
-                severity=Severity.ERROR,
-            )
-        )
+    diags.extend(_guarantee_diagnostics(policy, cluster.name, guarantees, outcome))
 
     results: list[PoolResult] = []
     rows = _demand_rows(items, outcome.decisions)
@@ -321,8 +315,16 @@ def _unmet_diagnostics(
         if row.unmet:
             short.setdefault(row.workload, []).append(f"{row.unmet} x {row.resource} (pool {pool})")
     out = []
+    by_tier: dict[str, list[str]] = {}
+    for name in sorted(short):
+        by_tier.setdefault(workloads[name].priority_tier, []).append(name)
+    for tier, names in sorted(by_tier.items()):
+        if len(names) > NAMES_SHOWN:  # one summary per tier: a long list helps no one
+            out.append(_unmet_summary(tier, names, rows, workloads, cluster, sev, wanted, got))
     for name in sorted(short):
         w = workloads[name]
+        if len(by_tier[w.priority_tier]) > NAMES_SHOWN:
+            continue
         out.append(
             _at(
                 "MIGC201",
@@ -333,6 +335,90 @@ def _unmet_diagnostics(
             )
         )
     return out
+
+
+NAMES_SHOWN = 10  # longer lists of tenants are summarised ("… and 340 more")
+
+
+def name_list(names: Sequence[str], limit: int = NAMES_SHOWN) -> str:
+    """``a, b, c`` up to ``limit`` names, then ``… and N more``."""
+    shown = ", ".join(names[:limit])
+    return shown if len(names) <= limit else f"{shown} … and {len(names) - limit} more"
+
+
+def _guarantee_diagnostics(
+    policy: Policy, cluster: str, guarantees: Sequence[Guarantee], outcome: ClusterOutcome
+) -> list[Diagnostic]:
+    """One MIGC200 per (cluster, resource) whose guarantees cannot all be held.
+
+    It states the tenants' joint demand against the room the pools have next to the other
+    guarantees, and the smallest set of tenants that cannot be held together: the largest
+    guarantees, taken until they exceed that room (no smaller set of tenants does). It is
+    reported at the tenant with the largest guarantee of that set.
+    """
+    out: list[Diagnostic] = []
+    short_by_res: dict[str, int] = {}
+    for (_, resource), short in outcome.shortfall.items():
+        if short > 0:
+            short_by_res[resource] = short_by_res.get(resource, 0) + short
+    for resource in sorted(short_by_res):
+        gs = sorted((g for g in guarantees if g.resource == resource), key=lambda g: (-g.amount, g.tenant))
+        demand = sum(g.amount for g in gs)
+        room = demand - short_by_res[resource]
+        pools = sorted({p for g in gs for p in g.pools})
+        alone = _max_alone(outcome.decisions, Guarantee("", resource, 0, tuple(pools)))
+        what = "whole GPUs" if resource == WHOLE_GPU else f"x {resource}"
+        where = f"(pools {', '.join(pools)} could hold at most {alone} on their own)"
+        if len(gs) == 1:
+            g = gs[0]
+            message = (
+                f"tenant {g.tenant}: guaranteed {g.amount} {what} in cluster {cluster} cannot be held: "
+                f"next to the other guarantees there is room for {room} {where}"
+            )
+        else:
+            core: list[Guarantee] = []
+            for g in gs:
+                core.append(g)
+                if sum(c.amount for c in core) > room:
+                    break
+            named = [f"{g.tenant} ({g.amount})" for g in core]
+            message = (
+                f"{len(gs)} tenants are guaranteed {demand} {what} together in cluster {cluster}, but "
+                f"next to the other guarantees there is room for {room} {where}: "
+                f"{short_by_res[resource]} short; the smallest set of tenants that cannot be held "
+                f"together ({len(core)}): {name_list(named)}"
+            )
+        first = policy.tenant(gs[0].tenant)
+        out.append(_at("MIGC200", message, first.span, severity=Severity.ERROR))
+    return out
+
+
+def _unmet_summary(
+    tier: str,
+    names: Sequence[str],
+    rows: Sequence[tuple[str, ServedDemand]],
+    workloads: Mapping[str, Workload],
+    cluster: str,
+    sev: Severity,
+    wanted: Mapping[str, int],
+    got: Mapping[str, int],
+) -> Diagnostic:
+    """MIGC201 for many workloads of one tier: totals per (resource, pool), then the workloads."""
+    members = set(names)
+    unmet: dict[tuple[str, str], int] = {}
+    for pool, row in rows:
+        if row.workload in members and row.unmet:
+            unmet[(row.resource, pool)] = unmet.get((row.resource, pool), 0) + row.unmet
+    what = ", ".join(f"{n} x {res} (pool {pool})" for (res, pool), n in sorted(unmet.items()))
+    listed = [f"{n} ({got[n]}/{wanted[n]})" for n in names]
+    return _at(
+        "MIGC201",
+        f"{len(names)} workloads of tier {tier} get {sum(got[n] for n in names)} of "
+        f"{sum(wanted[n] for n in names)} instance(s) in cluster {cluster}; unmet: {what}; "
+        f"workloads (served/requested): {name_list(listed)}",
+        workloads[names[0]].span,
+        severity=sev,
+    )
 
 
 def _max_alone(decisions: Mapping[str, PoolDecision], g: Guarantee) -> int:
@@ -351,9 +437,7 @@ def _max_alone(decisions: Mapping[str, PoolDecision], g: Guarantee) -> int:
     return total
 
 
-def _invalid_current(
-    dec: PoolDecision, current: Mapping[str, NodeLayout], cluster: str
-) -> list[Diagnostic]:
+def _invalid_current(dec: PoolDecision, current: Mapping[str, NodeLayout], cluster: str) -> list[Diagnostic]:
     out = []
     pool = dec.pool
     members = set(pool.node_names)

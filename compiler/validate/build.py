@@ -26,6 +26,7 @@ from compiler.model import (
     Tenant,
     Workload,
     frozen_counts,
+    objective_order,
 )
 from compiler.schemas import DAYS
 from compiler.validate.common import parse_duration, resolve_max_unavailable
@@ -277,6 +278,7 @@ def _build_partition(ctx: Context, pricing: dict[str, float]) -> PartitionPolicy
         daily_change_budget=int(spec.get("dailyChangeBudget", defaults.daily_change_budget)),
         unmet_demand=spec.get("unmetDemand", defaults.unmet_demand),
         allow_media_extensions=bool(spec.get("allowMediaExtensions", defaults.allow_media_extensions)),
+        objective=objective_order(spec.get("objective", [])),
         tiers=tuple(ctx.tiers),
         rules=tuple(_rule(r) for r in spec.get("rules", [])),
         pricing=frozen_pricing,

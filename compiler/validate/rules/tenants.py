@@ -136,6 +136,9 @@ def _check_profile_bound(
     return True
 
 
+_NAMES_SHOWN = 10  # longer lists of tenants are summarised ("… and 340 more")
+
+
 def _check_joint_bounds(
     ctx: Context, fitting: list[tuple[Obj, PathT, str, int]], pools: list[PoolInfo]
 ) -> None:
@@ -150,13 +153,16 @@ def _check_joint_bounds(
         bound = total_gpus if key == WHOLE_GPU else _profile_bound(key, pools)
         if len(entries) < 2 or total <= bound:
             continue
-        names = ", ".join(sorted(t.name for t, _, _ in entries))
+        names = sorted(t.name for t, _, _ in entries)
+        shown = ", ".join(names[:_NAMES_SHOWN])
+        if len(names) > _NAMES_SHOWN:
+            shown += f" … and {len(names) - _NAMES_SHOWN} more"
         what = "whole GPUs" if key == WHOLE_GPU else f"× {key}"
         last, path, _ = entries[-1]
         ctx.add(
             last.doc.at(
                 "MIGC111" if key == WHOLE_GPU else "MIGC110",
-                f"tenants {names} are guaranteed {total} {what} together, but the fleet can provide at most "
+                f"tenants {shown} are guaranteed {total} {what} together, but the fleet can provide at most "
                 f"{bound}",
                 path,
             )

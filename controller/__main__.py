@@ -69,7 +69,7 @@ def parser() -> argparse.ArgumentParser:
         "--apply-timeout",
         type=duration,
         default=d.apply_timeout,
-        help="wait this long for nvidia.com/mig.config.state=success",
+        help="wait this long for nvidia.com/mig.config.state=success (bounds a stuck pending too)",
     )
     t.add_argument(
         "--configmap-sync-delay",

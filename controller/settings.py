@@ -19,8 +19,10 @@ class Settings:
     # long, so that the kubelet has refreshed the MIG manager's mounted copy (sync period 1m
     # plus cache propagation, by default).
     configmap_sync_delay: float = 90.0
-    # Applying / Verifying.
-    apply_timeout: float = 900.0
+    # Applying / Verifying. The apply deadline also bounds a MIG manager stuck at "pending" (it
+    # sets no final state when an operand's pods do not stop); its real worst case is a 5m wait
+    # for each of four operands (NVIDIA/mig-parted reconfigure-mig.sh) plus the apply itself.
+    apply_timeout: float = 1800.0
     # The MIG manager sets state "rebooting" when a MIG mode change needs a node reboot
     # (WITH_REBOOT); while it says so, the apply deadline is extended by this much.
     reboot_timeout: float = 1800.0

@@ -175,9 +175,16 @@ def applying(ctx: Context, step: Step) -> NodeView | None:
     limit = ctx.s.apply_timeout + (ctx.s.reboot_timeout if mig_state == "rebooting" else 0.0)
     elapsed = (now - (node.since() or now)).total_seconds()
     if elapsed >= limit:
-        return ctx.fail(
-            node, f"MIG manager did not finish within {limit:g}s (state={mig_state or 'unset'})", now
-        )
+        why = f"MIG manager did not finish within {limit:g}s (state={mig_state or 'unset'})"
+        if mig_state == "pending":
+            # The real manager returns without any final state when a paused GPU operand's pod
+            # does not go (NVIDIA/mig-parted reconfigure-mig.sh: kubectl wait --for=delete).
+            why += (
+                ": it stops at pending when a GPU operand pod (device plugin, GFD, DCGM exporter,"
+                " validator) does not shut down; see the node's nvidia-mig-manager pod log and"
+                " its nvidia.com/gpu.deploy.* labels"
+            )
+        return ctx.fail(node, why, now)
     if mig_state == "rebooting":
         ctx.once(
             ("rebooting", node.name, node.since()),

@@ -302,7 +302,13 @@ class Context:
             "v1",
             node.name,
             "MigReconfigurationFailed",
-            f"{reason} (attempt {attempts})",
+            f"{reason} (attempt {attempts}); "
+            + (
+                f"automatic retry at {ann[st.RETRY_AFTER]}"
+                if ann[st.RETRY_AFTER]
+                else f"node stays cordoned: annotate {st.RETRY}=true to retry, "
+                f"{st.ROLLBACK}=true to roll back"
+            ),
             now,
         )
         return updated

@@ -12,7 +12,10 @@ real API-server behaviour the controller depends on (each marked where it is don
 * fault injection: a hook that answers a request with an error *instead of* applying it (KMock's
   own reactions run after the object was already changed);
 * a fake GPU Operator MIG manager that reacts to ``nvidia.com/mig.config`` label changes on
-  nodes labelled ``nvidia.com/mig.capable=true`` (the only nodes the operator deploys it to), and
+  nodes labelled ``nvidia.com/mig.capable=true`` (the only nodes the operator deploys it to) and
+  pauses the operand DaemonSets (device plugin, GFD, DCGM exporter, validator) through their
+  ``nvidia.com/gpu.deploy.*`` labels while it applies; a DaemonSet controller for those
+  operands, and a device plugin that publishes allocatable only while its pod runs; and
   a fake device plugin that re-advertises ``nvidia.com/gpu`` on the other nodes when their
   ``nvidia.com/device-plugin.config`` label changes.
 
@@ -49,6 +52,17 @@ MIG_CAPABLE = "nvidia.com/mig.capable"
 DEVICE_PLUGIN_CONFIG = "nvidia.com/device-plugin.config"
 GPU_COUNT = "nvidia.com/gpu.count"  # set by GPU Feature Discovery
 DEPLOY_MIG_MANAGER = "nvidia.com/gpu.deploy.mig-manager"
+PAUSED = "paused-for-mig-change"
+# The GPU operands the MIG manager stops before it applies a config: deploy-label suffix -> the
+# ``app`` label of their DaemonSet pods (NVIDIA/mig-parted deployments/gpu-operator/
+# reconfigure-mig.sh: the nvidia.com/gpu.deploy.* labels it pauses and the ``kubectl wait
+# --for=delete pod -l app=...`` it runs for each; the Go port in pkg/mig/reconfigure does the same).
+OPERANDS: dict[str, str] = {
+    "device-plugin": "nvidia-device-plugin-daemonset",
+    "gpu-feature-discovery": "gpu-feature-discovery",
+    "dcgm-exporter": "nvidia-dcgm-exporter",
+    "operator-validator": "nvidia-operator-validator",
+}
 OPERATOR_NAMESPACE = "gpu-operator"
 _DROP = "MIGC-TEST-DROP"
 
@@ -132,6 +146,9 @@ class ApiServer(kmock.KubernetesEmulator):
     device_plugin: FakeDevicePlugin | None = attrs.field(default=None)
     labeler: bool = attrs.field(default=True)  # the GPU Operator's node labeler (see _label_default)
     labeled: list[str] = attrs.field(factory=list)
+    # (node, operand) whose pod never finishes terminating: the MIG manager's wait for it fails.
+    stuck_operands: set[tuple[str, str]] = attrs.field(factory=set)
+    _syncing: set[tuple[str, str]] = attrs.field(factory=set)
     history: list[Call] = attrs.field(factory=list)
     _seq: Any = attrs.field(factory=itertools.count)
     _rv: Any = attrs.field(factory=lambda: itertools.count(1000))
@@ -229,6 +246,9 @@ class ApiServer(kmock.KubernetesEmulator):
             deploy, was = labels.get(DEPLOY_MIG_MANAGER), old_labels.get(DEPLOY_MIG_MANAGER)
             if self.mig_manager is not None and capable and deploy != was:
                 self._spawn(self._mig_manager_pod(str(request.name), deploy != "false", new_label))
+            if capable and self.mig_manager is not None:
+                # The operand DaemonSets follow the node (its taints may have changed).
+                self.sync_operands(str(request.name))
             if self.labeler and capable and MIG_CONFIG not in labels:
                 self._spawn(self._label_default(str(request.name)))
             new_dp = labels.get(DEVICE_PLUGIN_CONFIG)
@@ -271,6 +291,83 @@ class ApiServer(kmock.KubernetesEmulator):
         self.labeled.append(node)
         if self.mig_manager is not None:
             await self.mig_manager.react(self, node, "all-disabled")
+
+    # --- the operand DaemonSets (device plugin, GFD, DCGM exporter, validator) -------------------
+    def operand_pod(self, node: str, operand: str) -> str:
+        return f"{OPERANDS[operand]}-{node}"
+
+    def operand_running(self, node: str, operand: str) -> bool:
+        key = (PODS, OPERATOR_NAMESPACE, self.operand_pod(node, operand))
+        return key in self.objects and not self.objects[key].deleted
+
+    def sync_operands(self, node: str) -> None:
+        """The DaemonSet controller for the operator's operands on ``node``.
+
+        Each operand DaemonSet selects nodes by ``nvidia.com/gpu.deploy.<operand>=true`` (its
+        nodeSelector in NVIDIA/gpu-operator assets/state-device-plugin, state-gpu-feature-
+        discovery, state-dcgm-exporter, state-operator-validation): any other value
+        (``paused-for-mig-change``, ``false``) deletes the node's pod; back to ``true`` a pod is
+        created, but only once every NoSchedule/NoExecute taint is tolerated
+        (``operands_schedulable``; kubernetes pkg/controller/daemon/daemon_controller.go). A pod
+        listed in ``stuck_operands`` never finishes terminating (a finalizer, a hung container).
+        """
+        for operand in OPERANDS:
+            if (node, operand) not in self._syncing:
+                self._syncing.add((node, operand))
+                self._spawn(self._sync_operand(node, operand))
+
+    async def _sync_operand(self, node: str, operand: str) -> None:
+        try:
+            await self._sync_operand_once(node, operand)
+        finally:
+            self._syncing.discard((node, operand))
+
+    async def _sync_operand_once(self, node: str, operand: str) -> None:
+        key = (NODES, None, node)
+        await asyncio.sleep(0.005)
+        while key in self.objects and not self.objects[key].deleted:
+            labels = (self.objects[key].raw.get("metadata") or {}).get("labels") or {}
+            wanted = labels.get(f"nvidia.com/gpu.deploy.{operand}", "true") == "true"
+            if not wanted:
+                if self.operand_running(node, operand) and (node, operand) not in self.stuck_operands:
+                    await self.remove(PODS, OPERATOR_NAMESPACE, self.operand_pod(node, operand))
+                    if operand == "device-plugin":
+                        await self._device_plugin_stopped(node)
+                return
+            if self.operand_running(node, operand):
+                return
+            if operands_schedulable(self.objects[key].raw):
+                await self._create_operand_pod(node, operand)
+                return
+            await asyncio.sleep(0.01)
+
+    async def _create_operand_pod(self, node: str, operand: str) -> None:
+        name = self.operand_pod(node, operand)
+        pod = pod_object(name, node, namespace=OPERATOR_NAMESPACE, gpu=None, daemonset=True)
+        pod["metadata"]["labels"] = {"app": OPERANDS[operand]}
+        await self.upsert(PODS, OPERATOR_NAMESPACE, name, pod)
+        if operand == "device-plugin":
+            await self._device_plugin_started(node)
+
+    def _gpu_resources(self, node: str) -> list[str]:
+        alloc = (self.objects[(NODES, None, node)].raw.get("status") or {}).get("allocatable") or {}
+        return [k for k in alloc if k.startswith("nvidia.com/mig-") or k == "nvidia.com/gpu"]
+
+    async def _device_plugin_stopped(self, node: str) -> None:
+        # The kubelet keeps a stopped plugin's resources listed with nothing allocatable
+        # (kubernetes pkg/kubelet/cm/devicemanager: unhealthy/absent devices are not counted).
+        gpu = self._gpu_resources(node)
+        await self.patch_obj(NODES, None, node, {"status": {"allocatable": dict.fromkeys(gpu, "0")}})
+
+    async def _device_plugin_started(self, node: str) -> None:
+        # A running plugin registers the MIG devices of the layout applied on the node
+        # (NVIDIA/k8s-device-plugin, mig.strategy=mixed: one resource per MIG profile).
+        mig = self.mig_manager
+        if mig is None or node not in mig.applied:
+            return
+        published: dict[str, Any] = dict.fromkeys(self._gpu_resources(node))
+        published.update({k: str(v) for k, v in mig.resources[mig.applied[node]].items()})
+        await self.patch_obj(NODES, None, node, {"status": {"allocatable": published}})
 
     def _spawn(self, coro: Any) -> None:
         task = asyncio.get_running_loop().create_task(coro)
@@ -336,6 +433,13 @@ class ApiServer(kmock.KubernetesEmulator):
             await self._buses[res].put(
                 {"type": "MODIFIED" if exists else "ADDED", "object": self.objects[key].raw}
             )
+        labels = (body.get("metadata") or {}).get("labels") or {}
+        gpu_node = res == NODES and mig is not None and labels.get(MIG_CAPABLE) == "true"
+        if gpu_node and operands_schedulable(body):
+            # A GPU node starts with its operand pods running (where they may run).
+            for operand in OPERANDS:
+                if labels.get(f"nvidia.com/gpu.deploy.{operand}", "true") == "true":
+                    await self._create_operand_pod(name, operand)
 
     async def patch_obj(self, res: Any, ns: str | None, name: str, patch: Mapping[str, Any]) -> None:
         body = copy.deepcopy(dict(patch))
@@ -387,17 +491,17 @@ async def operands_back(api: ApiServer, node: str) -> bool:
 class FakeMigManager:
     """Plays the GPU Operator's MIG manager: reacts to a *change* of ``nvidia.com/mig.config``.
 
-    ``success``: state ``pending``, then ``success`` with the config's resources published as
-    node allocatable (like the device plugin after a restart). ``failed``: ``pending`` then
-    ``failed``. ``hang``: ``pending`` forever. ``reboot``: ``pending``, ``rebooting`` for
-    ``reboot_delay`` (a MIG mode change that needs a node reboot under WITH_REBOOT), then
-    ``success`` (NVIDIA/mig-parted deployments/gpu-operator/reconfigure-mig.sh, set_state). An
-    unknown config name fails, like ``nvidia-mig-parted assert --valid-config``.
-
-    The device plugin is one of the operands the MIG manager stops while it applies and re-enables
-    afterwards (reconfigure-mig.sh, nvidia.com/gpu.deploy.* labels): its resources read 0 in the
-    meantime, and the new ones are published only once its DaemonSet pod can run on the node
-    again (``operands_back``), i.e. after ``success`` and only if no taint keeps it off.
+    Every mode first sets state ``pending``. ``success``: pauses the GPU operands through their
+    ``nvidia.com/gpu.deploy.<operand>`` labels (``paused-for-mig-change``), waits for their pods
+    to leave the node, applies, restores the labels to ``true`` and sets ``success``; the device
+    plugin's new DaemonSet pod then publishes the applied layout as allocatable, and only if no
+    taint keeps it off the node (``ApiServer.sync_operands``). ``failed``: the same, ending in
+    ``failed``. ``reboot``: ``rebooting`` for ``reboot_delay`` before applying (a MIG mode
+    change under WITH_REBOOT). ``hang``: ``pending`` forever. An operand pod that does not go
+    within ``shutdown_timeout`` (``ApiServer.stuck_operands``) leaves the state at ``pending``
+    with the operands paused, as the real manager does. A config its mounted file does not
+    define fails at once, like ``nvidia-mig-parted assert --valid-config``. (NVIDIA/mig-parted
+    deployments/gpu-operator/reconfigure-mig.sh, set_state / maybe_set_paused.)
     """
 
     resources: Mapping[str, Mapping[str, int]]
@@ -418,6 +522,12 @@ class FakeMigManager:
     # (namespace, name) of the mig-parted ConfigMap the manager mounts; None: not modelled.
     configmap: tuple[str, str] | None = None
     handled: list[tuple[str, str, str]] = field(default_factory=list)
+    # How long it waits for each paused operand's pods to go (reconfigure-mig.sh: 5m).
+    shutdown_timeout: float = 5.0
+    # node -> the config last applied there (what a restarted device plugin publishes).
+    applied: dict[str, str] = field(default_factory=dict)
+    # Nodes where the operand shutdown wait failed (the state label was left at "pending").
+    stuck: list[str] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         self.gate.set()
@@ -446,6 +556,8 @@ class FakeMigManager:
         return first is not None and time.monotonic() - first >= self.mount_delay
 
     async def react(self, api: ApiServer, node: str, config: str) -> None:
+        """One reconfiguration, step by step as NVIDIA/mig-parted deployments/gpu-operator/
+        reconfigure-mig.sh (and its Go port, pkg/mig/reconfigure/reconfigure.go) does it."""
         known = config in self.resources and (self.configmap is None or self.mounted(config))
         # mig-parted refuses a config its file does not define ("selected mig-config not present").
         mode = self._mode(node, config) if known else "not-present"
@@ -454,26 +566,50 @@ class FakeMigManager:
         await api.patch_obj(NODES, None, node, {"metadata": {"labels": {MIG_STATE: "pending"}}})
         if mode == "hang":
             return
-        await asyncio.sleep(self.delay)
-        while not self.gate.is_set():
-            await asyncio.sleep(0.005)
-        if mode in ("failed", "not-present"):
+        if mode == "not-present":
+            # The config is asserted before any operand is touched: failed at once.
             await api.patch_obj(NODES, None, node, {"metadata": {"labels": {MIG_STATE: "failed"}}})
             return
+        # Pause the GPU clients: every operand label that says "true" (or is unset, which the
+        # operator treats as deployed) becomes paused-for-mig-change (maybe_set_paused), then
+        # wait for each operand's pods on this node to be deleted (kubectl wait --for=delete
+        # --timeout=5m, here ``shutdown_timeout``).
+        labels = (api.objects[(NODES, None, node)].raw.get("metadata") or {}).get("labels") or {}
+        paused = [o for o in OPERANDS if labels.get(f"nvidia.com/gpu.deploy.{o}", "true") != "false"]
+        await api.patch_obj(
+            NODES,
+            None,
+            node,
+            {"metadata": {"labels": {f"nvidia.com/gpu.deploy.{o}": PAUSED for o in paused}}},
+        )
+        api.sync_operands(node)
+        deadline = time.monotonic() + self.shutdown_timeout
+        while any(api.operand_running(node, o) for o in paused):
+            if time.monotonic() >= deadline:
+                # The shutdown wait failed: the manager returns with an error and sets no final
+                # state, so the node's state label stays "pending" (the Go reconfigure returns
+                # before its deferred state update; the operands stay paused).
+                self.stuck.append(node)
+                return
+            await asyncio.sleep(0.005)
+        while not self.gate.is_set():
+            await asyncio.sleep(0.005)
         if mode == "reboot":
             await api.patch_obj(NODES, None, node, {"metadata": {"labels": {MIG_STATE: "rebooting"}}})
             await asyncio.sleep(self.reboot_delay)
-        key = (NODES, None, node)
-        alloc = dict((api.objects[key].raw.get("status") or {}).get("allocatable") or {})
-        gpu = [k for k in alloc if k.startswith("nvidia.com/mig-") or k == "nvidia.com/gpu"]
-        # The device plugin is stopped: its resources are still listed, with nothing allocatable.
-        await api.patch_obj(NODES, None, node, {"status": {"allocatable": dict.fromkeys(gpu, "0")}})
-        await api.patch_obj(NODES, None, node, {"metadata": {"labels": {MIG_STATE: "success"}}})
-        if not await operands_back(api, node):
-            return
-        published: dict[str, Any] = dict.fromkeys(gpu)
-        published.update({k: str(v) for k, v in self.resources[config].items()})
-        await api.patch_obj(NODES, None, node, {"status": {"allocatable": published}})
+        if mode != "failed":
+            self.applied[node] = config
+        # Re-enable the operands it paused (on failure too: exit_failed restores them), then
+        # report. The device plugin's new pod publishes the applied layout once it runs.
+        await api.patch_obj(
+            NODES,
+            None,
+            node,
+            {"metadata": {"labels": {f"nvidia.com/gpu.deploy.{o}": "true" for o in paused}}},
+        )
+        api.sync_operands(node)
+        state = "failed" if mode == "failed" else "success"
+        await api.patch_obj(NODES, None, node, {"metadata": {"labels": {MIG_STATE: state}}})
 
 
 _REPLICAS = re.compile(r"(?:time-slicing|mps)-(\d+)$")

@@ -530,10 +530,17 @@ def _partition_policy() -> dict[str, Any]:
         type="object",
         additionalProperties=False,
         properties={
-            "mode": _s("static: layouts change only with policy changes; dynamic: `migc recommend` may "
-                       "propose changes from observed demand.", enum=["static", "dynamic"]),
+            "mode": _s("static (default): layouts change only when people edit the policy; "
+                       "`migc recommend` proposes nothing (MIGC422). dynamic: `migc recommend`, run on a "
+                       "schedule, edits Workload replicas from observed demand when every gate passes "
+                       "(threshold, stabilization window, minDwell, backoff, dailyChangeBudget); the edit is "
+                       "an ordinary policy change, compiled and reviewed like any other. Nothing changes the "
+                       "cluster on its own.",
+                       enum=["static", "dynamic"]),
             "interval": _s(
-                "How often dynamic mode re-evaluates (default 15m).", **{"$ref": "#/$defs/duration"}
+                "How often `migc recommend` is scheduled to run in dynamic mode (default 15m): a state file "
+                "older than three intervals (at least the stabilization window) no longer proves that demand "
+                "persisted, and `migc simulate` steps at this interval.", **{"$ref": "#/$defs/duration"}
             ),
             "reconfigurationThreshold": _s(
                 "Gain in percent a new layout must bring before a change is proposed (default 20).",

@@ -9,7 +9,7 @@ GPU_RESOURCE = "nvidia.com/gpu"
 MIG_RESOURCE_PREFIX = "nvidia.com/mig-"
 
 
-def _is_gpu_resource(name: str) -> bool:
+def is_gpu_resource(name: str) -> bool:
     return name == GPU_RESOURCE or name.startswith(MIG_RESOURCE_PREFIX)
 
 
@@ -18,7 +18,7 @@ def uses_gpu(pod: Mapping[str, Any]) -> bool:
     for c in [*(spec.get("containers") or []), *(spec.get("initContainers") or [])]:
         res = c.get("resources") or {}
         for kind in ("requests", "limits"):
-            if any(_is_gpu_resource(k) for k in (res.get(kind) or {})):
+            if any(is_gpu_resource(k) for k in (res.get(kind) or {})):
                 return True
     return False
 

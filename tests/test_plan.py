@@ -4,15 +4,18 @@ from __future__ import annotations
 
 import json
 import xml.etree.ElementTree as ET
+from dataclasses import replace
 from pathlib import Path
 
 from test_render_support import BALANCED, SEVEN_SMALL, WHOLE, default_solution, policy, solution
 
 from compiler.catalog import load_catalog
 from compiler.commands._files import write_files
-from compiler.model import CurrentState, GpuLayout, NodeLayout
+from compiler.model import CurrentState, GpuLayout, HamiSettings, NodeLayout, Sharing
 from compiler.plan import build_plan, parse_snapshot, svg_files, to_json, to_markdown, to_svg, to_text
+from compiler.plan.diff import gpus_in_use, layout_counts
 from compiler.solve.result import ServedDemand, Solution
+from compiler.status.build import _Shares
 
 CATALOG = load_catalog()
 
@@ -236,3 +239,19 @@ def test_many_nodes_in_a_group_are_abbreviated() -> None:
 
     assert node_names([f"n{i}" for i in range(10)]) == "n0, n1, n2, n3, n4, n5 and 4 more"
     assert spans([0, 1, 2, 5, 7, 8]) == "0-2, 5, 7-8"
+
+
+def test_whole_gpu_capacity_counts_shares_of_time_slicing_and_one_per_hami_gpu() -> None:
+    """A time-sliced GPU advertises ``replicas`` nvidia.com/gpu; a HAMi GPU is one GPU whose shares are
+    sized by memory and cores (compiler.plan.hami), so plan and status count it once."""
+    base = replace(policy().clusters[0].pools[0], mig=False, reserve_whole_gpus=0, reserve_whole_nodes=0)
+    sliced = replace(base, sharing=Sharing("time-slicing", 4))
+    hami = replace(base, sharing=Sharing("hami", hami=HamiSettings(split_count=8)))
+    layouts: list[NodeLayout | None] = [(WHOLE, WHOLE)]
+    assert layout_counts(layouts, sliced) == {"gpu": 8}
+    assert layout_counts(layouts, hami) == {"gpu": 2}
+    assert layout_counts(layouts, base) == {"gpu": 2}
+    assert gpus_in_use(layouts, {"gpu": 5}, sliced) == 2
+    assert gpus_in_use(layouts, {"gpu": 1}, hami) == 1
+    assert _Shares(sliced, None).of("nvidia.com/gpu") == 0.25
+    assert _Shares(hami, None).of("nvidia.com/gpu") == 1.0

@@ -254,6 +254,34 @@ def test_output_is_deterministic(compiled: Any) -> None:
 
 
 # --- the command end to end --------------------------------------------------------------------------
+def test_cli_html_replaces_a_planted_symlink_never_writes_through_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    snap = tmp_path / "cluster.json"
+    snap.write_text(json.dumps(sf.fleet()))
+    victim = tmp_path / "victim.txt"
+    victim.write_text("precious\n")
+    html = tmp_path / "status.html"
+    html.symlink_to(victim)
+    rc = main(
+        [
+            "status",
+            "examples/prod",
+            "--snapshot",
+            str(snap),
+            "--now",
+            "2026-12-01T06:00:00Z",
+            "--html",
+            str(html),
+        ]
+    )
+    _, err = capsys.readouterr()
+    assert rc == 0, err
+    assert victim.read_text() == "precious\n"
+    assert not html.is_symlink() and html.read_text().startswith("<!DOCTYPE html>")
+    assert [p.name for p in tmp_path.iterdir() if p.name.endswith(".migc-tmp")] == []
+
+
 def test_cli_snapshot_text_json_html(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     cluster = sf.fleet()
     cluster["items"].append(

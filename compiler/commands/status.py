@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import datetime as dt
 import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +18,7 @@ import click
 from compiler import report
 from compiler.catalog import load_catalog
 from compiler.commands._common import load_and_validate, paths_argument
+from compiler.commands._files import write_files
 from compiler.commands.compile import compile_policy, emit_diagnostics
 from compiler.current import ASSIGNMENT_FILE, read_assignment, state_from_assignment
 from compiler.diagnostics import has_errors, make
@@ -37,18 +37,6 @@ def _parse_now(value: str | None) -> dt.datetime | None:
     except ValueError:
         return None
     return t if t.tzinfo is not None else None
-
-
-def _write_atomic(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 @click.command(name="status")
@@ -197,7 +185,8 @@ def command(
     )
     if html_file is not None:
         try:
-            _write_atomic(Path(html_file), to_html(status))
+            html_path = Path(html_file)
+            write_files(html_path.parent, {html_path.name: to_html(status)})
         except OSError as exc:
             emit_diagnostics(
                 [make("MIGC301", f"cannot write {html_file}: {exc.strerror or exc}", file=html_file)],

@@ -33,10 +33,12 @@ def _pool_of(policy: Policy, cluster: str, pool: str) -> NodePool | None:
 
 
 def layout_counts(layouts: Iterable[NodeLayout | None], pool: NodePool | None) -> dict[str, int]:
-    """Instances per resource of some nodes; whole GPUs under ``"gpu"`` (time-sliced: per replica)."""
-    shares = (
-        pool.sharing.replicas if (pool is not None and not pool.mig and pool.sharing.mode != "none") else 1
-    )
+    """Instances per resource of some nodes; whole GPUs under ``"gpu"``.
+
+    A time-sliced or MPS GPU counts ``sharing.replicas`` (what the device plugin advertises); a HAMi
+    GPU counts one, its shares are planned by memory and cores (``compiler.plan.hami``).
+    """
+    shares = pool.shares_per_gpu if pool is not None else 1
     out: dict[str, int] = {}
     for layout in layouts:
         for gpu in layout or ():
@@ -104,9 +106,7 @@ def gpus_in_use(
 ) -> int:
     """GPUs carrying at least one instance that serves demand, filling the fullest GPUs first."""
     gpus = [g for layout in layouts for g in (layout or ())]
-    shares = (
-        pool.sharing.replicas if (pool is not None and not pool.mig and pool.sharing.mode != "none") else 1
-    )
+    shares = pool.shares_per_gpu if pool is not None else 1
     used = [False] * len(gpus)
     for resource in sorted(served):
         need = served[resource]
@@ -146,8 +146,7 @@ def _reserved(pool: NodePool | None) -> int:
 def _demand_capacity(layouts: Sequence[NodeLayout | None], pool: NodePool | None) -> dict[str, int]:
     caps = layout_counts(layouts, pool)
     if WHOLE_GPU in caps and pool is not None:
-        shares = pool.sharing.replicas if (not pool.mig and pool.sharing.mode != "none") else 1
-        caps[WHOLE_GPU] = max(0, caps[WHOLE_GPU] - _reserved(pool) * shares)
+        caps[WHOLE_GPU] = max(0, caps[WHOLE_GPU] - _reserved(pool) * pool.shares_per_gpu)
     return caps
 
 

@@ -89,9 +89,7 @@ class _Shares:
     def of(self, resource: str) -> float:
         profile = profile_of(resource)
         if profile is None:
-            if self.pool.sharing.mode != "none" and not self.pool.mig:
-                return 1.0 / max(1, self.pool.sharing.replicas)
-            return 1.0
+            return 1.0 / self.pool.shares_per_gpu
         prof = self.model.profile(profile) if self.model else None
         if prof is None or not self.model or not self.model.compute_slices:
             return 0.0
@@ -191,7 +189,7 @@ def _gpu_views(
         gpu_usage = sorted(by_gpu.get(index, []), key=lambda u: (u.profile, _id_order(u.instance)))
         slots: list[tuple[str, float, float]] = []
         if not mig:
-            n = pool.sharing.replicas if (pool.sharing.mode != "none" and not pool.mig) else 1
+            n = pool.shares_per_gpu  # a HAMi GPU is one slot: its shares are sized, not equal
             slots = [(GPU_RESOURCE, i / n, 1 / n) for i in range(n)]
         elif model is not None and model.memory_slices:
             witness = place(model, profiles) if profiles else ()

@@ -63,6 +63,8 @@ class Reconciler:
             self.health.api_ok()
         targets = self._targets(loaded, nodes)
         self._gauges(nodes, targets)
+        if ctx.metrics.pending_due(ctx.s.resync_interval):
+            ctx.metrics.observe_pods(ctx.kube.list_pods())  # GPU pods' pending time, at most once a resync
         if ctx.s.dry_run:
             self.busy = False
             dry_run(ctx, nodes, targets, loaded.assignment if loaded.valid else None, loaded.paused, now)

@@ -622,6 +622,129 @@ class _Frame:
     key_mark: tuple[int, int] = (0, 0)
 
 
+class _FastDecline(Exception):
+    """The fast path met something where the ruamel path could differ: the ruamel path loads the file."""
+
+
+class _FastBuilder:
+    """Builds the documents of one stream from libyaml's events, raising :class:`_FastDecline` instead."""
+
+    def __init__(self, text: str, file: str) -> None:
+        self.text = text
+        self.file = file
+        self.lines: list[str] | None = None
+        self.docs: list[LoadedDocument] = []
+        self.stack: list[_Frame] = []
+        self.positions: dict[PathKey, tuple[int, int]] = {}
+        self.key_positions: dict[PathKey, tuple[int, int]] = {}
+        self.root: Any = None
+        self.skip_root = False
+        self.index = -1
+        self.nodes = 0
+
+    def start_document(self, event: Any) -> None:
+        if event.version is not None or event.tags:
+            raise _FastDecline  # %YAML / %TAG directives change resolution: ruamel's business
+        self.index += 1
+        if self.index >= MAX_DOCUMENTS:
+            raise _FastDecline
+        self.positions, self.key_positions, self.root, self.skip_root = {}, {}, None, False
+
+    def end_document(self) -> None:
+        if not self.skip_root:
+            self.docs.append(
+                LoadedDocument(
+                    file=self.file,
+                    index=self.index,
+                    data=self.root,
+                    positions=self.positions,
+                    key_positions=self.key_positions,
+                )
+            )
+
+    def node(self, event: Any, is_scalar: bool, is_mapping: bool) -> None:
+        """One scalar, sequence start or mapping start event."""
+        if event.anchor is not None or event.tag is not None:
+            raise _FastDecline
+        self.nodes += 1
+        if self.nodes > MAX_NODES:
+            raise _FastDecline
+        if self.stack and is_scalar and event.value == "" and event.implicit[0]:
+            # an empty node (``key:``): ruamel and libyaml place it at different marks
+            raise _FastDecline
+        start = event.start_mark
+        mark = (start.line + 1, start.column + 1)
+        path = self._place(event, is_scalar, mark)
+        if path is None:
+            return  # it was a mapping key
+        self.positions[path] = mark
+        if is_scalar:
+            self._attach(self._scalar(event))
+            return
+        collection: dict[str, Any] | list[Any] = {} if is_mapping else []
+        self._attach(collection)
+        if len(self.stack) >= _FAST_MAX_DEPTH:
+            raise _FastDecline
+        self.stack.append(_Frame(collection, path))
+
+    def end_collection(self) -> None:
+        self.stack.pop()
+
+    def _place(self, event: Any, is_scalar: bool, mark: tuple[int, int]) -> PathKey | None:
+        """The path of this node and its key position, or None where it is a mapping key (then stored)."""
+        if not self.stack:
+            return ()
+        top = self.stack[-1]
+        path: PathKey
+        if isinstance(top.data, dict):
+            if top.key is None:  # this node is a key
+                if not is_scalar or event.value == "<<" or event.value in top.data:
+                    raise _FastDecline
+                top.key, top.key_mark = event.value, mark
+                return None
+            path = (*top.path, top.key)
+            self.key_positions[path] = top.key_mark
+        else:
+            path = (*top.path, len(top.data))
+            self.key_positions[path] = mark
+        return path
+
+    def _scalar(self, event: Any) -> Any:
+        """The value of a scalar event as the ruamel path converts it."""
+        plain, quoted = event.implicit
+        if plain:
+            tag, value = _plain_scalar(event.value)
+            if value is _DECLINE:
+                raise _FastDecline
+            if not self.stack and tag == _TAG + "null" and event.value in ("", "~", "null"):
+                self.skip_root = True  # an empty document, skipped as the ruamel path does
+            return value
+        if not quoted:
+            raise _FastDecline
+        if event.style in ("|", ">"):
+            if not self.stack:
+                raise _FastDecline  # a document that is one block scalar: libyaml ends it early
+            if self.lines is None:
+                self.lines = self.text.split("\n")
+            start = event.start_mark
+            if not _BLOCK_HEADER.match(self.lines[start.line], start.column):
+                raise _FastDecline  # libyaml accepts headers such as ``|#`` that ruamel refuses
+        return event.value
+
+    def _attach(self, value: Any) -> None:
+        """Put ``value`` under the open collection (or make it the document's root)."""
+        if not self.stack:
+            self.root = value
+            return
+        top = self.stack[-1]
+        if isinstance(top.data, dict):
+            assert top.key is not None
+            top.data[top.key] = value
+            top.key = None
+        else:
+            top.data.append(value)
+
+
 def _fast_load(text: str, file: str) -> list[LoadedDocument] | None:
     """The documents of ``text`` parsed by libyaml, or None to let the ruamel path decide."""
     if _pyyaml is None or any(ch in text for ch in _FAST_REFUSED_CHARS):
@@ -630,107 +753,25 @@ def _fast_load(text: str, file: str) -> list[LoadedDocument] | None:
         # directives (maybe one libyaml ignores) and document end markers (libyaml accepts ``...``
         # twice in a row, ruamel does not): rare in policies, so ruamel decides what they mean
         return None
-    lines: list[str] | None = None
     ev = _pyyaml.events
     scalar_event, seq_start, map_start = ev.ScalarEvent, ev.SequenceStartEvent, ev.MappingStartEvent
     collection_end = (ev.SequenceEndEvent, ev.MappingEndEvent)
-    docs: list[LoadedDocument] = []
-    stack: list[_Frame] = []
-    positions: dict[PathKey, tuple[int, int]] = {}
-    key_positions: dict[PathKey, tuple[int, int]] = {}
-    root: Any = None
-    skip_root = False
-    index = -1
-    nodes = 0
+    stream_marks = (ev.StreamStartEvent, ev.StreamEndEvent)
+    builder = _FastBuilder(text, file)
     event: Any  # PyYAML's stubs type events as the base class; the attributes read depend on the kind
     try:
         for event in _pyyaml.parse(text, Loader=_CLoader):
             kind = type(event)
             if kind is scalar_event or kind is seq_start or kind is map_start:
-                if event.anchor is not None or event.tag is not None:
-                    return None
-                nodes += 1
-                if nodes > MAX_NODES:
-                    return None
-                if stack and kind is scalar_event and event.value == "" and event.implicit[0]:
-                    # an empty node (``key:``): ruamel and libyaml place it at different marks
-                    return None
-                start = event.start_mark
-                mark = (start.line + 1, start.column + 1)
-                if stack:
-                    top = stack[-1]
-                    if isinstance(top.data, dict):
-                        if top.key is None:  # this node is a key
-                            if kind is not scalar_event or event.value == "<<" or event.value in top.data:
-                                return None
-                            top.key, top.key_mark = event.value, mark
-                            continue
-                        path: PathKey = (*top.path, top.key)
-                        key_positions[path] = top.key_mark
-                    else:
-                        path = (*top.path, len(top.data))
-                        key_positions[path] = mark
-                else:
-                    path = ()
-                positions[path] = mark
-                value: Any
-                if kind is scalar_event:
-                    plain, quoted = event.implicit
-                    if plain:
-                        tag, value = _plain_scalar(event.value)
-                        if value is _DECLINE:
-                            return None
-                        if not stack and tag == _TAG + "null" and event.value in ("", "~", "null"):
-                            skip_root = True  # an empty document, skipped as the ruamel path does
-                    elif quoted:
-                        if event.style in ("|", ">"):
-                            if not stack:
-                                return None  # a document that is one block scalar: libyaml ends it early
-                            if lines is None:
-                                lines = text.split("\n")
-                            if not _BLOCK_HEADER.match(lines[start.line], start.column):
-                                return None  # libyaml accepts headers such as ``|#`` that ruamel refuses
-                        value = event.value
-                    else:
-                        return None
-                else:
-                    value = {} if kind is map_start else []
-                if stack:
-                    top = stack[-1]
-                    if isinstance(top.data, dict):
-                        assert top.key is not None
-                        top.data[top.key] = value
-                        top.key = None
-                    else:
-                        top.data.append(value)
-                else:
-                    root = value
-                if kind is not scalar_event:
-                    if len(stack) >= _FAST_MAX_DEPTH:
-                        return None
-                    stack.append(_Frame(value, path))
+                builder.node(event, kind is scalar_event, kind is map_start)
             elif kind in collection_end:
-                stack.pop()
+                builder.end_collection()
             elif kind is ev.DocumentStartEvent:
-                if event.version is not None or event.tags:
-                    return None  # %YAML / %TAG directives change resolution: ruamel's business
-                index += 1
-                if index >= MAX_DOCUMENTS:
-                    return None
-                positions, key_positions, root, skip_root = {}, {}, None, False
+                builder.start_document(event)
             elif kind is ev.DocumentEndEvent:
-                if not skip_root:
-                    docs.append(
-                        LoadedDocument(
-                            file=file,
-                            index=index,
-                            data=root,
-                            positions=positions,
-                            key_positions=key_positions,
-                        )
-                    )
-            elif kind is not ev.StreamStartEvent and kind is not ev.StreamEndEvent:
+                builder.end_document()
+            elif kind not in stream_marks:
                 return None  # an alias (or anything new): the ruamel path bounds and reports those
-    except _pyyaml.YAMLError:
+    except (_pyyaml.YAMLError, _FastDecline):
         return None
-    return docs or None
+    return builder.docs or None

@@ -231,73 +231,83 @@ def average_demand(pods: Sequence[_Pod], span: float) -> dict[str, float]:
     return out
 
 
-def simulate(
-    trace: Sequence[TracePod],
-    model: GpuModel,
-    s: Settings,
-    baseline: str,
-    policy: PartitionPolicy,
-    progress: Callable[[float], None] | None = None,
-) -> Result:
+def _trace_pods(trace: Sequence[TracePod], model: GpuModel, s: Settings) -> list[_Pod]:
+    """The trace's pods with their profile, instance count, size class and scaled arrival."""
     size_of = {p.name: f"{p.compute_slices}g" for p in model.profiles}
     pods: list[_Pod] = []
     for tp in trace:
         prof, count = profile_for(tp, model, s.mapping)
         size = size_of[prof] if count == 1 else f"{count}x{size_of[prof]}"
         pods.append(_Pod(tp, tp.arrival / s.time_scale, prof, count, size))
-    start = min((p.arrival for p in pods), default=0.0)
-    end_arrival = max((p.arrival for p in pods), default=0.0)
-    span = max(end_arrival - start, 1.0)
-    if baseline == "static-optimal":
-        layouts = optimal_static(model, s, average_demand(pods, span))
-        fleet = _Fleet(model, s, {})
-        fleet.layout = layouts
-    else:
-        fleet = _Fleet(model, s, balanced_layout(model))
-    res = Result(baseline, hours=0.0, total_slices=s.nodes * s.gpus_per_node * model.compute_slices)
-    too_big = [p for p in pods if p.count > s.gpus_per_node]
+    return pods
 
-    # events: (time, order, kind, payload); kinds: 0 reconfig done, 1 departure, 2 arrival, 3 tick
-    events: list[tuple[float, int, int, int]] = []
-    seq = 0
-    for i, p in enumerate(pods):
-        if p.count <= s.gpus_per_node:
-            events.append((p.arrival, seq, 2, i))
-            seq += 1
-    heapq.heapify(events)
-    pending: dict[str, list[tuple[int, float, int]]] = {}  # profile → sorted [(-priority, arrival, pod)]
-    bound: dict[int, list[tuple[int, int]]] = {}  # pod → [(gpu, count)]
-    pending_since: dict[int, float] = {}
-    busy_slices = 0
-    last_t = start
-    touched_gpus: set[int] = set()
-    touched_nodes: set[int] = set()
-    node_last_change: dict[str, dt.datetime] = {}
-    change_log: list[dt.datetime] = []
-    first_seen: dt.datetime | None = None
-    pattern: tuple[str, ...] = ()
-    pending_layout: dict[int, dict[int, Layout]] = {}  # node → gpu → layout applied when it is back
-    interval = float(policy.interval_seconds)
-    if baseline == "default":
-        heapq.heappush(events, (start + interval, seq, 3, 0))
-        seq += 1
-    n_pods = len(pods)
-    done = 0
 
-    def demand() -> Layout:
+# event kinds, in the order they are handled at one instant: (time, seq, kind, payload)
+_RECONFIGURED, _DEPARTURE, _ARRIVAL, _TICK = 0, 1, 2, 3
+
+
+class _Run:
+    """The state of one replay: the fleet, the event queue, the pending queues and the gate history."""
+
+    def __init__(
+        self,
+        pods: list[_Pod],
+        model: GpuModel,
+        s: Settings,
+        baseline: str,
+        policy: PartitionPolicy,
+        fleet: _Fleet,
+        res: Result,
+        start: float,
+    ) -> None:
+        self.pods = pods
+        self.model = model
+        self.s = s
+        self.baseline = baseline
+        self.policy = policy
+        self.fleet = fleet
+        self.res = res
+        self.start = start
+        self.events: list[tuple[float, int, int, int]] = []
+        self.seq = 0
+        for i, p in enumerate(pods):
+            if p.count <= s.gpus_per_node:
+                self.events.append((p.arrival, self.seq, _ARRIVAL, i))
+                self.seq += 1
+        heapq.heapify(self.events)
+        self.pending: dict[str, list[tuple[int, float, int]]] = {}  # profile → sorted [(-prio, arrival, pod)]
+        self.bound: dict[int, list[tuple[int, int]]] = {}  # pod → [(gpu, count)]
+        self.pending_since: dict[int, float] = {}
+        self.busy_slices = 0
+        self.last_t = start
+        self.touched_gpus: set[int] = set()
+        self.touched_nodes: set[int] = set()
+        self.node_last_change: dict[str, dt.datetime] = {}
+        self.change_log: list[dt.datetime] = []
+        self.first_seen: dt.datetime | None = None
+        self.pattern: tuple[str, ...] = ()
+        self.pending_layout: dict[int, dict[int, Layout]] = {}  # node → gpu → layout applied when back
+        self.interval = float(policy.interval_seconds)
+        if baseline == "default":
+            self.push(start + self.interval, _TICK, 0)
+        self.done = 0
+
+    def push(self, t: float, kind: int, payload: int) -> None:
+        heapq.heappush(self.events, (t, self.seq, kind, payload))
+        self.seq += 1
+
+    def demand(self) -> Layout:
         d: Layout = {}
-        for lay in fleet.busy:
+        for lay in self.fleet.busy:
             for p, c in lay.items():
                 d[p] = d.get(p, 0) + c
-        for p, q in pending.items():
-            d[p] = d.get(p, 0) + sum(pods[i].count for _, _, i in q)
+        for p, q in self.pending.items():
+            d[p] = d.get(p, 0) + sum(self.pods[i].count for _, _, i in q)
         return d
 
-    def try_bind(i: int, now: float) -> bool:
-        nonlocal busy_slices
-        p = pods[i]
-        gpn = s.gpus_per_node
-        for node in range(s.nodes):
+    def try_bind(self, i: int, now: float) -> bool:
+        fleet, p, gpn = self.fleet, self.pods[i], self.s.gpus_per_node
+        for node in range(self.s.nodes):
             if fleet.node_busy_until[node] > now:
                 continue
             free = [
@@ -314,15 +324,15 @@ def simulate(
                     fleet.busy[gi][p.profile] = fleet.busy[gi].get(p.profile, 0) + k
                     took.append((gi, k))
                     need -= k
-            bound[i] = took
-            busy_slices += fleet.slices[p.profile] * p.count
+            self.bound[i] = took
+            self.busy_slices += fleet.slices[p.profile] * p.count
             return True
         return False
 
-    def free_counts(now: float) -> Layout:
+    def free_counts(self, now: float) -> Layout:
         out: Layout = {}
-        gpn = s.gpus_per_node
-        for node in range(s.nodes):
+        fleet, gpn = self.fleet, self.s.gpus_per_node
+        for node in range(self.s.nodes):
             if fleet.node_busy_until[node] > now:
                 continue
             for gi in range(node * gpn, (node + 1) * gpn):
@@ -333,36 +343,39 @@ def simulate(
                         out[p] = out.get(p, 0) + f
         return out
 
-    def schedule(now: float) -> None:
-        nonlocal seq
-        if not pending:
+    def schedule(self, now: float) -> None:
+        if not self.pending:
             return
-        free = free_counts(now)
-        for prof in list(pending):
+        free = self.free_counts(now)
+        for prof in list(self.pending):
             if free.get(prof, 0) <= 0:
                 continue
-            q = pending[prof]
-            kept: list[tuple[int, float, int]] = []
-            for n, item in enumerate(q):
-                i = item[2]
-                if free.get(prof, 0) <= 0:
-                    kept.extend(q[n:])
-                    break
-                if pods[i].count <= free.get(prof, 0) and try_bind(i, now):
-                    free[prof] -= pods[i].count
-                    res.waits.setdefault(pods[i].size, []).append(now - pods[i].arrival)
-                    pending_since.pop(i, None)
-                    heapq.heappush(events, (now + pods[i].src.duration, seq, 1, i))
-                    seq += 1
-                else:
-                    kept.append(item)
+            kept = self._bind_queue(prof, free, now)
             if kept:
-                pending[prof] = kept
+                self.pending[prof] = kept
             else:
-                del pending[prof]
+                del self.pending[prof]
 
-    def apply(changes: dict[int, Layout], now: float) -> None:
-        nonlocal seq
+    def _bind_queue(self, prof: str, free: Layout, now: float) -> list[tuple[int, float, int]]:
+        """Bind the pods waiting for ``prof`` in queue order (backfilling); the ones left waiting."""
+        pods, q = self.pods, self.pending[prof]
+        kept: list[tuple[int, float, int]] = []
+        for n, item in enumerate(q):
+            i = item[2]
+            if free.get(prof, 0) <= 0:
+                kept.extend(q[n:])
+                break
+            if pods[i].count <= free.get(prof, 0) and self.try_bind(i, now):
+                free[prof] -= pods[i].count
+                self.res.waits.setdefault(pods[i].size, []).append(now - pods[i].arrival)
+                self.pending_since.pop(i, None)
+                self.push(now + pods[i].src.duration, _DEPARTURE, i)
+            else:
+                kept.append(item)
+        return kept
+
+    def apply(self, changes: dict[int, Layout], now: float) -> None:
+        fleet, s, res = self.fleet, self.s, self.res
         by_node: dict[int, dict[int, Layout]] = {}
         for gi, lay in changes.items():
             by_node.setdefault(fleet.node(gi), {})[gi] = lay
@@ -371,61 +384,69 @@ def simulate(
             fleet.node_busy_until[node] = now + cost
             for gi in gl:
                 fleet.layout[gi] = {}  # carved away while the node is out
-            pending_layout[node] = gl
-            heapq.heappush(events, (now + cost, seq, 0, node))
-            seq += 1
+            self.pending_layout[node] = gl
+            self.push(now + cost, _RECONFIGURED, node)
             res.reconfigurations += 1
             res.gpu_reconfigurations += len(gl)
-            touched_gpus.update(gl)
-            touched_nodes.add(node)
+            self.touched_gpus.update(gl)
+            self.touched_nodes.add(node)
             when = EPOCH + dt.timedelta(seconds=now)
-            node_last_change[f"node-{node}"] = when
-            change_log.append(when)
+            self.node_last_change[f"node-{node}"] = when
+            self.change_log.append(when)
 
-    def evaluate(now: float) -> None:
-        nonlocal first_seen, pattern
-        res.evaluations += 1
-        when = EPOCH + dt.timedelta(seconds=now)
-        if not pending:  # nothing waits: nothing is short, the pattern ends
-            first_seen, pattern = None, ()
-            return
-        mem = {p.name: p.memory_gb for p in model.profiles}
-        waiting = (
-            [
-                g.PendingPod(pods[i].src.name, p, now - pods[i].arrival, s.max_wait_seconds, mem.get(p))
-                for p, q in pending.items()
-                for _, _, i in q
-            ]
-            if (s.max_wait_seconds is not None or policy.rules)
-            else []
-        )
-        fired = g.fired_rules(policy.rules, waiting)
-        res.rules_fired += len(fired)
+    def _waiting(self, now: float) -> list[g.PendingPod]:
+        """The pending pods as the gates see them (none where neither max-wait nor rules need them)."""
+        if self.s.max_wait_seconds is None and not self.policy.rules:
+            return []
+        mem = {p.name: p.memory_gb for p in self.model.profiles}
+        pods = self.pods
+        return [
+            g.PendingPod(pods[i].src.name, p, now - pods[i].arrival, self.s.max_wait_seconds, mem.get(p))
+            for p, q in self.pending.items()
+            for _, _, i in q
+        ]
+
+    def _rule_extra(self, waiting: list[g.PendingPod]) -> Layout:
+        """The instances the fired rules ask to maximise (counted as extra demand)."""
+        fired = g.fired_rules(self.policy.rules, waiting)
+        self.res.rules_fired += len(fired)
         extra: Layout = {}
         for r in fired:
-            if r.maximize in fleet.slices:
+            if r.maximize in self.fleet.slices:
                 extra[r.maximize] = extra.get(r.maximize, 0) + sum(
                     1 for w in waiting if r.when.profile is None or w.profile == r.when.profile
                 )
-        d = demand()
-        cur = fleet.capacity()
-        changes, new_cap = cover(fleet, d, now, extra)
+        return extra
+
+    def evaluate(self, now: float) -> None:
+        """One recommend evaluation: the cover of the demand, applied where every gate passes."""
+        res, policy = self.res, self.policy
+        res.evaluations += 1
+        when = EPOCH + dt.timedelta(seconds=now)
+        if not self.pending:  # nothing waits: nothing is short, the pattern ends
+            self.first_seen, self.pattern = None, ()
+            return
+        waiting = self._waiting(now)
+        extra = self._rule_extra(waiting)
+        d = self.demand()
+        cur = self.fleet.capacity()
+        changes, new_cap = cover(self.fleet, d, now, extra)
         if not changes:
-            first_seen, pattern = None, ()
+            self.first_seen, self.pattern = None, ()
             return
         short = tuple(sorted(p for p, n in d.items() if n > cur.get(p, 0)))
-        if short != pattern:
-            pattern, first_seen = short, when
-        gain = g.gain_pct(cur, new_cap, d, fleet.slices)
+        if short != self.pattern:
+            self.pattern, self.first_seen = short, when
+        gain = g.gain_pct(cur, new_cap, d, self.fleet.slices)
         urgent = g.urgent_pods(waiting, cur, new_cap)
-        nodes = sorted({f"node-{fleet.node(gi)}" for gi in changes})
+        nodes = sorted({f"node-{self.fleet.node(gi)}" for gi in changes})
         checks = [
             g.threshold(gain, policy, urgent),
-            g.stabilization(first_seen, when, policy, urgent),
-            g.min_dwell(nodes, node_last_change, when, policy),
+            g.stabilization(self.first_seen, when, policy, urgent),
+            g.min_dwell(nodes, self.node_last_change, when, policy),
             g.daily_budget(
                 len(nodes),
-                g.changes_last_day(change_log[-max(policy.daily_change_budget, 1) * 2 :], when),
+                g.changes_last_day(self.change_log[-max(policy.daily_change_budget, 1) * 2 :], when),
                 policy,
             ),
         ]
@@ -433,48 +454,84 @@ def simulate(
         for name in failed:
             res.blocked[name] = res.blocked.get(name, 0) + 1
         if not failed:
-            apply(changes, now)
-            first_seen, pattern = None, ()
+            self.apply(changes, now)
+            self.first_seen, self.pattern = None, ()
 
-    last_activity = start
-    horizon = max(policy.stabilization_seconds, policy.min_dwell_seconds, 86400) + 2 * interval
-    while events:
-        t, _, kind, x = heapq.heappop(events)
-        if kind != 3:
-            last_activity = t
-        busy_s = busy_slices
-        res.busy_slice_seconds += busy_s * (t - last_t)
-        last_t = t
-        if kind == 2:
-            p = pods[x]
-            bisect.insort(pending.setdefault(p.profile, []), (-p.src.priority, p.arrival, x))
-            pending_since[x] = t
-            done += 1
-            if progress and done % 500 == 0:
-                progress(done / n_pods)
-        elif kind == 1:
-            for gi, k in bound.pop(x):
-                fleet.busy[gi][pods[x].profile] -= k
-            busy_slices -= fleet.slices[pods[x].profile] * pods[x].count
-        elif kind == 0:
-            for gi, lay in pending_layout.pop(x, {}).items():
-                fleet.layout[gi] = lay
-        schedule(t)
-        if kind == 3:
-            evaluate(t)
-            schedule(t)
-            idle = all(e[2] == 3 for e in events)  # no arrival, departure or rollout left
-            if idle and (not pending or t - last_activity > horizon):
-                break  # nothing can change any more (the gates had every chance to pass)
-            heapq.heappush(events, (t + interval, seq, 3, 0))
-            seq += 1
-        elif baseline == "naive" and pending and kind in (2, 0, 1):
-            changes, _ = cover(fleet, demand(), t)
-            if changes:
-                apply(changes, t)
-                schedule(t)
-    res.hours = max(last_t - start, 1.0) / 3600
-    res.never_served = sum(len(q) for q in pending.values()) + len(too_big)
-    res.gpus_touched = len(touched_gpus)
-    res.nodes_touched = len(touched_nodes)
+    def _handle(self, t: float, kind: int, x: int, progress: Callable[[float], None] | None) -> None:
+        """The state change of one arrival, departure or finished reconfiguration."""
+        if kind == _ARRIVAL:
+            p = self.pods[x]
+            bisect.insort(self.pending.setdefault(p.profile, []), (-p.src.priority, p.arrival, x))
+            self.pending_since[x] = t
+            self.done += 1
+            if progress and self.done % 500 == 0:
+                progress(self.done / len(self.pods))
+        elif kind == _DEPARTURE:
+            pod = self.pods[x]
+            for gi, k in self.bound.pop(x):
+                self.fleet.busy[gi][pod.profile] -= k
+            self.busy_slices -= self.fleet.slices[pod.profile] * pod.count
+        elif kind == _RECONFIGURED:
+            for gi, lay in self.pending_layout.pop(x, {}).items():
+                self.fleet.layout[gi] = lay
+
+    def _tick(self, t: float, last_activity: float, horizon: float) -> bool:
+        """One evaluation interval; False once nothing can change any more."""
+        self.evaluate(t)
+        self.schedule(t)
+        idle = all(e[2] == _TICK for e in self.events)  # no arrival, departure or rollout left
+        if idle and (not self.pending or t - last_activity > horizon):
+            return False  # nothing can change any more (the gates had every chance to pass)
+        self.push(t + self.interval, _TICK, 0)
+        return True
+
+    def run(self, progress: Callable[[float], None] | None) -> None:
+        """Replay every event; leaves the end time in ``last_t``."""
+        policy, events = self.policy, self.events
+        last_activity = self.start
+        horizon = max(policy.stabilization_seconds, policy.min_dwell_seconds, 86400) + 2 * self.interval
+        while events:
+            t, _, kind, x = heapq.heappop(events)
+            if kind != _TICK:
+                last_activity = t
+            self.res.busy_slice_seconds += self.busy_slices * (t - self.last_t)
+            self.last_t = t
+            self._handle(t, kind, x, progress)
+            self.schedule(t)
+            if kind == _TICK:
+                if not self._tick(t, last_activity, horizon):
+                    break
+            elif self.baseline == "naive" and self.pending:
+                changes, _ = cover(self.fleet, self.demand(), t)
+                if changes:
+                    self.apply(changes, t)
+                    self.schedule(t)
+
+
+def simulate(
+    trace: Sequence[TracePod],
+    model: GpuModel,
+    s: Settings,
+    baseline: str,
+    policy: PartitionPolicy,
+    progress: Callable[[float], None] | None = None,
+) -> Result:
+    pods = _trace_pods(trace, model, s)
+    start = min((p.arrival for p in pods), default=0.0)
+    end_arrival = max((p.arrival for p in pods), default=0.0)
+    span = max(end_arrival - start, 1.0)
+    if baseline == "static-optimal":
+        layouts = optimal_static(model, s, average_demand(pods, span))
+        fleet = _Fleet(model, s, {})
+        fleet.layout = layouts
+    else:
+        fleet = _Fleet(model, s, balanced_layout(model))
+    res = Result(baseline, hours=0.0, total_slices=s.nodes * s.gpus_per_node * model.compute_slices)
+    too_big = [p for p in pods if p.count > s.gpus_per_node]
+    run = _Run(pods, model, s, baseline, policy, fleet, res, start)
+    run.run(progress)
+    res.hours = max(run.last_t - start, 1.0) / 3600
+    res.never_served = sum(len(q) for q in run.pending.values()) + len(too_big)
+    res.gpus_touched = len(run.touched_gpus)
+    res.nodes_touched = len(run.touched_nodes)
     return res

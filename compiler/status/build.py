@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from compiler.catalog import Catalog, GpuModel
@@ -302,23 +302,11 @@ def _balanced_gpus(model: GpuModel | None, allocated: Mapping[str, int]) -> int 
     return max((math.ceil(n / per_gpu[p]) for p, n in need.items()), default=0) + own_gpus
 
 
-def build_status(
-    policy: Policy,
-    catalog: Catalog,
-    observation: Observation,
-    assignments: Mapping[str, Mapping[str, Any]],
-    *,
-    expected_from: str,
-    usage: Sequence[InstanceUsage] | None = None,
-    filters: Filters = Filters(),
-) -> FleetStatus:
-    tenant_of_ns = {ns: t.name for t in policy.tenants for ns in t.namespaces}
-    usage_by_node: dict[str, list[InstanceUsage]] = {}
-    for u in usage or ():
-        usage_by_node.setdefault(u.node, []).append(u)
-
-    # node → (cluster, pool)
-    membership: dict[str, tuple[str, NodePool]] = {}
+def _pool_members(
+    policy: Policy, observation: Observation
+) -> tuple[dict[tuple[str, str], list[ObservedNode]], list[str]]:
+    """The observed nodes of each (cluster, pool), and the GPU nodes no pool claims."""
+    membership: dict[str, tuple[str, NodePool]] = {}  # node → (cluster, pool)
     unmanaged: list[str] = []
     index = _pool_index(policy)
     for node in observation.nodes:
@@ -332,226 +320,319 @@ def build_status(
         if node.name in membership:
             c, p = membership[node.name]
             nodes_by_pool.setdefault((c, p.name), []).append(node)
+    return nodes_by_pool, unmanaged
 
-    pods_by_node: dict[str, list[tuple[str, str, Counts]]] = {}
-    for pod in observation.pods:
-        if pod.node is not None:
-            tenant = tenant_of_ns.get(pod.namespace, NO_TENANT)
-            pods_by_node.setdefault(pod.node, []).append((pod.key, tenant, pod.requests))
 
-    pending = tuple(
-        PendingPod(
-            pod=p.key,
-            tenant=tenant_of_ns.get(p.namespace, NO_TENANT),
-            requests=p.requests,
-            pending_seconds=p.pending_seconds,
-            max_wait_seconds=p.max_wait_seconds,
-            preference=p.profile_preference,
-        )
-        for p in observation.pending
+def _missing_nodes(pool: NodePool, seen: Sequence[ObservedNode]) -> list[str]:
+    """The named nodes of ``pool`` not observed (or how many selector nodes are short)."""
+    if not pool.uses_selector:
+        seen_names = {n.name for n in seen}
+        return [n for n in pool.node_names if n not in seen_names]
+    if len(seen) < pool.node_count:
+        return [f"{pool.name}: {pool.node_count - len(seen)} of {pool.node_count} selector nodes"]
+    return []
+
+
+def _node_drift(
+    doc: Mapping[str, Any] | None, node: ObservedNode, want: str, have: str, n_cap: Mapping[str, int]
+) -> list[str]:
+    """Why the node differs from what the deployed assignment says it should carry (empty: it matches)."""
+    if doc is None:
+        return []
+    if not want:
+        return ["not in the assignment"]
+    if have != want:
+        return [f"carries {have or 'no config'}, assignment says {want}"]
+    if node.mig_state == "failed":
+        return ["the MIG manager reports failed"]
+    if node.rollout.in_progress:
+        return []
+    exp = _expected_resources(doc, want) or {}
+    diff = sorted(
+        f"{r} {n_cap.get(r, 0)}/{exp.get(r, 0)}"
+        for r in set(exp) | set(n_cap)
+        if is_gpu_resource(r) and n_cap.get(r, 0) != exp.get(r, 0)
     )
-    pending_resources = {r for p in pending for r, _ in p.requests}
+    return ["allocatable differs (has/expected): " + ", ".join(diff)] if diff else []
 
-    node_rows: list[NodeStatus] = []
-    pool_rows: list[PoolStatus] = []
-    missing: list[str] = []
-    tenant_alloc: dict[str, dict[str, int]] = {}
-    tenant_share: dict[str, float] = {}
-    tenant_memory: dict[str, tuple[float, float]] = {}
-    tenant_cost: dict[str, float] = {}
-    cost_total = cost_alloc = cost_idle = cost_whole = 0.0
-    savings_balanced = 0.0
+
+def _add_fragmented(fragmented: float, gpus: Sequence[GpuView], wanted: set[str]) -> float:
+    """``fragmented`` plus the node's free instances no pending pod or declared request can use, plus
+    the compute no instance covers."""
+    for g in gpus:
+        for s in g.slots:
+            if s.resource and not s.pod and s.resource not in wanted:
+                fragmented += s.share
+    for g in gpus:
+        if g.known and g.mig_enabled:
+            fragmented += max(0.0, 1.0 - sum(s.share for s in g.slots if s.resource))
+    return fragmented
+
+
+@dataclass
+class _PoolTally:
+    """What one pool sums over its nodes."""
+
+    cap: dict[str, int] = field(default_factory=dict)
+    alloc: dict[str, int] = field(default_factory=dict)
+    gpus: int = 0
+    fragmented: float = 0.0
+    gpus_in_use: int = 0
+
+
+class _StatusBuilder:
+    """Walks every pool and node once, summing per-tenant holdings and the fleet's costs."""
+
+    def __init__(
+        self,
+        policy: Policy,
+        observation: Observation,
+        usage: Sequence[InstanceUsage] | None,
+    ) -> None:
+        self.policy = policy
+        self.usage = usage
+        self.tenant_of_ns = {ns: t.name for t in policy.tenants for ns in t.namespaces}
+        self.usage_by_node: dict[str, list[InstanceUsage]] = {}
+        for u in usage or ():
+            self.usage_by_node.setdefault(u.node, []).append(u)
+        self.pods_by_node: dict[str, list[tuple[str, str, Counts]]] = {}
+        for pod in observation.pods:
+            if pod.node is not None:
+                tenant = self.tenant_of_ns.get(pod.namespace, NO_TENANT)
+                self.pods_by_node.setdefault(pod.node, []).append((pod.key, tenant, pod.requests))
+        self.pending = tuple(
+            PendingPod(
+                pod=p.key,
+                tenant=self.tenant_of_ns.get(p.namespace, NO_TENANT),
+                requests=p.requests,
+                pending_seconds=p.pending_seconds,
+                max_wait_seconds=p.max_wait_seconds,
+                preference=p.profile_preference,
+            )
+            for p in observation.pending
+        )
+        self.pending_resources = {r for p in self.pending for r, _ in p.requests}
+        self.node_rows: list[NodeStatus] = []
+        self.pool_rows: list[PoolStatus] = []
+        self.missing: list[str] = []
+        self.tenant_alloc: dict[str, dict[str, int]] = {}
+        self.tenant_share: dict[str, float] = {}
+        self.tenant_memory: dict[str, tuple[float, float]] = {}
+        self.tenant_cost: dict[str, float] = {}
+        self.cost_total = self.cost_alloc = self.cost_idle = self.cost_whole = 0.0
+        self.savings_balanced = 0.0
+
+    def add_pool(
+        self,
+        cluster: str,
+        pool: NodePool,
+        model: GpuModel | None,
+        doc: Mapping[str, Any] | None,
+        seen: Sequence[ObservedNode],
+    ) -> None:
+        shares = _Shares(pool, model)
+        expected = _expected_configs(doc, pool, seen)
+        self.missing.extend(_missing_nodes(pool, seen))
+        tally = _PoolTally()
+        wanted = _wanted_resources(self.policy, pool, model, self.pending_resources)
+        for node in seen:
+            want = expected.get(node.name, "")
+            self._add_node(cluster, pool, model, doc, node, want, shares, wanted, tally)
+        self._add_pool_row(cluster, pool, model, seen, shares, tally)
+
+    def _add_pods(
+        self, pods: Sequence[tuple[str, str, Counts]], shares: _Shares, price: float | None
+    ) -> tuple[dict[str, int], dict[str, list[tuple[str, str]]]]:
+        """A node's allocation and per-resource (tenant, pod) occupants; credits each pod's tenant."""
+        n_alloc: dict[str, int] = {}
+        occupants: dict[str, list[tuple[str, str]]] = {}
+        for key, tenant, requests in pods:
+            _add(n_alloc, requests)
+            _add(self.tenant_alloc.setdefault(tenant, {}), requests)
+            self.tenant_share[tenant] = self.tenant_share.get(tenant, 0.0) + shares.total(requests)
+            mem, comp = shares.memory_and_compute(requests)
+            old_mem, old_comp = self.tenant_memory.get(tenant, (0.0, 0.0))
+            self.tenant_memory[tenant] = (old_mem + mem, old_comp + comp)
+            if price is not None:
+                self.tenant_cost[tenant] = self.tenant_cost.get(tenant, 0.0) + shares.total(requests) * price
+                self.cost_whole += sum(n for _, n in requests) * price
+            for r, n in requests:
+                occupants.setdefault(r, []).extend([(tenant, key)] * n)
+        return n_alloc, occupants
+
+    def _add_node(
+        self,
+        cluster: str,
+        pool: NodePool,
+        model: GpuModel | None,
+        doc: Mapping[str, Any] | None,
+        node: ObservedNode,
+        want: str,
+        shares: _Shares,
+        wanted: set[str],
+        tally: _PoolTally,
+    ) -> None:
+        pods = sorted(self.pods_by_node.get(node.name, []))
+        n_alloc, occupants = self._add_pods(pods, shares, pool.price_per_gpu_hour)
+        n_cap = dict(node.allocatable)
+        n_free = {r: max(0, c - n_alloc.get(r, 0)) for r, c in n_cap.items()}
+        have = node.config or ""
+        devices = _config_devices(doc, have) if have else None
+        gpus = _gpu_views(node, pool, model, devices, occupants, self.usage_by_node.get(node.name, []))
+        drift = _node_drift(doc, node, want, have, n_cap)
+        slots = [s for g in gpus for s in g.slots]
+        tally.fragmented = _add_fragmented(tally.fragmented, gpus, wanted)
+        tally.gpus_in_use += sum(1 for g in gpus if any(s.pod for s in g.slots))
+        used_instances = mean_active = None
+        if self.usage is not None:
+            actives = [s.engine_active for s in slots if s.engine_active is not None]
+            used_instances = sum(1 for a in actives if a > 0.0)
+            mean_active = round(sum(actives) / len(actives), 4) if actives else None
+        self.node_rows.append(
+            NodeStatus(
+                name=node.name,
+                cluster=cluster,
+                pool=pool.name,
+                gpu_model=pool.gpu_model,
+                capacity=_counts(n_cap),
+                allocated=_counts(n_alloc),
+                free=_counts(n_free),
+                config=have,
+                expected_config=want,
+                mig_state=node.mig_state or "",
+                phase=node.rollout.phase,
+                phase_since=node.rollout.since,
+                last_error=node.rollout.last_error,
+                unschedulable=node.unschedulable,
+                drift=tuple(drift),
+                gpus=gpus,
+                pods=tuple(k for k, _, _ in pods),
+                used_instances=used_instances,
+                mean_engine_active=mean_active,
+            )
+        )
+        _add(tally.cap, n_cap.items())
+        _add(tally.alloc, n_alloc.items())
+        tally.gpus += len(gpus)
+
+    def _add_pool_row(
+        self,
+        cluster: str,
+        pool: NodePool,
+        model: GpuModel | None,
+        seen: Sequence[ObservedNode],
+        shares: _Shares,
+        tally: _PoolTally,
+    ) -> None:
+        cap, alloc, price = tally.cap, tally.alloc, pool.price_per_gpu_hour
+        free = {r: max(0, c - alloc.get(r, 0)) for r, c in cap.items()}
+        alloc_share = shares.total(alloc.items())
+        gpu_total = float(tally.gpus)
+        free_share = max(0.0, gpu_total - alloc_share) if seen else 0.0
+        pool_cost = idle = None
+        balanced = _balanced_gpus(model, alloc) if pool.mig else None
+        if price is not None:
+            pool_cost = tally.gpus * price
+            idle = free_share * price
+            self.cost_total += pool_cost
+            self.cost_alloc += alloc_share * price
+            self.cost_idle += idle
+            if balanced is not None:
+                self.savings_balanced += (balanced - tally.gpus_in_use) * price
+        self.pool_rows.append(
+            PoolStatus(
+                cluster=cluster,
+                name=pool.name,
+                gpu_model=pool.gpu_model,
+                nodes=len(pool.node_names),
+                nodes_seen=len(seen),
+                gpus=tally.gpus,
+                capacity=_counts(cap),
+                allocated=_counts(alloc),
+                free=_counts(free),
+                allocated_share=round(alloc_share, 4),
+                free_share=round(free_share, 4),
+                fragmented_share=round(tally.fragmented, 4),
+                price_per_gpu_hour=price,
+                cost_per_hour=None if pool_cost is None else round(pool_cost, 4),
+                idle_cost_per_hour=None if idle is None else round(idle, 4),
+                balanced_gpus_needed=balanced,
+            )
+        )
+
+    def tenant_rows(self) -> list[TenantStatus]:
+        tenants: list[TenantStatus] = []
+        pending_by_tenant: dict[str, list[PendingPod]] = {}
+        for waiting_pod in self.pending:
+            pending_by_tenant.setdefault(waiting_pod.tenant, []).append(waiting_pod)
+        for t in self.policy.tenants:
+            held = self.tenant_alloc.get(t.name, {})
+            guaranteed = dict(_tenant_quota(t.guaranteed.profiles, t.guaranteed.gpus))
+            burst = dict(_tenant_quota(t.burst.profiles, t.burst.gpus))
+            waiting = {r for p in pending_by_tenant.get(t.name, []) for r, _ in p.requests}
+            memory, compute = self.tenant_memory.get(t.name, (0.0, 0.0))
+            tenants.append(
+                TenantStatus(
+                    name=t.name,
+                    memory_gb=(round(memory, 2), t.guaranteed.gpu_memory_gb, t.burst.gpu_memory_gb),
+                    compute_slices=(
+                        round(compute, 2),
+                        float(t.guaranteed.compute_slices),
+                        float(t.burst.compute_slices),
+                    ),
+                    namespaces=t.namespaces,
+                    allocated=_counts(held),
+                    guaranteed=_counts(guaranteed),
+                    burst=_counts(burst),
+                    allocated_share=round(self.tenant_share.get(t.name, 0.0), 4),
+                    pending=len(pending_by_tenant.get(t.name, [])),
+                    cost_per_hour=round(self.tenant_cost[t.name], 4) if t.name in self.tenant_cost else None,
+                    above_guarantee=tuple(sorted(r for r, n in held.items() if n > guaranteed.get(r, 0))),
+                    starved=tuple(sorted(r for r in waiting if held.get(r, 0) < guaranteed.get(r, 0))),
+                )
+            )
+        return tenants
+
+    def cost(self) -> Cost:
+        return Cost(
+            per_hour=round(self.cost_total, 4),
+            allocated_per_hour=round(self.cost_alloc, 4),
+            idle_per_hour=round(self.cost_idle, 4),
+            whole_gpu_per_pod_per_hour=round(self.cost_whole, 4),
+            savings_vs_whole_gpu_per_hour=round(self.cost_whole - self.cost_alloc, 4),
+            savings_vs_balanced_per_hour=round(self.savings_balanced, 4),
+        )
+
+
+def build_status(
+    policy: Policy,
+    catalog: Catalog,
+    observation: Observation,
+    assignments: Mapping[str, Mapping[str, Any]],
+    *,
+    expected_from: str,
+    usage: Sequence[InstanceUsage] | None = None,
+    filters: Filters = Filters(),
+) -> FleetStatus:
+    builder = _StatusBuilder(policy, observation, usage)
+    nodes_by_pool, unmanaged = _pool_members(policy, observation)
     for cluster in policy.clusters:
         doc = assignments.get(cluster.name)
         for pool in cluster.pools:
-            model = catalog.get(pool.gpu_model)
-            shares = _Shares(pool, model)
             seen = nodes_by_pool.get((cluster.name, pool.name), [])
-            expected = _expected_configs(doc, pool, seen)
-            if not pool.uses_selector:
-                seen_names = {n.name for n in seen}
-                missing.extend(n for n in pool.node_names if n not in seen_names)
-            elif len(seen) < pool.node_count:
-                missing.append(
-                    f"{pool.name}: {pool.node_count - len(seen)} of {pool.node_count} selector nodes"
-                )
-            cap: dict[str, int] = {}
-            alloc: dict[str, int] = {}
-            pool_gpus = 0
-            fragmented = 0.0
-            wanted = _wanted_resources(policy, pool, model, pending_resources)
-            price = pool.price_per_gpu_hour
-            gpus_in_use = 0
-            for node in seen:
-                pods = sorted(pods_by_node.get(node.name, []))
-                n_alloc: dict[str, int] = {}
-                occupants: dict[str, list[tuple[str, str]]] = {}
-                for key, tenant, requests in pods:
-                    _add(n_alloc, requests)
-                    _add(tenant_alloc.setdefault(tenant, {}), requests)
-                    tenant_share[tenant] = tenant_share.get(tenant, 0.0) + shares.total(requests)
-                    mem, comp = shares.memory_and_compute(requests)
-                    old_mem, old_comp = tenant_memory.get(tenant, (0.0, 0.0))
-                    tenant_memory[tenant] = (old_mem + mem, old_comp + comp)
-                    if price is not None:
-                        tenant_cost[tenant] = tenant_cost.get(tenant, 0.0) + shares.total(requests) * price
-                        cost_whole += sum(n for _, n in requests) * price
-                    for r, n in requests:
-                        occupants.setdefault(r, []).extend([(tenant, key)] * n)
-                n_cap = dict(node.allocatable)
-                n_free = {r: max(0, c - n_alloc.get(r, 0)) for r, c in n_cap.items()}
-                want = expected.get(node.name, "")
-                have = node.config or ""
-                devices = _config_devices(doc, have) if have else None
-                gpus = _gpu_views(node, pool, model, devices, occupants, usage_by_node.get(node.name, []))
-                drift: list[str] = []
-                if doc is None:
-                    pass
-                elif not want:
-                    drift.append("not in the assignment")
-                elif have != want:
-                    drift.append(f"carries {have or 'no config'}, assignment says {want}")
-                elif node.mig_state == "failed":
-                    drift.append("the MIG manager reports failed")
-                elif not node.rollout.in_progress:
-                    exp = _expected_resources(doc, want) or {}
-                    diff = sorted(
-                        f"{r} {n_cap.get(r, 0)}/{exp.get(r, 0)}"
-                        for r in set(exp) | set(n_cap)
-                        if is_gpu_resource(r) and n_cap.get(r, 0) != exp.get(r, 0)
-                    )
-                    if diff:
-                        drift.append("allocatable differs (has/expected): " + ", ".join(diff))
-                slots = [s for g in gpus for s in g.slots]
-                # free instances no pending pod or declared request can use, plus compute no instance covers
-                for s in slots:
-                    if s.resource and not s.pod and s.resource not in wanted:
-                        fragmented += s.share
-                for g in gpus:
-                    if g.known and g.mig_enabled:
-                        fragmented += max(0.0, 1.0 - sum(s.share for s in g.slots if s.resource))
-                in_use = sum(1 for g in gpus if any(s.pod for s in g.slots))
-                gpus_in_use += in_use
-                used_instances = mean_active = None
-                if usage is not None:
-                    actives = [s.engine_active for s in slots if s.engine_active is not None]
-                    used_instances = sum(1 for a in actives if a > 0.0)
-                    mean_active = round(sum(actives) / len(actives), 4) if actives else None
-                node_rows.append(
-                    NodeStatus(
-                        name=node.name,
-                        cluster=cluster.name,
-                        pool=pool.name,
-                        gpu_model=pool.gpu_model,
-                        capacity=_counts(n_cap),
-                        allocated=_counts(n_alloc),
-                        free=_counts(n_free),
-                        config=have,
-                        expected_config=want,
-                        mig_state=node.mig_state or "",
-                        phase=node.rollout.phase,
-                        phase_since=node.rollout.since,
-                        last_error=node.rollout.last_error,
-                        unschedulable=node.unschedulable,
-                        drift=tuple(drift),
-                        gpus=gpus,
-                        pods=tuple(k for k, _, _ in pods),
-                        used_instances=used_instances,
-                        mean_engine_active=mean_active,
-                    )
-                )
-                _add(cap, n_cap.items())
-                _add(alloc, n_alloc.items())
-                pool_gpus += len(gpus)
-            free = {r: max(0, c - alloc.get(r, 0)) for r, c in cap.items()}
-            alloc_share = shares.total(alloc.items())
-            gpu_total = float(pool_gpus)
-            free_share = max(0.0, gpu_total - alloc_share) if seen else 0.0
-            pool_cost = idle = None
-            balanced = _balanced_gpus(model, alloc) if pool.mig else None
-            if price is not None:
-                pool_cost = pool_gpus * price
-                idle = free_share * price
-                cost_total += pool_cost
-                cost_alloc += alloc_share * price
-                cost_idle += idle
-                if balanced is not None:
-                    savings_balanced += (balanced - gpus_in_use) * price
-            pool_rows.append(
-                PoolStatus(
-                    cluster=cluster.name,
-                    name=pool.name,
-                    gpu_model=pool.gpu_model,
-                    nodes=len(pool.node_names),
-                    nodes_seen=len(seen),
-                    gpus=pool_gpus,
-                    capacity=_counts(cap),
-                    allocated=_counts(alloc),
-                    free=_counts(free),
-                    allocated_share=round(alloc_share, 4),
-                    free_share=round(free_share, 4),
-                    fragmented_share=round(fragmented, 4),
-                    price_per_gpu_hour=price,
-                    cost_per_hour=None if pool_cost is None else round(pool_cost, 4),
-                    idle_cost_per_hour=None if idle is None else round(idle, 4),
-                    balanced_gpus_needed=balanced,
-                )
-            )
-
-    tenants: list[TenantStatus] = []
-    pending_by_tenant: dict[str, list[PendingPod]] = {}
-    for waiting_pod in pending:
-        pending_by_tenant.setdefault(waiting_pod.tenant, []).append(waiting_pod)
-    for t in policy.tenants:
-        held = tenant_alloc.get(t.name, {})
-        guaranteed = dict(_tenant_quota(t.guaranteed.profiles, t.guaranteed.gpus))
-        burst = dict(_tenant_quota(t.burst.profiles, t.burst.gpus))
-        waiting = {r for p in pending_by_tenant.get(t.name, []) for r, _ in p.requests}
-        tenants.append(
-            TenantStatus(
-                name=t.name,
-                memory_gb=(
-                    round(tenant_memory.get(t.name, (0.0, 0.0))[0], 2),
-                    t.guaranteed.gpu_memory_gb,
-                    t.burst.gpu_memory_gb,
-                ),
-                compute_slices=(
-                    round(tenant_memory.get(t.name, (0.0, 0.0))[1], 2),
-                    float(t.guaranteed.compute_slices),
-                    float(t.burst.compute_slices),
-                ),
-                namespaces=t.namespaces,
-                allocated=_counts(held),
-                guaranteed=_counts(guaranteed),
-                burst=_counts(burst),
-                allocated_share=round(tenant_share.get(t.name, 0.0), 4),
-                pending=len(pending_by_tenant.get(t.name, [])),
-                cost_per_hour=round(tenant_cost[t.name], 4) if t.name in tenant_cost else None,
-                above_guarantee=tuple(sorted(r for r, n in held.items() if n > guaranteed.get(r, 0))),
-                starved=tuple(sorted(r for r in waiting if held.get(r, 0) < guaranteed.get(r, 0))),
-            )
-        )
-
-    cost = Cost(
-        per_hour=round(cost_total, 4),
-        allocated_per_hour=round(cost_alloc, 4),
-        idle_per_hour=round(cost_idle, 4),
-        whole_gpu_per_pod_per_hour=round(cost_whole, 4),
-        savings_vs_whole_gpu_per_hour=round(cost_whole - cost_alloc, 4),
-        savings_vs_balanced_per_hour=round(savings_balanced, 4),
-    )
+            builder.add_pool(cluster.name, pool, catalog.get(pool.gpu_model), doc, seen)
     status = FleetStatus(
         source=observation.source,
         taken_at=observation.taken_at,
         expected_from=expected_from,
         with_usage=usage is not None,
-        nodes=tuple(sorted(node_rows, key=lambda n: (n.cluster, n.pool, n.name))),
-        pools=tuple(pool_rows),
-        tenants=tuple(tenants),
-        pending=pending,
-        missing_nodes=tuple(sorted(missing)),
+        nodes=tuple(sorted(builder.node_rows, key=lambda n: (n.cluster, n.pool, n.name))),
+        pools=tuple(builder.pool_rows),
+        tenants=tuple(builder.tenant_rows()),
+        pending=builder.pending,
+        missing_nodes=tuple(sorted(builder.missing)),
         unmanaged_nodes=tuple(sorted(unmanaged)),
-        cost=cost,
+        cost=builder.cost(),
         warnings=observation.warnings,
     )
     return apply_filters(status, filters)

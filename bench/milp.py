@@ -3,43 +3,19 @@
 from __future__ import annotations
 
 import math
-import os
-import sys
-import threading
 from dataclasses import dataclass, field
 
 import highspy
 
-INF = math.inf
+from compiler.solve.lexmilp import new_highs
 
-_BANNER_LOCK = threading.Lock()
-_banner_done = False
+INF = math.inf
 
 
 def _quiet_highs() -> highspy.Highs:
-    """A HiGHS instance whose copyright banner does not reach the bench's report on stdout.
-
-    HiGHS writes the banner from C++ straight to file descriptor 1 when the first instance of the
-    process is built, before any option can silence it; fd 1 is parked on /dev/null for that one
-    construction (compiler.solve does the same for its own instances).
-    """
-    global _banner_done
-    with _BANNER_LOCK:
-        if _banner_done:
-            h = highspy.Highs()  # type: ignore[no-untyped-call]
-        else:
-            sys.stdout.flush()
-            saved = os.dup(1)
-            try:
-                with open(os.devnull, "w", encoding="utf-8") as devnull:
-                    os.dup2(devnull.fileno(), 1)
-                    h = highspy.Highs()  # type: ignore[no-untyped-call]
-            finally:
-                os.dup2(saved, 1)
-                os.close(saved)
-            _banner_done = True
-    h.setOptionValue("output_flag", False)
-    return h
+    """A silent HiGHS instance whose copyright banner does not reach the bench's report on stdout
+    (compiler.solve.lexmilp.new_highs parks fd 1 for the process's first construction)."""
+    return new_highs()
 
 
 @dataclass(frozen=True)

@@ -72,7 +72,7 @@ _BANNER_LOCK = threading.Lock()
 _banner_done = False
 
 
-def _new_highs() -> highspy.Highs:
+def new_highs() -> highspy.Highs:
     """A silent HiGHS instance.
 
     HiGHS prints its copyright banner from C++ straight to file descriptor 1 the first time an
@@ -131,7 +131,7 @@ class Milp:
         return len(self.lb)
 
     def _highs(self, time_limit: float, relax: bool) -> highspy.Highs:
-        h = _new_highs()
+        h = new_highs()
         h.setOptionValue("mip_rel_gap", 0.0)
         h.setOptionValue("mip_abs_gap", 0.99)
         h.setOptionValue("time_limit", max(0.1, time_limit))

@@ -68,6 +68,38 @@ def output_format_option(func: F) -> F:
     return decorated
 
 
+def cluster_source_options(func: F) -> F:
+    """Where the observed cluster comes from: ``--snapshot FILE...`` or a live cluster
+    (``--kubeconfig``/``--context``/``--in-cluster``); check with :func:`require_one_cluster_source`."""
+    options = (
+        click.option(
+            "--snapshot",
+            "snapshots",
+            multiple=True,
+            type=click.Path(dir_okay=False),
+            help="Cluster state from `kubectl get pods,nodes -A -o json` (repeat for several files).",
+        ),
+        click.option(
+            "--kubeconfig", default=None, type=click.Path(dir_okay=False), help="Read a live cluster."
+        ),
+        click.option("--context", default=None, help="Kubeconfig context (default: the current one)."),
+        click.option("--in-cluster", is_flag=True, help="Read the cluster migc runs in (service account)."),
+    )
+    decorated = func
+    for option in reversed(options):
+        decorated = option(decorated)
+    return decorated
+
+
+def require_one_cluster_source(
+    snapshots: Sequence[str], kubeconfig: str | None, context: str | None, in_cluster: bool
+) -> None:
+    """Exactly one of snapshot files or a live cluster, else a usage error (exit 2)."""
+    live = kubeconfig is not None or context is not None or in_cluster
+    if bool(snapshots) == live:
+        raise click.UsageError("give either --snapshot FILE... or --kubeconfig/--context/--in-cluster")
+
+
 def paths_argument(func: F) -> F:
     """One or more policy files or directories (directories are searched for *.yaml/*.yml)."""
     decorated: F = click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=str))(func)

@@ -15,6 +15,7 @@ from pathlib import Path
 import click
 
 from compiler.catalog import load_catalog
+from compiler.commands._common import cluster_source_options, require_one_cluster_source
 from compiler.commands.compile import emit_diagnostics
 from compiler.current import read_current
 from compiler.diagnostics import Diagnostic, has_errors, make
@@ -64,16 +65,7 @@ def _to_text(rec: Recommendation) -> str:
 
 @click.command(name="recommend")
 @click.argument("policy_path", type=click.Path())
-@click.option(
-    "--snapshot",
-    "snapshots",
-    multiple=True,
-    type=click.Path(dir_okay=False),
-    help="kubectl get pods,nodes -A -o json output (repeatable).",
-)
-@click.option("--kubeconfig", default=None, type=click.Path(dir_okay=False), help="Read a live cluster.")
-@click.option("--context", default=None, help="Kubeconfig context (default: the current one).")
-@click.option("--in-cluster", is_flag=True, help="Read the cluster migc runs in (service account).")
+@cluster_source_options
 @click.option(
     "--against",
     default="output",
@@ -116,9 +108,7 @@ def command(
     Exit status: 0 no change proposed, 1 invalid policy or unreadable cluster, 2 usage error,
     3 a change is proposed (and, without --dry-run, written).
     """
-    live = kubeconfig is not None or context is not None or in_cluster
-    if bool(snapshots) == live:
-        raise click.UsageError("give either --snapshot FILE... or --kubeconfig/--context/--in-cluster")
+    require_one_cluster_source(snapshots, kubeconfig, context, in_cluster)
     moment = _now(now)
     if moment is None:
         emit_diagnostics(

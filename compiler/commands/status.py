@@ -17,7 +17,12 @@ import click
 
 from compiler import report
 from compiler.catalog import load_catalog
-from compiler.commands._common import load_and_validate, paths_argument
+from compiler.commands._common import (
+    cluster_source_options,
+    load_and_validate,
+    paths_argument,
+    require_one_cluster_source,
+)
 from compiler.commands._files import write_files
 from compiler.commands.compile import compile_policy, emit_diagnostics
 from compiler.current import ASSIGNMENT_FILE, read_assignment, state_from_assignment
@@ -41,16 +46,7 @@ def _parse_now(value: str | None) -> dt.datetime | None:
 
 @click.command(name="status")
 @paths_argument
-@click.option(
-    "--snapshot",
-    "snapshots",
-    multiple=True,
-    type=click.Path(dir_okay=False),
-    help="Cluster state from `kubectl get pods,nodes -A -o json` (repeat for several files).",
-)
-@click.option("--kubeconfig", default=None, type=click.Path(dir_okay=False), help="Read a live cluster.")
-@click.option("--context", default=None, help="Kubeconfig context (default: the current one).")
-@click.option("--in-cluster", is_flag=True, help="Read the cluster migc runs in (service account).")
+@cluster_source_options
 @click.option(
     "--against",
     default="output",
@@ -98,9 +94,7 @@ def command(
     Exit status: 0 shown, 1 invalid policy or unreadable cluster state, 2 usage error, 3 with
     --exit-code when a node drifts.
     """
-    live = kubeconfig is not None or context is not None or in_cluster
-    if bool(snapshots) == live:
-        raise click.UsageError("give either --snapshot FILE... or --kubeconfig/--context/--in-cluster")
+    require_one_cluster_source(snapshots, kubeconfig, context, in_cluster)
     moment = _parse_now(now)
     if moment is None:
         diag = make("MIGC406", f"--now {now!r} is not an RFC 3339 timestamp with a time zone")

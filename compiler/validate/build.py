@@ -21,7 +21,9 @@ from compiler.model import (
     Quota,
     Rule,
     RuleCondition,
+    Share,
     Sharing,
+    Spread,
     Target,
     Tenant,
     Workload,
@@ -191,6 +193,25 @@ def _target(raw: dict[str, Any] | None, tenants: tuple[Tenant, ...], tenant: str
     )
 
 
+def _share(raw: Any) -> Share:
+    if raw is None:
+        return Share()
+    if isinstance(raw, str):
+        return Share(percent=int(raw.rstrip("%")))
+    return Share(count=int(raw))
+
+
+def _spread(raw: dict[str, Any] | None) -> Spread | None:
+    if raw is None:
+        return None
+    return Spread(
+        min_nodes=int(raw.get("minNodes", 0)),
+        max_per_node=_share(raw.get("maxPerNode")),
+        topology_key=str(raw.get("topologyKey", "")),
+        max_per_domain=_share(raw.get("maxPerDomain")),
+    )
+
+
 def _workloads(ctx: Context, tenants: tuple[Tenant, ...]) -> tuple[Workload, ...]:
     tier_of = {t.name: t.priority_tier for t in tenants}
     workloads: list[Workload] = []
@@ -208,6 +229,7 @@ def _workloads(ctx: Context, tenants: tuple[Tenant, ...]) -> tuple[Workload, ...
                 pools=tuple(sorted(str(p) for p in spec.get("pools", []))),
                 span=w.span(("metadata", "name")),
                 target=_target(spec.get("target"), tenants, str(spec["tenant"])),
+                spread=_spread(spec.get("spread")),
             )
         )
     return tuple(sorted(workloads, key=lambda w: w.name))

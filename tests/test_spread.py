@@ -239,3 +239,16 @@ def test_spread_is_honoured_and_optimal_against_exhaustive_search(
         assert max(per_node.values(), default=0) <= spread.max_per_node.cap(got[0])
     if spread.min_nodes:
         assert len([c for c in per_node.values() if c]) >= min(spread.min_nodes, got[0])
+
+
+def test_bench_spread_rows_on_four_nodes() -> None:
+    """bench/spread.py's row for 4 nodes: spread costs no GPU there and caps every node at 50%."""
+    from bench.spread import rows
+
+    without, with_spread = rows([4])
+    assert with_spread[1] == "with (minNodes 2, maxPerNode 50%)"
+    assert with_spread[2] == without[2]  # GPUs used
+    served = int(with_spread[3].split("/")[0])
+    assert served == int(with_spread[3].split("/")[1])
+    assert 0 < int(with_spread[5]) <= served // 2
+    assert without[5] == "-" and int(without[6]) > served // 2  # without spread one node carries most

@@ -14,6 +14,7 @@ from compiler.validate.context import Context, Obj, PoolInfo, isolation
 from compiler.validate.registry import needs_fleet, rule
 
 HOSTNAME = "kubernetes.io/hostname"
+NODE_BY_NODE_NODES = 256  # above this, a per-node spread's node-by-node model is slow (bench/spread.py)
 
 
 def pool_labels(pool: PoolInfo) -> dict[str, str]:
@@ -98,6 +99,17 @@ def _check_nodes(ctx: Context, w: Obj, spread: dict[str, Any], pools: list[PoolI
     if "maxPerNode" in spread and replicas > 0:
         count, percent = _share(spread["maxPerNode"])
         _check_cap(ctx, w, ("spec", "spread", "maxPerNode"), count, percent, replicas, nodes, "node")
+    if (min_nodes > 1 or "maxPerNode" in spread) and nodes > NODE_BY_NODE_NODES:
+        ctx.add(
+            w.doc.at(
+                "MIGC156",
+                f"workload '{w.name}': its per-node spread makes the solver model {where} node by node, "
+                f"{nodes} nodes; expect a slower solve (10 s at 512 nodes in bench/spread.py, 0.06 s "
+                "without spread)",
+                ("spec", "spread"),
+                key=True,
+            )
+        )
 
 
 def _check_cap(
@@ -161,8 +173,11 @@ def _check_domains(ctx: Context, w: Obj, spread: dict[str, Any], pools: list[Poo
         _check_cap(ctx, w, ("spec", "spread", "maxPerDomain"), count, percent, replicas, domains, "domain")
 
 
-@rule("workload-spread", codes=("MIGC150", "MIGC151", "MIGC152", "MIGC153", "MIGC154", "MIGC155"),
-      when=needs_fleet)
+@rule(
+    "workload-spread",
+    codes=("MIGC150", "MIGC151", "MIGC152", "MIGC153", "MIGC154", "MIGC155", "MIGC156"),
+    when=needs_fleet,
+)
 def check_spread(ctx: Context) -> None:
     """A workload's spread applies to its need and can be met on the pools that may serve it."""
     for w in ctx.workloads:

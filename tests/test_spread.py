@@ -12,17 +12,18 @@ import dataclasses
 import itertools
 import json
 import shutil
+from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
-from test_solve_support import as_current, policy, pool, profile_need, served, workload
+from test_solve_support import CLUSTER, as_current, policy, pool, profile_need, served, workload
 
 from compiler.catalog import load_catalog
 from compiler.catalog.layouts import enumerate_layouts
 from compiler.cli import main
 from compiler.commands._common import load_and_validate
-from compiler.model import GpuLayout, NodePool, Policy, Share, Spread, Workload
+from compiler.model import CurrentState, GpuLayout, NodePool, Policy, Share, Spread, Workload
 from compiler.solve import solve
 from compiler.solve.result import Solution
 
@@ -252,3 +253,75 @@ def test_bench_spread_rows_on_four_nodes() -> None:
     assert served == int(with_spread[3].split("/")[1])
     assert 0 < int(with_spread[5]) <= served // 2
     assert without[5] == "-" and int(without[6]) > served // 2  # without spread one node carries most
+
+
+def _oracle_with_current(
+    p: NodePool, w: Workload, v: Workload, current: dict[str, tuple[GpuLayout, ...]]
+) -> tuple[int, int, int, int, int]:
+    """As ``_oracle``, then the disruption levels against ``current``: most nodes left exactly as
+    deployed, then fewest GPUs changed (per node, deployed GPUs whose layout the node no longer
+    carries)."""
+    model = CAT.get(p.gpu_model)
+    assert model is not None and w.spread is not None
+    options = [GpuLayout.whole(), *enumerate_layouts(model)]
+    per_node = list(itertools.combinations_with_replacement(options, p.gpus_per_node))
+    wq, vq = w.need.profiles[0], v.need.profiles[0]
+    best: tuple[int, int, int, int, int] | None = None
+    for combo in itertools.product(per_node, repeat=len(p.node_names)):
+        avail = [sum(g.counts().get(wq, 0) for g in node) for node in combo]
+        v_inst = sum(g.counts().get(vq, 0) for node in combo for g in node)
+        gpus = sum(1 for node in combo for g in node if g.mig_enabled)
+        kept = changed = 0
+        for name, node in zip(p.node_names, combo, strict=True):
+            cur, new = Counter(current[name]), Counter(node)
+            kept += cur == new
+            changed += sum(max(0, c - new[lay]) for lay, c in cur.items())
+        key = (_best_spread(avail, w.replicas, w.spread), min(v.replicas, v_inst), -gpus, kept, -changed)
+        best = key if best is None else max(best, key)
+    assert best is not None
+    return best[0], best[1], -best[2], best[3], -best[4]
+
+
+A30 = {
+    "4g": GpuLayout.of({"4g.24gb": 1}),
+    "1g": GpuLayout.of({"1g.6gb": 4}),
+    "2g": GpuLayout.of({"2g.12gb": 2}),
+    "mix": GpuLayout.of({"1g.6gb": 2, "2g.12gb": 1}),
+    "whole": GpuLayout.whole(),
+}
+CURRENT_CASES = [
+    # (W replicas, W spread, V replicas, deployed layouts of node 0 and node 1)
+    (4, Spread(max_per_node=Share(count=2)), 2, (("1g", "1g"), ("whole", "whole"))),
+    (6, Spread(max_per_node=Share(percent=50)), 1, (("1g", "2g"), ("mix", "4g"))),
+    (3, Spread(min_nodes=2), 2, (("2g", "2g"), ("1g", "whole"))),
+    (5, Spread(min_nodes=2, max_per_node=Share(count=4)), 3, (("mix", "mix"), ("1g", "2g"))),
+]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("replicas", "spread", "other", "deployed"), CURRENT_CASES)
+def test_spread_with_deployed_state_is_optimal_on_disruption_against_exhaustive_search(
+    replicas: int, spread: Spread, other: int, deployed: tuple[tuple[str, str], ...]
+) -> None:
+    """The node-by-node model's kept-node and changed-GPU levels against brute force."""
+    p = pool("a30", "A30-24GB", nodes=2, gpus_per_node=2)
+    w = dataclasses.replace(
+        workload("w", profile_need("1g.6gb"), replicas, tier="critical", tenant_name="t0"), spread=spread
+    )
+    v = workload("v", profile_need("2g.12gb"), other, tier="low")
+    current = {name: tuple(A30[k] for k in lays) for name, lays in zip(p.node_names, deployed, strict=True)}
+    state = CurrentState(nodes=tuple(((CLUSTER, "a30", n), lay) for n, lay in sorted(current.items())))
+    sol = solve(policy([p], [w, v]), CAT, state)
+    nodes = [n for r in sol.pools for n in r.nodes]
+    got = (
+        served(sol, "w"),
+        served(sol, "v"),
+        sum(r.gpus_used for r in sol.pools),
+        sum(1 for n in nodes if not n.changed),
+        sum(len(n.changed_gpus) for n in nodes),
+    )
+    assert got == _oracle_with_current(p, w, v, current)
+    per_node = _per_node(sol, "w")
+    carried = _instances(sol, "1g.6gb")
+    assert sum(per_node.values()) == got[0]
+    assert all(c <= carried[n] for n, c in per_node.items())

@@ -188,6 +188,7 @@ class PriorityTier:
     name: str  # e.g. "critical"; rendered as PriorityClass "migc-<name>"
     value: int  # PriorityClass value; higher is served first by the solver too
     description: str = ""
+    spread: Spread | None = None  # default spread of its MIG-instance and single-GPU workloads
 
 
 @dataclass(frozen=True)

@@ -552,6 +552,11 @@ def _partition_policy() -> dict[str, Any]:
             "value": _s("PriorityClass value; higher is served first.", type="integer", minimum=0,
                         maximum=1000000000),
             "description": _s("What the tier is for.", type="string"),
+            "spread": {
+                **_spread(),
+                "description": "Default spread of the tier's MIG-instance and single-GPU workloads that "
+                "set none (each workload's own replicas; see Workload spec.spread).",
+            },
         },
     )
     spec = _s(

@@ -325,3 +325,22 @@ def test_spread_with_deployed_state_is_optimal_on_disruption_against_exhaustive_
     carried = _instances(sol, "1g.6gb")
     assert sum(per_node.values()) == got[0]
     assert all(c <= carried[n] for n, c in per_node.items())
+
+
+def test_tier_spread_is_the_default_of_its_workloads(tmp_path: Path) -> None:
+    """The two-node case with the spread on the critical tier instead of the workload."""
+    policy_dir = tmp_path / "p"
+    shutil.copytree(TWO_NODE, policy_dir)
+    workloads = policy_dir / "workloads.yaml"
+    workloads.write_text(workloads.read_text().replace('  spread:\n    maxPerNode: "50%"\n', ""))
+    (policy_dir / "partition.yaml").write_text(
+        "apiVersion: migc.dev/v1alpha1\nkind: PartitionPolicy\nmetadata: {name: default}\nspec:\n"
+        "  priorityTiers:\n"
+        "    - {name: critical, value: 1000000, spread: {maxPerNode: \"50%\"}}\n"
+        "    - {name: low, value: 1000}\n"
+    )
+    pol, diags = load_and_validate([policy_dir])
+    assert pol is not None and not diags
+    spreads = {w.name: w.spread for w in pol.workloads}
+    assert spreads == {"inference": Spread(max_per_node=Share(percent=50)), "notebooks": None}
+    assert _per_node(solve(pol, CAT), "inference") == {"h100-a": 9, "h100-b": 9}

@@ -21,9 +21,7 @@ from compiler.model import (
     Quota,
     Rule,
     RuleCondition,
-    Share,
     Sharing,
-    Spread,
     Target,
     Tenant,
     Workload,
@@ -32,7 +30,14 @@ from compiler.model import (
 )
 from compiler.schemas import DAYS
 from compiler.validate.common import parse_duration, resolve_max_unavailable
-from compiler.validate.context import Context, Obj, default_tier, isolation
+from compiler.validate.context import (
+    Context,
+    Obj,
+    default_tier,
+    isolation,
+    spread_applies,
+    spread_from_raw,
+)
 
 
 def mib(text: str) -> int:
@@ -193,30 +198,16 @@ def _target(raw: dict[str, Any] | None, tenants: tuple[Tenant, ...], tenant: str
     )
 
 
-def _share(raw: Any) -> Share:
-    if raw is None:
-        return Share()
-    if isinstance(raw, str):
-        return Share(percent=int(raw.rstrip("%")))
-    return Share(count=int(raw))
-
-
-def _spread(raw: dict[str, Any] | None) -> Spread | None:
-    if raw is None:
-        return None
-    return Spread(
-        min_nodes=int(raw.get("minNodes", 0)),
-        max_per_node=_share(raw.get("maxPerNode")),
-        topology_key=str(raw.get("topologyKey", "")),
-        max_per_domain=_share(raw.get("maxPerDomain")),
-    )
-
-
 def _workloads(ctx: Context, tenants: tuple[Tenant, ...]) -> tuple[Workload, ...]:
     tier_of = {t.name: t.priority_tier for t in tenants}
+    tier_spread = {t.name: t.spread for t in ctx.tiers}
     workloads: list[Workload] = []
     for w in ctx.workloads:
         spec = w.spec
+        tier = str(spec.get("priorityClass", tier_of[str(spec["tenant"])]))
+        spread = spread_from_raw(spec.get("spread"))
+        if spread is None and spread_applies(spec):
+            spread = tier_spread.get(tier)  # the tier's default
         workloads.append(
             Workload(
                 name=w.name,
@@ -224,12 +215,12 @@ def _workloads(ctx: Context, tenants: tuple[Tenant, ...]) -> tuple[Workload, ...
                 replicas=int(spec["replicas"]),
                 need=_need(spec["need"]),
                 isolation=isolation(spec),  # type: ignore[arg-type]
-                priority_tier=str(spec.get("priorityClass", tier_of[str(spec["tenant"])])),
+                priority_tier=tier,
                 cluster=str(spec.get("cluster", ctx.clusters[0])),
                 pools=tuple(sorted(str(p) for p in spec.get("pools", []))),
                 span=w.span(("metadata", "name")),
                 target=_target(spec.get("target"), tenants, str(spec["tenant"])),
-                spread=_spread(spec.get("spread")),
+                spread=spread,
             )
         )
     return tuple(sorted(workloads, key=lambda w: w.name))

@@ -7,10 +7,11 @@ nodes or domains than the workload's pools have, and caps that cannot hold its r
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from compiler.validate.common import PathT, listing
-from compiler.validate.context import Context, Obj, PoolInfo, isolation
+from compiler.validate.context import Context, Obj, PoolInfo, default_tier, isolation, spread_applies
 from compiler.validate.registry import needs_fleet, rule
 
 HOSTNAME = "kubernetes.io/hostname"
@@ -24,6 +25,22 @@ def pool_labels(pool: PoolInfo) -> dict[str, str]:
     selector = raw.get("nodes", {}).get("selector", {}).get("matchLabels", {})
     out.update({str(k): str(v) for k, v in selector.items()})
     return out
+
+
+@dataclass(frozen=True)
+class _Subject:
+    """A workload and where its spread comes from: its own ``spec.spread``, or its tier's."""
+
+    w: Obj
+    tier: str = ""  # set when the spread is the tier's default
+
+    def report(self, ctx: Context, code: str, message: str, field: PathT, key: bool = False) -> None:
+        if not self.tier:
+            ctx.add(self.w.doc.at(code, message, ("spec", "spread", *field), key=key))
+            return
+        path: PathT = ("spec", "priorityClass") if "priorityClass" in self.w.spec else ("metadata", "name")
+        message += f" (its tier {self.tier}'s spread; set the workload's own spec.spread to override)"
+        ctx.add(self.w.doc.at(code, message, path))
 
 
 def _share(raw: Any) -> tuple[int, int]:
@@ -53,7 +70,8 @@ def _usable_nodes(pool: PoolInfo) -> int:
     return max(0, pool.node_count - held)
 
 
-def _check_kind(ctx: Context, w: Obj) -> bool:
+def _check_kind(ctx: Context, subject: _Subject) -> bool:
+    w = subject.w
     need = w.spec["need"]
     if "hami" in need or isolation(w.spec) == "shared" or int(need.get("gpus", 1)) > 1:
         what = (
@@ -61,61 +79,66 @@ def _check_kind(ctx: Context, w: Obj) -> bool:
             else "a time-sliced/MPS share" if isolation(w.spec) == "shared"
             else f"{need['gpus']} whole GPUs per replica"
         )
-        ctx.add(
-            w.doc.at(
+        subject.report(
+            ctx,
                 "MIGC150",
                 f"workload '{w.name}': spread applies to MIG-instance and single-GPU workloads, not to "
                 f"{what}",
-                ("spec", "spread"),
+                (),
                 key=True,
-            )
         )
         return False
     return True
 
 
-def _check_nodes(ctx: Context, w: Obj, spread: dict[str, Any], pools: list[PoolInfo]) -> None:
+def _check_nodes(ctx: Context, subject: _Subject, spread: dict[str, Any], pools: list[PoolInfo]) -> None:
+    w = subject.w
     replicas = int(w.spec["replicas"])
     nodes = sum(_usable_nodes(p) for p in pools)
     where = f"its pools ({listing(p.name for p in pools)})" if pools else "no pool it may use"
     min_nodes = int(spread.get("minNodes", 0))
     if min_nodes > nodes:
-        ctx.add(
-            w.doc.at(
+        subject.report(
+            ctx,
                 "MIGC151",
                 f"workload '{w.name}': spread.minNodes is {min_nodes}, but {where} have {nodes} node(s) "
                 "that can carry it",
-                ("spec", "spread", "minNodes"),
-            )
+                ("minNodes",),
         )
-    elif min_nodes > replicas > 0:
-        ctx.add(
-            w.doc.at(
+    elif min_nodes > replicas > 0 and not subject.tier:  # a tier's minNodes: each on its own node
+        subject.report(
+            ctx,
                 "MIGC151",
                 f"workload '{w.name}': spread.minNodes is {min_nodes}, more than its {replicas} replica(s)",
-                ("spec", "spread", "minNodes"),
-            )
+                ("minNodes",),
         )
     if "maxPerNode" in spread and replicas > 0:
         count, percent = _share(spread["maxPerNode"])
-        _check_cap(ctx, w, ("spec", "spread", "maxPerNode"), count, percent, replicas, nodes, "node")
+        _check_cap(ctx, subject, ("maxPerNode",), count, percent, replicas, nodes, "node")
     if (min_nodes > 1 or "maxPerNode" in spread) and nodes > NODE_BY_NODE_NODES:
-        ctx.add(
-            w.doc.at(
+        subject.report(
+            ctx,
                 "MIGC156",
                 f"workload '{w.name}': its per-node spread makes the solver model {where} node by node, "
                 f"{nodes} nodes; expect a slower solve (10 s at 512 nodes in bench/spread.py, 0.06 s "
                 "without spread)",
-                ("spec", "spread"),
+                (),
                 key=True,
-            )
         )
 
 
 def _check_cap(
-    ctx: Context, w: Obj, path: PathT, count: int, percent: int, replicas: int, places: int, unit: str
+    ctx: Context,
+    subject: _Subject,
+    path: PathT,
+    count: int,
+    percent: int,
+    replicas: int,
+    places: int,
+    unit: str,
 ) -> None:
     """A cap of ``count`` replicas or ``percent`` of those served per node/domain, ``places`` of them."""
+    w = subject.w
     if percent and percent * replicas < 100:
         message = (
             f"{percent}% of its {replicas} replica(s) is less than one replica per {unit}, so no replica "
@@ -133,12 +156,13 @@ def _check_cap(
     else:
         return
     code = "MIGC152" if unit == "node" else "MIGC155"
-    ctx.add(w.doc.at(code, f"workload '{w.name}': {message}", path))
+    subject.report(ctx, code, f"workload '{w.name}': {message}", path)
 
 
-def _check_domains(ctx: Context, w: Obj, spread: dict[str, Any], pools: list[PoolInfo]) -> None:
+def _check_domains(ctx: Context, subject: _Subject, spread: dict[str, Any], pools: list[PoolInfo]) -> None:
+    w = subject.w
     key = str(spread["topologyKey"])
-    path: PathT = ("spec", "spread", "topologyKey")
+    path: PathT = ("topologyKey",)
     carrying = [p for p in pools if key in pool_labels(p)]
     if not carrying:
         keys = sorted({k for p in pools for k in pool_labels(p)})
@@ -146,31 +170,44 @@ def _check_domains(ctx: Context, w: Obj, spread: dict[str, Any], pools: list[Poo
             extra = "; for one domain per node use spread.maxPerNode"
         else:
             extra = f"; they carry {', '.join(keys)}" if keys else "; they carry no labels"
-        ctx.add(
-            w.doc.at(
+        subject.report(
+            ctx,
                 "MIGC153",
                 f"workload '{w.name}': no node of its pools ({listing(p.name for p in pools)}) carries the "
                 f"label {key} (a pool's nodes carry its selector's matchLabels and its labels){extra}",
                 path,
-            )
         )
         return
     lacking = [p.name for p in pools if p not in carrying]
     if lacking:
-        ctx.add(
-            w.doc.at(
+        subject.report(
+            ctx,
                 "MIGC154",
                 f"workload '{w.name}': pool(s) {listing(lacking)} do not carry the label {key}; they "
                 "will not serve it (the scheduler keeps pods with a topology spread off nodes without "
                 "the key)",
                 path,
-            )
         )
     replicas = int(w.spec["replicas"])
     if replicas > 0:
         domains = len({pool_labels(p)[key] for p in carrying})
         count, percent = _share(spread["maxPerDomain"])
-        _check_cap(ctx, w, ("spec", "spread", "maxPerDomain"), count, percent, replicas, domains, "domain")
+        _check_cap(ctx, subject, ("maxPerDomain",), count, percent, replicas, domains, "domain")
+
+
+def _tier_spread(ctx: Context, w: Obj) -> tuple[str, dict[str, Any]] | None:
+    """The workload's tier and that tier's raw ``spread``, for a workload that sets none."""
+    tier = w.spec.get("priorityClass")
+    if tier is None:
+        tenant = next((t for t in ctx.tenants if t.name == w.spec["tenant"]), None)
+        if tenant is None:
+            return None  # workload-tenant reports it
+        tier = tenant.spec.get("priorityClass", default_tier(ctx))
+    p = ctx.partition
+    for raw in p.spec.get("priorityTiers", []) if p is not None else []:
+        if raw["name"] == tier and "spread" in raw:
+            return str(tier), dict(raw["spread"])
+    return None
 
 
 @rule(
@@ -182,13 +219,20 @@ def check_spread(ctx: Context) -> None:
     """A workload's spread applies to its need and can be met on the pools that may serve it."""
     for w in ctx.workloads:
         spread = w.spec.get("spread")
-        if spread is None or not _check_kind(ctx, w):
+        subject = _Subject(w)
+        if spread is None:
+            from_tier = _tier_spread(ctx, w) if spread_applies(w.spec) else None
+            if from_tier is None:
+                continue  # a tier's spread covers only the workloads it can apply to
+            subject = _Subject(w, from_tier[0])
+            spread = from_tier[1]
+        elif not _check_kind(ctx, subject):
             continue
         pools = _serving_pools(ctx, w)
         if pools is None:
             continue  # no cluster: workload-placement reports it
         if "topologyKey" in spread:
-            _check_domains(ctx, w, spread, pools)
+            _check_domains(ctx, subject, spread, pools)
             pools = [p for p in pools if str(spread["topologyKey"]) in pool_labels(p)]
         if pools:
-            _check_nodes(ctx, w, spread, pools)
+            _check_nodes(ctx, subject, spread, pools)

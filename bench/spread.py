@@ -6,19 +6,22 @@ one and a low 2g.20gb one. The same policy is solved with the inference workload
 ``maxPerNode`` of twice a fair share (at least 10%) and ``minNodes: <nodes/2>``, and without it;
 each row gives GPUs used, served replicas, the most inference replicas the solver placed on one
 node (with spread), the most 1g.10gb instances one node carries (where, without spread, the
-scheduler may put them all), and the solve's wall time (best of 3).
+scheduler may put them all), and the solve's wall time (best of 3); then the inference workload
+grows by 10% and the policy is solved again against the first answer as the deployed state: nodes
+changed and that solve's time.
 
 Run: ``python -m bench.spread [NODES ...]`` (default 4 16 64); prints a markdown table.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 import time
 from collections.abc import Sequence
 
 from compiler.catalog import load_catalog
-from compiler.model import Cluster, Need, NodePool, Policy, Share, Spread, Tenant, Workload
+from compiler.model import Cluster, CurrentState, Need, NodePool, Policy, Share, Spread, Tenant, Workload
 from compiler.solve import solve
 from compiler.solve.result import Solution
 
@@ -70,6 +73,21 @@ def _measure(pol: Policy) -> tuple[Solution, float]:
     return sol, best
 
 
+def _shift(pol: Policy, first: Solution) -> tuple[int, float]:
+    """Nodes changed and seconds when inference grows by 10%, against ``first`` as deployed."""
+    grown = tuple(
+        dataclasses.replace(w, replicas=w.replicas * 11 // 10) if w.name == "inference" else w
+        for w in pol.workloads
+    )
+    current = CurrentState(
+        nodes=tuple(((p.cluster, p.pool, n.name), n.gpus) for p in first.pools for n in p.nodes)
+    )
+    started = time.perf_counter()
+    sol = solve(dataclasses.replace(pol, workloads=grown), load_catalog(), current)
+    seconds = time.perf_counter() - started
+    return sum(1 for p in sol.pools for n in p.nodes if n.changed), seconds
+
+
 def _most_on_one_node(sol: Solution) -> int:
     """Most 1g.10gb instances one node carries (an upper bound on inference replicas there)."""
     return max(sum(g.counts().get("1g.10gb", 0) for g in n.gpus) for p in sol.pools for n in p.nodes)
@@ -81,6 +99,7 @@ def rows(sizes: Sequence[int]) -> list[list[str]]:
         spread = Spread(min_nodes=max(2, nodes // 2), max_per_node=Share(percent=max(10, 200 // nodes)))
         for label, pol in (("without", policy(nodes, None)), ("with", policy(nodes, spread))):
             sol, seconds = _measure(pol)
+            changed, shift_seconds = _shift(pol, sol)
             served = {d.workload: 0 for p in sol.pools for d in p.demand}
             for p in sol.pools:
                 for d in p.demand:
@@ -98,6 +117,7 @@ def rows(sizes: Sequence[int]) -> list[list[str]]:
                     str(_most_on_one_node(sol)),
                     f"{seconds:.2f}",
                     "yes" if all(p.optimal for p in sol.pools) else "no",
+                    f"{changed} nodes, {shift_seconds:.2f} s",
                 ]
             )
     return out
@@ -114,6 +134,7 @@ def table(data: list[list[str]]) -> str:
         "most 1g.10gb instances on one node",
         "solve s",
         "proved",
+        "inference +10%: changed",
     ]
     lines = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
     lines += ["| " + " | ".join(r) + " |" for r in data]

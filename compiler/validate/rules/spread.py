@@ -120,7 +120,7 @@ def _check_nodes(ctx: Context, subject: _Subject, spread: dict[str, Any], pools:
             ctx,
                 "MIGC156",
                 f"workload '{w.name}': its per-node spread makes the solver model {where} node by node, "
-                f"{nodes} nodes; expect a slower solve (10 s at 512 nodes in bench/spread.py, 0.06 s "
+                f"{nodes} nodes; expect a slower solve (11 s at 512 nodes in bench/spread.py, 0.05 s "
                 "without spread)",
                 (),
                 key=True,

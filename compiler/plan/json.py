@@ -52,5 +52,21 @@ def to_json(plan: Plan) -> str:
         ],
         "costs": [{**vars(c), "unpriced_pools": list(c.unpriced_pools)} for c in plan.costs],
         "solution": plan.solution,
+        "spread": [
+            {
+                "cluster": r.cluster,
+                "workload": r.workload,
+                "spread": r.spread,
+                "requested": r.requested,
+                "served": r.served,
+                "perNode": [{"pool": p, "node": n, "replicas": c} for p, n, c in r.by_node],
+                "perDomain": dict(r.by_domain),
+                "mostPerNode": r.most_per_node,
+                "maintenanceWaves": [
+                    {"pool": p, "maxUnavailable": k, "replicas": c} for p, k, c in r.waves
+                ],
+            }
+            for r in plan.spread
+        ],
     }
     return json.dumps(doc, sort_keys=True, indent=2, allow_nan=False) + "\n"

@@ -12,18 +12,22 @@ import dataclasses
 import itertools
 import json
 import shutil
+import subprocess
 from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 
+import kubernetes_validate
 import pytest
+import yaml
 from test_solve_support import CLUSTER, as_current, policy, pool, profile_need, served, workload
 
 from compiler.catalog import load_catalog
 from compiler.catalog.layouts import enumerate_layouts
 from compiler.cli import main
 from compiler.commands._common import load_and_validate
-from compiler.model import CurrentState, GpuLayout, NodePool, Policy, Share, Spread, Workload
+from compiler.model import CurrentState, GpuLayout, NodePool, Policy, Share, Spread, Target, Workload
+from compiler.render import render
 from compiler.solve import solve
 from compiler.solve.result import Solution
 
@@ -44,9 +48,7 @@ def _without_spread(pol: Policy) -> Policy:
 
 def _instances(sol: Solution, profile: str) -> dict[str, int]:
     """Instances of ``profile`` per node of the solution's layouts."""
-    return {
-        n.name: sum(g.counts().get(profile, 0) for g in n.gpus) for p in sol.pools for n in p.nodes
-    }
+    return {n.name: sum(g.counts().get(profile, 0) for g in n.gpus) for p in sol.pools for n in p.nodes}
 
 
 def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
@@ -336,7 +338,7 @@ def test_tier_spread_is_the_default_of_its_workloads(tmp_path: Path) -> None:
     (policy_dir / "partition.yaml").write_text(
         "apiVersion: migc.dev/v1alpha1\nkind: PartitionPolicy\nmetadata: {name: default}\nspec:\n"
         "  priorityTiers:\n"
-        "    - {name: critical, value: 1000000, spread: {maxPerNode: \"50%\"}}\n"
+        '    - {name: critical, value: 1000000, spread: {maxPerNode: "50%"}}\n'
         "    - {name: low, value: 1000}\n"
     )
     pol, diags = load_and_validate([policy_dir])
@@ -344,3 +346,64 @@ def test_tier_spread_is_the_default_of_its_workloads(tmp_path: Path) -> None:
     spreads = {w.name: w.spread for w in pol.workloads}
     assert spreads == {"inference": Spread(max_per_node=Share(percent=50)), "notebooks": None}
     assert _per_node(solve(pol, CAT), "inference") == {"h100-a": 9, "h100-b": 9}
+
+
+_APP = """\
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: inference, namespace: serving}
+spec:
+  selector: {matchLabels: {app: inference}}
+  template:
+    metadata: {labels: {app: inference}}
+    spec:
+      containers:
+      - {name: main, image: app}
+"""
+
+
+def test_the_target_patch_asks_the_scheduler_to_spread_the_pods(tmp_path: Path) -> None:
+    pol = _two_node()
+    target = Target("apps/v1", "Deployment", "inference", "serving", "main")
+    pol = dataclasses.replace(
+        pol,
+        workloads=tuple(
+            dataclasses.replace(w, target=target) if w.name == "inference" else w for w in pol.workloads
+        ),
+    )
+    files = render(pol, solve(pol, CAT), CAT, source_label="x")
+    patch = yaml.safe_load(files["edge/patches/serving/deployment-inference-main.yaml"])
+    pod = patch["spec"]["template"]
+    assert pod["metadata"]["labels"] == {"migc.dev/workload": "inference"}
+    # a preference: DoNotSchedule would count nodes without the MIG resource as empty domains
+    assert pod["spec"]["topologySpreadConstraints"] == [
+        {
+            "maxSkew": 1,
+            "topologyKey": "kubernetes.io/hostname",
+            "whenUnsatisfiable": "ScheduleAnyway",
+            "labelSelector": {"matchLabels": {"migc.dev/workload": "inference"}},
+        }
+    ]
+    notebooks = [p for p in files if "notebooks" in p]
+    assert not notebooks  # no target, no patch; and a workload without spread gets no constraint
+    kubectl = shutil.which("kubectl")
+    if kubectl is None:
+        return
+    out = tmp_path / "out"
+    for rel, data in files.items():
+        (out / rel).parent.mkdir(parents=True, exist_ok=True)
+        (out / rel).write_bytes(data)
+    app = tmp_path / "app"
+    app.mkdir()
+    (app / "deploy.yaml").write_text(_APP)
+    (app / "kustomization.yaml").write_text(
+        "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources: [deploy.yaml]\n"
+        "components: [../out/edge/patches/serving]\n"
+    )
+    done = subprocess.run([kubectl, "kustomize", str(app)], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    deploy = yaml.safe_load(done.stdout)
+    template = deploy["spec"]["template"]
+    assert template["metadata"]["labels"] == {"app": "inference", "migc.dev/workload": "inference"}
+    assert template["spec"]["topologySpreadConstraints"][0]["topologyKey"] == "kubernetes.io/hostname"
+    kubernetes_validate.validate(deploy, "1.31.0", strict=True)

@@ -140,8 +140,8 @@ def command(
         diagnostics.append(
             make(
                 "MIGC422",
-                "PartitionPolicy mode is static: interval, reconfigurationThreshold, stabilizationWindow, "
-                "minDwell, backoff and rules have no effect and no change is proposed",
+                "PartitionPolicy mode is static: `migc recommend` proposes no change "
+                "(the fields only it reads are listed by MIGC180)",
                 file=span.file,
                 line=span.line,
                 col=span.col,

@@ -48,6 +48,10 @@ def _to_json(rec: Recommendation) -> str:
             {"name": x.name, "passed": x.passed, "overridden": x.overridden, "why": x.why} for x in rec.gates
         ],
         "rules": list(rec.rules),
+        "ruleEffects": [
+            {"rule": r, "tenant": t, "profile": p, "workload": w or None, "replicas": n}
+            for r, t, p, w, n in rec.rule_effects
+        ],
         "urgent": list(rec.urgent),
         "replicas": [{"workload": w, "from": a, "to": b} for w, a, b in rec.replicas],
         "nodes": list(rec.nodes),
@@ -59,6 +63,10 @@ def _to_text(rec: Recommendation) -> str:
     out = ["change proposed" if rec.proposed_change else "no change proposed", f"gain {rec.gain:.1f}%"]
     out += [f"{'ok ' if x.passed else 'NO '} {x.name}: {x.why}" for x in rec.gates]
     out += [f"rule fired: {r}" for r in rec.rules]
+    out += [
+        f"rule {r}: tenant {t}: +{n} x {p} on Workload {w}" if w else f"rule {r}: tenant {t}: nothing added"
+        for r, t, p, w, n in rec.rule_effects
+    ]
     out += [f"Workload {w}: replicas {a} -> {b}" for w, a, b in rec.replicas]
     return "\n".join(out) + "\n"
 

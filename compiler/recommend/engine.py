@@ -10,7 +10,11 @@ How observed pods become a policy change (documented in docs/recommend.md):
    name (never below 0). Demand no Workload describes is reported (MIGC424), never invented.
 3. A rule whose ``when`` holds on the pending pods asks for headroom for its ``prefer.maximize``
    profile: the Workloads of that profile are provisioned for the observed instances *plus* the
-   pending pods that matched the rule (more instances of that profile in the proposal).
+   pending pods that matched the rule (more instances of that profile in the proposal). A rule with
+   ``pools`` gives its headroom only to a Workload whose replicas can land on nothing but those pools
+   (its ``pools`` are among the rule's, or every pool of its cluster that has the profile is), so the
+   extra instances are carved on the listed pools' GPUs; a tenant with no such Workload gets none
+   (MIGC428, and the evidence says so).
 4. The proposed policy is solved with the deployed layout as the starting point (the solver's own
    change-minimising objective); gain and gates (:mod:`compiler.recommend.gates`) decide.
 """
@@ -25,7 +29,7 @@ from dataclasses import dataclass, replace
 
 from compiler.catalog import Catalog
 from compiler.diagnostics import Diagnostic, make
-from compiler.model import CurrentState, Policy, Workload
+from compiler.model import CurrentState, Policy, Rule, Workload
 from compiler.observe import Observation
 from compiler.observe.model import profile_of
 from compiler.recommend import gates as g
@@ -48,6 +52,8 @@ class Recommendation:
     urgent: tuple[str, ...]
     state: State  # the state to write back
     diagnostics: tuple[Diagnostic, ...]
+    # what each fired rule did: (rule, tenant, profile, workload or "" when none in its pools, replicas)
+    rule_effects: tuple[tuple[str, str, str, str, int], ...] = ()
 
     @property
     def proposed_change(self) -> bool:
@@ -107,14 +113,51 @@ def _matches(w: Workload, profile: str) -> bool:
     return bool(w.need.profiles) and w.need.profiles[0] == profile
 
 
+def pools_serving(policy: Policy, catalog: Catalog, cluster: str, profile: str) -> frozenset[str]:
+    """Names of the MIG pools of ``cluster`` whose GPU model has ``profile`` (``gpu``: every pool)."""
+    out: set[str] = set()
+    for c in policy.clusters:
+        if c.name != cluster:
+            continue
+        for pool in c.pools:
+            model = catalog.get(pool.gpu_model)
+            if profile == "gpu" or (pool.mig and model is not None and model.profile(profile) is not None):
+                out.add(pool.name)
+    return frozenset(out)
+
+
+def rule_target(policy: Policy, catalog: Catalog, group: Sequence[Workload], rule: Rule) -> Workload | None:
+    """The Workload of ``group`` (sorted by name) that takes ``rule``'s headroom, or None.
+
+    Without ``pools`` the first one. With ``pools``, the first whose replicas can only be placed on
+    those pools: its own ``pools`` (or, when it has none, every pool of its cluster that has the
+    profile) are all named by the rule.
+    """
+    if not rule.pools:
+        return group[0] if group else None
+    allowed = set(rule.pools)
+    for w in group:
+        where = set(w.pools) if w.pools else set(pools_serving(policy, catalog, w.cluster, rule.maximize))
+        if where and where <= allowed:
+            return w
+    return None
+
+
 def wanted_replicas(
     policy: Policy,
+    catalog: Catalog,
     demand: dict[tuple[str, str], list[int]],
-    headroom: dict[str, int],
-) -> tuple[dict[str, int], list[Diagnostic]]:
-    """workload name → replicas wanted (only workloads that change)."""
+    headroom: Sequence[tuple[Rule, int]] = (),
+) -> tuple[dict[str, int], list[Diagnostic], list[tuple[str, str, str, str, int]]]:
+    """workload name → replicas wanted (only workloads that change); MIGC424/MIGC428; rule effects.
+
+    ``headroom``: each fired rule with the pending pods it matched; those instances of the rule's
+    ``prefer.maximize`` profile are added for every tenant that has demand of that profile, on the
+    Workload :func:`rule_target` picks.
+    """
     out: dict[str, int] = {}
     diags: list[Diagnostic] = []
+    effects: list[tuple[str, str, str, str, int]] = []
     for (tenant, profile), (running, pending) in sorted(demand.items()):
         group = sorted(
             (w for w in policy.workloads if w.tenant == tenant and _matches(w, profile)), key=lambda w: w.name
@@ -128,13 +171,33 @@ def wanted_replicas(
                 )
             )
             continue
-        per = group[0].need.gpus if profile == "gpu" else 1
-        observed = -(-(running + pending + headroom.get(profile, 0)) // max(per, 1))
+        per = max(group[0].need.gpus if profile == "gpu" else 1, 1)
+        new = {w.name: w.replicas for w in group}
+        observed = -(-(running + pending) // per)
         declared = sum(w.replicas for w in group)
-        if observed != declared:
-            first = group[0]
-            out[first.name] = max(0, first.replicas + observed - declared)
-    return out, diags
+        new[group[0].name] = max(0, group[0].replicas + observed - declared)
+        for rule, count in headroom:
+            if rule.maximize != profile or count <= 0:
+                continue
+            target = rule_target(policy, catalog, group, rule)
+            if target is None:
+                effects.append((rule.name, tenant, profile, "", 0))
+                diags.append(
+                    make(
+                        "MIGC428",
+                        f"rule {rule.name}: no Workload of tenant {tenant} asking for {profile} is confined "
+                        f"to pools {', '.join(rule.pools)}, so its headroom of {count} x {profile} is not "
+                        "proposed",
+                    )
+                )
+                continue
+            extra = -(-count // per)
+            new[target.name] += extra
+            effects.append((rule.name, tenant, profile, target.name, extra))
+        for w in group:
+            if new[w.name] != w.replicas:
+                out[w.name] = new[w.name]
+    return out, diags, effects
 
 
 def capacity(solution: Solution, which: str) -> dict[str, int]:
@@ -169,12 +232,10 @@ def recommend(
     slices = _slices(catalog)
     demand, pending, diags = observed_demand(policy, obs)
     fired = g.fired_rules(part.rules, pending)
-    headroom: dict[str, int] = defaultdict(int)
-    for r in fired:
-        headroom[r.maximize] += sum(
-            1 for p in pending if r.when.profile is None or p.profile == r.when.profile
-        )
-    wanted, more = wanted_replicas(policy, demand, dict(headroom))
+    headroom = [
+        (r, sum(1 for p in pending if r.when.profile is None or p.profile == r.when.profile)) for r in fired
+    ]
+    wanted, more, effects = wanted_replicas(policy, catalog, demand, headroom)
     diags.extend(more)
     new_workloads = tuple(replace(w, replicas=wanted.get(w.name, w.replicas)) for w in policy.workloads)
     proposed_policy = replace(policy, workloads=new_workloads)
@@ -241,6 +302,7 @@ def recommend(
         urgent=urgent,
         state=new_state,
         diagnostics=tuple(diags) + solution.diagnostics,
+        rule_effects=tuple(effects),
     )
 
 
@@ -275,6 +337,13 @@ def evidence_markdown(rec: Recommendation, sources: Sequence[str] = ()) -> str:
         lines.append(f"| {gate.name} | {res} | {gate.why} |")
     lines += ["", "### Rules fired", ""]
     lines += [f"- {r}" for r in rec.rules] or ["- none"]
+    for rule, tenant, profile, workload, n in rec.rule_effects:
+        lines.append(
+            f"  - {rule}: tenant {tenant}: +{n} x {profile} on Workload {workload}"
+            if workload
+            else f"  - {rule}: tenant {tenant}: no Workload asking for {profile} is confined to the rule's "
+            "pools; nothing added"
+        )
     if rec.urgent:
         lines += ["", "### Pods past their max wait", ""] + [f"- {k}" for k in rec.urgent]
     lines += ["", "### Change", ""]

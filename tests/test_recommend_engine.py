@@ -1,0 +1,153 @@
+"""The recommend engine: rules' ``pools`` (whose GPUs a rule's headroom lands on) and the evidence."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+from statusfleet import pod
+
+from compiler.catalog import load_catalog
+from compiler.commands._common import load_and_validate
+from compiler.model import CurrentState, Policy, Rule, RuleCondition
+from compiler.observe import read_snapshots
+from compiler.recommend.engine import capacity, recommend, rule_target, wanted_replicas
+from compiler.recommend.state import State
+from compiler.solve import solve
+
+NOW = dt.datetime(2026, 12, 1, 6, 0, tzinfo=dt.UTC)
+CATALOG = load_catalog()
+
+FLEET = """apiVersion: migc.dev/v1alpha1
+kind: Fleet
+metadata: {name: f}
+spec:
+  clusters:
+    - name: east
+      nodePools:
+        - {name: a100, gpuProduct: NVIDIA-A100-SXM4-80GB, gpusPerNode: 2, nodes: {names: [node-a]}}
+        - {name: h100, gpuProduct: NVIDIA-H100-80GB-HBM3, gpusPerNode: 2, nodes: {names: [node-h]}}
+---
+apiVersion: migc.dev/v1alpha1
+kind: Tenant
+metadata: {name: search}
+spec: {namespaces: [search]}
+---
+apiVersion: migc.dev/v1alpha1
+kind: Workload
+metadata: {name: bert}
+spec: {tenant: search, replicas: 2, need: {profile: 1g.10gb}}
+"""
+PINNED = """---
+apiVersion: migc.dev/v1alpha1
+kind: Workload
+metadata: {name: bert-a100}
+spec: {tenant: search, replicas: 1, pools: [a100], need: {profile: 1g.10gb}}
+"""
+PARTITION = """---
+apiVersion: migc.dev/v1alpha1
+kind: PartitionPolicy
+metadata: {name: p}
+spec:
+  mode: dynamic
+  stabilizationWindow: 1m
+  rules:
+    - name: small
+      when: {pendingPodsGreaterThan: 2}
+      prefer: {maximize: 1g.10gb}
+{pools}"""
+
+
+def policy(tmp_path: Path, *, pinned: bool, pools: str = "") -> Policy:
+    text = (
+        FLEET
+        + (PINNED if pinned else "")
+        + PARTITION.replace("{pools}", f"      pools: {pools}\n" if pools else "")
+    )
+    (tmp_path / "policy.yaml").write_text(text, encoding="utf-8")
+    result, diags = load_and_validate([str(tmp_path / "policy.yaml")])
+    assert result is not None, diags
+    return result
+
+
+def rule(pools: tuple[str, ...] = ()) -> Rule:
+    return Rule("small", RuleCondition(pending_pods_greater_than=2), "1g.10gb", pools)
+
+
+DEMAND = {("search", "1g.10gb"): [2, 4]}  # 2 running + 4 pending instances
+
+
+def test_rule_without_pools_grows_the_first_workload(tmp_path: Path) -> None:
+    p = policy(tmp_path, pinned=True)
+    wanted, diags, effects = wanted_replicas(p, CATALOG, DEMAND, [(rule(), 4)])
+    # observed 6 vs declared 3: +3 on bert (first by name), and the rule's 4 on bert as well
+    assert wanted == {"bert": 2 + 3 + 4}
+    assert diags == [] and effects == [("small", "search", "1g.10gb", "bert", 4)]
+
+
+def test_rule_with_pools_grows_only_a_workload_confined_to_them(tmp_path: Path) -> None:
+    p = policy(tmp_path, pinned=True, pools="[a100]")
+    wanted, diags, effects = wanted_replicas(p, CATALOG, DEMAND, [(p.partition.rules[0], 4)])
+    assert wanted == {"bert": 5, "bert-a100": 1 + 4}  # bert may land on h100: the headroom goes to bert-a100
+    assert diags == [] and effects == [("small", "search", "1g.10gb", "bert-a100", 4)]
+
+
+def test_rule_with_pools_and_no_workload_there_adds_nothing_and_says_so(tmp_path: Path) -> None:
+    p = policy(tmp_path, pinned=True, pools="[h100]")
+    wanted, diags, effects = wanted_replicas(p, CATALOG, DEMAND, [(p.partition.rules[0], 4)])
+    assert wanted == {"bert": 5}  # the observed demand only
+    assert [d.code for d in diags] == ["MIGC428"]
+    assert "no Workload of tenant search asking for 1g.10gb is confined to pools h100" in diags[0].message
+    assert effects == [("small", "search", "1g.10gb", "", 0)]
+
+
+def test_a_workload_without_pools_is_confined_when_only_the_rule_pools_have_the_profile(
+    tmp_path: Path,
+) -> None:
+    p = policy(tmp_path, pinned=False)
+    group = [w for w in p.workloads if w.name == "bert"]
+    # both pools carve 1g.10gb: bert may land on either
+    assert rule_target(p, CATALOG, group, rule(("a100",))) is None
+    assert rule_target(p, CATALOG, group, rule(("a100", "h100"))) == group[0]
+    assert rule_target(p, CATALOG, group, rule()) == group[0]
+
+
+def snapshot(tmp_path: Path) -> Path:
+    pods = [pod(f"run-{i}", "search", "nvidia.com/mig-1g.10gb", node="node-a") for i in range(2)]
+    pods += [pod(f"wait-{i}", "search", "nvidia.com/mig-1g.10gb") for i in range(4)]
+    path = tmp_path / "snap.json"
+    path.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": pods}), encoding="utf-8")
+    return path
+
+
+@pytest.mark.parametrize(
+    ("pools", "replicas"),
+    [("[a100]", {"bert": 5, "bert-a100": 5}), ("", {"bert": 9})],  # headroom 4 on bert-a100, or on bert
+)
+def test_the_proposal_carves_the_rule_headroom_on_the_rule_pools(
+    tmp_path: Path, pools: str, replicas: dict[str, int]
+) -> None:
+    p = policy(tmp_path, pinned=True, pools=pools)
+    obs = read_snapshots((str(snapshot(tmp_path)),), NOW)
+    rec = recommend(p, CATALOG, CurrentState(), obs, State(), NOW, time_limit_s=30)
+    assert rec.rules == ("small",)
+    assert {w: b for w, _, b in rec.replicas} == replicas
+    # solved as proposed: the a100 pool carries every replica of the Workload confined to it
+    proposed = replace(
+        p, workloads=tuple(replace(w, replicas=replicas.get(w.name, w.replicas)) for w in p.workloads)
+    )
+    solution = solve(proposed, CATALOG, CurrentState(), time_limit_s=30)
+    served = {
+        (pool.pool, d.workload): d.served
+        for pool in solution.pools
+        for d in pool.demand
+        if d.resource == "1g.10gb"
+    }
+    assert served.get(("a100", "bert-a100"), 0) == replicas.get("bert-a100", 1)
+    assert served.get(("h100", "bert-a100"), 0) == 0
+    assert capacity(solution, "target")["1g.10gb"] >= sum(
+        replicas.get(w.name, w.replicas) for w in p.workloads
+    )

@@ -55,6 +55,7 @@ def _to_json(rec: Recommendation) -> str:
         "urgent": list(rec.urgent),
         "replicas": [{"workload": w, "from": a, "to": b} for w, a, b in rec.replicas],
         "nodes": list(rec.nodes),
+        "plan": [{"node": n, "gpus": k, "deployed": a, "proposed": b} for n, k, a, b in rec.node_plan],
     }
     return json.dumps(doc, indent=2, sort_keys=True) + "\n"
 
@@ -68,6 +69,7 @@ def _to_text(rec: Recommendation) -> str:
         for r, t, p, w, n in rec.rule_effects
     ]
     out += [f"Workload {w}: replicas {a} -> {b}" for w, a, b in rec.replicas]
+    out += [f"node {n}: {k} GPU(s): {a} -> {b}" for n, k, a, b in rec.node_plan]
     return "\n".join(out) + "\n"
 
 

@@ -29,7 +29,7 @@ from dataclasses import dataclass, replace
 
 from compiler.catalog import Catalog
 from compiler.diagnostics import Diagnostic, make
-from compiler.model import CurrentState, Policy, Rule, Workload
+from compiler.model import CurrentState, GpuLayout, Policy, Rule, Workload
 from compiler.observe import Observation
 from compiler.observe.model import profile_of
 from compiler.recommend import gates as g
@@ -54,6 +54,9 @@ class Recommendation:
     diagnostics: tuple[Diagnostic, ...]
     # what each fired rule did: (rule, tenant, profile, workload or "" when none in its pools, replicas)
     rule_effects: tuple[tuple[str, str, str, str, int], ...] = ()
+    # the plan of the change: (node, GPUs reconfigured, deployed layout, proposed layout)
+    node_plan: tuple[tuple[str, int, str, str], ...] = ()
+    since: dt.datetime | None = None  # the proposal has been wanted continuously since (window start)
 
     @property
     def proposed_change(self) -> bool:
@@ -213,6 +216,23 @@ def capacity(solution: Solution, which: str) -> dict[str, int]:
     return dict(sorted(out.items()))
 
 
+def layout_text(layout: Sequence[GpuLayout] | None) -> str:
+    """A node's instances summed over its GPUs: ``7 x 1g.10gb, 1 x 3g.40gb, 1 whole GPU``."""
+    if layout is None:
+        return "nothing deployed"
+    counts: dict[str, int] = defaultdict(int)
+    whole = 0
+    for gpu in layout:
+        if not gpu.mig_enabled:
+            whole += 1
+        for name, n in gpu.profiles:
+            counts[name] += n
+    parts = [f"{n} x {name}" for name, n in sorted(counts.items())]
+    if whole:
+        parts.append(f"{whole} whole GPU{'s' if whole > 1 else ''}")
+    return ", ".join(parts) or "no instances"
+
+
 def _fingerprint(replicas: dict[str, int]) -> str:
     text = ";".join(f"{k}={v}" for k, v in sorted(replicas.items()))
     return hashlib.sha256(text.encode()).hexdigest()[:16]
@@ -303,7 +323,19 @@ def recommend(
         state=new_state,
         diagnostics=tuple(diags) + solution.diagnostics,
         rule_effects=tuple(effects),
+        since=first_seen if pattern else None,
+        node_plan=tuple(
+            sorted(
+                (n.name, len(n.changed_gpus), layout_text(n.current), layout_text(n.gpus))
+                for pool in solution.pools
+                for n in pool.nodes
+                if n.changed
+            )
+        ),
     )
+
+
+MAX_PLAN_ROWS = 50  # a pull-request body stays readable; `migc plan` lists every node
 
 
 def evidence_markdown(rec: Recommendation, sources: Sequence[str] = ()) -> str:
@@ -319,6 +351,13 @@ def evidence_markdown(rec: Recommendation, sources: Sequence[str] = ()) -> str:
         "|---|---|---:|---:|",
     ]
     lines += [f"| {t} | {p} | {r} | {q} |" for t, p, r, q in rec.demand] or ["| – | – | 0 | 0 |"]
+    if rec.since is not None and rec.replicas:
+        since = rec.since.strftime("%Y-%m-%d %H:%M UTC")
+        lines += [
+            "",
+            f"The capacity this demand needs has been the same since {since} "
+            f"({g.duration_text((rec.now - rec.since).total_seconds())}).",
+        ]
     cur, new = dict(rec.current), dict(rec.proposed)
     lines += ["", "### Capacity (instances)", "", "| profile | current | proposed |", "|---|---:|---:|"]
     lines += [f"| {p} | {cur.get(p, 0)} | {new.get(p, 0)} |" for p in sorted(set(cur) | set(new))]
@@ -336,14 +375,17 @@ def evidence_markdown(rec: Recommendation, sources: Sequence[str] = ()) -> str:
         res = "overridden" if gate.overridden else ("passed" if gate.passed else "**blocked**")
         lines.append(f"| {gate.name} | {res} | {gate.why} |")
     lines += ["", "### Rules fired", ""]
-    lines += [f"- {r}" for r in rec.rules] or ["- none"]
-    for rule, tenant, profile, workload, n in rec.rule_effects:
-        lines.append(
-            f"  - {rule}: tenant {tenant}: +{n} x {profile} on Workload {workload}"
+    for name in rec.rules:
+        effects = [e for e in rec.rule_effects if e[0] == name]
+        lines += [
+            f"- {name}: tenant {tenant}: +{n} x {profile} on Workload {workload}"
             if workload
-            else f"  - {rule}: tenant {tenant}: no Workload asking for {profile} is confined to the rule's "
-            "pools; nothing added"
-        )
+            else f"- {name}: tenant {tenant}: no Workload asking for {profile} is confined to the rule's "
+            "pools; nothing added (MIGC428)"
+            for _, tenant, profile, workload, n in effects
+        ] or [f"- {name}: no tenant has observed demand of its profile; nothing added"]
+    if not rec.rules:
+        lines.append("- none")
     if rec.urgent:
         lines += ["", "### Pods past their max wait", ""] + [f"- {k}" for k in rec.urgent]
     lines += ["", "### Change", ""]
@@ -353,4 +395,15 @@ def evidence_markdown(rec: Recommendation, sources: Sequence[str] = ()) -> str:
             f"- nodes reconfigured: {len(rec.nodes)} ({', '.join(rec.nodes[:10])}"
             f"{', …' if len(rec.nodes) > 10 else ''})"
         )
+    if rec.node_plan:
+        lines += [
+            "",
+            "### Plan of the change (per node, as `migc compile` will render it)",
+            "",
+            "| node | GPUs reconfigured | deployed | proposed |",
+            "|---|---:|---|---|",
+        ]
+        lines += [f"| {n} | {k} | {a} | {b} |" for n, k, a, b in rec.node_plan[:MAX_PLAN_ROWS]]
+        if len(rec.node_plan) > MAX_PLAN_ROWS:
+            lines.append(f"| … {len(rec.node_plan) - MAX_PLAN_ROWS} more node(s) | | | |")
     return "\n".join(lines) + "\n"

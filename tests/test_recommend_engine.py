@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import re
 from dataclasses import replace
 from pathlib import Path
 
@@ -16,6 +17,7 @@ from compiler.model import CurrentState, Policy, Rule, RuleCondition
 from compiler.observe import read_snapshots
 from compiler.recommend.engine import capacity, recommend, rule_target, wanted_replicas
 from compiler.recommend.state import State
+from compiler.schemas import kind_schemas
 from compiler.solve import solve
 
 NOW = dt.datetime(2026, 12, 1, 6, 0, tzinfo=dt.UTC)
@@ -151,3 +153,24 @@ def test_the_proposal_carves_the_rule_headroom_on_the_rule_pools(
     assert capacity(solution, "target")["1g.10gb"] >= sum(
         replicas.get(w.name, w.replicas) for w in p.workloads
     )
+
+
+DOCS = Path(__file__).resolve().parents[1] / "docs" / "recommend.md"
+
+
+def test_every_partition_policy_field_has_a_row_saying_where_it_acts() -> None:
+    """docs/recommend.md's field table covers every field of the schema, and the tests it cites exist."""
+    spec = kind_schemas()["PartitionPolicy"]["properties"]["spec"]["properties"]
+    text = DOCS.read_text(encoding="utf-8")
+    table = text[text.index("## Where every PartitionPolicy field takes effect") :]
+    rows = [line for line in table.splitlines() if line.startswith("| `")]
+    firsts = " ".join(row.split("|")[1] for row in rows)
+    rule = spec["rules"]["items"]["properties"]
+    wanted = [f"`{k}`" for k in spec if k != "rules"]  # rules: one row per rule field
+    wanted += [f"`rules[].{k}" for k in rule]  # `rules[].when` (...), `rules[].prefer.maximize`
+    wanted += [f"`{k}`" for k in (*rule["when"]["properties"], *spec["backoff"]["properties"])]
+    for name in wanted:
+        assert name in firsts, f"{name} has no row in {DOCS.name}"
+    root = DOCS.parents[1]
+    for ref in re.findall(r"(tests/\w+\.py)::(\w+)", table):
+        assert re.search(rf"^def {ref[1]}", (root / ref[0]).read_text(encoding="utf-8"), re.MULTILINE), ref

@@ -84,22 +84,51 @@ DEMAND = {("search", "1g.10gb"): [2, 4]}  # 2 running + 4 pending instances
 
 def test_rule_without_pools_grows_the_first_workload(tmp_path: Path) -> None:
     p = policy(tmp_path, pinned=True)
-    wanted, diags, effects = wanted_replicas(p, CATALOG, DEMAND, [(rule(), 4)])
+    wanted, diags, effects = wanted_replicas(p, CATALOG, DEMAND, [(rule(), {"search": 4})])
     # observed 6 vs declared 3: +3 on bert (first by name), and the rule's 4 on bert as well
     assert wanted == {"bert": 2 + 3 + 4}
     assert diags == [] and effects == [("small", "search", "1g.10gb", "bert", 4)]
 
 
+def test_rule_headroom_is_per_tenant_even_without_demand_of_the_profile(tmp_path: Path) -> None:
+    (tmp_path / "more.yaml").write_text(
+        """apiVersion: migc.dev/v1alpha1
+kind: Tenant
+metadata: {name: ads}
+spec: {namespaces: [ads]}
+---
+apiVersion: migc.dev/v1alpha1
+kind: Workload
+metadata: {name: ads-small}
+spec: {tenant: ads, replicas: 1, need: {profile: 1g.10gb}}
+""",
+        encoding="utf-8",
+    )
+    policy(tmp_path, pinned=False)  # writes policy.yaml
+    more, diags = load_and_validate([str(tmp_path / "policy.yaml"), str(tmp_path / "more.yaml")])
+    assert more is not None, diags
+    # search: its 4 matched pending pods on top of its demand; ads: no demand of 1g.10gb observed,
+    # 2 matched pending pods (of another profile) -> 2 more; nothing is counted twice across tenants
+    demand = {("search", "1g.10gb"): [2, 4], ("ads", "3g.40gb"): [0, 2]}
+    wanted, diags, effects = wanted_replicas(more, CATALOG, demand, [(rule(), {"search": 4, "ads": 2})])
+    assert wanted == {"bert": 2 + 4 + 4, "ads-small": 1 + 2}
+    assert [d.code for d in diags] == ["MIGC424"]  # ads' 3g.40gb demand: no Workload of ads asks for it
+    assert effects == [
+        ("small", "ads", "1g.10gb", "ads-small", 2),
+        ("small", "search", "1g.10gb", "bert", 4),
+    ]
+
+
 def test_rule_with_pools_grows_only_a_workload_confined_to_them(tmp_path: Path) -> None:
     p = policy(tmp_path, pinned=True, pools="[a100]")
-    wanted, diags, effects = wanted_replicas(p, CATALOG, DEMAND, [(p.partition.rules[0], 4)])
+    wanted, diags, effects = wanted_replicas(p, CATALOG, DEMAND, [(p.partition.rules[0], {"search": 4})])
     assert wanted == {"bert": 5, "bert-a100": 1 + 4}  # bert may land on h100: the headroom goes to bert-a100
     assert diags == [] and effects == [("small", "search", "1g.10gb", "bert-a100", 4)]
 
 
 def test_rule_with_pools_and_no_workload_there_adds_nothing_and_says_so(tmp_path: Path) -> None:
     p = policy(tmp_path, pinned=True, pools="[h100]")
-    wanted, diags, effects = wanted_replicas(p, CATALOG, DEMAND, [(p.partition.rules[0], 4)])
+    wanted, diags, effects = wanted_replicas(p, CATALOG, DEMAND, [(p.partition.rules[0], {"search": 4})])
     assert wanted == {"bert": 5}  # the observed demand only
     assert [d.code for d in diags] == ["MIGC428"]
     assert "no Workload of tenant search asking for 1g.10gb is confined to pools h100" in diags[0].message

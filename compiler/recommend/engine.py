@@ -9,12 +9,12 @@ How observed pods become a policy change (documented in docs/recommend.md):
    of that group equal the observed instances; the difference goes to the group's first Workload by
    name (never below 0). Demand no Workload describes is reported (MIGC424), never invented.
 3. A rule whose ``when`` holds on the pending pods asks for headroom for its ``prefer.maximize``
-   profile: the Workloads of that profile are provisioned for the observed instances *plus* the
-   pending pods that matched the rule (more instances of that profile in the proposal). A rule with
-   ``pools`` gives its headroom only to a Workload whose replicas can land on nothing but those pools
-   (its ``pools`` are among the rule's, or every pool of its cluster that has the profile is), so the
-   extra instances are carved on the listed pools' GPUs; a tenant with no such Workload gets none
-   (MIGC428, and the evidence says so).
+   profile: each tenant's Workloads of that profile are provisioned for the observed instances *plus*
+   the tenant's pending pods that matched the rule (more instances of that profile in the proposal).
+   A rule with ``pools`` gives its headroom only to a Workload whose replicas can land on nothing but
+   those pools (its ``pools`` are among the rule's, or every pool of its cluster that has the profile
+   is), so the extra instances are carved on the listed pools' GPUs; a tenant with no such Workload
+   gets none (MIGC428, and the evidence says so).
 4. The proposed policy is solved with the deployed layout as the starting point (the solver's own
    change-minimising objective); gain and gates (:mod:`compiler.recommend.gates`) decide.
 """
@@ -24,7 +24,7 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from compiler.catalog import Catalog
@@ -150,53 +150,56 @@ def wanted_replicas(
     policy: Policy,
     catalog: Catalog,
     demand: dict[tuple[str, str], list[int]],
-    headroom: Sequence[tuple[Rule, int]] = (),
+    headroom: Sequence[tuple[Rule, Mapping[str, int]]] = (),
 ) -> tuple[dict[str, int], list[Diagnostic], list[tuple[str, str, str, str, int]]]:
     """workload name → replicas wanted (only workloads that change); MIGC424/MIGC428; rule effects.
 
-    ``headroom``: each fired rule with the pending pods it matched; those instances of the rule's
-    ``prefer.maximize`` profile are added for every tenant that has demand of that profile, on the
-    Workload :func:`rule_target` picks.
+    ``headroom``: each fired rule with, per tenant, the pending pods of that tenant it matched; that
+    many instances of the rule's ``prefer.maximize`` profile are added for the tenant, on the Workload
+    :func:`rule_target` picks.
     """
     out: dict[str, int] = {}
     diags: list[Diagnostic] = []
     effects: list[tuple[str, str, str, str, int]] = []
-    for (tenant, profile), (running, pending) in sorted(demand.items()):
+    extra_keys = {(t, r.maximize) for r, per in headroom for t, n in per.items() if n > 0}
+    for tenant, profile in sorted(set(demand) | extra_keys):
+        running, pending = demand.get((tenant, profile), [0, 0])
         group = sorted(
             (w for w in policy.workloads if w.tenant == tenant and _matches(w, profile)), key=lambda w: w.name
         )
-        if not group:
-            diags.append(
-                make(
-                    "MIGC424",
-                    f"tenant {tenant}: {running + pending} x {profile} observed, but no Workload of the "
-                    "tenant asks for it",
-                )
-            )
-            continue
-        per = max(group[0].need.gpus if profile == "gpu" else 1, 1)
         new = {w.name: w.replicas for w in group}
-        observed = -(-(running + pending) // per)
-        declared = sum(w.replicas for w in group)
-        new[group[0].name] = max(0, group[0].replicas + observed - declared)
-        for rule, count in headroom:
+        if (tenant, profile) in demand:
+            if not group:
+                diags.append(
+                    make(
+                        "MIGC424",
+                        f"tenant {tenant}: {running + pending} x {profile} observed, but no Workload of the "
+                        "tenant asks for it",
+                    )
+                )
+            else:
+                per = max(group[0].need.gpus if profile == "gpu" else 1, 1)
+                observed = -(-(running + pending) // per)
+                declared = sum(w.replicas for w in group)
+                new[group[0].name] = max(0, group[0].replicas + observed - declared)
+        for rule, per_tenant in headroom:
+            count = per_tenant.get(tenant, 0)
             if rule.maximize != profile or count <= 0:
                 continue
             target = rule_target(policy, catalog, group, rule)
             if target is None:
                 effects.append((rule.name, tenant, profile, "", 0))
+                where = f" confined to pools {', '.join(rule.pools)}" if rule.pools else ""
                 diags.append(
                     make(
                         "MIGC428",
-                        f"rule {rule.name}: no Workload of tenant {tenant} asking for {profile} is confined "
-                        f"to pools {', '.join(rule.pools)}, so its headroom of {count} x {profile} is not "
-                        "proposed",
+                        f"rule {rule.name}: no Workload of tenant {tenant} asking for {profile} is{where}, "
+                        f"so its headroom of {count} x {profile} is not proposed",
                     )
                 )
                 continue
-            extra = -(-count // per)
-            new[target.name] += extra
-            effects.append((rule.name, tenant, profile, target.name, extra))
+            new[target.name] += count
+            effects.append((rule.name, tenant, profile, target.name, count))
         for w in group:
             if new[w.name] != w.replicas:
                 out[w.name] = new[w.name]
@@ -252,9 +255,15 @@ def recommend(
     slices = _slices(catalog)
     demand, pending, diags = observed_demand(policy, obs)
     fired = g.fired_rules(part.rules, pending)
-    headroom = [
-        (r, sum(1 for p in pending if r.when.profile is None or p.profile == r.when.profile)) for r in fired
-    ]
+    owner = _tenant_of(policy)
+    headroom: list[tuple[Rule, Mapping[str, int]]] = []
+    for r in fired:
+        per_tenant: dict[str, int] = defaultdict(int)
+        for pod in pending:
+            tenant = owner.get(pod.key.split("/", 1)[0])
+            if tenant is not None and (r.when.profile is None or pod.profile == r.when.profile):
+                per_tenant[tenant] += 1
+        headroom.append((r, dict(per_tenant)))
     wanted, more, effects = wanted_replicas(policy, catalog, demand, headroom)
     diags.extend(more)
     new_workloads = tuple(replace(w, replicas=wanted.get(w.name, w.replicas)) for w in policy.workloads)
@@ -380,10 +389,10 @@ def evidence_markdown(rec: Recommendation, sources: Sequence[str] = ()) -> str:
         lines += [
             f"- {name}: tenant {tenant}: +{n} x {profile} on Workload {workload}"
             if workload
-            else f"- {name}: tenant {tenant}: no Workload asking for {profile} is confined to the rule's "
-            "pools; nothing added (MIGC428)"
+            else f"- {name}: tenant {tenant}: no Workload asking for {profile} can take it "
+            "(in the rule's pools); nothing added (MIGC428)"
             for _, tenant, profile, workload, n in effects
-        ] or [f"- {name}: no tenant has observed demand of its profile; nothing added"]
+        ] or [f"- {name}: nothing added"]
     if not rec.rules:
         lines.append("- none")
     if rec.urgent:

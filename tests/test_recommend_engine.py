@@ -113,6 +113,17 @@ spec: {tenant: ads, replicas: 1, need: {profile: 1g.10gb}}
     wanted, diags, effects = wanted_replicas(more, CATALOG, demand, [(rule(), {"search": 4, "ads": 2})])
     assert wanted == {"bert": 2 + 4 + 4, "ads-small": 1 + 2}
     assert [d.code for d in diags] == ["MIGC424"]  # ads' 3g.40gb demand: no Workload of ads asks for it
+    # without ads-small, ads' headroom has nowhere to go
+    tenant_only = (tmp_path / "more.yaml").read_text(encoding="utf-8").split("---")[0]
+    (tmp_path / "more.yaml").write_text(tenant_only, encoding="utf-8")
+    less, _ = load_and_validate([str(tmp_path / "policy.yaml"), str(tmp_path / "more.yaml")])
+    assert less is not None
+    wanted, diags, _ = wanted_replicas(less, CATALOG, demand, [(rule(), {"search": 4, "ads": 2})])
+    assert wanted == {"bert": 10}
+    assert [d.message for d in diags if d.code == "MIGC428"] == [
+        "rule small: no Workload of tenant ads asks for 1g.10gb, so its headroom of 2 x 1g.10gb is not "
+        "proposed"
+    ]
     assert effects == [
         ("small", "ads", "1g.10gb", "ads-small", 2),
         ("small", "search", "1g.10gb", "bert", 4),

@@ -189,11 +189,12 @@ def wanted_replicas(
             target = rule_target(policy, catalog, group, rule)
             if target is None:
                 effects.append((rule.name, tenant, profile, "", 0))
-                where = f" confined to pools {', '.join(rule.pools)}" if rule.pools else ""
+                which = f"asking for {profile} is confined to pools {', '.join(rule.pools)}"
                 diags.append(
                     make(
                         "MIGC428",
-                        f"rule {rule.name}: no Workload of tenant {tenant} asking for {profile} is{where}, "
+                        f"rule {rule.name}: no Workload of tenant {tenant} "
+                        f"{which if group else f'asks for {profile}'}, "
                         f"so its headroom of {count} x {profile} is not proposed",
                     )
                 )

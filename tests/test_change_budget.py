@@ -92,8 +92,8 @@ def test_compile_and_plan_report_a_change_over_the_budget(
     capsys.readouterr()
     assert main(argv) == 0  # a warning: a human change is never blocked by the budget
     lines = budget_lines(capsys)
-    assert lines == [
-        f"{pol / 'partition-policy.yaml'}:5:9: MIGC423 warning: cluster prod-east: this change "
+    assert lines == [  # at the field: partition-policy.yaml line 11 is `dailyChangeBudget: 1`
+        f"{pol / 'partition-policy.yaml'}:11:22: MIGC423 warning: cluster prod-east: this change "
         "reconfigures 3 nodes, more than dailyChangeBudget 1"
     ]
     # the same change within the budget, or with the warning ignored, is silent

@@ -55,20 +55,17 @@ kind: PartitionPolicy
 metadata: {name: p}
 spec:
   mode: dynamic
-  stabilizationWindow: 1m
-  rules:
+{spec}  rules:
     - name: small
       when: {pendingPodsGreaterThan: 2}
       prefer: {maximize: 1g.10gb}
 {pools}"""
 
 
-def policy(tmp_path: Path, *, pinned: bool, pools: str = "") -> Policy:
-    text = (
-        FLEET
-        + (PINNED if pinned else "")
-        + PARTITION.replace("{pools}", f"      pools: {pools}\n" if pools else "")
-    )
+def policy(tmp_path: Path, *, pinned: bool, pools: str = "", spec: str = "") -> Policy:
+    scope = f"      pools: {pools}\n" if pools else ""
+    part = PARTITION.replace("{pools}", scope).replace("{spec}", spec or "  stabilizationWindow: 1m\n")
+    text = FLEET + (PINNED if pinned else "") + part
     (tmp_path / "policy.yaml").write_text(text, encoding="utf-8")
     result, diags = load_and_validate([str(tmp_path / "policy.yaml")])
     assert result is not None, diags
@@ -214,3 +211,40 @@ def test_every_partition_policy_field_has_a_row_saying_where_it_acts() -> None:
     root = DOCS.parents[1]
     for ref in re.findall(r"(tests/\w+\.py)::(\w+)", table):
         assert re.search(rf"^def {ref[1]}", (root / ref[0]).read_text(encoding="utf-8"), re.MULTILINE), ref
+
+
+# Each gate wired into recommend() (tests/test_recommend_gates.py tests the gate functions alone):
+# the same observation passes every gate, and each policy field or remembered fact blocks its own.
+
+LATER = NOW + dt.timedelta(minutes=20)
+HOUR_AGO = NOW - dt.timedelta(hours=1)
+
+
+def _two_runs(policy_: Policy, tmp_path: Path, state: State) -> tuple[bool, dict[str, bool]]:
+    obs = read_snapshots((str(snapshot(tmp_path)),), NOW)
+    first = recommend(policy_, CATALOG, CurrentState(), obs, state, NOW, time_limit_s=30)
+    assert not first.proposed_change  # first seen now: the window holds it back
+    second = recommend(policy_, CATALOG, CurrentState(), obs, first.state, LATER, time_limit_s=30)
+    return second.proposed_change, {gate.name: gate.passed for gate in second.gates}
+
+
+@pytest.mark.parametrize(
+    ("field", "state", "blocked"),
+    [
+        ("", State(), None),
+        ("  reconfigurationThreshold: 100\n", State(), "threshold"),
+        ("  stabilizationWindow: 1h\n", State(), "stabilizationWindow"),
+        ("  dailyChangeBudget: 2\n", State(changes=(("x", HOUR_AGO),)), "dailyChangeBudget"),
+        ("  minDwell: 2h\n", State(changes=(("node-a", HOUR_AGO),)), "minDwell"),
+        ("  backoff: {initial: 1h}\n", State(failures=1, last_failure=NOW), "backoff"),
+        ("  backoff: {initial: 10m}\n", State(failures=1, last_failure=NOW), None),  # over by LATER
+    ],
+)
+def test_each_gate_blocks_the_proposal_in_recommend(
+    tmp_path: Path, field: str, state: State, blocked: str | None
+) -> None:
+    window = "" if "stabilizationWindow" in field else "  stabilizationWindow: 1m\n"
+    p = policy(tmp_path, pinned=False, spec=window + field)
+    proposed, gates = _two_runs(p, tmp_path, state)
+    assert proposed == (blocked is None)
+    assert [name for name, ok in gates.items() if not ok] == ([blocked] if blocked else [])

@@ -217,3 +217,12 @@ def test_evidence_markdown_snapshot(
     assert md == EVIDENCE.read_text(encoding="utf-8")
     parts = ("Observed demand", "since", "Capacity", "Gain:", "Gates", "Rules fired", "max wait", "Plan")
     assert all(part in md for part in parts)
+    # JSON carries the same facts
+    assert run(base, "06:11", "--dry-run", "-o", "json") == ExitCode.DRIFT
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["ruleEffects"] == [
+        {"rule": "many-small", "tenant": "students", "profile": "1g.10gb", "workload": "student-notebooks",
+         "replicas": 9}
+    ]
+    assert [(p["node"], p["gpus"]) for p in doc["plan"]] == [("lab-dgx-a100-01", 4)]
+    assert doc["urgent"] == ["course-dl101/late"]

@@ -224,5 +224,7 @@ def test_evidence_markdown_snapshot(
         {"rule": "many-small", "tenant": "students", "profile": "1g.10gb", "workload": "student-notebooks",
          "replicas": 9}
     ]
-    assert [(p["node"], p["gpus"]) for p in doc["plan"]] == [("lab-dgx-a100-01", 4)]
+    rows = [r.split(" | ") for r in md.splitlines() if r.startswith("| lab-dgx-")]
+    assert [(p["node"], p["gpus"]) for p in doc["plan"]] == [(r[0][2:], int(r[1])) for r in rows]
+    assert [p["node"] for p in doc["plan"]] == ["lab-dgx-a100-01"]
     assert doc["urgent"] == ["course-dl101/late"]

@@ -268,11 +268,12 @@ def test_naive_flaps_on_alternating_demand_and_the_gates_do_not() -> None:
     assert default.never_served == 0  # the gates delay, they do not starve
 
 
-def test_peak_demand_over_the_window_is_what_the_default_loop_plans_for() -> None:
-    """Two whole-GPU pods are wanted from 100 to 200: with the 10 m window the default loop still
-    plans for them at 700 (the window reaches back to 100), no longer at 801."""
+def test_demand_the_default_loop_plans_for_now_or_peak_over_the_window() -> None:
+    """Two whole-GPU pods are wanted from 100 to 200: with ``demand="peak"`` and the 10 m window the
+    default loop still plans for them at 700 (the window reaches back to 100), no longer at 801;
+    with the default (the demand observed now, like recommend's snapshot) not after 200."""
     assert A100 is not None
-    s = Settings(nodes=1, gpus_per_node=1)
+    s = Settings(nodes=1, gpus_per_node=1, demand="peak")
     run = _Run([], A100, s, "default", NAIVE, _Fleet(A100, s, {}), Result("default", 0.0), 0.0)
     run._demand_add("1g.10gb", 1, 0.0)
     run._demand_add("7g.80gb", 2, 100.0)

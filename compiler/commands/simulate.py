@@ -188,10 +188,11 @@ def _duration(text: str | None, flag: str) -> int | None:
 @click.option(
     "--demand",
     "demand_model",
-    default="peak",
+    default="now",
     show_default=True,
     type=click.Choice(DEMAND_MODELS),
-    help="Demand the default loop plans for: the peak over the stabilizationWindow, or the demand now.",
+    help="Demand the default loop plans for: the demand at each evaluation (what recommend observes), "
+    "or the peak over the stabilizationWindow.",
 )
 @click.option(
     "--demand-window",

@@ -27,13 +27,15 @@ Model (documented in docs/simulate.md):
     ``max_unavailable``); the rest of a change waits its turn. Like ``migc recommend``'s rollout
     gate, no new change is proposed while a node of the previous one is still rolling out.
 * **Re-partitioning** (:func:`cover`): nodes are taken in order of how little a re-carve disturbs
-  (fewest running GPU pods, then fewest GPU-seconds of progress at stake, like the solver's
+  (least progress at stake: slice-seconds its running GPU pods have run, then fewest such pods, like
+  the solver's
   disruption level); on each, GPUs are taken in order of how little of the demand they serve, and
   each gets the catalog layout that serves the most slice-weighted shortage (the demand the fleet
   cannot serve plus what that GPU served), if that beats its current layout.
 * **Policies** (``--baseline``): ``naive`` re-partitions whenever a pod is left pending (no gates
-  but the rollout one); ``default`` runs the recommend loop every ``interval`` on the peak demand
-  (running + pending instances per profile) seen over the ``stabilizationWindow``, with the real
+  but the rollout one); ``default`` runs the recommend loop every ``interval`` on the demand it
+  observes then (running + pending instances per profile, like ``migc recommend``'s snapshot; or
+  the peak over the ``stabilizationWindow`` with ``demand="peak"``), with the real
   gates of :mod:`compiler.recommend.gates` (threshold, stabilizationWindow, minDwell,
   dailyChangeBudget, max-wait urgency, rules; backoff never fires: the model has no failed
   rollouts); ``static-balanced`` keeps the model's all-balanced layout; ``static-optimal`` keeps the
@@ -64,7 +66,7 @@ from compiler.simulate.trace import TracePod, profile_for
 EPOCH = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
 BASELINES = ("naive", "default", "static-balanced", "static-optimal")
 EVICTION_MODELS = ("restart", "resume")
-DEMAND_MODELS = ("peak", "now")
+DEMAND_MODELS = ("now", "peak")
 # controller/settings.py Settings.drain_grace_timeout: how long the controller lets GPU pods finish
 DRAIN_GRACE_SECONDS = 1800.0
 
@@ -81,7 +83,9 @@ class Settings:
     eviction: str = "restart"  # restart: an evicted pod runs its full duration again; resume: the rest
     max_unavailable: int = 1
     max_wait_seconds: int | None = None  # migc.dev/max-wait-time given to every pod (None: no hint)
-    demand: str = "peak"  # what the default loop plans for: peak over the window, or the demand now
+    # what the default loop plans for: the demand now (a snapshot, what `migc recommend` observes),
+    # or the peak over the window (measured in docs/simulate.md: no better)
+    demand: str = "now"
     demand_window_seconds: float = 0.0  # how far back the peak looks (0: the stabilizationWindow)
     # default loop: skip a node whose running pods' progress (slice-seconds) exceeds the slices its
     # change serves held this long (0: off; measured in docs/simulate.md, off by default)

@@ -286,3 +286,29 @@ def test_demand_the_default_loop_plans_for_now_or_peak_over_the_window() -> None
     now._demand_add("7g.80gb", 2, 100.0)
     now._demand_add("7g.80gb", -2, 200.0)
     assert now.window_demand(201.0) == {}
+
+
+def test_cli_reports_censored_percentiles_evictions_and_takes_the_rollout_knobs(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The first trace of the drain test above, through the CLI (1 node x 2 GPUs)."""
+    rows = "a,1000,1000,1,100,,BE,Running,0,10000,0\nb,1000,1000,1,1000,,BE,Running,100,600,100\n"
+    trace = write(tmp_path, rows)
+    base = ["simulate", "--trace", str(trace), "--gpu-product", "NVIDIA-A100-SXM4-80GB", "--nodes", "1"]
+    args = [*base, "--gpus-per-node", "2", "-o", "json"]
+    assert main([*args, "--baseline", "naive"]) == ExitCode.OK
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["drainGraceSeconds"] == 1800 and doc["eviction"] == "restart" and doc["demand"] == "now"
+    naive = doc["results"][0]
+    assert (naive["evictions"], naive["reconfigurations"]) == (1, 1)
+    assert naive["waitSeconds"]["7g"]["p50"] == 1860.0  # cordon at 100, evict at 1900, back at 1960
+    # a grace longer than a's run: a finishes at 10,000, nothing is evicted, b waits 9,960 s
+    assert main([*args, "--baseline", "naive", "--drain-grace", "20000", "--reconfigure-seconds", "30"]) == 0
+    slow = json.loads(capsys.readouterr().out)["results"][0]
+    assert slow["evictions"] == 0 and slow["waitSeconds"]["7g"]["p50"] == 9930.0
+    # static-balanced never serves b: its wait is censored and the text shows a lower bound
+    assert main([*base, "--gpus-per-node", "2", "--baseline", "static-balanced"]) == ExitCode.OK
+    text = capsys.readouterr().out
+    line = next(x for x in text.splitlines() if x.startswith("static-balanced"))
+    assert line.split()[-2:] == ["1", "1"] and ">9900.0" in line  # never 1, censored 1; b waited 100..10,000
+    assert main([*args, "--demand-window", "ten minutes"]) == ExitCode.USAGE

@@ -31,7 +31,9 @@ Model (documented in docs/simulate.md):
   the solver's
   disruption level); on each, GPUs are taken in order of how little of the demand they serve, and
   each gets the catalog layout that serves the most slice-weighted shortage (the demand the fleet
-  cannot serve plus what that GPU served), if that beats its current layout.
+  cannot serve plus what that GPU served), if that beats its current layout. Once a node changes
+  (it drains anyway), its GPUs that serve nothing of the demand get the layout serving the most of
+  the whole demand: one drain instead of several later.
 * **Policies** (``--baseline``): ``naive`` re-partitions whenever a pod is left pending (no gates
   but the rollout one); ``default`` runs the recommend loop every ``interval`` on the demand it
   observes then (running + pending instances per profile, like ``migc recommend``'s snapshot; or
@@ -269,6 +271,25 @@ def _cover_node(
             cap[p] = cap.get(p, 0) + c
         spare = {p: max(0, c - want.get(p, 0)) for p, c in cap.items()}
         short = {p: n - cap.get(p, 0) for p, n in want.items() if n > cap.get(p, 0)}
+    if changes:
+        # The node is drained anyway: also re-carve its GPUs that serve nothing of the demand to
+        # the layout serving the most of the whole demand (batching: one drain instead of several)
+        mix = _key(want)
+        for gi in gpus:
+            if gi in changes:
+                continue
+            old = fleet.layout[gi]
+            if any(c - spare.get(p, 0) > 0 for p, c in old.items()):
+                continue
+            new = dict(_best_layout(fleet.model, mix))
+            if new == old:
+                continue
+            changes[gi] = new
+            for p, c in old.items():
+                cap[p] -= c
+            for p, c in new.items():
+                cap[p] = cap.get(p, 0) + c
+            spare = {p: max(0, c - want.get(p, 0)) for p, c in cap.items()}
     return cap, changes
 
 

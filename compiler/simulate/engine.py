@@ -396,7 +396,7 @@ class _Run:
         self.now_demand: Layout = {}  # running + pending instances per profile
         self.history: deque[tuple[float, Layout]] = deque()  # (since, demand) over the window
         self.interval = float(policy.interval_seconds)
-        # the default loop weighs a drain's cost: a change is held at least minDwell
+        # --weigh-disruption: what a change serves, held this long, must outweigh the progress at stake
         self.worth_seconds = s.weigh_disruption if s.weigh_disruption else None
         if baseline == "default":
             self.push(start + self.interval, _TICK, 0)
@@ -411,7 +411,7 @@ class _Run:
 
     def _demand_add(self, prof: str, n: int, now: float) -> None:
         self.now_demand[prof] = self.now_demand.get(prof, 0) + n
-        if self.baseline == "default":
+        if self.baseline == "default" and self.s.demand == "peak":
             self.history.append((now, dict(self.now_demand)))
 
     def window_demand(self, now: float) -> Layout:

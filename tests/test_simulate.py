@@ -312,3 +312,15 @@ def test_cli_reports_censored_percentiles_evictions_and_takes_the_rollout_knobs(
     line = next(x for x in text.splitlines() if x.startswith("static-balanced"))
     assert line.split()[-2:] == ["1", "1"] and ">9900.0" in line  # never 1, censored 1; b waited 100..10,000
     assert main([*args, "--demand-window", "ten minutes"]) == ExitCode.USAGE
+
+
+def test_a_node_that_drains_gets_all_its_unneeded_gpus_re_carved_at_once() -> None:
+    """1 node x 2 idle balanced GPUs; whole-GPU pods at 0 (runs 1000 s) and 500. The first needs
+    one 7g; the node changes anyway, so the other GPU, which serves nothing of the demand, becomes
+    7g in the same change: 2 GPUs × 60 s, the first pod waits 120 s, the second binds at once —
+    without the batching it would need a second change (and a drain of the first pod)."""
+    assert A100 is not None
+    trace = [pod("w0", 0, 1000), pod("w1", 500, 100)]
+    res = simulate(trace, A100, Settings(nodes=1, gpus_per_node=2), "naive", NAIVE)
+    assert (res.reconfigurations, res.gpu_reconfigurations, res.evictions) == (1, 2, 0)
+    assert waits(res) == {"7g": [(0.0, False), (120.0, False)]}

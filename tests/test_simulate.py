@@ -324,3 +324,23 @@ def test_a_node_that_drains_gets_all_its_unneeded_gpus_re_carved_at_once() -> No
     res = simulate(trace, A100, Settings(nodes=1, gpus_per_node=2), "naive", NAIVE)
     assert (res.reconfigurations, res.gpu_reconfigurations, res.evictions) == (1, 2, 0)
     assert waits(res) == {"7g": [(0.0, False), (120.0, False)]}
+
+
+def test_weigh_disruption_keeps_a_node_whose_running_work_outweighs_the_change() -> None:
+    """1 node x 1 balanced GPU; a 3g pod runs from 0 for 100,000 s; a whole-GPU pod (100 s) arrives
+    at 1000. The default loop (ticks every 900 s) first wants the change at 1800, the window passes
+    at 2700. The change serves 7 − 3 = 4 more slices; at stake: 2700 s × 3 slices = 8100.
+
+    * ``--weigh-disruption 1d`` (4 × 86,400 > 8100): re-carve at 2700, the 3g pod is evicted at
+      4500, back at 4560: the whole-GPU pod waited 3560 s.
+    * 60 s (4 × 60 < 8100): no drain; the node is re-carved only once the 3g pod is gone: tick 100,800
+      sees it first, 101,700 passes the window, back at 101,760: it waited 100,760 s, nothing evicted.
+    """
+    assert A100 is not None
+    trace = [pod("work", 0, 100_000, milli=400), pod("big", 1000, 100)]
+    s = Settings(nodes=1, gpus_per_node=1, weigh_disruption=86400)
+    day = simulate(trace, A100, s, "default", NAIVE)
+    assert day.evictions == 1 and day.waits["7g"] == [(3560.0, False)]
+    minute = simulate(trace, A100, replace(s, weigh_disruption=60), "default", NAIVE)
+    assert minute.evictions == 0 and minute.waits["7g"] == [(100_760.0, False)]
+    assert minute.waits["3g"] == [(0.0, False)] and minute.reconfigurations == 1

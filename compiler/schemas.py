@@ -618,6 +618,8 @@ def _partition_policy() -> dict[str, Any]:
 
 
 TIMESTAMP_PATTERN = "^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}Z$"
+# tenant/profile: a DNS label, then a MIG profile or "gpu" (whole GPUs)
+HISTORY_KEY_PATTERN = DNS_LABEL_PATTERN[:-1] + "/(" + PROFILE_PATTERN[1:-1] + "|gpu)$"
 
 
 def _observed_demand() -> dict[str, Any]:
@@ -630,12 +632,29 @@ def _observed_demand() -> dict[str, Any]:
         required=["updated"],
         properties={
             "updated": _s("When `migc recommend` last evaluated (UTC, RFC 3339).", **ts),
-            "pattern": _s("Fingerprint of the capacity the last evaluation wanted.", type="string",
-                          maxLength=64),
-            "firstSeen": _s("Since when that capacity has been wanted without interruption.", **ts),
-            "demand": _s("Instances per profile observed at the last evaluation.", type="object",
-                         propertyNames={"anyOf": [{"$ref": "#/$defs/profileName"}, {"const": "gpu"}]},
-                         additionalProperties={"type": "integer", "minimum": 0}),
+            "history": _s(
+                "Demand samples over the stabilization window, oldest first: per `tenant/profile`, the "
+                "running and pending instances one run observed (keys with none are left out). Kept: the "
+                "sample in force at the window's start and every later one, at most one per half interval "
+                "and at most 100 (docs/recommend.md).",
+                type="array",
+                maxItems=100,
+                items={
+                    "type": "object",
+                    "additionalProperties": False,
+                    "required": ["at", "demand"],
+                    "properties": {
+                        "at": _s("When the sample was observed.", **ts),
+                        "demand": _s(
+                            "`tenant/profile` → [running, pending] instances.",
+                            type="object",
+                            propertyNames={"pattern": HISTORY_KEY_PATTERN},
+                            additionalProperties={"type": "array", "minItems": 2, "maxItems": 2,
+                                                  "items": {"type": "integer", "minimum": 0}},
+                        ),
+                    },
+                },
+            ),
             "lastChange": _s("When a change was last proposed.", **ts),
             "changes": _s(
                 "Node changes proposed in the last 24 hours.",

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -50,7 +51,14 @@ def setup(tmp_path: Path, compiled: Path, *, urgent: bool, extra: list[dict[str,
     return tmp_path
 
 
-def run(base: Path, at: str, *more: str) -> int:
+def run(base: Path, at: str, *more: str, pods: Callable[[list[Any]], list[Any]] | None = None) -> int:
+    """``migc recommend`` at 2026-12-01T``at``; ``pods`` rewrites setup()'s pods for this run only."""
+    if pods is not None and not (base / "snap.base.json").exists():
+        shutil.copy(base / "snap.json", base / "snap.base.json")
+    if (base / "snap.base.json").exists():
+        items = json.loads((base / "snap.base.json").read_text())["items"]
+        items = pods(items) if pods is not None else items
+        (base / "snap.json").write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": items}))
     return main(
         [
             "recommend",
@@ -74,7 +82,8 @@ def test_window_then_proposal_edits_replicas_and_keeps_comments(
     assert run(base, "06:00") == ExitCode.OK  # first seen now: the window holds it back
     assert "stabilizationWindow" in capsys.readouterr().out
     assert (base / "pol" / "workloads.yaml").read_text() == before
-    assert "firstSeen: '2026-12-01T06:00:00Z'" in (base / "pol" / "observed-demand.yaml").read_text()
+    saved = (base / "pol" / "observed-demand.yaml").read_text()
+    assert "  - at: '2026-12-01T06:00:00Z'\n    demand:\n      students/1g.10gb: [10, 8]\n" in saved
     assert run(base, "06:05", "--dry-run") == ExitCode.OK
     state = (base / "pol" / "observed-demand.yaml").read_text()
     capsys.readouterr()
@@ -151,7 +160,7 @@ def test_lost_state_means_no_change_proposed_yet(
     capsys.readouterr()
     assert run(base, "06:11") == ExitCode.OK  # would have proposed with the state: the window starts over
     out, err = capsys.readouterr()
-    assert "NO  stabilizationWindow: demand pattern stable for 0s < 10m" in out
+    assert "NO  stabilizationWindow: demand watched for 0s < 10m" in out
     assert "MIGC42" not in err  # losing the state is normal, not a warning
     assert run(base, "06:22") == ExitCode.DRIFT
 
@@ -189,6 +198,7 @@ def test_malformed_annotation_is_a_warning_naming_the_pod(
 
 
 RULED = DYNAMIC.format(mode="dynamic") + """  dailyChangeBudget: 5
+  interval: 5m
   rules:
     - name: many-small
       when: {pendingPodsGreaterThan: 5, profile: 1g.10gb}
@@ -208,7 +218,14 @@ def test_evidence_markdown_snapshot(
     late = pod("late", "course-dl101", "nvidia.com/mig-1g.10gb", annotations=hint)
     base = setup(tmp_path, compiled, urgent=False, extra=[late])
     (base / "pol" / "partition.yaml").write_text(RULED)
-    assert run(base, "06:00") == ExitCode.OK  # first seen: the window holds it back
+    # the window (10m, samples every 5m): 22 instances at 06:00 (a burst of 3 more pending pods),
+    # 17 at 06:05 (two of the waiting pods gone), 19 at 06:11: min 17, time-weighted mean 19.0, max 22;
+    # sized for 17 + 1 pod past its max wait = 18 (the burst never counts), plus the rule's 9
+    burst = [pod(f"burst-{i}", "course-nlp202", "nvidia.com/mig-1g.10gb") for i in range(3)]
+    assert run(base, "06:00", pods=lambda ps: ps + burst) == ExitCode.OK  # the window holds it back
+    gone = ("p-0", "p-1")
+    fewer = run(base, "06:05", pods=lambda ps: [p for p in ps if p["metadata"]["name"] not in gone])
+    assert fewer == ExitCode.OK
     capsys.readouterr()
     assert run(base, "06:11", "--dry-run", "-o", "markdown") == ExitCode.DRIFT
     md = capsys.readouterr().out
@@ -228,3 +245,77 @@ def test_evidence_markdown_snapshot(
     assert [(p["node"], p["gpus"]) for p in doc["plan"]] == [(r[0][2:], int(r[1])) for r in rows]
     assert [p["node"] for p in doc["plan"]] == ["lab-dgx-a100-01"]
     assert doc["urgent"] == ["course-dl101/late"]
+    assert doc["window"] == {
+        "seconds": 600,
+        "covered": True,
+        "since": "2026-12-01T06:00:00Z",
+        "demand": [
+            {"tenant": "students", "profile": "1g.10gb", "running": 10, "pending": 9, "samples": 3,
+             "min": 17, "mean": 19.0, "max": 22, "sizedFor": 18}
+        ],
+    }
+
+
+# Sizing over the window (docs/recommend.md "Demand history"): runs every 5 minutes, a 10m window. The
+# Workload student-notebooks declares 10 instances of 1g.10gb; 10 pods run, 8 more may wait.
+EVERY_5M = DYNAMIC.format(mode="dynamic") + "  interval: 5m\n"
+
+
+def no_waiting(items: list[Any]) -> list[Any]:
+    return [p for p in items if not p["metadata"]["name"].startswith("p-")]
+
+
+def test_a_burst_shorter_than_the_window_never_proposes(
+    tmp_path: Path, compiled: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    base = setup(tmp_path, compiled, urgent=False)
+    (base / "pol" / "partition.yaml").write_text(EVERY_5M)
+    assert run(base, "06:00", pods=no_waiting) == ExitCode.OK
+    assert run(base, "06:05") == ExitCode.OK  # 8 pods wait from 06:05 ...
+    assert run(base, "06:10") == ExitCode.OK  # ... still (the window's start, 06:00, had none) ...
+    capsys.readouterr()
+    assert run(base, "06:14", "--dry-run", "-o", "json") == ExitCode.OK  # ... until just before 06:15
+    doc = json.loads(capsys.readouterr().out)
+    # the window 06:04–06:14 starts with 06:00's sample (10, in force until 06:05): min 10
+    assert doc["window"]["demand"] == [
+        {"tenant": "students", "profile": "1g.10gb", "running": 10, "pending": 8, "samples": 4,
+         "min": 10, "mean": 17.2, "max": 18, "sizedFor": 10}
+    ]
+    # the window is covered (the gate passes): it is the sizing that leaves the replicas alone
+    assert doc["replicas"] == [] and doc["window"]["covered"] is True
+    assert {x["name"]: x["passed"] for x in doc["gates"]}["stabilizationWindow"] is True
+    for at in ("06:15", "06:20", "06:25"):  # gone by 06:15: never proposed
+        assert run(base, at, pods=no_waiting) == ExitCode.OK
+    # by 06:25 the burst has left the window (06:15–06:25) and the state file
+    assert "[10, 8]" not in (base / "pol" / "observed-demand.yaml").read_text()
+
+
+def test_a_shift_that_persists_is_proposed_once_the_window_has_passed(
+    tmp_path: Path, compiled: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    base = setup(tmp_path, compiled, urgent=False)
+    (base / "pol" / "partition.yaml").write_text(EVERY_5M)
+    assert run(base, "06:00", pods=no_waiting) == ExitCode.OK
+    assert run(base, "06:05") == ExitCode.OK  # from 06:05 on, 8 pods wait
+    assert run(base, "06:10") == ExitCode.OK  # the window (06:00–06:10) still starts at 10
+    capsys.readouterr()
+    assert run(base, "06:15", "-o", "json") == ExitCode.DRIFT  # 18 for the whole window 06:05–06:15
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["replicas"] == [{"workload": "student-notebooks", "from": 10, "to": 18}]
+    assert doc["window"]["demand"][0]["min"] == 18 and doc["window"]["covered"] is True
+    assert "replicas: 18" in (base / "pol" / "workloads.yaml").read_text()
+
+
+def test_state_lost_mid_window_restarts_the_window(
+    tmp_path: Path, compiled: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    base = setup(tmp_path, compiled, urgent=False)
+    (base / "pol" / "partition.yaml").write_text(EVERY_5M)
+    assert run(base, "06:00") == ExitCode.OK
+    assert run(base, "06:05") == ExitCode.OK
+    (base / "pol" / "observed-demand.yaml").unlink()  # would have proposed at 06:10
+    assert run(base, "06:10") == ExitCode.OK
+    capsys.readouterr()
+    assert run(base, "06:15") == ExitCode.OK  # watched since 06:10 only
+    assert "NO  stabilizationWindow: demand watched for 5m < 10m" in capsys.readouterr().out
+    assert run(base, "06:20") == ExitCode.DRIFT

@@ -16,6 +16,7 @@ from compiler.commands._common import load_and_validate
 from compiler.model import CurrentState, Policy, Rule, RuleCondition
 from compiler.observe import read_snapshots
 from compiler.recommend.engine import capacity, recommend, rule_target, wanted_replicas
+from compiler.recommend.history import sample
 from compiler.recommend.state import State
 from compiler.schemas import kind_schemas
 from compiler.solve import solve
@@ -171,7 +172,9 @@ def test_the_proposal_carves_the_rule_headroom_on_the_rule_pools(
 ) -> None:
     p = policy(tmp_path, pinned=True, pools=pools)
     obs = read_snapshots((str(snapshot(tmp_path)),), NOW)
-    rec = recommend(p, CATALOG, CurrentState(), obs, State(), NOW, time_limit_s=30)
+    # the same demand two minutes ago: the 1m window is covered, so the replicas follow it
+    watched = State(history=(sample(NOW - dt.timedelta(minutes=2), DEMAND),))
+    rec = recommend(p, CATALOG, CurrentState(), obs, watched, NOW, time_limit_s=30)
     assert rec.rules == ("small",)
     assert {w: b for w, _, b in rec.replicas} == replicas
     # solved as proposed: the a100 pool carries every replica of the Workload confined to it

@@ -9,6 +9,7 @@ import pytest
 
 from compiler.commands._common import load_and_validate
 from compiler.model import PartitionPolicy
+from compiler.recommend.history import Sample
 from compiler.recommend.state import State, dump_state, edit_replicas, parse_state, read_state
 
 NOW = dt.datetime(2026, 1, 1, 12, 0, tzinfo=dt.UTC)
@@ -22,9 +23,10 @@ def t(seconds_ago: int) -> dt.datetime:
 
 def test_round_trip_and_old_changes_dropped() -> None:
     state = State(
-        pattern="abc",
-        first_seen=t(300),
-        demand=(("1g.10gb", 3),),
+        history=(
+            Sample(t(600), (("ml", "1g.10gb", 3, 2), ("ml", "gpu", 1, 0))),
+            Sample(t(300), (("web", "3g.40gb", 0, 4),)),
+        ),
         last_change=t(4000),
         changes=(("n1", t(4000)), ("n2", t(90000))),
         failures=2,
@@ -33,7 +35,9 @@ def test_round_trip_and_old_changes_dropped() -> None:
     text = dump_state(state, NOW)
     back, diags = parse_state(text, "s.yaml", NOW, P)
     assert diags == []
-    assert back.pattern == "abc" and back.first_seen == t(300) and back.failures == 2
+    assert back.history == state.history and back.failures == 2
+    row = "  - at: '2026-01-01T11:50:00Z'\n    demand:\n      ml/1g.10gb: [3, 2]\n      ml/gpu: [1, 0]\n"
+    assert row in text  # one line per (tenant, profile) and sample
     assert back.changes == (("n1", t(4000)),)  # older than a day: forgotten
     assert back.updated == NOW
     assert dump_state(back, NOW) == text  # deterministic
@@ -41,34 +45,49 @@ def test_round_trip_and_old_changes_dropped() -> None:
 
 def test_lost_state_is_empty_without_warning(tmp_path: Path) -> None:
     state, diags = read_state(tmp_path / "observed-demand.yaml", NOW, P)
-    assert diags == [] and state.first_seen is None and state.notes == ("lost",)
+    assert diags == [] and state.history == () and state.notes == ("lost",)
 
 
 def test_corrupt_state_warns_and_is_empty(tmp_path: Path) -> None:
-    for text in ("{{{not yaml", "kind: Fleet\n", dump_state(State(), NOW).replace("updated:", "updatedd:")):
+    sampled = dump_state(State(history=(Sample(t(60), (("ml", "1g.10gb", 3, 2),)),)), NOW)
+    broken = (
+        "{{{not yaml",
+        "kind: Fleet\n",
+        dump_state(State(), NOW).replace("updated:", "updatedd:"),
+        sampled.replace("[3, 2]", "[3, -2]"),  # a negative count
+        sampled.replace("[3, 2]", "[3]"),  # running without pending
+        sampled.replace("ml/1g.10gb", "ml/1g.10gib"),  # not a profile
+        sampled.replace("ml/1g.10gb", "1g.10gb"),  # no tenant
+    )
+    for text in broken:
         state, diags = parse_state(text, "s.yaml", NOW, P)
         assert [d.code for d in diags] == ["MIGC420"], text
-        assert state.first_seen is None and state.failures == 0 and state.notes == ("corrupt",)
+        assert state.history == () and state.failures == 0 and state.notes == ("corrupt",)
     bad = tmp_path / "observed-demand.yaml"
     bad.write_bytes(b"\xff\xfe")
     assert [d.code for d in read_state(bad, NOW, P)[1]] == ["MIGC420"]
 
 
 def test_stale_state_restarts_the_window_but_keeps_failures() -> None:
-    text = dump_state(
-        State(pattern="abc", first_seen=t(99999), failures=3, last_failure=t(99999)), t(3 * 900 + 1)
+    history = (
+        Sample(t(99999), (("ml", "1g.10gb", 1, 1),)),
+        Sample(t(3 * 900 + 1), (("ml", "1g.10gb", 1, 2),)),
     )
+    text = dump_state(State(history=history, failures=3, last_failure=t(99999)), t(5))
+    # the newest sample is what proves continuity, not `updated` (a run may store no sample)
     state, diags = parse_state(text, "s.yaml", NOW, P)
     assert [d.code for d in diags] == ["MIGC421"]
-    assert state.pattern == "" and state.first_seen is None and state.failures == 3
-    fresh, none = parse_state(text, "s.yaml", t(3 * 900 - 1), P)
-    assert none == [] and fresh.first_seen == t(99999)
+    assert "the last demand sample is 2701s old" in diags[0].message
+    assert state.history == () and state.failures == 3 and state.notes == ("stale",)
+    fresh, none = parse_state(text, "s.yaml", t(2), P)
+    assert none == [] and fresh.history == history
 
 
 def test_state_file_validates_with_the_policy_set(tmp_path: Path) -> None:
     for name in ("fleet.yaml", "tenants.yaml", "workloads.yaml"):
         (tmp_path / name).write_text((Path(__file__).parents[1] / "examples" / "lab" / name).read_text())
-    (tmp_path / "observed-demand.yaml").write_text(dump_state(State(pattern="x", first_seen=NOW), NOW))
+    sampled = State(history=(Sample(NOW, (("students", "1g.10gb", 2, 1),)),))
+    (tmp_path / "observed-demand.yaml").write_text(dump_state(sampled, NOW))
     policy, diags = load_and_validate([str(tmp_path)])
     assert policy is not None, diags
     (tmp_path / "observed-demand.yaml").write_text(dump_state(State(), NOW).replace("updated", "when"))

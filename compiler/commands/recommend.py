@@ -43,6 +43,25 @@ def _to_json(rec: Recommendation) -> str:
         "proposed": rec.proposed_change,
         "gain": round(rec.gain, 3),
         "demand": [{"tenant": t, "profile": p, "running": r, "pending": q} for t, p, r, q in rec.demand],
+        "window": {
+            "seconds": rec.window_seconds,
+            "covered": rec.covered,
+            "since": rec.since.strftime("%Y-%m-%dT%H:%M:%SZ") if rec.since else None,
+            "demand": [
+                {
+                    "tenant": t,
+                    "profile": p,
+                    "running": r,
+                    "pending": q,
+                    "samples": n,
+                    "min": lo,
+                    "mean": round(mean, 3),
+                    "max": hi,
+                    "sizedFor": s,
+                }
+                for t, p, r, q, n, lo, mean, hi, s in rec.window
+            ],
+        },
         "capacity": {"current": dict(rec.current), "proposed": dict(rec.proposed)},
         "gates": [
             {"name": x.name, "passed": x.passed, "overridden": x.overridden, "why": x.why} for x in rec.gates
@@ -62,6 +81,11 @@ def _to_json(rec: Recommendation) -> str:
 
 def _to_text(rec: Recommendation) -> str:
     out = ["change proposed" if rec.proposed_change else "no change proposed", f"gain {rec.gain:.1f}%"]
+    out += [
+        f"demand {t}/{p}: now {r} running + {q} pending; window {n} sample(s) min {lo} mean {mean:.1f} "
+        f"max {hi}; sized for {s}"
+        for t, p, r, q, n, lo, mean, hi, s in rec.window
+    ]
     out += [f"{'ok ' if x.passed else 'NO '} {x.name}: {x.why}" for x in rec.gates]
     out += [f"rule fired: {r}" for r in rec.rules]
     out += [

@@ -15,16 +15,20 @@ How observed pods become a policy change (documented in docs/recommend.md):
    those pools (its ``pools`` are among the rule's, or every pool of its cluster that has the profile
    is), so the extra instances are carved on the listed pools' GPUs; a tenant with no such Workload
    gets none (MIGC428, and the evidence says so).
-4. The proposed policy is solved with the deployed layout as the starting point (the solver's own
+4. Sizing follows the demand history over the stabilization window
+   (:mod:`compiler.recommend.history`): each (tenant, profile) is sized for ``clamp(declared, min,
+   max)`` of its running + pending instances over the window once the window is covered (else
+   ``declared``), raised to ``min(now, min + u)`` when ``u`` of its pending pods are past their max
+   wait. Bursts and dips shorter than the window change nothing.
+5. The proposed policy is solved with the deployed layout as the starting point (the solver's own
    change-minimising objective); gain and gates (:mod:`compiler.recommend.gates`) decide.
 """
 
 from __future__ import annotations
 
 import datetime as dt
-import hashlib
 from collections import defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from compiler.catalog import Catalog
@@ -33,6 +37,7 @@ from compiler.model import CurrentState, GpuLayout, Policy, Rule, Workload
 from compiler.observe import Observation
 from compiler.observe.model import profile_of
 from compiler.recommend import gates as g
+from compiler.recommend import history as h
 from compiler.recommend.state import State
 from compiler.solve import solve
 from compiler.solve.result import Solution
@@ -56,7 +61,12 @@ class Recommendation:
     rule_effects: tuple[tuple[str, str, str, str, int], ...] = ()
     # the plan of the change: (node, GPUs reconfigured, deployed layout, proposed layout)
     node_plan: tuple[tuple[str, int, str, str], ...] = ()
-    since: dt.datetime | None = None  # the proposal has been wanted continuously since (window start)
+    since: dt.datetime | None = None  # the demand has been watched without a gap since
+    # per (tenant, profile) over the window: (tenant, profile, running now, pending now, samples, min,
+    # mean, max, instances sized for)
+    window: tuple[tuple[str, str, int, int, int, int, float, int, int], ...] = ()
+    covered: bool = False  # the history covers the whole stabilization window
+    window_seconds: int = 0  # the stabilizationWindow
 
     @property
     def proposed_change(self) -> bool:
@@ -151,8 +161,14 @@ def wanted_replicas(
     catalog: Catalog,
     demand: dict[tuple[str, str], list[int]],
     headroom: Sequence[tuple[Rule, Mapping[str, int]]] = (),
+    size: Callable[[tuple[str, str], int], int] | None = None,
 ) -> tuple[dict[str, int], list[Diagnostic], list[tuple[str, str, str, str, int]]]:
     """workload name → replicas wanted (only workloads that change); MIGC424/MIGC428; rule effects.
+
+    ``size(key, declared)``: the instances a (tenant, profile) is sized for, given the instances its
+    Workloads declare now (default: its running + pending instances in ``demand``); keys it is asked
+    about are those of ``demand`` plus the rules' (``size`` may know more keys: pass them in
+    ``demand`` with zero counts).
 
     ``headroom``: each fired rule with, per tenant, the pending pods of that tenant it matched; that
     many instances of the rule's ``prefer.maximize`` profile are added for the tenant, on the Workload
@@ -170,17 +186,19 @@ def wanted_replicas(
         new = {w.name: w.replicas for w in group}
         if (tenant, profile) in demand:
             if not group:
-                diags.append(
-                    make(
-                        "MIGC424",
-                        f"tenant {tenant}: {running + pending} x {profile} observed, but no Workload of the "
-                        "tenant asks for it",
+                if running + pending > 0:  # not when seen earlier in the window only
+                    diags.append(
+                        make(
+                            "MIGC424",
+                            f"tenant {tenant}: {running + pending} x {profile} observed, but no Workload "
+                            "of the tenant asks for it",
+                        )
                     )
-                )
             else:
                 per = max(group[0].need.gpus if profile == "gpu" else 1, 1)
-                observed = -(-(running + pending) // per)
                 declared = sum(w.replicas for w in group)
+                wanted = running + pending if size is None else size((tenant, profile), declared * per)
+                observed = -(-wanted // per)
                 new[group[0].name] = max(0, group[0].replicas + observed - declared)
         for rule, per_tenant in headroom:
             count = per_tenant.get(tenant, 0)
@@ -237,11 +255,6 @@ def layout_text(layout: Sequence[GpuLayout] | None) -> str:
     return ", ".join(parts) or "no instances"
 
 
-def _fingerprint(replicas: dict[str, int]) -> str:
-    text = ";".join(f"{k}={v}" for k, v in sorted(replicas.items()))
-    return hashlib.sha256(text.encode()).hexdigest()[:16]
-
-
 def recommend(
     policy: Policy,
     catalog: Catalog,
@@ -265,16 +278,38 @@ def recommend(
             if tenant is not None and (r.when.profile is None or pod.profile == r.when.profile):
                 per_tenant[tenant] += 1
         headroom.append((r, dict(per_tenant)))
-    wanted, more, effects = wanted_replicas(policy, catalog, demand, headroom)
+    # the demand history over the window decides what each (tenant, profile) is sized for
+    current_sample = h.sample(now, demand)
+    win = h.window(state.history, current_sample, part)
+    stats = h.stats(win, now, part)
+    late: dict[tuple[str, str], int] = defaultdict(int)
+    for pod in pending:
+        tenant = owner.get(pod.key.split("/", 1)[0])
+        limit = pod.max_wait_seconds
+        if tenant is not None and limit is not None and pod.waited_seconds > limit:
+            late[(tenant, pod.profile)] += 1
+    sized: dict[tuple[str, str], int] = {}
+
+    def size(key: tuple[str, str], declared: int) -> int:
+        running, pend = demand.get(key, [0, 0])
+        sized[key] = h.sized(declared, stats.get(key), win.covered, running + pend, late.get(key, 0))
+        return sized[key]
+
+    known = {**{k: [0, 0] for k in stats}, **demand}
+    wanted, more, effects = wanted_replicas(policy, catalog, known, headroom, size)
     diags.extend(more)
+    for key, st in stats.items():  # keys no Workload describes: sized as if nothing were declared
+        if key not in sized:
+            running, pend = demand.get(key, [0, 0])
+            sized[key] = h.sized(0, st, win.covered, running + pend, late.get(key, 0))
     new_workloads = tuple(replace(w, replicas=wanted.get(w.name, w.replicas)) for w in policy.workloads)
     proposed_policy = replace(policy, workloads=new_workloads)
     solution = solve(proposed_policy, catalog, current, time_limit_s=time_limit_s)
     cur_cap = capacity(solution, "current")
     new_cap = capacity(solution, "target")
-    want = {p: 0 for _, p in demand}
-    for (_, p), (running, pend) in demand.items():
-        want[p] += running + pend
+    want: dict[str, int] = defaultdict(int)  # the demand the proposal is sized for, per profile
+    for (_, p), n in sized.items():
+        want[p] += n
     gain = g.gain_pct(cur_cap, new_cap, want, slices)
     changing = sorted({n.name for pool in solution.pools for n in pool.nodes if n.changed})
     urgent = g.urgent_pods(pending, cur_cap, new_cap)
@@ -290,8 +325,6 @@ def recommend(
         failures = 0  # a later change went through
     rolling = sorted(n.name for n in obs.nodes if n.rollout.in_progress and n.rollout.phase != "Failed")
 
-    pattern = _fingerprint(wanted) if wanted else ""
-    first_seen = state.first_seen if (pattern and pattern == state.pattern) else (now if pattern else None)
     gates = [
         g.mode(part),
         g.Gate(
@@ -302,7 +335,7 @@ def recommend(
             else f"{len(rolling)} node(s) still rolling out: {', '.join(rolling[:5])}",
         ),
         g.threshold(gain, part, urgent),
-        g.stabilization(first_seen if pattern else now, now, part, urgent),
+        h.window_gate(win, now, part, urgent),
         g.min_dwell(changing, state.node_last_change(), now, part),
         g.daily_budget(len(changing), g.changes_last_day((t for _, t in state.changes), now), part),
         g.backoff(failures, last_failure, now, part),
@@ -310,9 +343,7 @@ def recommend(
     ok = bool(wanted) and g.all_passed(gates)
     new_state = State(
         updated=now,
-        pattern="" if ok else pattern,
-        first_seen=None if ok else first_seen,
-        demand=tuple(sorted(want.items())),
+        history=h.record(state.history, current_sample, part),
         last_change=now if ok else state.last_change,
         changes=state.changes + (tuple((n, now) for n in changing) if ok else ()),
         failures=failures,
@@ -333,7 +364,14 @@ def recommend(
         state=new_state,
         diagnostics=tuple(diags) + solution.diagnostics,
         rule_effects=tuple(effects),
-        since=first_seen if pattern else None,
+        since=win.since,
+        covered=win.covered,
+        window_seconds=part.stabilization_seconds,
+        window=tuple(
+            (t, p, r, q, st.samples, st.low, st.mean, st.high, sized[(t, p)])
+            for (t, p), st in sorted(stats.items())
+            for r, q in [demand.get((t, p), [0, 0])]
+        ),
         node_plan=tuple(
             sorted(
                 (n.name, len(n.changed_gpus), layout_text(n.current), layout_text(n.gpus))
@@ -357,16 +395,29 @@ def evidence_markdown(rec: Recommendation, sources: Sequence[str] = ()) -> str:
         "",
         "### Observed demand (instances)",
         "",
-        "| tenant | profile | running | pending |",
-        "|---|---|---:|---:|",
+        f"Now, and running + pending over the {g.duration_text(rec.window_seconds)} stabilization window "
+        "(samples of earlier runs, held until the next; mean weighted by time).",
+        "",
+        "| tenant | profile | running | pending | samples | min | mean | max | sized for |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|",
     ]
-    lines += [f"| {t} | {p} | {r} | {q} |" for t, p, r, q in rec.demand] or ["| – | – | 0 | 0 |"]
-    if rec.since is not None and rec.replicas:
+    lines += [
+        f"| {t} | {p} | {r} | {q} | {n} | {lo} | {mean:.1f} | {hi} | {s} |"
+        for t, p, r, q, n, lo, mean, hi, s in rec.window
+    ] or ["| – | – | 0 | 0 | 1 | 0 | 0.0 | 0 | 0 |"]
+    if rec.since is not None:
         since = rec.since.strftime("%Y-%m-%d %H:%M UTC")
+        watched = g.duration_text((rec.now - rec.since).total_seconds())
         lines += [
             "",
-            f"The capacity this demand needs has been the same since {since} "
-            f"({g.duration_text((rec.now - rec.since).total_seconds())}).",
+            f"Demand watched without a gap since {since} ({watched}): "
+            + (
+                "the window is covered, so each is sized for what persisted through all of it "
+                "(declared replicas kept between the window's min and max)."
+                if rec.covered
+                else "the window is not covered yet, so the declared replicas stay "
+                "(only pods past their max wait add instances)."
+            ),
         ]
     cur, new = dict(rec.current), dict(rec.proposed)
     lines += ["", "### Capacity (instances)", "", "| profile | current | proposed |", "|---|---:|---:|"]

@@ -1,15 +1,15 @@
 """The recommender's memory between runs: an ``ObservedDemand`` document kept beside the policy files.
 
-A CronJob runs ``migc recommend`` stateless; what it must remember (since when the wanted capacity has
-been the same, which nodes changed in the last day, consecutive failures) lives in Git in this
-machine-owned file. Every way the file can be wrong degrades to "no change proposed yet":
+A CronJob runs ``migc recommend`` stateless; what it must remember (the demand history over the
+stabilization window, :mod:`compiler.recommend.history`; which nodes changed in the last day;
+consecutive failures) lives in Git in this machine-owned file. Every way the file can be wrong
+degrades to "no change proposed yet":
 
-* **lost** (no file): an empty state; the demand pattern is first seen now, so the stabilization
-  window starts over.
+* **lost** (no file): an empty state; the history starts now, so the stabilization window starts over.
 * **corrupt** (not YAML, or not the ObservedDemand schema): MIGC420 warning, then as lost.
-* **stale** (``updated`` older than :func:`stale_after`): MIGC421 warning; the pattern and its
-  ``firstSeen`` are dropped (the window starts over) while ``changes`` and ``failures`` are kept — they
-  only ever make the recommender more careful.
+* **stale** (the newest sample, or ``updated`` when there is none, older than :func:`stale_after`):
+  MIGC421 warning; the history is dropped (the window starts over) while ``changes`` and ``failures``
+  are kept — they only ever make the recommender more careful.
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ from compiler.diagnostics import Diagnostic, has_errors, make
 from compiler.fsio import ReadRefused, read_bounded
 from compiler.load import load_text
 from compiler.model import PartitionPolicy
+from compiler.recommend.history import Sample, stale_after
 from compiler.schemas import API_VERSION
 from compiler.validate.schema_errors import schema_diagnostics
 
@@ -39,9 +40,7 @@ TIME_FORMAT = "%Y-%m-%dT%H:%M:%SZ"
 @dataclass(frozen=True)
 class State:
     updated: dt.datetime | None = None
-    pattern: str = ""
-    first_seen: dt.datetime | None = None
-    demand: tuple[tuple[str, int], ...] = ()
+    history: tuple[Sample, ...] = ()  # demand samples, oldest first (compiler.recommend.history)
     last_change: dt.datetime | None = None
     changes: tuple[tuple[str, dt.datetime], ...] = ()  # (node, when), last 24 h
     failures: int = 0
@@ -64,11 +63,6 @@ def _time(value: Any) -> dt.datetime | None:
     if not isinstance(value, str):
         return None
     return dt.datetime.strptime(value, TIME_FORMAT).replace(tzinfo=dt.UTC)
-
-
-def stale_after(policy: PartitionPolicy) -> float:
-    """Seconds after which a state no longer proves continuity: three intervals, at least the window."""
-    return float(max(3 * policy.interval_seconds, policy.stabilization_seconds))
 
 
 def parse_state(
@@ -94,9 +88,7 @@ def parse_state(
     spec = data["spec"]
     state = State(
         updated=_time(spec.get("updated")),
-        pattern=str(spec.get("pattern", "")),
-        first_seen=_time(spec.get("firstSeen")),
-        demand=tuple(sorted((str(k), int(v)) for k, v in (spec.get("demand") or {}).items())),
+        history=_history(spec.get("history") or []),
         last_change=_time(spec.get("lastChange")),
         changes=tuple(
             sorted(
@@ -106,18 +98,34 @@ def parse_state(
         failures=int(spec.get("failures", 0)),
         last_failure=_time(spec.get("lastFailure")),
     )
-    if state.updated is not None and (now - state.updated).total_seconds() > stale_after(policy):
-        age = int((now - state.updated).total_seconds())
-        return replace(state, pattern="", first_seen=None, notes=("stale",)), [
+    last = state.history[-1].at if state.history else state.updated
+    if last is not None and (now - last).total_seconds() > stale_after(policy):
+        age = int((now - last).total_seconds())
+        return replace(state, history=(), notes=("stale",)), [
             make(
                 "MIGC421",
-                f"recommender state {file} was last updated {age}s ago "
+                f"recommender state {file}: the last demand sample is {age}s old "
                 f"(more than {int(stale_after(policy))}s); "
                 "the stabilization window starts over",
                 file=file,
             )
         ]
     return state, []
+
+
+def _history(items: list[Any]) -> tuple[Sample, ...]:
+    """Samples of the schema-valid ``history`` list (``tenant/profile: [running, pending]``), oldest first."""
+    out: list[Sample] = []
+    for item in items:
+        at = _time(item["at"])
+        if at is None:
+            continue
+        rows = []
+        for key, (running, pending) in (item.get("demand") or {}).items():
+            tenant, profile = str(key).split("/", 1)
+            rows.append((tenant, profile, int(running), int(pending)))
+        out.append(Sample(at, tuple(sorted(rows))))
+    return tuple(sorted(out, key=lambda s: s.at))
 
 
 def _lost(why: str) -> State:
@@ -148,12 +156,11 @@ def read_state(path: Path, now: dt.datetime, policy: PartitionPolicy) -> tuple[S
 def dump_state(state: State, now: dt.datetime, name: str = "observed-demand") -> str:
     """The YAML of ``state`` (deterministic; changes older than a day are dropped)."""
     spec: dict[str, Any] = {"updated": fmt_time(now)}
-    if state.pattern:
-        spec["pattern"] = state.pattern
-    if state.first_seen is not None:
-        spec["firstSeen"] = fmt_time(state.first_seen)
-    if state.demand:
-        spec["demand"] = dict(state.demand)
+    if state.history:
+        spec["history"] = [
+            {"at": fmt_time(s.at), "demand": {f"{t}/{p}": [r, q] for t, p, r, q in s.counts}}
+            for s in state.history
+        ]
     if state.last_change is not None:
         spec["lastChange"] = fmt_time(state.last_change)
     recent = [(n, t) for n, t in state.changes if (now - t).total_seconds() < 86400]
@@ -170,7 +177,7 @@ def dump_state(state: State, now: dt.datetime, name: str = "observed-demand") ->
         "spec": spec,
     }
     yaml = YAML(typ="safe", pure=True)
-    yaml.default_flow_style = False
+    yaml.default_flow_style = None  # collections of scalars in flow style: one line per sample row
     buf = io.StringIO()
     buf.write("# Machine-owned: written by `migc recommend`; do not edit. Deleting it is safe.\n")
     yaml.dump(doc, buf)

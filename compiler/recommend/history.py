@@ -1,0 +1,198 @@
+"""Demand history over the stabilization window, and the demand a proposal is sized for (pure).
+
+Each ``migc recommend`` run observes, per (tenant, profile), the running and pending instances: a
+:class:`Sample`. The samples of earlier runs live in the ObservedDemand state file
+(:mod:`compiler.recommend.state`); this module decides which of them to keep and what they say.
+
+* **Sample-and-hold**: a sample's counts are taken to hold until the next sample. The *window* at
+  ``now`` is ``[now − stabilizationWindow, now]``; its samples are the one in force at the window's
+  start (the newest at or before it), every later one, and the observation of this run.
+* **Continuity**: a gap longer than :func:`stale_after` (three intervals, at
+  least the window) between two samples, or between the newest and now, breaks the history; what
+  lies before the gap is dropped.
+* **Covered**: the window is covered when a continuous sample is in force at its start, i.e. the
+  demand has been watched for the whole window. Until then the stabilizationWindow gate blocks.
+* **Sizing** (per (tenant, profile), in instances; ``declared`` is what the Workloads ask for now):
+  ``sized = clamp(declared, min, max)`` of running + pending over the window when it is covered,
+  else ``declared``; then, when ``u`` pending pods of that key are past their max wait,
+  ``sized = max(sized, min(now, min + u))``. Capacity therefore grows only to the demand that
+  persisted for the whole window (a burst shorter than the window never counts) and shrinks only to
+  the peak of the window (a dip shorter than the window never counts).
+* **Bounds**: a sample is stored at most every :func:`spacing` (half an interval, at least
+  window / (MAX_SAMPLES − 4)); a run sooner than that still evaluates its own observation (which
+  only widens the window's min–max) but stores nothing. Samples older than the one in force at the
+  window's start are pruned; at most MAX_SAMPLES are kept, and only keys with demand are written.
+  Should a history still exceed MAX_HISTORY_BYTES (a very large fleet), the oldest samples are
+  dropped: the window is then not covered and no change is proposed (safe, and the gate says why).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+from compiler.model import PartitionPolicy
+from compiler.recommend import gates as g
+
+MAX_SAMPLES = 100
+# about what the history may take in the state file: parsing and writing YAML of this size takes a few
+# seconds (ruamel, pure Python); the default 10m window with a 15m interval holds only 2 samples anyway
+MAX_HISTORY_BYTES = 512 * 1024
+
+Key = tuple[str, str]  # (tenant, profile)
+
+
+@dataclass(frozen=True)
+class Sample:
+    at: dt.datetime
+    counts: tuple[tuple[str, str, int, int], ...]  # (tenant, profile, running, pending), sorted, non-zero
+
+    def total(self, key: Key) -> int:
+        for t, p, r, q in self.counts:
+            if (t, p) == key:
+                return r + q
+        return 0
+
+    def totals(self) -> dict[Key, int]:
+        return {(t, p): r + q for t, p, r, q in self.counts}
+
+
+@dataclass(frozen=True)
+class Stats:
+    """Running + pending instances of one (tenant, profile) over the window."""
+
+    samples: int
+    low: int
+    mean: float  # time-weighted (sample-and-hold) over the part of the window the samples cover
+    high: int
+
+
+@dataclass(frozen=True)
+class Window:
+    samples: tuple[Sample, ...]  # the in-force one at the start, the later ones, this run's
+    covered: bool
+    since: dt.datetime  # oldest continuous sample (this run's time when there is none)
+
+
+def sample(at: dt.datetime, demand: Mapping[Key, Sequence[int]]) -> Sample:
+    """The sample of one observation: ``demand`` is (tenant, profile) → [running, pending]."""
+    rows = sorted((t, p, int(v[0]), int(v[1])) for (t, p), v in demand.items() if v[0] + v[1] > 0)
+    return Sample(at, tuple(rows))
+
+
+def stale_after(policy: PartitionPolicy) -> float:
+    """Seconds after which the history no longer proves continuity: three intervals, at least the window."""
+    return float(max(3 * policy.interval_seconds, policy.stabilization_seconds))
+
+
+def spacing(policy: PartitionPolicy) -> float:
+    """The least time between two stored samples."""
+    return max(policy.interval_seconds / 2, policy.stabilization_seconds / (MAX_SAMPLES - 4))
+
+
+def continuous(history: Sequence[Sample], now: dt.datetime, policy: PartitionPolicy) -> tuple[Sample, ...]:
+    """The samples of ``history`` (oldest first) not cut off from ``now`` by a gap (later ones: dropped)."""
+    limit = stale_after(policy)
+    kept: list[Sample] = []
+    after = now
+    for s in sorted((s for s in history if s.at <= now), key=lambda s: s.at, reverse=True):
+        if (after - s.at).total_seconds() > limit:
+            break
+        kept.append(s)
+        after = s.at
+    return tuple(reversed(kept))
+
+
+def window(history: Sequence[Sample], current: Sample, policy: PartitionPolicy) -> Window:
+    """The window at ``current.at`` over the continuous ``history`` plus this run's ``current`` sample."""
+    hist = [s for s in continuous(history, current.at, policy) if s.at < current.at]
+    start = current.at - dt.timedelta(seconds=policy.stabilization_seconds)
+    before = [s for s in hist if s.at <= start]
+    inside = [s for s in hist if s.at > start]
+    samples = ([before[-1]] if before else []) + inside + [current]
+    since = hist[0].at if hist else current.at
+    return Window(tuple(samples), bool(before) or policy.stabilization_seconds == 0, since)
+
+
+def stats(win: Window, now: dt.datetime, policy: PartitionPolicy) -> dict[Key, Stats]:
+    """Per (tenant, profile) seen in the window: samples, min, time-weighted mean and max of the total."""
+    keys = sorted({k for s in win.samples for k in s.totals()})
+    start = now - dt.timedelta(seconds=policy.stabilization_seconds)
+    out: dict[Key, Stats] = {}
+    for key in keys:
+        values = [s.total(key) for s in win.samples]
+        weighted = 0.0
+        span = 0.0
+        for s, nxt in zip(win.samples, win.samples[1:], strict=False):
+            seconds = (nxt.at - max(s.at, start)).total_seconds()
+            weighted += s.total(key) * seconds
+            span += seconds
+        mean = weighted / span if span > 0 else float(values[-1])
+        out[key] = Stats(len(values), min(values), mean, max(values))
+    return out
+
+
+def sized(declared: int, st: Stats | None, covered: bool, now_total: int, urgent: int) -> int:
+    """Instances a (tenant, profile) is sized for (the rule in the module docstring)."""
+    low = st.low if st is not None else now_total
+    high = st.high if st is not None else now_total
+    out = min(max(declared, low), high) if covered else declared
+    if urgent > 0:
+        out = max(out, min(now_total, low + urgent))
+    return out
+
+
+def record(
+    history: Sequence[Sample],
+    current: Sample,
+    policy: PartitionPolicy,
+    max_bytes: int = MAX_HISTORY_BYTES,
+) -> tuple[Sample, ...]:
+    """The history to store after this run: continuous, pruned to the window, capped (module docstring)."""
+    hist = [s for s in continuous(history, current.at, policy) if s.at < current.at]
+    if not hist or (current.at - hist[-1].at).total_seconds() >= spacing(policy):
+        hist.append(current)
+    start = current.at - dt.timedelta(seconds=policy.stabilization_seconds)
+    before = [i for i, s in enumerate(hist) if s.at <= start]
+    if before:
+        hist = hist[before[-1] :]
+    hist = hist[-MAX_SAMPLES:]
+    size = sum(sample_bytes(s) for s in hist)
+    while len(hist) > 1 and size > max_bytes:
+        size -= sample_bytes(hist[0])
+        hist = hist[1:]
+    return tuple(hist)
+
+
+def sample_bytes(s: Sample) -> int:
+    """At least what one sample takes in the YAML of the state file (counts below 10^6)."""
+    return 40 + sum(len(t) + len(p) + 27 for t, p, _, _ in s.counts)
+
+
+def window_gate(win: Window, now: dt.datetime, policy: PartitionPolicy, urgent: Iterable[str] = ()) -> g.Gate:
+    """stabilizationWindow: the demand history covers the whole window (or a pod past max-wait overrides)."""
+    w = policy.stabilization_seconds
+    watched = (now - win.since).total_seconds()
+    n = len(win.samples)
+    if win.covered:
+        return g.Gate(
+            "stabilizationWindow",
+            True,
+            f"demand watched for {g.duration_text(watched)} >= {g.duration_text(w)} "
+            f"({n} sample(s) in the window)",
+        )
+    pods = tuple(urgent)
+    if pods:
+        return g.Gate(
+            "stabilizationWindow",
+            True,
+            f"demand watched for {g.duration_text(watched)} < {g.duration_text(w)}, overridden: "
+            f"{len(pods)} pod(s) past max-wait",
+            overridden=True,
+        )
+    return g.Gate(
+        "stabilizationWindow",
+        False,
+        f"demand watched for {g.duration_text(watched)} < {g.duration_text(w)}",
+    )

@@ -1,0 +1,138 @@
+"""Demand history over the stabilization window: which samples count, their statistics, the sizing rule,
+and the bounds on what the state file keeps (compiler/recommend/history.py, docs/recommend.md)."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import pytest
+
+from compiler.model import PartitionPolicy
+from compiler.recommend import history as h
+from compiler.recommend.state import STATE_LIMIT, State, dump_state
+
+NOW = dt.datetime(2026, 12, 1, 12, 0, tzinfo=dt.UTC)
+P = PartitionPolicy(mode="dynamic", interval_seconds=300, stabilization_seconds=600)  # 5m, 10m
+KEY = ("ml", "1g.10gb")
+
+
+def at(minutes_ago: float) -> dt.datetime:
+    return NOW - dt.timedelta(minutes=minutes_ago)
+
+
+def s(minutes_ago: float, running: int, pending: int = 0) -> h.Sample:
+    return h.sample(at(minutes_ago), {KEY: [running, pending]})
+
+
+def test_the_window_holds_the_sample_in_force_at_its_start_and_every_later_one() -> None:
+    hist = (s(25, 1), s(15, 2), s(11, 3), s(6, 4), s(1, 5))
+    win = h.window(hist, s(0, 6), P)
+    # 12:00 - 10m = 11:50: 11:49 (3) is in force then; 11:45 and 11:35 are not in the window
+    assert [x.total(KEY) for x in win.samples] == [3, 4, 5, 6]
+    assert win.covered and win.since == at(25)
+
+
+def test_the_window_is_covered_only_when_a_sample_is_in_force_at_its_start() -> None:
+    assert not h.window((s(9, 2),), s(0, 2), P).covered  # watched 9 minutes of 10
+    assert h.window((s(10, 2),), s(0, 2), P).covered  # exactly the window
+    assert not h.window((), s(0, 2), P).covered
+    zero = PartitionPolicy(mode="dynamic", stabilization_seconds=0)
+    assert h.window((), s(0, 2), zero).covered  # no window: nothing to wait for
+
+
+def test_a_gap_longer_than_three_intervals_cuts_the_history() -> None:
+    # stale after max(3 x 5m, 10m) = 15m: the gap 11:29 -> 11:45 (16m) cuts what lies before it
+    hist = (s(40, 9), s(31, 9), s(15, 2), s(5, 2))
+    assert h.continuous(hist, NOW, P) == (s(15, 2), s(5, 2))
+    assert h.continuous((s(16, 2),), NOW, P) == ()  # the newest is too old itself
+    assert h.continuous((s(15, 2),), NOW, P) == (s(15, 2),)
+    assert h.continuous((s(5, 2), h.sample(NOW + dt.timedelta(minutes=1), {})), NOW, P) == (s(5, 2),)
+
+
+def test_stats_are_min_time_weighted_mean_and_max_of_running_plus_pending() -> None:
+    # window 11:50-12:00: 11:48 holds 10 until 11:52 (2m), 11:52 holds 20 for 6m, 11:58 holds 4 for 2m
+    win = h.window((s(12, 10), s(8, 15, 5), s(2, 4)), s(0, 30), P)
+    st = h.stats(win, NOW, P)[KEY]
+    assert (st.samples, st.low, st.high) == (4, 4, 30)
+    assert st.mean == pytest.approx((10 * 2 + 20 * 6 + 4 * 2) / 10)
+    # a key seen in some samples only counts 0 in the others
+    other = h.sample(at(5), {("web", "gpu"): [2, 0]})
+    both = h.stats(h.window((s(12, 1), other), s(0, 1), P), NOW, P)
+    assert both[("web", "gpu")].low == 0 and both[("web", "gpu")].high == 2
+    # nothing before this run: the mean is the observation
+    assert h.stats(h.window((), s(0, 7), P), NOW, P)[KEY].mean == 7.0
+
+
+@pytest.mark.parametrize(
+    ("declared", "low", "high", "covered", "now", "urgent", "sized"),
+    [
+        (10, 18, 25, True, 20, 0, 18),  # demand above the declared all window: grow to the min
+        (10, 8, 25, True, 20, 0, 10),  # a burst: the min is below the declared: keep
+        (10, 4, 8, True, 6, 0, 8),  # demand below the declared all window: shrink to the max
+        (10, 4, 12, True, 6, 0, 10),  # a dip: keep
+        (10, 18, 25, False, 20, 0, 10),  # window not covered yet: keep
+        (10, 18, 25, False, 20, 3, 20),  # 3 pods past max wait: min(now 20, min 18 + 3)
+        (10, 8, 25, True, 20, 1, 10),  # urgency adds to the min, not to the declared
+        (10, 8, 25, True, 20, 5, 13),
+    ],
+)
+def test_the_sizing_rule(
+    declared: int, low: int, high: int, covered: bool, now: int, urgent: int, sized: int
+) -> None:
+    st = h.Stats(3, low, (low + high) / 2, high)
+    assert h.sized(declared, st, covered, now, urgent) == sized
+
+
+def test_record_stores_at_most_one_sample_per_half_interval() -> None:
+    assert h.spacing(P) == 150  # max(5m / 2, 10m / 96)
+    hist = h.record((s(3, 1),), s(0, 9), P)
+    assert hist == (s(3, 1), s(0, 9))
+    # a run 2 minutes after the last stored sample stores nothing (its observation was evaluated)
+    assert h.record((s(2, 1),), s(0, 9), P) == (s(2, 1),)
+
+
+def test_record_prunes_to_the_window_and_caps_the_count() -> None:
+    hist = h.record((s(14, 1), s(12, 2), s(9, 3), s(4, 4)), s(0, 5), P)
+    assert [x.total(KEY) for x in hist] == [2, 3, 4, 5]  # 11:48 is in force at 11:50; 11:46 is not
+    day = PartitionPolicy(mode="dynamic", interval_seconds=60, stabilization_seconds=86400)
+    assert h.spacing(day) == 900  # 24h / 96: at most ~97 samples in the window
+    many = tuple(h.sample(NOW - dt.timedelta(minutes=m), {KEY: [m, 0]}) for m in range(600, 0, -1))
+    kept = h.record(many, s(0, 1), day)  # samples a minute apart (written by hand, say)
+    assert len(kept) == h.MAX_SAMPLES and kept[-1] == many[-1]  # the newest; 12:00 is too close to it
+
+
+def test_sample_bytes_is_at_least_what_a_sample_takes_in_the_state_file() -> None:
+    """So a history within MAX_HISTORY_BYTES always fits the state file's read limit."""
+    big = {(f"tenant-{i:04d}", p): [999999, 999999] for i in range(50) for p in ("1g.10gb+me", "gpu")}
+    first = h.sample(at(20), {("z", "gpu"): [1, 0]})
+    for demand in ({KEY: [0, 1]}, {KEY: [12, 3], ("a", "gpu"): [1, 0]}, big):
+        two = dump_state(State(history=(first, h.sample(NOW, demand))), NOW)
+        one = dump_state(State(history=(first,)), NOW)
+        assert len(two.encode()) - len(one.encode()) <= h.sample_bytes(h.sample(NOW, demand))
+    assert h.MAX_HISTORY_BYTES + len(dump_state(State(), NOW)) < STATE_LIMIT
+
+
+def test_a_history_too_big_for_the_state_file_drops_its_oldest_samples() -> None:
+    tenants = {(f"tenant-{i:04d}", p): [3, 1] for i in range(40) for p in ("1g.10gb", "3g.40gb")}
+    long = PartitionPolicy(mode="dynamic", stabilization_seconds=8 * 3600)  # 15m interval, 8h window
+    hist = tuple(h.sample(at(m), tenants) for m in range(490, 0, -10))  # every 10m: 49 samples
+    per = h.sample_bytes(hist[0])
+    kept = h.record(hist, h.sample(NOW, tenants), long, max_bytes=30 * per)
+    assert len(kept) == 30 and kept[-1].at == NOW and kept[0] == hist[-29]  # the newest 30
+    # within the real bound: the 04:00 sample in force at the window's start, the later ones and 12:00
+    assert len(h.record(hist, h.sample(NOW, tenants), long)) == 49
+    # the window is then not covered: no change is proposed, and the gate says why
+    win = h.window(kept[:-1], h.sample(NOW, tenants), long)
+    gate = h.window_gate(win, NOW, long)
+    assert not win.covered and not gate.passed and "demand watched for" in gate.why
+
+
+def test_the_window_gate() -> None:
+    covered = h.window((s(12, 2),), s(0, 2), P)
+    assert h.window_gate(covered, NOW, P).passed
+    assert h.window_gate(covered, NOW, P).why == "demand watched for 12m >= 10m (2 sample(s) in the window)"
+    young = h.window((s(4, 2),), s(0, 2), P)
+    gate = h.window_gate(young, NOW, P)
+    assert not gate.passed and gate.why == "demand watched for 4m < 10m"
+    urgent = h.window_gate(young, NOW, P, ("ml/p-1",))
+    assert urgent.passed and urgent.overridden and "1 pod(s) past max-wait" in urgent.why

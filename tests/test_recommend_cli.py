@@ -220,7 +220,8 @@ def test_evidence_markdown_snapshot(
     (base / "pol" / "partition.yaml").write_text(RULED)
     # the window (10m, samples every 5m): 22 instances at 06:00 (a burst of 3 more pending pods),
     # 17 at 06:05 (two of the waiting pods gone), 19 at 06:11: min 17, time-weighted mean 19.0, max 22;
-    # sized for 17 + 1 pod past its max wait = 18 (the burst never counts), plus the rule's 9
+    # sized for 17 + 1 pod past its max wait = 18 (the burst never counts), plus the rule's headroom:
+    # the pending pods that persisted through the window, min(12, 7, 9) = 7
     burst = [pod(f"burst-{i}", "course-nlp202", "nvidia.com/mig-1g.10gb") for i in range(3)]
     assert run(base, "06:00", pods=lambda ps: ps + burst) == ExitCode.OK  # the window holds it back
     gone = ("p-0", "p-1")
@@ -239,7 +240,7 @@ def test_evidence_markdown_snapshot(
     doc = json.loads(capsys.readouterr().out)
     assert doc["ruleEffects"] == [
         {"rule": "many-small", "tenant": "students", "profile": "1g.10gb", "workload": "student-notebooks",
-         "replicas": 9}
+         "replicas": 7}
     ]
     rows = [r.split(" | ") for r in md.splitlines() if r.startswith("| lab-dgx-")]
     assert [(p["node"], p["gpus"]) for p in doc["plan"]] == [(r[0][2:], int(r[1])) for r in rows]
@@ -319,3 +320,17 @@ def test_state_lost_mid_window_restarts_the_window(
     assert run(base, "06:15") == ExitCode.OK  # watched since 06:10 only
     assert "NO  stabilizationWindow: demand watched for 5m < 10m" in capsys.readouterr().out
     assert run(base, "06:20") == ExitCode.DRIFT
+
+
+def test_a_rule_fired_by_a_burst_adds_nothing(
+    tmp_path: Path, compiled: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    base = setup(tmp_path, compiled, urgent=False)
+    (base / "pol" / "partition.yaml").write_text(RULED)  # many-small: more than 5 pending 1g.10gb
+    assert run(base, "06:00", pods=no_waiting) == ExitCode.OK
+    assert run(base, "06:05", pods=no_waiting) == ExitCode.OK
+    capsys.readouterr()
+    assert run(base, "06:10", "-o", "markdown") == ExitCode.OK  # 8 pods wait since 06:08, say
+    md = capsys.readouterr().out
+    assert "- many-small: nothing added (no pending pod it matches waited through the whole window)" in md
+    assert "| students | 1g.10gb | 10 | 8 | 3 | 10 | 10.0 | 18 | 10 |" in md

@@ -83,6 +83,19 @@ def test_the_sizing_rule(
     assert h.sized(declared, st, covered, now, urgent) == sized
 
 
+def test_rule_headroom_counts_the_pending_pods_that_persisted_through_the_window() -> None:
+    web = ("web", "1g.10gb")
+    hist = (
+        h.sample(at(12), {KEY: [1, 6], web: [0, 9]}),
+        h.sample(at(6), {KEY: [1, 2], ("ml", "3g.40gb"): [0, 3]}),  # web's burst is over
+    )
+    win = h.window(hist, h.sample(NOW, {KEY: [1, 4], web: [0, 9]}), P)
+    assert h.pending_low(win, "ml", "1g.10gb") == 2
+    assert h.pending_low(win, "ml", None) == 4  # every profile: 6, 5, 4
+    assert h.pending_low(win, "web", "1g.10gb") == 0
+    assert h.pending_low(h.window(hist[1:], win.samples[-1], P), "ml", None) == 0  # not covered
+
+
 def test_record_stores_at_most_one_sample_per_half_interval() -> None:
     assert h.spacing(P) == 150  # max(5m / 2, 10m / 96)
     hist = h.record((s(3, 1),), s(0, 9), P)

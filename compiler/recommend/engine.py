@@ -9,8 +9,9 @@ How observed pods become a policy change (documented in docs/recommend.md):
    of that group equal the observed instances; the difference goes to the group's first Workload by
    name (never below 0). Demand no Workload describes is reported (MIGC424), never invented.
 3. A rule whose ``when`` holds on the pending pods asks for headroom for its ``prefer.maximize``
-   profile: each tenant's Workloads of that profile are provisioned for the observed instances *plus*
-   the tenant's pending pods that matched the rule (more instances of that profile in the proposal).
+   profile: each tenant's Workloads of that profile are provisioned for the sized instances *plus*
+   the tenant's pending pods that matched the rule in every sample of the window (the least of them;
+   none before the window is covered), so more instances of that profile in the proposal.
    A rule with ``pools`` gives its headroom only to a Workload whose replicas can land on nothing but
    those pools (its ``pools`` are among the rule's, or every pool of its cluster that has the profile
    is), so the extra instances are carved on the listed pools' GPUs; a tenant with no such Workload
@@ -270,17 +271,14 @@ def recommend(
     demand, pending, diags = observed_demand(policy, obs)
     fired = g.fired_rules(part.rules, pending)
     owner = _tenant_of(policy)
-    headroom: list[tuple[Rule, Mapping[str, int]]] = []
-    for r in fired:
-        per_tenant: dict[str, int] = defaultdict(int)
-        for pod in pending:
-            tenant = owner.get(pod.key.split("/", 1)[0])
-            if tenant is not None and (r.when.profile is None or pod.profile == r.when.profile):
-                per_tenant[tenant] += 1
-        headroom.append((r, dict(per_tenant)))
     # the demand history over the window decides what each (tenant, profile) is sized for
     current_sample = h.sample(now, demand)
     win = h.window(state.history, current_sample, part)
+    headroom: list[tuple[Rule, Mapping[str, int]]] = []
+    for r in fired:  # a rule's headroom: its matched pending pods that persisted through the window
+        tenants = {owner[ns] for pod in pending if (ns := pod.key.split("/", 1)[0]) in owner}
+        per_tenant = {t: h.pending_low(win, t, r.when.profile) for t in sorted(tenants)}
+        headroom.append((r, per_tenant))
     stats = h.stats(win, now, part)
     late: dict[tuple[str, str], int] = defaultdict(int)
     for pod in pending:
@@ -444,7 +442,7 @@ def evidence_markdown(rec: Recommendation, sources: Sequence[str] = ()) -> str:
             else f"- {name}: tenant {tenant}: no Workload asking for {profile} can take it "
             "(in the rule's pools); nothing added (MIGC428)"
             for _, tenant, profile, workload, n in effects
-        ] or [f"- {name}: nothing added"]
+        ] or [f"- {name}: nothing added (no pending pod it matches waited through the whole window)"]
     if not rec.rules:
         lines.append("- none")
     if rec.urgent:

@@ -143,6 +143,19 @@ def sized(declared: int, st: Stats | None, covered: bool, now_total: int, urgent
     return out
 
 
+def pending_low(win: Window, tenant: str, profile: str | None) -> int:
+    """The least pending instances of ``tenant`` (of ``profile``, or all) over the window; 0 if not covered.
+
+    What a rule's headroom counts: pending pods that persisted through the whole window.
+    """
+    if not win.covered:
+        return 0
+    return min(
+        sum(q for t, p, _, q in s.counts if t == tenant and (profile is None or p == profile))
+        for s in win.samples
+    )
+
+
 def record(
     history: Sequence[Sample],
     current: Sample,

@@ -28,6 +28,7 @@ Each ``migc recommend`` run observes, per (tenant, profile), the running and pen
 
 from __future__ import annotations
 
+import bisect
 import datetime as dt
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -56,6 +57,17 @@ class Sample:
 
     def totals(self) -> dict[Key, int]:
         return {(t, p): r + q for t, p, r, q in self.counts}
+
+    def pending(self, tenant: str, profile: str | None) -> int:
+        """Pending instances of ``tenant`` (of ``profile``, or every profile); the counts are sorted."""
+        counts = self.counts
+        i = bisect.bisect_left(counts, (tenant,))
+        total = 0
+        while i < len(counts) and counts[i][0] == tenant:
+            if profile is None or counts[i][1] == profile:
+                total += counts[i][3]
+            i += 1
+        return total
 
 
 @dataclass(frozen=True)
@@ -117,17 +129,16 @@ def window(history: Sequence[Sample], current: Sample, policy: PartitionPolicy) 
 
 def stats(win: Window, now: dt.datetime, policy: PartitionPolicy) -> dict[Key, Stats]:
     """Per (tenant, profile) seen in the window: samples, min, time-weighted mean and max of the total."""
-    keys = sorted({k for s in win.samples for k in s.totals()})
+    totals = [s.totals() for s in win.samples]
+    keys = sorted({k for t in totals for k in t})
     start = now - dt.timedelta(seconds=policy.stabilization_seconds)
+    pairs = zip(win.samples, win.samples[1:], strict=False)
+    held = [(nxt.at - max(s.at, start)).total_seconds() for s, nxt in pairs]  # how long each held
+    span = sum(held)
     out: dict[Key, Stats] = {}
     for key in keys:
-        values = [s.total(key) for s in win.samples]
-        weighted = 0.0
-        span = 0.0
-        for s, nxt in zip(win.samples, win.samples[1:], strict=False):
-            seconds = (nxt.at - max(s.at, start)).total_seconds()
-            weighted += s.total(key) * seconds
-            span += seconds
+        values = [t.get(key, 0) for t in totals]
+        weighted = sum(v * x for v, x in zip(values, held, strict=False))  # the last sample holds 0s
         mean = weighted / span if span > 0 else float(values[-1])
         out[key] = Stats(len(values), min(values), mean, max(values))
     return out
@@ -150,10 +161,7 @@ def pending_low(win: Window, tenant: str, profile: str | None) -> int:
     """
     if not win.covered:
         return 0
-    return min(
-        sum(q for t, p, _, q in s.counts if t == tenant and (profile is None or p == profile))
-        for s in win.samples
-    )
+    return min(s.pending(tenant, profile) for s in win.samples)
 
 
 def record(

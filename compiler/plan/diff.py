@@ -104,25 +104,35 @@ def _pool_served(served: Mapping[tuple[str, str, str], int], pool: str) -> dict[
 def gpus_in_use(
     layouts: Sequence[NodeLayout | None], served: Mapping[str, int], pool: NodePool | None
 ) -> int:
-    """GPUs carrying at least one instance that serves demand, filling the fullest GPUs first."""
-    gpus = [g for layout in layouts for g in (layout or ())]
+    """GPUs carrying at least one instance that serves demand, filling the fullest GPUs first.
+
+    Per resource (in name order) the GPUs holding it are taken already-used first, then most
+    instances first, then by index, until the served units are covered. The holders of each
+    resource are indexed in one pass over the GPUs, so an 80k-GPU pool costs one walk, not one
+    walk per resource.
+    """
     shares = pool.shares_per_gpu if pool is not None else 1
-    used = [False] * len(gpus)
+    holding: dict[str, list[tuple[int, int]]] = {}  # resource → [(gpu index, units it holds)]
+    index = 0
+    for layout in layouts:
+        for g in layout or ():
+            if not g.mig_enabled and shares:
+                holding.setdefault(WHOLE_GPU, []).append((index, shares))
+            for name, count in g.profiles:
+                if count and name != WHOLE_GPU:
+                    holding.setdefault(name, []).append((index, count))
+            index += 1
+    used: set[int] = set()
     for resource in sorted(served):
         need = served[resource]
-        holders = []
-        for i, g in enumerate(gpus):
-            have = (
-                (shares if not g.mig_enabled else 0) if resource == WHOLE_GPU else g.counts().get(resource, 0)
-            )
-            if have:
-                holders.append((not used[i], -have, i, have))
-        for _, _, i, have in sorted(holders):
+        if need <= 0:
+            continue
+        for _, _, i, have in sorted((i not in used, -have, i, have) for i, have in holding.get(resource, ())):
             if need <= 0:
                 break
-            used[i] = True
+            used.add(i)
             need -= have
-    return sum(used)
+    return len(used)
 
 
 def _balanced(model: GpuModel | None, pool: NodePool) -> NodeLayout:
@@ -191,7 +201,7 @@ def build_plan(
                 afters.append(node.gpus)
             nodes_total += len(result.nodes)
             balanced: list[NodeLayout | None] = (
-                [_balanced(model, pool) for _ in result.nodes] if pool is not None else list(afters)
+                [_balanced(model, pool)] * len(result.nodes) if pool is not None else list(afters)
             )
             layouts[result.pool] = (befores, afters, balanced)
             for resource, n in _demand_capacity(befores, pool).items():

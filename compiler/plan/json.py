@@ -53,4 +53,7 @@ def to_json(plan: Plan) -> str:
         "costs": [{**vars(c), "unpriced_pools": list(c.unpriced_pools)} for c in plan.costs],
         "solution": plan.solution,
     }
-    return json.dumps(doc, sort_keys=True, indent=2, allow_nan=False) + "\n"
+    # Compact separators and no indent: the C encoder then writes the whole document in one pass
+    # (an indented dump runs the pure-Python encoder, 9x slower on an 80k-GPU plan). Keys stay
+    # sorted, so the bytes are deterministic; `jq .` pretty-prints it for a reader.
+    return json.dumps(doc, sort_keys=True, separators=(",", ":"), allow_nan=False) + "\n"

@@ -22,8 +22,9 @@ def at_repo_root(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(ROOT)
 
 
-def more_search(tmp_path: Path) -> Path:
-    """examples/prod with bert-serving (tenant search, pool a100) raised from 12 to 20 replicas."""
+def more_search(tmp_path: Path, objective: str | None = None) -> Path:
+    """examples/prod with bert-serving (tenant search, pool a100) raised from 12 to 20 replicas;
+    ``objective``: a PartitionPolicy ``objective`` list to set (e.g. ``"[gpus]"``)."""
     policy = tmp_path / "prod2"
     shutil.copytree(ROOT / "examples" / "prod", policy)
     path = policy / "workloads.yaml"
@@ -31,6 +32,11 @@ def more_search(tmp_path: Path) -> Path:
     start = text.index("name: bert-serving")
     at = text.index("replicas: 12", start)
     path.write_text(text[:at] + "replicas: 20" + text[at + len("replicas: 12") :], encoding="utf-8")
+    if objective is not None:
+        pp = policy / "partition-policy.yaml"
+        text = pp.read_text(encoding="utf-8")
+        text = text.replace("  mode: static\n", f"  mode: static\n  objective: {objective}\n")
+        pp.write_text(text, encoding="utf-8")
     return policy
 
 
@@ -68,8 +74,9 @@ def fresh_copy(compiled: Path, tmp_path: Path) -> Path:
 def test_committed_output_gives_exact_before_for_the_search_increase(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """The scenario of the issue, against the committed output/ (kept current by ``compile --check``)."""
-    policy = more_search(tmp_path)
+    """The scenario of the issue, against the committed output/ (kept current by ``compile --check``),
+    with fewest GPUs before least disruption: fraud-detection moves to the h100 pool."""
+    policy = more_search(tmp_path, "[gpus]")
     text, err = plan(capsys, policy, ROOT / "output", "text")
     assert "estimated" not in text and "MIGC307" not in err
     assert "  prod-east/a100 search 1g.10gb: 12 of 12 → 20 of 20\n" in text

@@ -14,6 +14,7 @@ table shows the best run of each (the least noisy estimate on a shared machine) 
 from __future__ import annotations
 
 import argparse
+import resource
 import subprocess
 import sys
 import tempfile
@@ -39,53 +40,64 @@ def selector_fleet(docs: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return docs
 
 
-def _timed(args: Sequence[str], timeout: float) -> tuple[float, int, int]:
-    """Wall seconds, exit status and stdout bytes of ``python -m compiler ARGS``."""
+def _timed(args: Sequence[str], timeout: float) -> tuple[float, float, int, int]:
+    """Wall seconds, CPU seconds (user + system, every thread), exit status and stdout bytes of
+    ``python -m compiler ARGS``."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
     proc = subprocess.run(
         [sys.executable, "-m", "compiler", *args], cwd=REPO, capture_output=True, timeout=timeout, check=False
     )
-    return time.perf_counter() - t0, proc.returncode, len(proc.stdout)
+    wall = time.perf_counter() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
+    return wall, cpu, proc.returncode, len(proc.stdout)
 
 
 def measure(gpus: int, workdir: Path, repeats: int, timeout: float = 600.0) -> dict[str, Any]:
     policy = workdir / f"fleet-{gpus}"
     out = workdir / f"out-{gpus}"
     scale.write(selector_fleet(scale.generate(gpus)), policy)
-    first, rc, _ = _timed(["compile", str(policy), "--out", str(out)], timeout)
+    first, _, rc, _ = _timed(["compile", str(policy), "--out", str(out)], timeout)
     if rc != 0:
         return {"gpus": gpus, "error": f"first compile exited {rc}"}
     compile_s: list[float] = []
     plan_s: list[float] = []
+    compile_cpu: list[float] = []
+    plan_cpu: list[float] = []
     plan_bytes = 0
     for _ in range(max(1, repeats)):
-        t, rc, _ = _timed(["compile", str(policy), "--out", str(out)], timeout)
+        t, cpu, rc, _ = _timed(["compile", str(policy), "--out", str(out)], timeout)
         if rc != 0:
             return {"gpus": gpus, "error": f"compile exited {rc}"}
         compile_s.append(t)
-        t, rc, plan_bytes = _timed(["plan", str(policy), "--against", str(out), "-o", "json"], timeout)
+        compile_cpu.append(cpu)
+        t, cpu, rc, plan_bytes = _timed(["plan", str(policy), "--against", str(out), "-o", "json"], timeout)
         if rc != 0:
             return {"gpus": gpus, "error": f"plan exited {rc}"}
         plan_s.append(t)
+        plan_cpu.append(cpu)
     return {
         "gpus": gpus,
         "nodes": gpus // scale.GPUS_PER_NODE,
         "first_compile_s": first,
         "compile_s": compile_s,
         "plan_s": plan_s,
+        "compile_cpu": compile_cpu,
+        "plan_cpu": plan_cpu,
         "plan_bytes": plan_bytes,
     }
 
 
 def render(rows: Sequence[dict[str, Any]]) -> str:
     lines = [
-        "| GPUs | nodes | compile s (best; runs) | plan -o json s (best; runs) | plan / compile "
-        "| plan JSON MB |",
-        "|---|---|---|---|---|---|",
+        "| GPUs | nodes | compile wall s (best; runs) | plan -o json wall s (best; runs) | plan / compile "
+        "(wall) | compile CPU s (best) | plan CPU s (best) | plan JSON MB |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
         if "error" in r:
-            lines.append(f"| {r['gpus']} | error: {r['error']} | | | | |")
+            lines.append(f"| {r['gpus']} | error: {r['error']} | | | | | | |")
             continue
         c, p = min(r["compile_s"]), min(r["plan_s"])
 
@@ -94,7 +106,8 @@ def render(rows: Sequence[dict[str, Any]]) -> str:
 
         lines.append(
             f"| {r['gpus']} | {r['nodes']} | {c:.2f} ({runs(r['compile_s'])}) "
-            f"| {p:.2f} ({runs(r['plan_s'])}) | {p / c:.2f}× | {r['plan_bytes'] / 1e6:.1f} |"
+            f"| {p:.2f} ({runs(r['plan_s'])}) | {p / c:.2f}× | {min(r['compile_cpu']):.2f} "
+            f"| {min(r['plan_cpu']):.2f} | {r['plan_bytes'] / 1e6:.1f} |"
         )
     return "\n".join(lines)
 

@@ -301,3 +301,40 @@ def test_plan_json_is_one_compact_deterministic_line() -> None:
     assert text.endswith("\n") and text.count("\n") == 1  # compact: no indentation
     assert text == to_json(build_plan(policy(), sol, CATALOG, CurrentState()))
     assert json.loads(text)["nodesTotal"] == 5
+
+
+def test_the_other_order_swaps_gpus_and_disruption_in_the_completed_order() -> None:
+    from compiler.plan.orders import swapped
+
+    assert swapped(()) == ("gpus", "disruption", "preference")
+    assert swapped(("gpus",)) == ("disruption", "gpus", "preference")
+    assert swapped(("preference",)) == ("preference", "gpus", "disruption")
+    assert swapped(("disruption", "preference", "gpus")) == ("gpus", "preference", "disruption")
+
+
+def test_the_other_order_line_names_each_difference() -> None:
+    from compiler.plan.data import OrderCost, OrderOutcome
+    from compiler.plan.formatting import order_line
+
+    chosen = OrderOutcome(gpus_used=1212, nodes_changed=22, gpus_changed=130, unmet=0, proven=True)
+    cost = OrderCost(
+        order=("disruption", "gpus", "preference"),
+        other=("gpus", "disruption", "preference"),
+        chosen=chosen,
+        alternative=OrderOutcome(gpus_used=1200, nodes_changed=59, gpus_changed=410, unmet=0, proven=True),
+    )
+    assert order_line(cost) == (
+        "gpus first ([gpus, disruption, preference]) would use 12 fewer GPUs (1200 instead of 1212) "
+        "and change 37 more deployed nodes (59 instead of 22; 410 instead of 130 GPUs)"
+    )
+    back = OrderCost(
+        order=cost.other,
+        other=cost.order,
+        chosen=cost.alternative,
+        alternative=replace(chosen, gpus_changed=131, unmet=3, proven=False, nodes_changed=59),
+    )
+    assert order_line(back) == (
+        "disruption first ([disruption, gpus, preference]) would use 12 more GPUs (1212 instead of 1200), "
+        "change as many deployed nodes (59) but 279 fewer GPUs (131 instead of 410) and leave 3 replicas "
+        "unmet instead of 0 (not proven optimal within the solver's time limit)"
+    )

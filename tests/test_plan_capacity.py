@@ -96,6 +96,43 @@ def test_committed_output_gives_exact_before_for_the_search_increase(
     assert (search["before"], search["after"], search["requested"]) == (12, 20, 20)
 
 
+def test_the_default_order_keeps_deployed_nodes_and_names_the_other_orders_cost(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Disruption first (the default): search's 8 more replicas come from re-laying two whole GPUs
+    of one A100 node, fraud-detection stays; fewest GPUs first would have saved one GPU."""
+    policy = more_search(tmp_path)
+    text, _ = plan(capsys, policy, ROOT / "output", "text")
+    assert "  prod-east/a100 search 1g.10gb: 12 of 12 → 20 of 20\n" in text
+    assert "fraud-detection" not in text
+    assert text.startswith("1 of 11 nodes change (2 GPUs reconfigured)")
+    line = (
+        "gpus first ([gpus, disruption, preference]) would use 1 fewer GPU (31 instead of 32) and change "
+        "as many deployed nodes and GPUs (1 node, 2 GPUs)"
+    )
+    assert f"  objective order [disruption, gpus, preference]; the other order:\n    {line}\n" in text
+    md, _ = plan(capsys, policy, ROOT / "output", "markdown")
+    assert f"- **objective order [disruption, gpus, preference]; the other order**: {line}\n" in md
+    doc = json.loads(plan(capsys, policy, ROOT / "output", "json")[0])
+    other = doc["otherOrder"]
+    assert other["order"] == ["disruption", "gpus", "preference"]
+    assert other["otherOrder"] == ["gpus", "disruption", "preference"]
+    assert (other["chosen"]["gpus_used"], other["other"]["gpus_used"]) == (32, 31)
+    assert other["chosen"]["nodes_changed"] == other["other"]["nodes_changed"] == 1
+    assert other["text"] == line
+    # the other order's numbers are what compiling with it gives
+    gpus_first = more_search(tmp_path / "g", "[gpus]")
+    doc = json.loads(plan(capsys, gpus_first, ROOT / "output", "json")[0])
+    assert doc["otherOrder"]["chosen"] == other["other"]
+    assert doc["otherOrder"]["other"] == other["chosen"]
+
+
+def test_a_first_rollout_has_no_other_order_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    capsys.readouterr()
+    assert main(["plan", str(more_search(tmp_path)), "--from-scratch", "-o", "json"]) == 0
+    assert json.loads(capsys.readouterr().out)["otherOrder"] is None
+
+
 def test_before_is_what_the_previous_render_recorded(
     compiled: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

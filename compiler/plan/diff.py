@@ -107,32 +107,41 @@ def gpus_in_use(
     """GPUs carrying at least one instance that serves demand, filling the fullest GPUs first.
 
     Per resource (in name order) the GPUs holding it are taken already-used first, then most
-    instances first, then by index, until the served units are covered. The holders of each
-    resource are indexed in one pass over the GPUs, so an 80k-GPU pool costs one walk, not one
-    walk per resource.
+    instances first, then by index, until the served units are covered. The holders are indexed
+    once, by resource and by how much they hold (in index order), so an 80k-GPU pool costs one walk
+    over its GPUs, not one walk and one sort per resource.
     """
     shares = pool.shares_per_gpu if pool is not None else 1
-    holding: dict[str, list[tuple[int, int]]] = {}  # resource → [(gpu index, units it holds)]
+    # resource → units held → GPU indices in order; a GPU's profile list is read once per object
+    holding: dict[str, dict[int, list[int]]] = {}
+    profiles: dict[int, tuple[tuple[str, int], ...]] = {}
     index = 0
     for layout in layouts:
         for g in layout or ():
             if not g.mig_enabled and shares:
-                holding.setdefault(WHOLE_GPU, []).append((index, shares))
-            for name, count in g.profiles:
-                if count and name != WHOLE_GPU:
-                    holding.setdefault(name, []).append((index, count))
+                holding.setdefault(WHOLE_GPU, {}).setdefault(shares, []).append(index)
+            held = profiles.get(id(g))
+            if held is None:
+                held = profiles[id(g)] = tuple((n, c) for n, c in g.profiles if c and n != WHOLE_GPU)
+            for name, count in held:
+                holding.setdefault(name, {}).setdefault(count, []).append(index)
             index += 1
-    used: set[int] = set()
+    used = bytearray(index)
     for resource in sorted(served):
         need = served[resource]
-        if need <= 0:
-            continue
-        for _, _, i, have in sorted((i not in used, -have, i, have) for i, have in holding.get(resource, ())):
-            if need <= 0:
-                break
-            used.add(i)
-            need -= have
-    return len(used)
+        by_units = holding.get(resource, {})
+        for want_used in (1, 0):  # already-used GPUs first, then fresh ones; each most-held first
+            for have in sorted(by_units, reverse=True):
+                if need <= 0:
+                    break
+                for i in by_units[have]:
+                    if used[i] != want_used:
+                        continue
+                    used[i] = 1
+                    need -= have
+                    if need <= 0:
+                        break
+    return sum(used)
 
 
 def _balanced(model: GpuModel | None, pool: NodePool) -> NodeLayout:

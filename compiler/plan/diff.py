@@ -39,13 +39,25 @@ def layout_counts(layouts: Iterable[NodeLayout | None], pool: NodePool | None) -
     GPU counts one, its shares are planned by memory and cores (``compiler.plan.hami``).
     """
     shares = pool.shares_per_gpu if pool is not None else 1
-    out: dict[str, int] = {}
+    # count each distinct layout object once, then add its instances that many times: fleets share
+    # a handful of layout objects between thousands of GPUs
+    times: dict[int, int] = {}
+    objects: dict[int, GpuLayout] = {}
     for layout in layouts:
         for gpu in layout or ():
-            if not gpu.mig_enabled:
-                out[WHOLE_GPU] = out.get(WHOLE_GPU, 0) + shares
-            for name, count in gpu.profiles:
-                out[name] = out.get(name, 0) + count
+            key = id(gpu)
+            if key in times:
+                times[key] += 1
+            else:
+                times[key] = 1
+                objects[key] = gpu
+    out: dict[str, int] = {}
+    for key, n in times.items():
+        gpu = objects[key]
+        if not gpu.mig_enabled:
+            out[WHOLE_GPU] = out.get(WHOLE_GPU, 0) + shares * n
+        for name, count in gpu.profiles:
+            out[name] = out.get(name, 0) + count * n
     return out
 
 

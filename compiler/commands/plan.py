@@ -142,14 +142,6 @@ def command(
             emit_diagnostics([link], "text", to_stderr=True)
             return ExitCode.INVALID
     result = compile_policy(paths, deployed)
-    # The second solve (the objective order with gpus and disruption swapped) runs in a worker
-    # thread while this one builds the plan: HiGHS releases the GIL while it solves, so on two or
-    # more cores its time overlaps the plan's Python work. Its answer does not depend on timing.
-    other: Future[OrderCost | None] | None = None
-    pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="migc-other-order")
-    if not result.failed and result.policy is not None and result.solution is not None:
-        other = pool.submit(other_order, result.policy, result.catalog, result.current, result.solution)
-    pool.shutdown(wait=False)
     diagnostics = list(result.diagnostics)
     recorded, more = read_capacity(deployed)
     diagnostics.extend(more)
@@ -166,6 +158,15 @@ def command(
     if result.failed or result.policy is None or result.solution is None or has_errors(diagnostics):
         click.echo(report.summary(diagnostics, what="plan"), err=True)
         return ExitCode.INVALID
+    # The second solve (the objective order with gpus and disruption swapped) runs in a worker
+    # thread while this one builds and encodes the plan: HiGHS releases the GIL while it solves, so
+    # on two or more cores its time overlaps the plan's Python work. Its answer does not depend on
+    # timing. Started only once the plan is sure to be printed.
+    pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="migc-other-order")
+    other: Future[OrderCost | None] = pool.submit(
+        other_order, result.policy, result.catalog, result.current, result.solution
+    )
+    pool.shutdown(wait=False)
     plan = build_plan(
         result.policy,
         result.solution,
@@ -175,8 +176,7 @@ def command(
         solution_dict=solution_to_dict(result.solution),
         recorded=recorded,
     )
-    if other is not None:
-        plan = dataclasses.replace(plan, other_order=other.result())
+    plan = dataclasses.replace(plan, other_order=other.result())
     if svg_dir is not None:
         try:
             write_files(Path(svg_dir), svg_files(plan, result.catalog))

@@ -20,9 +20,9 @@ scalars with ruamel's own YAML 1.2 resolver and constructor, so the data is the 
 only clean files: at the first thing that could make a diagnostic or a difference (any libyaml
 error, tag, anchor, alias, directive, merge key, complex or duplicate key, tab, CR or exotic line
 break, deep nesting, too many nodes or documents, a scalar ruamel would refuse) it declines and the
-ruamel path above runs unchanged, so every diagnostic is the ruamel path's. ``MIGC_YAML_FAST=0`` in
-the environment disables the fast path (to compare or debug); it is skipped when PyYAML was built
-without libyaml.
+ruamel path above runs unchanged, so every diagnostic is the ruamel path's. ``load_text(...,
+fast=False)`` takes the ruamel path only (to compare or debug); the fast path is skipped when PyYAML
+was built without libyaml.
 """
 
 from __future__ import annotations
@@ -284,17 +284,19 @@ def load_bytes(raw: bytes, file: str) -> tuple[list[LoadedDocument], list[Diagno
     return load_text(text, file)
 
 
-def load_text(text: str, file: str) -> tuple[list[LoadedDocument], list[Diagnostic]]:
-    """Load one file's text: all its non-empty documents, or the diagnostics that prevented it."""
+def load_text(text: str, file: str, *, fast: bool = True) -> tuple[list[LoadedDocument], list[Diagnostic]]:
+    """Load one file's text: all its non-empty documents, or the diagnostics that prevented it.
+
+    ``fast=False`` skips the libyaml fast path (the result is the same; see the module docstring)."""
     if not text.strip():
         return [], [make("MIGC012", "file is empty: it contains no YAML documents", file=file, line=1, col=1)]
     flow = _flow_depth_exceeded(text)
     if flow is not None:
         return [], [_too_deep(file, *flow)]
-    if _fast_enabled():
-        fast = _fast_load(text, file)
-        if fast is not None:
-            return fast, []
+    if fast and _CLoader is not None:
+        loaded = _fast_load(text, file)
+        if loaded is not None:
+            return loaded, []
     # typ="safe": the round-trip parser's comment bookkeeping makes it several times slower, and
     # comments are not needed here (positions are kept by every parser).
     yaml = YAML(typ="safe", pure=True)
@@ -571,7 +573,6 @@ class _Converter:
 # ---------------------------------------------------------------------------------------------------
 # Fast path: libyaml events → LoadedDocument, declining (None) whenever the ruamel path could differ.
 
-FAST_ENV = "MIGC_YAML_FAST"
 _FAST_MAX_DEPTH = MAX_DEPTH // 2  # policies nest ~8 deep; anything near the limit gets ruamel's exact check
 # Line breaks libyaml and ruamel may count differently, BOMs inside the text, and tabs (ruamel's tab
 # diagnostics depend on where they are): any of these sends the whole file to the ruamel path.
@@ -579,10 +580,6 @@ _FAST_REFUSED_CHARS = ("\t", "\r", "\x85", "\u2028", "\u2029", "\ufeff")
 _DECLINE = object()
 # YAML 1.2's block scalar header (indicator, optional indentation and chomping, then only a comment)
 _BLOCK_HEADER = re.compile(r"[|>](?:[1-9][+-]?|[+-][1-9]?)?(?: +#.*| *)$")
-
-
-def _fast_enabled() -> bool:
-    return _CLoader is not None and os.environ.get(FAST_ENV, "1") != "0"
 
 
 @functools.lru_cache(maxsize=1)

@@ -188,6 +188,7 @@ class PriorityTier:
     name: str  # e.g. "critical"; rendered as PriorityClass "migc-<name>"
     value: int  # PriorityClass value; higher is served first by the solver too
     description: str = ""
+    spread: Spread | None = None  # default spread of its MIG-instance and single-GPU workloads
 
 
 @dataclass(frozen=True)
@@ -255,6 +256,58 @@ class Target:
 
 
 @dataclass(frozen=True)
+class Share:
+    """A cap on replicas: ``count`` replicas, or ``percent`` of the replicas served (0 = unset).
+
+    ``percent`` rounds down: at most ``floor(percent * served / 100)`` replicas.
+    """
+
+    count: int = 0
+    percent: int = 0
+
+    @property
+    def is_set(self) -> bool:
+        return bool(self.count or self.percent)
+
+    def text(self) -> str:
+        return f"{self.percent}%" if self.percent else str(self.count)
+
+    def cap(self, served: int) -> int:
+        """Most replicas allowed when ``served`` replicas are served."""
+        return self.count if self.count else self.percent * served // 100
+
+
+@dataclass(frozen=True)
+class Spread:
+    """``Workload.spec.spread``: how the served replicas must be spread over nodes and failure domains.
+
+    ``min_nodes``: on at least that many nodes (every replica on its own node when fewer are
+    served); ``max_per_node`` / ``max_per_domain``: at most that many per node / per value of the
+    node label ``topology_key``. All are hard constraints of the solver.
+    """
+
+    min_nodes: int = 0
+    max_per_node: Share = field(default_factory=Share)
+    topology_key: str = ""
+    max_per_domain: Share = field(default_factory=Share)
+
+    @property
+    def per_node(self) -> bool:
+        """Whether the solver needs per-node served counts for it."""
+        return self.min_nodes > 1 or self.max_per_node.is_set
+
+    def text(self) -> str:
+        parts = []
+        if self.min_nodes:
+            parts.append(f"minNodes {self.min_nodes}")
+        if self.max_per_node.is_set:
+            parts.append(f"maxPerNode {self.max_per_node.text()}")
+        if self.topology_key:
+            parts.append(f"maxPerDomain {self.max_per_domain.text()} of {self.topology_key}")
+        return ", ".join(parts)
+
+
+@dataclass(frozen=True)
 class Workload:
     name: str
     tenant: str
@@ -266,6 +319,7 @@ class Workload:
     pools: tuple[str, ...] = ()  # allowed pools in that cluster; empty = any pool that can serve it
     span: Span = field(default_factory=Span, compare=False)
     target: Target | None = None
+    spread: Spread | None = None  # resolved: the workload's own or its tier's
 
 
 @dataclass(frozen=True)

@@ -379,6 +379,34 @@ def _tenant() -> dict[str, Any]:
     return _kind_schema("Tenant", "migc Tenant", "A tenant: namespaces, priority, quotas.", spec)
 
 
+def _spread() -> dict[str, Any]:
+    share = [
+        {"type": "integer", "minimum": 1},
+        {"type": "string", "pattern": PERCENT_PATTERN},
+    ]
+    return _s(
+        "How the served replicas are spread (hard constraints of the solver, like Kubernetes "
+        "topologySpreadConstraints with whenUnsatisfiable: DoNotSchedule): over at least minNodes "
+        "nodes, at most maxPerNode per node, at most maxPerDomain per value of the node label "
+        "topologyKey. MIG-instance and single-GPU workloads only.",
+        type="object",
+        additionalProperties=False,
+        minProperties=1,
+        properties={
+            "minNodes": _s("Serve the replicas on at least this many nodes (every replica on its own "
+                           "node when fewer are served).", type="integer", minimum=1, maximum=5000),
+            "maxPerNode": _s("Most replicas on one node: a count, or a percentage of the replicas "
+                             "served (\"50%\", rounded down).", oneOf=share),
+            "topologyKey": _s("Node label whose values are the failure domains, e.g. "
+                              "topology.kubernetes.io/zone (a pool's nodes carry the labels of its "
+                              "selector and its labels).", **_LABEL_KEY),
+            "maxPerDomain": _s("Most replicas in one domain of topologyKey: a count, or a percentage of "
+                               "the replicas served (rounded down).", oneOf=share),
+        },
+        dependentRequired={"topologyKey": ["maxPerDomain"], "maxPerDomain": ["topologyKey"]},
+    )
+
+
 def _workload() -> dict[str, Any]:
     # Each oneOf branch only states which keys make a form; the field constraints live in
     # "properties" so a wrong value is reported at the field (e.g. "profiles must be an array"),
@@ -444,6 +472,7 @@ def _workload() -> dict[str, Any]:
             "replicas": _s("Number of replicas (pods) to provision for.", type="integer", minimum=0,
                            maximum=100000),
             "need": need,
+            "spread": _spread(),
             "isolation": _s(
                 "hardware: a MIG instance; shared: a time-sliced/MPS/HAMi share of a whole GPU; "
                 "exclusive: whole GPUs. Default: exclusive for need.gpus, shared for need.hami, else "
@@ -523,6 +552,11 @@ def _partition_policy() -> dict[str, Any]:
             "value": _s("PriorityClass value; higher is served first.", type="integer", minimum=0,
                         maximum=1000000000),
             "description": _s("What the tier is for.", type="string"),
+            "spread": {
+                **_spread(),
+                "description": "Default spread of the tier's MIG-instance and single-GPU workloads that "
+                "set none (each workload's own replicas; see Workload spec.spread).",
+            },
         },
     )
     spec = _s(

@@ -38,6 +38,35 @@ def duration(text: str) -> float:
     return sum(float(n) * _UNITS[u] for n, u in parts)
 
 
+# Settings fields given as durations on the command line: (field, --help text or None).
+_TIMEOUTS: tuple[tuple[str, str | None], ...] = (
+    ("drain_grace_timeout", "wait this long for GPU pods to finish before evicting them"),
+    ("eviction_timeout", "then keep retrying blocked evictions this long before failing the node"),
+    ("apply_timeout", "wait this long for nvidia.com/mig.config.state=success (bounds a stuck pending too)"),
+    (
+        "configmap_sync_delay",
+        "label a node with a config only this long after it appeared in the mig-parted ConfigMap",
+    ),
+    ("reboot_timeout", "extra time while the MIG manager reports nvidia.com/mig.config.state=rebooting"),
+    ("verify_timeout", "wait this long for allocatable resources to match"),
+    ("failure_backoff", "delay before the one automatic retry of a failed node"),
+    ("poll_interval", None),
+    ("resync_interval", None),
+    ("lease_duration", None),
+)
+# Settings fields taken from the command line as they are.
+_PLAIN = (
+    "namespace",
+    "assignment_name",
+    "node_event_namespace",
+    "max_failures",
+    "lease_name",
+    "identity",
+    "dry_run",
+    "cluster",
+)
+
+
 def parser() -> argparse.ArgumentParser:
     d = Settings()
     p = argparse.ArgumentParser(prog="migc-controller", description=__doc__)
@@ -53,57 +82,14 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--assignment-name", default=d.assignment_name, help="name of the assignment ConfigMap")
     p.add_argument("--node-event-namespace", default=d.node_event_namespace)
     t = p.add_argument_group("timeouts (seconds, or 90s / 30m / 1h)")
-    t.add_argument(
-        "--drain-grace-timeout",
-        type=duration,
-        default=d.drain_grace_timeout,
-        help="wait this long for GPU pods to finish before evicting them",
-    )
-    t.add_argument(
-        "--eviction-timeout",
-        type=duration,
-        default=d.eviction_timeout,
-        help="then keep retrying blocked evictions this long before failing the node",
-    )
-    t.add_argument(
-        "--apply-timeout",
-        type=duration,
-        default=d.apply_timeout,
-        help="wait this long for nvidia.com/mig.config.state=success (bounds a stuck pending too)",
-    )
-    t.add_argument(
-        "--configmap-sync-delay",
-        type=duration,
-        default=d.configmap_sync_delay,
-        help="label a node with a config only this long after it appeared in the mig-parted ConfigMap",
-    )
-    t.add_argument(
-        "--reboot-timeout",
-        type=duration,
-        default=d.reboot_timeout,
-        help="extra time while the MIG manager reports nvidia.com/mig.config.state=rebooting",
-    )
-    t.add_argument(
-        "--verify-timeout",
-        type=duration,
-        default=d.verify_timeout,
-        help="wait this long for allocatable resources to match",
-    )
-    t.add_argument(
-        "--failure-backoff",
-        type=duration,
-        default=d.failure_backoff,
-        help="delay before the one automatic retry of a failed node",
-    )
+    for field, text in _TIMEOUTS:
+        t.add_argument("--" + field.replace("_", "-"), type=duration, default=getattr(d, field), help=text)
     p.add_argument(
         "--max-failures",
         type=int,
         default=d.max_failures,
         help="stop admitting nodes once this many failed in one revision (0: never)",
     )
-    t.add_argument("--poll-interval", type=duration, default=d.poll_interval)
-    t.add_argument("--resync-interval", type=duration, default=d.resync_interval)
-    t.add_argument("--lease-duration", type=duration, default=d.lease_duration)
     p.add_argument("--lease-name", default=d.lease_name)
     p.add_argument(
         "--identity",
@@ -123,6 +109,11 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
+def settings_from(args: argparse.Namespace) -> Settings:
+    """The controller's Settings from parsed command-line arguments."""
+    return Settings(**{f: getattr(args, f) for f in (*(name for name, _ in _TIMEOUTS), *_PLAIN)})
+
+
 def _api_client(args: argparse.Namespace) -> client.ApiClient:
     cfg = client.Configuration()
     if args.in_cluster or (not args.kubeconfig and os.environ.get("KUBERNETES_SERVICE_HOST")):
@@ -137,26 +128,7 @@ def _api_client(args: argparse.Namespace) -> client.ApiClient:
 def main(argv: Sequence[str] | None = None) -> int:
     args = parser().parse_args(argv)
     logs.setup(args.log_level)
-    settings = Settings(
-        namespace=args.namespace,
-        assignment_name=args.assignment_name,
-        node_event_namespace=args.node_event_namespace,
-        drain_grace_timeout=args.drain_grace_timeout,
-        eviction_timeout=args.eviction_timeout,
-        apply_timeout=args.apply_timeout,
-        reboot_timeout=args.reboot_timeout,
-        configmap_sync_delay=args.configmap_sync_delay,
-        max_failures=args.max_failures,
-        verify_timeout=args.verify_timeout,
-        failure_backoff=args.failure_backoff,
-        poll_interval=args.poll_interval,
-        resync_interval=args.resync_interval,
-        lease_name=args.lease_name,
-        lease_duration=args.lease_duration,
-        identity=args.identity,
-        dry_run=args.dry_run,
-        cluster=args.cluster,
-    )
+    settings = settings_from(args)
     try:
         api = _api_client(args)
     except Exception as exc:

@@ -1,13 +1,12 @@
 """The libyaml fast path of the loader gives exactly what the ruamel path gives, or declines.
 
 Every comparison loads the same text twice through :func:`load_text`, once with the fast path and once
-with ``MIGC_YAML_FAST=0``, and compares documents (data with Python types and key order, value and key
+with ``fast=False``, and compares documents (data with Python types and key order, value and key
 positions) and diagnostics. ``_fast_load`` is called on its own only to know whether it handled the text.
 """
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -19,7 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from compiler import load
-from compiler.load import FAST_ENV, LoadedDocument, load_text
+from compiler.load import LoadedDocument, load_text
 
 REPO = Path(__file__).resolve().parents[1]
 SETTINGS = settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -47,8 +46,7 @@ def _snapshot(doc: LoadedDocument) -> tuple[Any, ...]:
 
 
 def _load(text: str, *, fast: bool) -> tuple[list[tuple[Any, ...]], list[Any]]:
-    with mock.patch.dict(os.environ, {FAST_ENV: "1" if fast else "0"}):
-        docs, diags = load_text(text, "f.yaml")
+    docs, diags = load_text(text, "f.yaml", fast=fast)
     return [_snapshot(d) for d in docs], diags
 
 
@@ -96,11 +94,9 @@ def test_fast_path_equals_ruamel_on_every_example_and_case_file() -> None:
 def test_fast_path_is_used_and_can_be_disabled() -> None:
     text = "a: yes\nb: 0o17\nc: [1, '2', .inf]\n"
     with mock.patch.object(load, "_fast_load", wraps=load._fast_load) as spy:
-        with mock.patch.dict(os.environ, {FAST_ENV: "1"}):
-            load_text(text, "f.yaml")
+        load_text(text, "f.yaml")
         assert spy.call_count == 1
-        with mock.patch.dict(os.environ, {FAST_ENV: "0"}):
-            load_text(text, "f.yaml")
+        load_text(text, "f.yaml", fast=False)
         assert spy.call_count == 1
 
 

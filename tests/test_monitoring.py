@@ -96,6 +96,7 @@ def test_every_query_uses_only_known_metrics(files: dict[str, bytes]) -> None:
         "DCGM_FI_PROF_GR_ENGINE_ACTIVE",
         "migc_reconfigurations_total",
         "kube_pod_status_scheduled_time",
+        "migc_gpu_pod_pending_seconds_bucket",
     } <= used
 
 
@@ -104,6 +105,7 @@ def test_migc_metric_names_are_exported_by_the_controller() -> None:
     m.reconfigurations.labels(pool="a100", result="success").inc()
     m.duration.observe(42)
     m.evictions.labels(result="ok").inc()
+    m.pending.labels(profile="1g.10gb").observe(3)
     exported = {
         line.split("{")[0].split(" ")[0]
         for line in generate_latest(m.registry).decode().splitlines()

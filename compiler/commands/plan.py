@@ -34,6 +34,7 @@ from compiler.plan import (
 from compiler.plan.data import OrderCost
 from compiler.plan.hami import hami_text
 from compiler.plan.orders import other_order
+from compiler.plan.spread import spread_rows, spread_warnings
 from compiler.render.writer import INDEX_NAME
 from compiler.solve.export import solution_to_dict
 from compiler.validate.suppress import suppress
@@ -153,6 +154,8 @@ def command(
             diagnostics.append(exc.diagnostic)
         except (OSError, SnapshotError) as exc:
             diagnostics.append(snapshot_diagnostic(snapshot, exc))
+    if result.policy is not None and result.solution is not None:
+        diagnostics.extend(spread_warnings(result.policy, spread_rows(result.policy, result.solution)))
     diagnostics = suppress(diagnostics, ignore)  # warnings and notes only; errors always stay
     emit_diagnostics(diagnostics, "text", to_stderr=True)
     if result.failed or result.policy is None or result.solution is None or has_errors(diagnostics):

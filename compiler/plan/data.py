@@ -113,6 +113,23 @@ class OrderCost:
 
 
 @dataclass(frozen=True)
+class SpreadRow:
+    """A workload with ``spread``: its served replicas per node (pool, node, replicas; per-node
+    spreads only) and per domain of its topology key, and per pool the worst maintenance wave
+    (pool, maxUnavailable, replicas on the maxUnavailable nodes holding most)."""
+
+    cluster: str
+    workload: str
+    spread: str  # as the policy asks it, e.g. "maxPerNode 50%"
+    requested: int
+    served: int
+    by_node: tuple[tuple[str, str, int], ...]
+    by_domain: tuple[tuple[str, int], ...]
+    most_per_node: int  # the most one node may hold under the spread (0: no per-node spread)
+    waves: tuple[tuple[str, int, int], ...]
+
+
+@dataclass(frozen=True)
 class Plan:
     clusters: tuple[str, ...]
     nodes_total: int
@@ -125,6 +142,7 @@ class Plan:
     costs: tuple[Cost, ...]
     snapshot_given: bool = False
     solution: Mapping[str, Any] = field(default_factory=dict)
+    spread: tuple[SpreadRow, ...] = ()
     other_order: OrderCost | None = None  # set by `migc plan` against a deployed layout
 
     @property

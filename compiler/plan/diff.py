@@ -19,6 +19,7 @@ from compiler.current import RecordedCapacity
 from compiler.model import WHOLE_GPU, CurrentState, GpuLayout, NodeLayout, NodePool, Policy
 from compiler.plan.data import CapacityRow, Cost, NodeChange, Plan, RemovedNode, TenantRow, Unmet
 from compiler.plan.snapshot import evictions_on
+from compiler.plan.spread import spread_rows
 from compiler.solve.demand import DemandItem, build_demand
 from compiler.solve.result import Solution
 
@@ -374,4 +375,5 @@ def build_plan(
         costs=tuple(costs),
         snapshot_given=pods is not None,
         solution=dict(solution_dict or {}),
+        spread=spread_rows(policy, solution),
     )

@@ -61,6 +61,22 @@ def to_json(plan: Plan) -> str:
             "other": vars(plan.other_order.alternative),
             "text": order_line(plan.other_order),
         },
+        "spread": [
+            {
+                "cluster": r.cluster,
+                "workload": r.workload,
+                "spread": r.spread,
+                "requested": r.requested,
+                "served": r.served,
+                "perNode": [{"pool": p, "node": n, "replicas": c} for p, n, c in r.by_node],
+                "perDomain": dict(r.by_domain),
+                "mostPerNode": r.most_per_node,
+                "maintenanceWaves": [
+                    {"pool": p, "maxUnavailable": k, "replicas": c} for p, k, c in r.waves
+                ],
+            }
+            for r in plan.spread
+        ],
     }
     # Compact separators and no indent: the C encoder then writes the whole document in one pass
     # (an indented dump runs the pure-Python encoder, 9x slower on an 80k-GPU plan). Keys stay

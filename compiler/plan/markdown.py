@@ -14,6 +14,7 @@ from compiler.plan.formatting import (
     tenant_changes,
 )
 from compiler.plan.overview import ALL_BALANCED, group_changes, node_names, spans, summary_items
+from compiler.plan.spread import spread_text
 from compiler.plan.svg import svg_name
 
 
@@ -29,8 +30,18 @@ def to_markdown(plan: Plan, svg_dir: str | None = None, *, detail: bool = False)
         out += _tenant_table(plan)
         out += _evictions(plan)
     out += _unmet_table(plan)
+    out += _spread_table(plan)
     out += _cost_table(plan)
     return "\n".join(out) + "\n"
+
+
+def _spread_table(plan: Plan) -> list[str]:
+    if not plan.spread:
+        return []
+    out = ["", "### Spread", "", "| cluster | workload | spread | served replicas |", "|---|---|---|---|"]
+    for row in plan.spread:
+        out.append(f"| {row.cluster} | {row.workload} | {row.spread} | {spread_text(row)} |")
+    return out
 
 
 def _summary_list(plan: Plan) -> list[str]:

@@ -14,6 +14,7 @@ from compiler.plan.formatting import (
     tenant_text,
 )
 from compiler.plan.overview import ALL_BALANCED, group_changes, node_names, summary_items, transition_text
+from compiler.plan.spread import spread_text
 
 
 def to_text(plan: Plan, *, detail: bool = False) -> str:
@@ -82,6 +83,11 @@ def to_text(plan: Plan, *, detail: bool = False) -> str:
                 f"  {u.cluster}/{u.pool} {u.tenant}/{u.workload} ({u.priority_tier}): "
                 f"{u.served} of {u.requested} {resource_label(u.resource)}"
             )
+    if plan.spread:
+        out.append("")
+        out.append("spread (served replicas per node and per domain)")
+        for spread in plan.spread:
+            out.append(f"  {spread.cluster}/{spread.workload} ({spread.spread}): {spread_text(spread)}")
     if detail and plan.has_changes and plan.costs:
         out.append("")
         out.append("GPUs in use and cost per hour (before → after; GPU Operator all-balanced default)")

@@ -45,6 +45,7 @@ METRICS: dict[str, tuple[str, str, str]] = {
     "migc_layout_drift_nodes": ("migc-controller", "0.1", "controller/metrics.py"),
     "migc_evictions_total": ("migc-controller", "0.1", "controller/metrics.py"),
     "migc_leader": ("migc-controller", "0.1", "controller/metrics.py"),
+    "migc_gpu_pod_pending_seconds_bucket": ("migc-controller", "0.1", "controller/metrics.py"),
 }
 
 DASHBOARD_CONFIGMAP = "migc-grafana-dashboard"
@@ -160,6 +161,13 @@ PANELS: tuple[tuple[str, str, str, str, dict[str, Any]], ...] = (
         "(max by (namespace, pod, resource) "
         f"(kube_pod_container_resource_requests{{{GPU_RESOURCES}}}) > bool 0))",
         "{{resource}}",
+        {"fieldConfig": {"defaults": {"unit": "s"}, "overrides": []}},
+    ),
+    (
+        "Time GPU pods spent pending p95 by profile (migc controller)",
+        "timeseries",
+        "histogram_quantile(0.95, sum by (profile, le) (rate(migc_gpu_pod_pending_seconds_bucket[1h])))",
+        "{{profile}}",
         {"fieldConfig": {"defaults": {"unit": "s"}, "overrides": []}},
     ),
     (

@@ -11,7 +11,17 @@ solution reserved:
   the MIG profile the solver chose (``nvidia.com/mig-<profile>``); or ``nvidia.com/gpu`` for whole or
   time-sliced GPUs;
 * ``priorityClassName: migc-<tier>``, HAMi's scheduler-policy pod annotations on HAMi pools, and with
-  ``--with kueue`` the ``kueue.x-k8s.io/queue-name`` label (the tenant namespace's LocalQueue ``migc``).
+  ``--with kueue`` the ``kueue.x-k8s.io/queue-name`` label (the tenant namespace's LocalQueue ``migc``);
+* for a workload with a ``spread``: the pod label ``migc.dev/workload: <name>`` and one
+  ``topologySpreadConstraints`` entry per key (``kubernetes.io/hostname`` for minNodes/maxPerNode, the
+  spread's ``topologyKey`` for maxPerDomain), ``maxSkew: 1``, ``whenUnsatisfiable: ScheduleAnyway``.
+  The solver places the *capacity* per node/domain exactly; the scheduler only *prefers* to spread the
+  pods. A hard ``DoNotSchedule`` would be wrong here: the kube-scheduler counts every node that passes
+  the pod's node affinity as a domain, including nodes without the MIG resource (their count stays
+  0), so a second replica on any node would exceed ``maxSkew`` (kubernetes
+  pkg/scheduler/framework/plugins/podtopologyspread/filtering.go: the minimum is taken over all
+  eligible domains; resource fit is another plugin). Entries merge with the pod's own by
+  ``topologyKey`` (k8s.io/api core/v1 ``TopologySpreadConstraint``: patchMergeKey topologyKey).
 
 With ``target.container`` the patch is a strategic-merge patch (containers merge by name, kustomize's
 ``patchesStrategicMerge`` semantics from k8s.io/api's ``patchMergeKey``); without it a JSON 6902 patch
@@ -31,6 +41,8 @@ from compiler.solve.result import Solution
 
 Obj = dict[str, Any]
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
+WORKLOAD_LABEL = "migc.dev/workload"
+HOSTNAME_KEY = "kubernetes.io/hostname"
 LOCAL_QUEUE = "migc"
 
 
@@ -75,10 +87,14 @@ def strategic_patch(
     target = workload.target
     assert target is not None
     labels = {QUEUE_LABEL: LOCAL_QUEUE} if with_kueue else {}
+    constraints = spread_constraints(workload)
+    pod_labels = {**labels, WORKLOAD_LABEL: workload.name} if constraints else labels
     template: Obj = {}
-    if labels or annotations:
-        template["metadata"] = {k: v for k, v in (("labels", labels), ("annotations", annotations)) if v}
+    if pod_labels or annotations:
+        template["metadata"] = {k: v for k, v in (("labels", pod_labels), ("annotations", annotations)) if v}
     spec: Obj = {"priorityClassName": f"migc-{workload.priority_tier}"}
+    if constraints:
+        spec["topologySpreadConstraints"] = constraints
     if target.container:
         spec["containers"] = [{"name": target.container, "resources": {"limits": dict(resources)}}]
     template["spec"] = spec
@@ -91,6 +107,25 @@ def strategic_patch(
         "metadata": meta,
         **_nest(_pod_template_path(target.kind), template),
     }
+
+
+def spread_constraints(workload: Workload) -> list[Obj]:
+    """The pod's topologySpreadConstraints for its spread (a preference; see the module docstring)."""
+    spread = workload.spread
+    if spread is None:
+        return []
+    keys = [HOSTNAME_KEY] if spread.per_node else []
+    if spread.topology_key and spread.topology_key not in keys:
+        keys.append(spread.topology_key)
+    return [
+        {
+            "maxSkew": 1,
+            "topologyKey": key,
+            "whenUnsatisfiable": "ScheduleAnyway",
+            "labelSelector": {"matchLabels": {WORKLOAD_LABEL: workload.name}},
+        }
+        for key in keys
+    ]
 
 
 def first_container_ops(kind: str, resources: dict[str, str]) -> list[Obj]:

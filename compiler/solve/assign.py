@@ -12,6 +12,10 @@ What is left here is linear in the number of GPUs, so 10,000 nodes take millisec
 4. the remaining target GPUs fill the free positions in canonical (sorted) order, so new nodes get
    sorted layouts and identical nodes compare equal.
 
+A pool the integer program solved node by node (it serves a workload with a per-node spread)
+already has each node's layouts; only their GPU indices are chosen here, each GPU keeping its
+deployed layout where the node still carries it.
+
 Ties are broken by node name and GPU index only: the result does not depend on input order.
 """
 
@@ -43,6 +47,11 @@ def assign_pool(decision: PoolDecision, current: Mapping[str, NodeLayout]) -> tu
     if decision.model is None:  # non-MIG pool (or MIG disabled): every GPU whole
         for name in names:
             targets[name] = [WHOLE] * gpn
+        return _results(names, targets, current)
+
+    if decision.per_node:
+        for name in names:
+            targets[name] = _node_slots(decision.node_layouts.get(name, {}), gpn, current.get(name))
         return _results(names, targets, current)
 
     remaining: Counter[GpuLayout] = Counter(decision.layouts)
@@ -117,6 +126,27 @@ def assign_pool(decision: PoolDecision, current: Mapping[str, NodeLayout]) -> tu
     # the decision's counts cover every GPU exactly; anything else is a bug in the model above
     assert pos == len(leftover), f"{pool.name}: {len(leftover)} target GPUs for {pos} free positions"
     return _results(names, targets, current)
+
+
+def _node_slots(
+    layouts: Mapping[GpuLayout, int], gpn: int, cur: NodeLayout | None
+) -> list[GpuLayout | None]:
+    """One node of a pool solved node by node: its MIG layouts (whole GPUs for the rest) on its
+    GPU indices, each GPU keeping its deployed layout while the node still carries it; the rest in
+    canonical order (a new node: all sorted)."""
+    remaining: Counter[GpuLayout] = Counter(layouts)
+    remaining[WHOLE] = gpn - sum(layouts.values())
+    slots: list[GpuLayout | None] = [None] * gpn
+    if cur is not None and len(cur) == gpn:
+        for i, lay in enumerate(cur):
+            if remaining[lay] > 0:
+                slots[i] = lay
+                remaining[lay] -= 1
+    leftover = iter(sorted(lay for lay, c in remaining.items() for _ in range(max(0, c))))
+    for i in range(gpn):
+        if slots[i] is None:
+            slots[i] = next(leftover)
+    return slots
 
 
 def _results(

@@ -16,7 +16,7 @@ from fractions import Fraction
 from typing import Literal
 
 from compiler.catalog import Catalog, GpuModel, Profile
-from compiler.model import WHOLE_GPU, Cluster, NodePool, Policy, Workload
+from compiler.model import WHOLE_GPU, Cluster, NodePool, Policy, Spread, Workload
 
 Kind = Literal["mig", "whole", "shared"]
 
@@ -38,6 +38,7 @@ class DemandItem:
     options: tuple[Option, ...]  # sorted by (rank, pool, resource); empty = nothing can serve it
     workloads: tuple[tuple[str, int], ...]  # (workload name, replicas), sorted by name
     reason: str = ""  # why no option exists (for the diagnostic)
+    spread: Spread | None = None  # the one workload's spread (a spread workload is never merged)
 
     @property
     def replicas(self) -> int:
@@ -88,11 +89,19 @@ def smallest_fitting(model: GpuModel, memory_gb: float, compute: int) -> Profile
     return min(fitting, key=lambda p: (p.memory_slices, p.compute_slices, p.memory_gb, p.name))
 
 
+def node_labels(pool: NodePool) -> dict[str, str]:
+    """Labels every node of the pool carries: its ``labels`` and its selector's matchLabels."""
+    return {**dict(pool.labels), **dict(pool.node_selector)}
+
+
 def _candidate_pools(cluster: Cluster, workload: Workload) -> list[NodePool]:
     pools = sorted(cluster.pools, key=lambda p: p.name)
     if workload.pools:
         allowed = set(workload.pools)
         pools = [p for p in pools if p.name in allowed]
+    key = workload.spread.topology_key if workload.spread is not None else ""
+    if key:  # the scheduler keeps pods with a topology spread off nodes without the key
+        pools = [p for p in pools if key in node_labels(p)]
     return pools
 
 
@@ -147,15 +156,20 @@ def _options(
 
 def build_demand(policy: Policy, cluster: Cluster, catalog: Catalog) -> tuple[DemandItem, ...]:
     """Demand items of one cluster, merged and sorted deterministically."""
-    merged: dict[tuple[str, str, Kind, int, tuple[Option, ...], str], list[tuple[str, int]]] = {}
+    merged: dict[tuple[str, str, Kind, int, tuple[Option, ...], str, str], list[tuple[str, int]]] = {}
+    spreads: dict[str, Spread] = {}
     for w in sorted(policy.workloads, key=lambda w: w.name):
         if w.cluster != cluster.name or w.replicas <= 0 or w.need.hami is not None:
             continue  # HAMi shares are packed by compiler.solve.hami
         kind, size, opts, why = _options(w, cluster, catalog)
-        key = (w.tenant, w.priority_tier, kind, size, opts, why)
+        alone = ""
+        if w.spread is not None:  # its caps count its own replicas: an item of its own
+            alone = w.name
+            spreads[w.name] = w.spread
+        key = (w.tenant, w.priority_tier, kind, size, opts, why, alone)
         merged.setdefault(key, []).append((w.name, w.replicas))
     items = []
-    for (tenant, tier, kind, size, opts, why), wls in merged.items():
+    for (tenant, tier, kind, size, opts, why, alone), wls in merged.items():
         items.append(
             DemandItem(
                 tenant=tenant,
@@ -166,6 +180,7 @@ def build_demand(policy: Policy, cluster: Cluster, catalog: Catalog) -> tuple[De
                 options=opts,
                 workloads=tuple(sorted(wls)),
                 reason=why,
+                spread=spreads.get(alone),
             )
         )
     return tuple(sorted(items, key=lambda i: (i.tenant, i.workloads, i.kind, i.size)))

@@ -47,9 +47,10 @@ from compiler.model import (
     NodeLayout,
     NodePool,
     Objective,
+    Share,
     objective_order,
 )
-from compiler.solve.demand import DemandItem, Guarantee, is_shared_pool, mig_model
+from compiler.solve.demand import DemandItem, Guarantee, is_shared_pool, mig_model, node_labels
 from compiler.solve.lexmilp import Level, LexResult, Milp
 from compiler.solve.plan_types import RESERVE, Pattern, PoolDecision, pattern_size
 
@@ -63,6 +64,7 @@ class _Fixed:
     layouts: dict[GpuLayout, int]
     patterns: dict[Pattern, int]
     shared_gpus: int
+    nodes: dict[str, dict[GpuLayout, int]]  # per-node layouts of pools that serve a spread workload
 
 
 @dataclass
@@ -139,6 +141,11 @@ class _PoolVars:
         self.used: dict[int, int] = {}  # GPUs-used expression
         self.change: dict[int, int] = {}  # GPUs-changed expression
         self.displaced: dict[int, int] = {}  # instances-displaced expression
+        # pools serving a workload with a per-node spread: one layout count per node and layout
+        self.per_node = False
+        self.nn: dict[tuple[str, GpuLayout], int] = {}
+        self.xn: dict[tuple[int, str, str], int] = {}  # (item, node, resource) -> replicas there
+        self.node_kept: dict[str, int] = {}  # node -> 1 when left exactly as deployed
 
 
 def solve_cluster(
@@ -238,6 +245,7 @@ def _split_from_layouts(
         dec.served = other.served
         dec.reserved = other.reserved
         dec.gpus_used = other.gpus_used
+        dec.spread_served = other.spread_served
     part.shortfall = again.shortfall
 
 
@@ -272,7 +280,9 @@ def _solve_component(
     b.add_demand(item_ids, pools)
     b.add_shortfall()
     for pool in pools:
+        b.domain_of.update({(pool.name, k): val for k, val in node_labels(pool).items()})
         b.add_pool(pool)
+    b.add_spread()
     b.close_guarantees()
     burst_vars = b.add_burst()
     levels = _levels(items, item_ids, b.pv, b.shortfall_vars, burst_vars, b.covered, b.covered_by, objective)
@@ -312,11 +322,21 @@ class _ComponentModel:
         self.covered: dict[int, int] = {}  # item -> workloads of it served at least one replica
         self.covered_by: dict[int, tuple[int, ...]] = {}  # covered var -> the item's x vars
         self.guarantee_rows: dict[tuple[str, str], dict[int, float]] = {}
+        self.served_vars: dict[int, list[int]] = {}  # item -> its x vars (every option)
+        # item -> (pool, node, that node's xn vars) for items with a per-node spread
+        self.node_served: dict[int, list[tuple[str, str, dict[int, float]]]] = {}
+        self.node_served_z: dict[int, dict[int, float]] = {}
+        self.domain_of: dict[tuple[str, str], str] = {}  # (pool, label key) -> its value
 
     @staticmethod
     def fixed_from(decisions: Mapping[str, PoolDecision]) -> dict[str, _Fixed]:
         return {
-            name: _Fixed(dict(d.layouts), dict(d.patterns), int(d.extra.get("shared_gpus_used", 0)))
+            name: _Fixed(
+                dict(d.layouts),
+                dict(d.patterns),
+                int(d.extra.get("shared_gpus_used", 0)),
+                {node: dict(lays) for node, lays in d.node_layouts.items()},
+            )
             for name, d in decisions.items()
         }
 
@@ -342,6 +362,7 @@ class _ComponentModel:
                 self.per_pool_x[opt.pool].append((i, opt.resource, var))
                 xs.append(var)
             if item.options:
+                self.served_vars[i] = xs
                 self.m.row(dict.fromkeys(xs, 1), ub=item.replicas)
                 if workloads_per_tier[item.tier_value] > 1:
                     z = self.m.var(f"covered[{i}]", 0, min(len(item.workloads), item.replicas))
@@ -397,8 +418,110 @@ class _ComponentModel:
         for i, res, var in xs:
             v.x[(i, res)] = var
         v.used = self._used(v, xs)
-        if current_nodes:
+        spread_xs = [(i, res, var) for i, res, var in xs if _per_node(self.items[i])]
+        if spread_xs:
+            self._add_nodes(v, spread_xs, all_patterns)
+            if current_nodes:
+                _add_node_current(self.m, v, current_nodes)
+        elif current_nodes:
             _add_current(self.m, v, current_nodes, all_patterns)
+
+    def _add_nodes(
+        self, v: _PoolVars, spread_xs: Sequence[tuple[int, str, int]], all_patterns: Sequence[Pattern]
+    ) -> None:
+        """The pool node by node, for workloads with a per-node spread: nn[node, layout] GPUs of a
+        node carry a layout, h[node, pattern] = 1 when it hosts a node pattern, xn[item, node,
+        resource] replicas of a spread workload it serves. Per node: MIG GPUs + pattern GPUs +
+        single-GPU spread replicas <= gpusPerNode, and spread replicas of a profile <= the node's
+        instances of it; summed over nodes, nn, h and xn equal the pool's n, y and x. Workloads
+        without spread stay pool-level: any free instance of the pool may serve them."""
+        m, pool = self.m, v.pool
+        gpn = pool.gpus_per_node
+        fixed = self.fixed.get(pool.name)
+        v.per_node = True
+        link: dict[int, dict[int, float]] = {}
+        for lay in v.columns:
+            link[v.n[lay]] = {v.n[lay]: -1}
+        for p in all_patterns:
+            link[v.y[p]] = {v.y[p]: -1}
+        for _i, _res, var in spread_xs:
+            link[var] = {var: -1}
+        for node in pool.node_names:
+            cap: dict[int, float] = {}
+            for lay in v.columns:
+                if fixed is not None:
+                    count = fixed.nodes.get(node, {}).get(lay, 0)
+                    nn = m.var(f"nn[{pool.name},{node},{_lay_name(lay)}]", count, count)
+                else:
+                    nn = m.var(f"nn[{pool.name},{node},{_lay_name(lay)}]", 0, gpn)
+                v.nn[(node, lay)] = nn
+                link[v.n[lay]][nn] = 1
+                cap[nn] = 1
+            hosts: dict[int, float] = {}
+            for p in all_patterns:
+                h = m.var(f"h[{pool.name},{node},{p}]", 0, 1)
+                link[v.y[p]][h] = 1
+                cap[h] = pattern_size(p, gpn)
+                hosts[h] = 1
+            m.row(hosts, ub=1)
+            per_res: dict[str, dict[int, float]] = {}
+            for i, res, var in spread_xs:
+                xn = m.var(f"xn[{i},{node},{res}]", 0, self.items[i].replicas)
+                v.xn[(i, node, res)] = xn
+                link[var][xn] = 1
+                if res == WHOLE_GPU:
+                    cap[xn] = 1
+                else:
+                    per_res.setdefault(res, {})[xn] = 1
+                rows = self.node_served.setdefault(i, [])
+                if not rows or rows[-1][:2] != (pool.name, node):
+                    rows.append((pool.name, node, {}))
+                rows[-1][2][xn] = 1
+            m.row(cap, ub=gpn)
+            for res, row in sorted(per_res.items()):
+                for lay in v.columns:
+                    count = lay.counts().get(res, 0)
+                    if count:
+                        row[v.nn[(node, lay)]] = -count
+                m.row(row, ub=0)
+        for row in link.values():
+            m.row(row, lb=0, ub=0)
+
+    def add_spread(self) -> None:
+        """Each spread workload's caps, as hard rows (after every pool's node rows exist).
+
+        maxPerNode c: replicas on a node <= c; p%: 100 * replicas on a node <= p * served.
+        minNodes N: z[node] <= replicas there (z binary), and sum z >= min(N, served), written
+        with a binary b as sum z >= N * b and sum z >= served - replicas * b.
+        maxPerDomain: as maxPerNode, over the pools carrying each value of the topology key.
+        """
+        m = self.m
+        for i in sorted(self.served_vars):
+            item = self.items[i]
+            spread = item.spread
+            if spread is None:
+                continue
+            served = dict.fromkeys(self.served_vars[i], 1.0)
+            for pool, node, row in self.node_served.get(i, []):
+                _cap_row(m, row, served, spread.max_per_node)
+                if spread.min_nodes > 1:
+                    z = m.var(f"spread-node[{i},{pool},{node}]", 0, 1)
+                    row_z = {z: 1.0, **{c: -1.0 for c in row}}
+                    m.row(row_z, ub=0)
+                    self.node_served_z.setdefault(i, {})[z] = 1
+            zs = self.node_served_z.get(i, {})
+            if spread.min_nodes > 1 and zs:
+                b = m.var(f"spread-enough[{i}]", 0, 1)
+                m.row({**zs, b: -spread.min_nodes}, lb=0)
+                m.row({**zs, b: item.replicas, **{c: -1.0 for c in served}}, lb=0)
+            if spread.topology_key:
+                domains: dict[str, dict[int, float]] = {}
+                for opt, var in zip(item.options, self.served_vars[i], strict=True):
+                    value = self.domain_of.get((opt.pool, spread.topology_key))
+                    if value is not None:
+                        domains.setdefault(value, {})[var] = 1
+                for _value, row in sorted(domains.items()):
+                    _cap_row(m, row, served, spread.max_per_domain)
 
     def _add_reservations(self, v: _PoolVars, xs: Sequence[tuple[int, str, int]]) -> None:
         """r[tenant, resource, pool]: guaranteed units held idle in this pool; the tenant's own
@@ -602,8 +725,32 @@ class _ComponentModel:
             )
             if v.shared_used is not None:
                 dec.extra["shared_gpus_used"] = round(val[v.shared_used])
+            if v.per_node:
+                dec.per_node = True
+                for (node, lay), c in v.nn.items():
+                    if round(val[c]) > 0:
+                        dec.node_layouts.setdefault(node, {})[lay] = round(val[c])
+                for (i, node, _res), c in v.xn.items():
+                    if round(val[c]) > 0:
+                        key = (i, node)
+                        dec.spread_served[key] = dec.spread_served.get(key, 0) + round(val[c])
             out[name] = dec
         return out
+
+
+def _per_node(item: DemandItem) -> bool:
+    return item.spread is not None and item.spread.per_node
+
+
+def _cap_row(m: Milp, row: Mapping[int, float], served: Mapping[int, float], share: Share) -> None:
+    """Replicas in ``row`` <= ``share.count``, or <= ``share.percent`` % of the served replicas."""
+    if share.count:
+        m.row(row, ub=share.count)
+    elif share.percent:
+        coefs = {c: 100 * w for c, w in row.items()}
+        for c in served:
+            coefs[c] = coefs.get(c, 0) - share.percent
+        m.row(coefs, ub=0)
 
 
 def _lay_name(lay: GpuLayout) -> str:
@@ -616,6 +763,36 @@ def _add_current(
     """Kept-node variables and the change lower bounds against the deployed layout."""
     _add_kept_nodes(m, v, current_nodes, all_patterns)
     _add_change_bounds(m, v, current_nodes)
+
+
+def _add_node_current(m: Milp, v: _PoolVars, current_nodes: Mapping[str, NodeLayout]) -> None:
+    """Per node of a node-by-node pool: keep[node] = 1 only when its layouts stay exactly as
+    deployed; d[node, layout] >= GPUs of a deployed layout the node no longer carries."""
+    gpn = v.pool.gpus_per_node
+    whole = GpuLayout.whole()
+    for node, cur in sorted(current_nodes.items()):
+        if len(cur) != gpn:
+            continue
+        counts = Counter(cur)
+        mig = {v.nn[(node, lay)]: 1.0 for lay in v.columns}
+        if all(not lay.mig_enabled or lay in v.n for lay in counts):
+            k = m.var(f"keep[{v.pool.name},{node}]", 0, 1)
+            v.node_kept[node] = k
+            m.row({**mig, k: counts.get(whole, 0)}, ub=gpn)  # its whole GPUs stay whole
+            for lay, c in counts.items():
+                if lay.mig_enabled:
+                    m.row({v.nn[(node, lay)]: 1, k: -c}, lb=0)  # and its layouts stay
+        for lay, c in sorted(counts.items()):
+            if lay == whole:
+                d = m.var(f"d[{v.pool.name},{node},whole]", 0, c)
+                m.row({d: 1, **{col: -1 for col in mig}}, lb=c - gpn)
+            elif lay in v.n:
+                d = m.var(f"d[{v.pool.name},{node},{_lay_name(lay)}]", 0, c)
+                m.row({d: 1, v.nn[(node, lay)]: 1}, lb=c)
+            else:
+                continue  # cannot be kept: a constant number of changes
+            v.change[d] = 1
+            v.displaced[d] = lay.instances()
 
 
 @dataclass
@@ -794,7 +971,7 @@ def _served_levels(
 
 def _disruption_levels(pv: Mapping[str, _PoolVars]) -> list[Level]:
     """Nodes kept as deployed, GPUs changed, instances displaced (only with a current state)."""
-    kept = {c: 1 for v in pv.values() for c in v.kept.values()}
+    kept = {c: 1 for v in pv.values() for c in [*v.kept.values(), *v.node_kept.values()]}
     change = {c: w for v in pv.values() for c, w in v.change.items()}
     displaced = {c: w for v in pv.values() for c, w in v.displaced.items()}
     out = []

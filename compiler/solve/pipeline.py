@@ -124,6 +124,13 @@ def _solve_cluster(
     else:
         outcome = greedy_cluster(cluster, catalog, items, guarantees, current)
     elapsed = time.perf_counter() - started
+    greedy_pools = set(outcome.unsolved) if method == "exact" else {p.name for p in cluster.pools}
+    spread_sev = Severity.ERROR if policy.partition.unmet_demand == "error" else Severity.WARNING
+    diags.extend(_greedy_spread(policy, cluster, items, greedy_pools))
+    if method == "exact" and not outcome.unsolved:
+        diags.extend(
+            _spread_cost(policy, cluster, catalog, items, guarantees, current, outcome, budget, spread_sev)
+        )
 
     diags.extend(_guarantee_diagnostics(policy, cluster.name, guarantees, outcome))
 
@@ -170,6 +177,9 @@ def _solve_cluster(
                 gpus_used=dec.gpus_used,
                 solve_seconds=elapsed,
                 reserved=tuple(sorted((t, r, c) for (t, r), c in dec.reserved.items())),
+                spread=tuple(
+                    sorted((items[i].workloads[0][0], node, c) for (i, node), c in dec.spread_served.items())
+                ),
             )
         )
     return results, diags
@@ -208,6 +218,90 @@ def _greedy_for_unsolved(
     part = greedy_cluster(sub, catalog, masked, gs, current)
     outcome.decisions.update(part.decisions)
     outcome.shortfall.update(part.shortfall)
+
+
+def _served(items: Sequence[DemandItem], decisions: Mapping[str, PoolDecision]) -> dict[int, int]:
+    out: dict[int, int] = {}
+    for dec in decisions.values():
+        for (i, _res), c in dec.served.items():
+            out[i] = out.get(i, 0) + c
+    return out
+
+
+def _greedy_spread(
+    policy: Policy, cluster: Cluster, items: Sequence[DemandItem], greedy_pools: set[str]
+) -> list[Diagnostic]:
+    """MIGC206 for each spread workload with a pool laid out by the greedy fallback: first-fit
+    decreasing knows nothing of spread, so its placement is not known to comply."""
+    out = []
+    workloads = {w.name: w for w in policy.workloads}
+    for item in items:
+        if item.spread is None:
+            continue
+        pools = sorted({o.pool for o in item.options} & greedy_pools)
+        if not pools:
+            continue
+        name = item.workloads[0][0]
+        out.append(
+            _at(
+                "MIGC206",
+                f"workload {name} (cluster {cluster.name}): pool(s) {', '.join(pools)} were laid out by "
+                f"the greedy fallback, which does not enforce spread ({item.spread.text()}); its replicas "
+                "may not be spread as asked",
+                workloads[name].span,
+            )
+        )
+    return out
+
+
+def _spread_cost(
+    policy: Policy,
+    cluster: Cluster,
+    catalog: Catalog,
+    items: Sequence[DemandItem],
+    guarantees: Sequence[Guarantee],
+    current: Mapping[tuple[str, str], NodeLayout],
+    outcome: ClusterOutcome,
+    budget: _Budget,
+    severity: Severity,
+) -> list[Diagnostic]:
+    """MIGC205 when a spread workload is short of replicas that the fleet would serve without
+    spread: spread is a hard constraint, so those replicas stay unserved (and MIGC201 counts them)
+    rather than break it. Only then is the cluster solved again without any spread, to tell the
+    cost of the spread from a plain lack of capacity."""
+    served = _served(items, outcome.decisions)
+    short = [i for i, item in enumerate(items) if item.spread is not None and item.options
+             and served.get(i, 0) < item.replicas]
+    if not short:
+        return []
+    plain = [dataclasses.replace(item, spread=None) for item in items]
+    free = solve_cluster(
+        cluster, catalog, plain, guarantees, current, budget.left(),
+        _burst_limits(policy, cluster.name), policy.partition.objective,
+    )
+    if free.unsolved or free.result is None or not free.result.optimal:
+        return []
+    without = _served(plain, free.decisions)
+    workloads = {w.name: w for w in policy.workloads}
+    out = []
+    for i in short:
+        item = items[i]
+        spread = item.spread
+        assert spread is not None
+        got, could = served.get(i, 0), without.get(i, 0)
+        if could <= got:
+            continue
+        name = item.workloads[0][0]
+        out.append(
+            _at(
+                "MIGC205",
+                f"workload {name} (cluster {cluster.name}): its spread ({spread.text()}) holds {got} of its "
+                f"{item.replicas} replicas; without the spread the fleet would serve {could}",
+                workloads[name].span,
+                severity=severity,
+            )
+        )
+    return out
 
 
 def _unproven_message(cluster: str, result: LexResult, budget: _Budget) -> str:

@@ -28,6 +28,11 @@ class PoolDecision:
     optimal: bool = True
     solve_seconds: float = 0.0
     extra: dict[str, float] = field(default_factory=dict)
+    # pools solved node by node (serving a workload with a per-node spread): each node's MIG
+    # layouts, and the replicas of each spread item (demand item index) per node
+    per_node: bool = False
+    node_layouts: dict[str, dict[GpuLayout, int]] = field(default_factory=dict)
+    spread_served: dict[tuple[int, str], int] = field(default_factory=dict)
 
     @property
     def whole_gpus(self) -> int:

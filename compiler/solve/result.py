@@ -55,6 +55,8 @@ class PoolResult:
     solve_seconds: float = field(default=0.0, compare=False)
     # (tenant, resource, instances) held idle in this pool so a tenant's guarantee is met without demand
     reserved: tuple[tuple[str, str, int], ...] = ()
+    # (workload, node, replicas) of workloads with a per-node spread, as the solver placed them
+    spread: tuple[tuple[str, str, int], ...] = ()
 
     def capacity(self) -> dict[str, int]:
         """Instances per resource the pool's target layout provides (whole GPUs under ``"gpu"``)."""

@@ -30,7 +30,14 @@ from compiler.model import (
 )
 from compiler.schemas import DAYS
 from compiler.validate.common import parse_duration, resolve_max_unavailable
-from compiler.validate.context import Context, Obj, default_tier, isolation
+from compiler.validate.context import (
+    Context,
+    Obj,
+    default_tier,
+    isolation,
+    spread_applies,
+    spread_from_raw,
+)
 
 
 def mib(text: str) -> int:
@@ -193,9 +200,14 @@ def _target(raw: dict[str, Any] | None, tenants: tuple[Tenant, ...], tenant: str
 
 def _workloads(ctx: Context, tenants: tuple[Tenant, ...]) -> tuple[Workload, ...]:
     tier_of = {t.name: t.priority_tier for t in tenants}
+    tier_spread = {t.name: t.spread for t in ctx.tiers}
     workloads: list[Workload] = []
     for w in ctx.workloads:
         spec = w.spec
+        tier = str(spec.get("priorityClass", tier_of[str(spec["tenant"])]))
+        spread = spread_from_raw(spec.get("spread"))
+        if spread is None and spread_applies(spec):
+            spread = tier_spread.get(tier)  # the tier's default
         workloads.append(
             Workload(
                 name=w.name,
@@ -203,11 +215,12 @@ def _workloads(ctx: Context, tenants: tuple[Tenant, ...]) -> tuple[Workload, ...
                 replicas=int(spec["replicas"]),
                 need=_need(spec["need"]),
                 isolation=isolation(spec),  # type: ignore[arg-type]
-                priority_tier=str(spec.get("priorityClass", tier_of[str(spec["tenant"])])),
+                priority_tier=tier,
                 cluster=str(spec.get("cluster", ctx.clusters[0])),
                 pools=tuple(sorted(str(p) for p in spec.get("pools", []))),
                 span=w.span(("metadata", "name")),
                 target=_target(spec.get("target"), tenants, str(spec["tenant"])),
+                spread=spread,
             )
         )
     return tuple(sorted(workloads, key=lambda w: w.name))

@@ -9,7 +9,7 @@ from typing import Any
 from compiler.catalog import Catalog, GpuModel
 from compiler.diagnostics import Diagnostic
 from compiler.load import LoadedDocument, json_path
-from compiler.model import PartitionPolicy, PriorityTier, Span
+from compiler.model import PartitionPolicy, PriorityTier, Share, Span, Spread
 from compiler.validate.common import PathT
 
 
@@ -96,7 +96,12 @@ def index_tiers(ctx: Context) -> None:
     p = ctx.partition
     if p is not None and "priorityTiers" in p.spec:
         ctx.tiers = [
-            PriorityTier(str(t["name"]), int(t["value"]), str(t.get("description", "")))
+            PriorityTier(
+                str(t["name"]),
+                int(t["value"]),
+                str(t.get("description", "")),
+                spread_from_raw(t.get("spread")),
+            )
             for t in p.spec["priorityTiers"]
         ]
     else:
@@ -132,6 +137,32 @@ def index_pools(ctx: Context) -> None:
             )
             ctx.pools.setdefault((cname, info.name), info)
             ctx.pool_list.append(info)
+
+
+def _share(raw: Any) -> Share:
+    if raw is None:
+        return Share()
+    if isinstance(raw, str):
+        return Share(percent=int(raw.rstrip("%")))
+    return Share(count=int(raw))
+
+
+def spread_from_raw(raw: dict[str, Any] | None) -> Spread | None:
+    """A schema-valid ``spread`` (of a Workload or a priority tier)."""
+    if raw is None:
+        return None
+    return Spread(
+        min_nodes=int(raw.get("minNodes", 0)),
+        max_per_node=_share(raw.get("maxPerNode")),
+        topology_key=str(raw.get("topologyKey", "")),
+        max_per_domain=_share(raw.get("maxPerDomain")),
+    )
+
+
+def spread_applies(spec: dict[str, Any]) -> bool:
+    """Whether a workload's replicas are MIG instances or single whole GPUs (what spread covers)."""
+    need = spec["need"]
+    return "hami" not in need and isolation(spec) != "shared" and int(need.get("gpus", 1)) <= 1
 
 
 def tier_names(ctx: Context) -> list[str]:

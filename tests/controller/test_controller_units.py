@@ -15,6 +15,7 @@ from controller import __main__ as cli
 from controller.assignment import Window, parse, resolve, schema
 from controller.errors import InvalidAssignmentError, NotFoundError, PermanentError, TemporaryError, translate
 from controller.reconciler import allocatable_diff
+from controller.settings import Settings
 from controller.state import NodeView, Phase
 
 REPO = Path(__file__).resolve().parents[2]
@@ -157,3 +158,25 @@ def test_shipped_package_holds_no_emulator_demo_or_test_hook() -> None:
 
     assert not hasattr(Kube, "kill") and not hasattr(Controller, "kill")
     assert not (REPO / "controller" / "demo_data").exists()
+
+
+def test_every_command_line_setting_reaches_the_controller() -> None:
+    args = cli.parser().parse_args(
+        [
+            "--namespace=ns", "--assignment-name=a", "--node-event-namespace=ev",
+            "--drain-grace-timeout=1m", "--eviction-timeout=2m", "--apply-timeout=3m",
+            "--configmap-sync-delay=4s", "--reboot-timeout=5m", "--verify-timeout=6m",
+            "--failure-backoff=7m", "--poll-interval=250ms", "--resync-interval=9s",
+            "--lease-duration=10s", "--max-failures=11", "--lease-name=l", "--identity=me",
+            "--cluster=east", "--dry-run",
+        ]
+    )  # fmt: skip
+    s = cli.settings_from(args)
+    assert (s.namespace, s.assignment_name, s.node_event_namespace) == ("ns", "a", "ev")
+    assert (s.drain_grace_timeout, s.eviction_timeout, s.apply_timeout) == (60, 120, 180)
+    assert (s.configmap_sync_delay, s.reboot_timeout, s.verify_timeout) == (4, 300, 360)
+    assert (s.failure_backoff, s.poll_interval, s.resync_interval, s.lease_duration) == (420, 0.25, 9, 10)
+    assert (s.max_failures, s.lease_name, s.identity, s.cluster, s.dry_run) == (11, "l", "me", "east", True)
+    defaults = cli.settings_from(cli.parser().parse_args(["--identity=x"]))
+    assert defaults.drain_grace_timeout == Settings().drain_grace_timeout
+    assert defaults.cluster is None and defaults.dry_run is False

@@ -14,8 +14,9 @@ from compiler.validate.rules import (
     limits,
     partition,
     policy_rules,
+    spread,
     tenants,
     workloads,
 )
 
-FAMILIES = (limits, partition, fleet, tenants, workloads, policy_rules, consumers, hami)
+FAMILIES = (limits, partition, fleet, tenants, workloads, policy_rules, consumers, hami, spread)

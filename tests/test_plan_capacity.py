@@ -232,3 +232,27 @@ def test_mixed_clusters_name_the_estimated_ones() -> None:
     summary = to_text(p)
     assert "  tenants (served of requested; before is estimated in west):\n" in summary
     assert "\n    search: 1g.10gb 2 → 8 of 8\n" in summary  # summed over both clusters
+
+
+def test_the_other_order_solve_leaves_hami_pools_alone(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """HAMi pools keep their own order, so the plan's second solve skips their packing (which may
+    take the whole time limit) and compares the MIG pools only."""
+    from compiler.catalog import load_catalog
+    from compiler.commands._common import load_and_validate
+    from compiler.current import read_current
+    from compiler.solve import solve
+
+    example = ROOT / "examples" / "hami"
+    out = tmp_path / "out"
+    assert main(["compile", str(example), "--out", str(out)]) == 0
+    policy, _ = load_and_validate([example])
+    assert policy is not None
+    current, _ = read_current(out, policy)
+    catalog = load_catalog()
+    assert solve(policy, catalog, current).hami  # the example has HAMi pools
+    assert solve(policy, catalog, current, hami=False).hami == ()
+    doc = json.loads(plan(capsys, example, out, "json")[0])
+    mig_nodes = [n for c in doc["solution"]["clusters"] for p in c["pools"] for n in p["nodes"]]
+    assert (doc["otherOrder"] is None) == (not mig_nodes)

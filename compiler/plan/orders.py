@@ -57,7 +57,7 @@ def other_order(
     chosen = objective_order(policy.partition.objective)
     other = swapped(chosen)
     alt_policy = dataclasses.replace(policy, partition=dataclasses.replace(policy.partition, objective=other))
-    alt = solve(alt_policy, catalog, current, time_limit_s=time_limit_s)
+    alt = solve(alt_policy, catalog, current, time_limit_s=time_limit_s, hami=False)  # HAMi keeps its order
     if has_errors(list(alt.diagnostics)):
         return None
     return OrderCost(order=chosen, other=other, chosen=outcome(solution), alternative=outcome(alt))

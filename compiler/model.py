@@ -375,6 +375,7 @@ class PartitionPolicy:
     rules: tuple[Rule, ...] = ()
     pricing: tuple[tuple[str, float], ...] = ()  # catalog model → $ per GPU-hour
     span: Span = field(default_factory=Span, compare=False)
+    budget_span: Span = field(default_factory=Span, compare=False)  # spec.dailyChangeBudget, when set
 
     def tier_value(self, name: str) -> int:
         for tier in self.tiers:

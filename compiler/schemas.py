@@ -538,7 +538,9 @@ def _partition_policy() -> dict[str, Any]:
                                    **{"$ref": "#/$defs/profileName"}),
                 },
             ),
-            "pools": _s("Pools the rule applies to; unset = every pool whose model has the profile.",
+            "pools": _s("Pools whose GPUs the rule's extra instances must land on: `migc recommend` grows "
+                        "only a Workload that cannot be placed elsewhere (MIGC181, MIGC428); unset = the "
+                        "first Workload asking for the profile, on any pool.",
                         type="array", items={"$ref": "#/$defs/dnsLabel"}, minItems=1, uniqueItems=True),
         },
     )

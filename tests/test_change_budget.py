@@ -2,6 +2,13 @@
 
 from __future__ import annotations
 
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+
+from compiler.cli import main
 from compiler.commands.compile import change_budget
 from compiler.model import GpuLayout, PartitionPolicy, Policy, Span
 from compiler.solve.result import NodeResult, PoolResult, Solution
@@ -35,3 +42,73 @@ def test_within_budget_unlimited_or_first_rollout_is_silent() -> None:
     assert change_budget(policy(3), solution(changed=3, unchanged=1, new_nodes=0)) == []
     assert change_budget(policy(0), solution(changed=30, unchanged=0, new_nodes=0)) == []
     assert change_budget(policy(1), solution(changed=0, unchanged=2, new_nodes=9)) == []
+
+
+# End to end: `migc compile` and `migc plan` both report the budget when a human change exceeds it.
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module")
+def deployed(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """examples/prod compiled (the deployed state), then bert-serving raised from 12 to 80 replicas:
+    at least 2 of the 11 nodes must change whichever of gpus/disruption the solver puts first."""
+    base = tmp_path_factory.mktemp("budget")
+    shutil.copytree(ROOT / "examples" / "prod", base / "pol")
+    assert main(["compile", str(base / "pol"), "--out", str(base / "out")]) == 0
+    path = base / "pol" / "workloads.yaml"
+    text = path.read_text(encoding="utf-8")
+    at = text.index("replicas: 12", text.index("name: bert-serving"))
+    path.write_text(text[:at] + "replicas: 80" + text[at + len("replicas: 12") :], encoding="utf-8")
+    return base
+
+
+def with_budget(deployed: Path, tmp_path: Path, budget: int) -> Path:
+    pol = tmp_path / "pol"
+    shutil.copytree(deployed / "pol", pol)
+    path = pol / "partition-policy.yaml"
+    text = path.read_text(encoding="utf-8")
+    assert "dailyChangeBudget: 4 " in text
+    path.write_text(text.replace("dailyChangeBudget: 4 ", f"dailyChangeBudget: {budget} "), encoding="utf-8")
+    return pol
+
+
+def budget_lines(capsys: pytest.CaptureFixture[str]) -> list[str]:
+    """MIGC423 lines (compile writing --out reports on stdout, plan on stderr: its stdout is the plan)."""
+    out, err = capsys.readouterr()
+    return [line for line in (out + err).splitlines() if "MIGC423" in line]
+
+
+@pytest.mark.parametrize("command", ["compile", "plan"])
+def test_compile_and_plan_report_a_change_over_the_budget(
+    command: str, deployed: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    pol = with_budget(deployed, tmp_path, 1)
+    out = tmp_path / "out"
+    shutil.copytree(deployed / "out", out)
+    if command == "compile":
+        argv = ["compile", str(pol), "--out", str(out)]
+    else:
+        argv = ["plan", str(pol), "--against", str(out)]
+    capsys.readouterr()
+    assert main(argv) == 0  # a warning: a human change is never blocked by the budget
+    (line,) = budget_lines(capsys)
+    # at the field: partition-policy.yaml line 11 is `dailyChangeBudget: 1`
+    where = f"{pol / 'partition-policy.yaml'}:11:22: MIGC423 warning: cluster prod-east: this change "
+    found = re.fullmatch(re.escape(where) + r"reconfigures (\d+) nodes, more than dailyChangeBudget 1", line)
+    assert found is not None, line
+    nodes = int(found.group(1))
+    assert nodes >= 2
+    # the same change within the budget, or with the warning ignored, is silent
+    pol3 = with_budget(deployed, tmp_path / "b3", nodes)
+    argv3 = [argv[0], str(pol3), *argv[2:]]
+    if command == "compile":
+        shutil.rmtree(out)
+        shutil.copytree(deployed / "out", out)
+    assert main(argv3) == 0
+    assert budget_lines(capsys) == []
+    if command == "compile":
+        shutil.rmtree(out)
+        shutil.copytree(deployed / "out", out)
+    assert main([*argv, "--ignore", "MIGC423"]) == 0
+    assert budget_lines(capsys) == []

@@ -145,6 +145,9 @@ PINNED = [
     ("examples/discover/Dockerfile", r"-t registry\.example\.com/migc:(\S+) \."),
     ("examples/argocd/cmp-plugin.yaml", r"^\s+version: v(\S+)"),
     ("examples/github-actions/migc.yml", r"git\+https://github\.com/migc-dev/migc@v([^\"\s]+)"),
+    ("examples/recommend/github-actions.yml", r"git\+https://github\.com/migc-dev/migc@v([^\"\s]+)"),
+    ("examples/recommend/cronjob.yaml", r"image: registry\.example\.com/migc-recommend:(\S+)"),
+    ("examples/recommend/Dockerfile", r"-t registry\.example\.com/migc-recommend:(\S+) \."),
     (".pre-commit-hooks.yaml", r"rev: v(\S+)"),
     ("README.md", r"git\+https://github\.com/migc-dev/migc@v([^\"\s]+)"),
 ]
@@ -163,7 +166,11 @@ def test_changelog_has_an_unreleased_section_and_links() -> None:
     assert re.search(r"^\[Unreleased\]: https://\S+$", text, flags=re.MULTILINE)
 
 
-DOCKERFILES = [("controller/Dockerfile", "controller"), ("examples/discover/Dockerfile", "discover")]
+DOCKERFILES = [
+    ("controller/Dockerfile", "controller"),
+    ("examples/discover/Dockerfile", "discover"),
+    ("examples/recommend/Dockerfile", "controller"),
+]
 
 
 @pytest.mark.parametrize(("path", "extra"), DOCKERFILES, ids=[p for p, _ in DOCKERFILES])

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from pathlib import Path
 from typing import Any
@@ -139,3 +140,91 @@ def test_failed_rollout_backs_off(tmp_path: Path, compiled: Path, capsys: pytest
     assert "NO  backoff: 1 failure(s); backoff 5m until 2026-12-01T06:13:00Z" in out
     assert "failures: 1" in (base / "pol" / "observed-demand.yaml").read_text()
     assert run(base, "06:14") == ExitCode.DRIFT  # the same failure is counted once; its backoff is over
+
+
+def test_lost_state_means_no_change_proposed_yet(
+    tmp_path: Path, compiled: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    base = setup(tmp_path, compiled, urgent=False)
+    assert run(base, "06:00") == ExitCode.OK
+    (base / "pol" / "observed-demand.yaml").unlink()  # e.g. the commit that held it was reverted
+    capsys.readouterr()
+    assert run(base, "06:11") == ExitCode.OK  # would have proposed with the state: the window starts over
+    out, err = capsys.readouterr()
+    assert "NO  stabilizationWindow: demand pattern stable for 0s < 10m" in out
+    assert "MIGC42" not in err  # losing the state is normal, not a warning
+    assert run(base, "06:22") == ExitCode.DRIFT
+
+
+def test_stale_state_restarts_the_window(
+    tmp_path: Path, compiled: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    base = setup(tmp_path, compiled, urgent=False)
+    assert run(base, "06:00") == ExitCode.OK
+    capsys.readouterr()
+    # interval 15m (default): after 3 intervals the state no longer proves the demand persisted
+    assert run(base, "06:46") == ExitCode.OK
+    out, err = capsys.readouterr()
+    assert "MIGC421" in err and "NO  stabilizationWindow" in out
+    assert run(base, "06:57") == ExitCode.DRIFT
+
+
+def test_malformed_annotation_is_a_warning_naming_the_pod(
+    tmp_path: Path, compiled: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    odd = pod(
+        "odd",
+        "course-nlp202",
+        "nvidia.com/mig-1g.10gb",
+        annotations={"migc.dev/max-wait-time": "soon", "migc.dev/profile-preference": "fast please"},
+    )
+    base = setup(tmp_path, compiled, urgent=False, extra=[odd])
+    assert run(base, "06:00", "--dry-run", "-o", "json") == ExitCode.OK
+    out, err = capsys.readouterr()
+    doc = json.loads(out)  # the run went on: the pod's demand is counted, only its hints are dropped
+    assert {"tenant": "students", "profile": "1g.10gb", "running": 10, "pending": 9} in doc["demand"]
+    warnings = [line for line in err.splitlines() if "MIGC401" in line]
+    assert len(warnings) == 2 and all("pod course-nlp202/odd" in w for w in warnings)
+    assert "Traceback" not in err
+
+
+RULED = DYNAMIC.format(mode="dynamic") + """  dailyChangeBudget: 5
+  rules:
+    - name: many-small
+      when: {pendingPodsGreaterThan: 5, profile: 1g.10gb}
+      prefer: {maximize: 1g.10gb}
+"""
+EVIDENCE = ROOT / "tests" / "data" / "recommend" / "evidence.golden.md"
+
+
+def test_evidence_markdown_snapshot(
+    tmp_path: Path, compiled: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Every part of the pull-request body: demand per tenant/profile, current vs proposed capacity, the
+    gain, each gate with why, the rules fired and what they added, pods past max-wait, the replicas
+    edited and the per-node plan. Refresh with MIGC_UPDATE_GOLDEN=1 and review the diff."""
+    # one more pending pod that may wait 65m: created 05:00, it is past its max wait at 06:11, not 06:00
+    hint = {"migc.dev/max-wait-time": "65m"}
+    late = pod("late", "course-dl101", "nvidia.com/mig-1g.10gb", annotations=hint)
+    base = setup(tmp_path, compiled, urgent=False, extra=[late])
+    (base / "pol" / "partition.yaml").write_text(RULED)
+    assert run(base, "06:00") == ExitCode.OK  # first seen: the window holds it back
+    capsys.readouterr()
+    assert run(base, "06:11", "--dry-run", "-o", "markdown") == ExitCode.DRIFT
+    md = capsys.readouterr().out
+    if os.environ.get("MIGC_UPDATE_GOLDEN"):
+        EVIDENCE.write_text(md, encoding="utf-8")
+    assert md == EVIDENCE.read_text(encoding="utf-8")
+    parts = ("Observed demand", "since", "Capacity", "Gain:", "Gates", "Rules fired", "max wait", "Plan")
+    assert all(part in md for part in parts)
+    # JSON carries the same facts
+    assert run(base, "06:11", "--dry-run", "-o", "json") == ExitCode.DRIFT
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["ruleEffects"] == [
+        {"rule": "many-small", "tenant": "students", "profile": "1g.10gb", "workload": "student-notebooks",
+         "replicas": 9}
+    ]
+    rows = [r.split(" | ") for r in md.splitlines() if r.startswith("| lab-dgx-")]
+    assert [(p["node"], p["gpus"]) for p in doc["plan"]] == [(r[0][2:], int(r[1])) for r in rows]
+    assert [p["node"] for p in doc["plan"]] == ["lab-dgx-a100-01"]
+    assert doc["urgent"] == ["course-dl101/late"]

@@ -87,3 +87,16 @@ def test_replica_forms_it_cannot_rewrite_are_refused() -> None:
     text = "kind: Workload\nmetadata: {name: w}\nspec:\n  replicas: &r 4\n"
     with pytest.raises(ValueError, match="cannot edit replicas of Workload w"):
         edit_replicas(text, {("Workload", "w"): 5})
+
+
+def test_replica_edit_on_a_heavily_commented_file_changes_only_the_replicas_tokens() -> None:
+    """Header and trailing comments, aligned and inline comments, blank lines, a block scalar and a label
+    that mention ``replicas:``, ``...`` and comment-only documents, flow-style metadata and spec, a
+    Tenant and an unchanged Workload, a value that grows a digit, no final newline."""
+    text = (DATA / "heavily-commented.yaml").read_text(encoding="utf-8")
+    changes = {("Workload", "bert-serving"): 10, ("Workload", "ranker"): 8, ("Tenant", "replicas"): 5}
+    edited = edit_replicas(text, changes)
+    assert edited == (DATA / "heavily-commented.golden.yaml").read_text(encoding="utf-8")
+    before, after = text.splitlines(), edited.splitlines()
+    assert [i for i, (a, b) in enumerate(zip(before, after, strict=True)) if a != b] == [26, 39]
+    assert not edited.endswith("\n")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -11,8 +12,9 @@ from compiler.catalog import load_catalog
 from compiler.cli import main
 from compiler.exitcodes import ExitCode
 from compiler.model import PartitionPolicy
-from compiler.simulate.engine import Settings, simulate
+from compiler.simulate.engine import Result, Settings, _Fleet, _Run, simulate
 from compiler.simulate.trace import TracePod, profile_for, read_trace
+from controller.settings import Settings as ControllerSettings
 
 HEADER = (
     "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,"
@@ -132,5 +134,213 @@ def test_cli_json_is_deterministic(tmp_path: Path, capsys: pytest.CaptureFixture
         "static-optimal",
     ]
     for r in doc["results"]:
-        assert set(r["waitSeconds"]["all"]) == {"p50", "p95", "p99"}
+        assert set(r["waitSeconds"]["all"]) == {"p50", "p95", "p99", "pods", "censored", "lowerBound"}
+        assert r["waitSeconds"]["all"]["pods"] == 60
         assert 0 <= r["sliceUtilisation"] <= 1
+
+
+# ---- the rollout follows migc's controller (controller/reconciler/drain.py, controller/pods.py) ----------
+
+NAIVE = PartitionPolicy(mode="dynamic")
+
+
+def waits(res: Result) -> dict[str, list[tuple[float, bool]]]:
+    return {k: sorted(v) for k, v in sorted(res.waits.items())}
+
+
+def test_drain_grace_default_is_the_controllers() -> None:
+    assert Settings(nodes=1).drain_grace_seconds == ControllerSettings().drain_grace_timeout == 1800
+
+
+def test_reconfiguration_cordons_the_node_waits_the_grace_evicts_and_requeues() -> None:
+    """1 node x 2 balanced GPUs. ``a`` (1g) runs on GPU 0 from t=0 for 10,000 s; ``b`` (whole GPU)
+    arrives at 100: naive re-carves the idle GPU 1 to 7g. By hand:
+
+    * the whole node is cordoned at 100, so ``c`` (1g, t=200) does not bind on GPU 0's free 1g;
+    * ``a`` blocks although its GPU does not change; at 100 + 1800 = 1900 it is evicted (ran 1900 s,
+      lost 1900 × 1/7 GPU-seconds) and requeued; reconfiguring 1 GPU takes 60 s: back at 1960;
+    * at 1960 ``b`` binds (waited 1860), ``c`` (1760) and ``a`` (60, the time since its eviction).
+    """
+    assert A100 is not None
+    trace = [pod("a", 0, 10_000, milli=100), pod("b", 100, 500), pod("c", 200, 50, milli=100)]
+    res = simulate(trace, A100, Settings(nodes=1, gpus_per_node=2), "naive", NAIVE)
+    assert (res.reconfigurations, res.gpu_reconfigurations, res.drain_waits) == (1, 1, 1)
+    assert res.evictions == 1 and res.lost_gpu_seconds == pytest.approx(1900 / 7)
+    assert waits(res) == {"1g": [(60.0, False), (1760.0, False)], "7g": [(1860.0, False)]}
+    # a restarts from scratch: it ends 10,000 s after 1960
+    assert res.hours == pytest.approx((1960 + 10_000) / 3600)
+    assert res.never_served == 0
+
+
+def test_pods_that_finish_within_the_grace_are_not_evicted_and_resume_keeps_progress() -> None:
+    assert A100 is not None
+    trace = [pod("a", 0, 10_000, milli=100), pod("b", 100, 500)]
+    long_grace = Settings(nodes=1, gpus_per_node=2, drain_grace_seconds=20_000)
+    res = simulate(trace, A100, long_grace, "naive", NAIVE)
+    # a leaves at 10,000; reconfigured at 10,060; b waited 9,960
+    assert res.evictions == 0 and res.lost_gpu_seconds == 0
+    assert waits(res) == {"1g": [(0.0, False)], "7g": [(9960.0, False)]}
+    resume = simulate(trace, A100, Settings(nodes=1, gpus_per_node=2, eviction="resume"), "naive", NAIVE)
+    # evicted at 1900 after 1900 s of work, back at 1960, runs the 8100 s left: ends at 10,060
+    assert resume.evictions == 1 and resume.lost_gpu_seconds == 0
+    assert resume.hours == pytest.approx(10_060 / 3600)
+
+
+def test_reconfigure_seconds_are_per_changed_gpu_and_max_unavailable_serialises_nodes() -> None:
+    """2 nodes x 2 GPUs, all idle; four whole-GPU pods at t=0 need every GPU re-carved to 7g.
+    maxUnavailable 1: node 0 (2 GPUs × 60 s) is back at 120, node 1 at 240."""
+    assert A100 is not None
+    trace = [pod(f"w{i}", 0, 1000) for i in range(4)]
+    res = simulate(trace, A100, Settings(nodes=2, gpus_per_node=2), "naive", NAIVE)
+    assert (res.reconfigurations, res.gpu_reconfigurations, res.evictions) == (2, 4, 0)
+    assert waits(res) == {"7g": [(120.0, False), (120.0, False), (240.0, False), (240.0, False)]}
+    two = simulate(trace, A100, Settings(nodes=2, gpus_per_node=2, max_unavailable=2), "naive", NAIVE)
+    assert waits(two) == {"7g": [(120.0, False)] * 4}
+
+
+def test_the_least_disturbing_node_is_re_carved() -> None:
+    """1-GPU nodes, balanced; ``old`` (3g) runs on node 0 since t=0, ``young`` (3g) on node 1 since 500;
+    a whole-GPU pod arrives at 1000.
+
+    With an idle node 2 that node is re-carved: nothing is evicted, the pod waits 60 s.
+    Without it, node 1 (less progress at stake) goes first: the change re-carves node 1 to 7g and, as
+    ``young`` then needs a 3g, node 0 to 2×3g; rolled out least disturbing first (maxUnavailable 1):
+    ``young`` is evicted at 2800 after 2300 s, node 1 is back at 2860 (``big`` waited 1860); node 0
+    drains from 2860, ``old`` is evicted at 4660 after 4660 s; back at 4720, both bind: ``old``
+    waited 60 s, ``young`` 4720 − 2800 = 1920 s.
+    """
+    assert A100 is not None
+    trace = [
+        pod("old", 0, 100_000, milli=400),
+        pod("young", 500, 100_000, milli=400),
+        pod("big", 1000, 100_000),
+    ]
+    roomy = simulate(trace, A100, Settings(nodes=3, gpus_per_node=1), "naive", NAIVE)
+    assert roomy.evictions == 0 and roomy.reconfigurations == 1
+    assert waits(roomy) == {"3g": [(0.0, False), (0.0, False)], "7g": [(60.0, False)]}
+    res = simulate(trace, A100, Settings(nodes=2, gpus_per_node=1), "naive", NAIVE)
+    assert res.evictions == 2 and res.lost_gpu_seconds == pytest.approx((2300 + 4660) * 3 / 7)
+    assert waits(res) == {"3g": [(60.0, False), (1920.0, False)], "7g": [(1860.0, False)]}
+
+
+def test_never_served_pods_are_censored_at_the_end() -> None:
+    """static-balanced has no whole-GPU instance: ``b`` waits from 100 until the replay ends at 1000
+    (when ``a`` leaves) and is counted as censored: p95 is then only a lower bound."""
+    assert A100 is not None
+    trace = [pod("a", 0, 1000, milli=100), pod("b", 100, 50)]
+    res = simulate(trace, A100, Settings(nodes=1, gpus_per_node=1), "static-balanced", NAIVE)
+    assert waits(res) == {"1g": [(0.0, False)], "7g": [(900.0, True)]}
+    assert res.never_served == 1 and res.censored() == 1
+    assert res.percentile(None, 50) == (0.0, False)
+    assert res.percentile(None, 95) == (900.0, True)
+    # a pod larger than a node never fits: censored from its arrival
+    big = simulate(
+        [*trace, pod("huge", 0, 10, num=2)], A100, Settings(nodes=1, gpus_per_node=1), "naive", NAIVE
+    )
+    assert big.waits["2x7g"] == [(big.hours * 3600, True)]
+
+
+def test_censored_wait_below_a_percentile_makes_it_a_lower_bound() -> None:
+    res = Result("x", hours=1.0, waits={"1g": [(5.0, True), (10.0, False), (20.0, False), (30.0, False)]})
+    assert res.percentile(None, 50) == (10.0, True)  # the 5 s wait could be anything above 5 s
+    exact = Result("x", hours=1.0, waits={"1g": [(10.0, False), (20.0, False), (30.0, True)]})
+    assert exact.percentile(None, 50) == (20.0, False)
+    assert exact.percentile(None, 99) == (30.0, True)
+
+
+def alternating(n: int = 24, every: float = 300, secs: float = 60) -> list[TracePod]:
+    """One small (1g) then one whole-GPU pod, every ``every`` seconds, each running ``secs``."""
+    return [pod(f"p{k}", k * every, secs, milli=100 if k % 2 == 0 else 1000) for k in range(n)]
+
+
+def test_naive_flaps_on_alternating_demand_and_the_gates_do_not() -> None:
+    """1 node x 1 GPU. Naive: every pod after the first needs the other layout (the GPU is idle by
+    then: the previous pod left after 60 s), so 23 re-carves of 60 s, each such pod waiting 60 s.
+    Default: evaluations every 15 m, minDwell 1 h: at most one change per hour of replay, plus one."""
+    assert A100 is not None
+    s = Settings(nodes=1, gpus_per_node=1)
+    naive = simulate(alternating(), A100, s, "naive", NAIVE)
+    assert naive.reconfigurations == 23 and naive.evictions == 0
+    assert sorted(w for vs in naive.waits.values() for w, _ in vs) == [0.0] + [60.0] * 23
+    default = simulate(alternating(), A100, s, "default", NAIVE)
+    assert 0 < default.reconfigurations <= 1 + default.hours
+    assert default.blocked.get("minDwell", 0) + default.blocked.get("stabilizationWindow", 0) > 0
+    assert default.never_served == 0  # the gates delay, they do not starve
+
+
+def test_demand_the_default_loop_plans_for_now_or_peak_over_the_window() -> None:
+    """Two whole-GPU pods are wanted from 100 to 200: with ``demand="peak"`` and the 10 m window the
+    default loop still plans for them at 700 (the window reaches back to 100), no longer at 801;
+    with the default (the demand observed now, like recommend's snapshot) not after 200."""
+    assert A100 is not None
+    s = Settings(nodes=1, gpus_per_node=1, demand="peak")
+    run = _Run([], A100, s, "default", NAIVE, _Fleet(A100, s, {}), Result("default", 0.0), 0.0)
+    run._demand_add("1g.10gb", 1, 0.0)
+    run._demand_add("7g.80gb", 2, 100.0)
+    run._demand_add("7g.80gb", -2, 200.0)
+    assert run.window_demand(700.0) == {"1g.10gb": 1, "7g.80gb": 2}
+    assert run.window_demand(801.0) == {"1g.10gb": 1}
+    now = _Run(
+        [], A100, replace(s, demand="now"), "default", NAIVE, _Fleet(A100, s, {}), Result("d", 0.0), 0.0
+    )
+    now._demand_add("7g.80gb", 2, 100.0)
+    now._demand_add("7g.80gb", -2, 200.0)
+    assert now.window_demand(201.0) == {}
+
+
+def test_cli_reports_censored_percentiles_evictions_and_takes_the_rollout_knobs(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The first trace of the drain test above, through the CLI (1 node x 2 GPUs)."""
+    rows = "a,1000,1000,1,100,,BE,Running,0,10000,0\nb,1000,1000,1,1000,,BE,Running,100,600,100\n"
+    trace = write(tmp_path, rows)
+    base = ["simulate", "--trace", str(trace), "--gpu-product", "NVIDIA-A100-SXM4-80GB", "--nodes", "1"]
+    args = [*base, "--gpus-per-node", "2", "-o", "json"]
+    assert main([*args, "--baseline", "naive"]) == ExitCode.OK
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["drainGraceSeconds"] == 1800 and doc["eviction"] == "restart" and doc["demand"] == "now"
+    naive = doc["results"][0]
+    assert (naive["evictions"], naive["reconfigurations"]) == (1, 1)
+    assert naive["waitSeconds"]["7g"]["p50"] == 1860.0  # cordon at 100, evict at 1900, back at 1960
+    # a grace longer than a's run: a finishes at 10,000, nothing is evicted, b waits 9,960 s
+    assert main([*args, "--baseline", "naive", "--drain-grace", "20000", "--reconfigure-seconds", "30"]) == 0
+    slow = json.loads(capsys.readouterr().out)["results"][0]
+    assert slow["evictions"] == 0 and slow["waitSeconds"]["7g"]["p50"] == 9930.0
+    # static-balanced never serves b: its wait is censored and the text shows a lower bound
+    assert main([*base, "--gpus-per-node", "2", "--baseline", "static-balanced"]) == ExitCode.OK
+    text = capsys.readouterr().out
+    line = next(x for x in text.splitlines() if x.startswith("static-balanced"))
+    assert line.split()[-2:] == ["1", "1"] and ">9900.0" in line  # never 1, censored 1; b waited 100..10,000
+    assert main([*args, "--demand-window", "ten minutes"]) == ExitCode.USAGE
+
+
+def test_a_node_that_drains_gets_all_its_unneeded_gpus_re_carved_at_once() -> None:
+    """1 node x 2 idle balanced GPUs; whole-GPU pods at 0 (runs 1000 s) and 500. The first needs
+    one 7g; the node changes anyway, so the other GPU, which serves nothing of the demand, becomes
+    7g in the same change: 2 GPUs × 60 s, the first pod waits 120 s, the second binds at once —
+    without the batching it would need a second change (and a drain of the first pod)."""
+    assert A100 is not None
+    trace = [pod("w0", 0, 1000), pod("w1", 500, 100)]
+    res = simulate(trace, A100, Settings(nodes=1, gpus_per_node=2), "naive", NAIVE)
+    assert (res.reconfigurations, res.gpu_reconfigurations, res.evictions) == (1, 2, 0)
+    assert waits(res) == {"7g": [(0.0, False), (120.0, False)]}
+
+
+def test_weigh_disruption_keeps_a_node_whose_running_work_outweighs_the_change() -> None:
+    """1 node x 1 balanced GPU; a 3g pod runs from 0 for 100,000 s; a whole-GPU pod (100 s) arrives
+    at 1000. The default loop (ticks every 900 s) first wants the change at 1800, the window passes
+    at 2700. The change serves 7 − 3 = 4 more slices; at stake: 2700 s × 3 slices = 8100.
+
+    * ``--weigh-disruption 1d`` (4 × 86,400 > 8100): re-carve at 2700, the 3g pod is evicted at
+      4500, back at 4560: the whole-GPU pod waited 3560 s.
+    * 60 s (4 × 60 < 8100): no drain; the node is re-carved only once the 3g pod is gone: tick 100,800
+      sees it first, 101,700 passes the window, back at 101,760: it waited 100,760 s, nothing evicted.
+    """
+    assert A100 is not None
+    trace = [pod("work", 0, 100_000, milli=400), pod("big", 1000, 100)]
+    s = Settings(nodes=1, gpus_per_node=1, weigh_disruption=86400)
+    day = simulate(trace, A100, s, "default", NAIVE)
+    assert day.evictions == 1 and day.waits["7g"] == [(3560.0, False)]
+    minute = simulate(trace, A100, replace(s, weigh_disruption=60), "default", NAIVE)
+    assert minute.evictions == 0 and minute.waits["7g"] == [(100_760.0, False)]
+    assert minute.waits["3g"] == [(0.0, False)] and minute.reconfigurations == 1

@@ -129,7 +129,9 @@ def test_prod_example_model() -> None:
     l40s = policy.clusters[0].pools[3]
     assert not l40s.mig and l40s.sharing.mode == "time-slicing" and l40s.sharing.replicas == 4
     assert policy.partition.backoff_max_seconds == 7200 and policy.partition.min_dwell_seconds == 3600
-    assert policy.partition.rules[0].maximize == "1g.10gb"
+    # static, with only the fields compile and plan read (dynamic-only ones would be MIGC180)
+    assert policy.partition.mode == "static" and policy.partition.daily_change_budget == 4
+    assert policy.partition.rules == ()
     assert policy.source_files == tuple(sorted(policy.source_files))
     fraud = next(w for w in policy.workloads if w.name == "fraud-graph-features")
     assert fraud.priority_tier == "high"  # its own, not the tenant's critical

@@ -106,7 +106,8 @@ def change_budget(policy: Policy, solution: Solution) -> list[Diagnostic]:
         changed[pool.cluster] = changed.get(pool.cluster, 0) + sum(
             1 for n in pool.nodes if n.current is not None and n.changed
         )
-    span = policy.partition.span
+    part = policy.partition
+    span = part.budget_span if part.budget_span.file else part.span  # at the field, where it is written
     return [
         make(
             "MIGC423",

@@ -48,9 +48,14 @@ def _to_json(rec: Recommendation) -> str:
             {"name": x.name, "passed": x.passed, "overridden": x.overridden, "why": x.why} for x in rec.gates
         ],
         "rules": list(rec.rules),
+        "ruleEffects": [
+            {"rule": r, "tenant": t, "profile": p, "workload": w or None, "replicas": n}
+            for r, t, p, w, n in rec.rule_effects
+        ],
         "urgent": list(rec.urgent),
         "replicas": [{"workload": w, "from": a, "to": b} for w, a, b in rec.replicas],
         "nodes": list(rec.nodes),
+        "plan": [{"node": n, "gpus": k, "deployed": a, "proposed": b} for n, k, a, b in rec.node_plan],
     }
     return json.dumps(doc, indent=2, sort_keys=True) + "\n"
 
@@ -59,7 +64,12 @@ def _to_text(rec: Recommendation) -> str:
     out = ["change proposed" if rec.proposed_change else "no change proposed", f"gain {rec.gain:.1f}%"]
     out += [f"{'ok ' if x.passed else 'NO '} {x.name}: {x.why}" for x in rec.gates]
     out += [f"rule fired: {r}" for r in rec.rules]
+    out += [
+        f"rule {r}: tenant {t}: +{n} x {p} on Workload {w}" if w else f"rule {r}: tenant {t}: nothing added"
+        for r, t, p, w, n in rec.rule_effects
+    ]
     out += [f"Workload {w}: replicas {a} -> {b}" for w, a, b in rec.replicas]
+    out += [f"node {n}: {k} GPU(s): {a} -> {b}" for n, k, a, b in rec.node_plan]
     return "\n".join(out) + "\n"
 
 
@@ -140,8 +150,8 @@ def command(
         diagnostics.append(
             make(
                 "MIGC422",
-                "PartitionPolicy mode is static: interval, reconfigurationThreshold, stabilizationWindow, "
-                "minDwell, backoff and rules have no effect and no change is proposed",
+                "PartitionPolicy mode is static: `migc recommend` proposes no change "
+                "(the fields only it reads are listed by MIGC180)",
                 file=span.file,
                 line=span.line,
                 col=span.col,

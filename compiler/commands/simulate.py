@@ -20,11 +20,34 @@ from compiler.commands.compile import emit_diagnostics
 from compiler.diagnostics import has_errors, make
 from compiler.exitcodes import ExitCode
 from compiler.model import PartitionPolicy
-from compiler.simulate.engine import BASELINES, Result, Settings, simulate
+from compiler.simulate.engine import (
+    BASELINES,
+    DEMAND_MODELS,
+    DRAIN_GRACE_SECONDS,
+    EVICTION_MODELS,
+    Result,
+    Settings,
+    simulate,
+)
 from compiler.simulate.trace import TraceError, read_trace
 from compiler.validate.common import parse_duration
 
 SIZES = ("1g", "2g", "3g", "4g", "7g")
+
+
+def _pct(r: Result, size: str | None) -> dict[str, object]:
+    """p50/p95/p99 of the waits; ``lowerBound`` names the ones a censored wait makes a lower bound."""
+    out: dict[str, object] = {}
+    bounds: list[str] = []
+    for q in (50, 95, 99):
+        v, lower = r.percentile(size, q)
+        out[f"p{q}"] = round(v, 1)
+        if lower:
+            bounds.append(f"p{q}")
+    out["pods"] = sum(len(vs) for k, vs in r.waits.items() if size is None or k == size)
+    out["censored"] = r.censored(size)
+    out["lowerBound"] = bounds
+    return out
 
 
 def _row(r: Result) -> dict[str, object]:
@@ -37,12 +60,10 @@ def _row(r: Result) -> dict[str, object]:
         "gpuReconfigurations": r.gpu_reconfigurations,
         "gpusTouched": r.gpus_touched,
         "nodesTouched": r.nodes_touched,
-        "waitSeconds": {
-            size: {f"p{q}": round(r.percentile(size, q), 1) for q in (50, 95, 99)}
-            | {"pods": len(r.waits[size])}
-            for size in sizes
-        }
-        | {"all": {f"p{q}": round(r.percentile(None, q), 1) for q in (50, 95, 99)}},
+        "drainWaits": r.drain_waits,
+        "evictions": r.evictions,
+        "lostGpuHours": round(r.lost_gpu_seconds / 3600, 1),
+        "waitSeconds": {size: _pct(r, size) for size in sizes} | {"all": _pct(r, None)},
         "sliceUtilisation": round(r.utilisation, 4),
         "neverServed": r.never_served,
         "evaluations": r.evaluations,
@@ -51,29 +72,48 @@ def _row(r: Result) -> dict[str, object]:
     }
 
 
+def _show(w: dict[str, object], q: str) -> str:
+    """A percentile for the table: ``>x`` where it is only a lower bound (censored waits)."""
+    bounds = w["lowerBound"]
+    assert isinstance(bounds, list)
+    return f">{w[q]}" if q in bounds else f"{w[q]}"
+
+
 def _text(rows: list[dict[str, object]], header: str) -> str:
     out = [header, ""]
     out.append(
-        f"{'baseline':<16}{'reconf':>8}{'reconf/h':>10}{'GPUs':>6}{'p50 s':>10}{'p95 s':>11}{'p99 s':>11}"
-        f"{'util':>7}{'never':>7}"
+        f"{'baseline':<16}{'reconf':>7}{'reconf/h':>10}{'GPUs':>6}{'evict':>7}{'lost GPU-h':>11}"
+        f"{'p50 s':>12}{'p95 s':>12}{'p99 s':>12}{'util':>7}{'never':>7}{'cens':>6}"
     )
     for row in rows:
         w = row["waitSeconds"]
         assert isinstance(w, dict)
         a = w["all"]
         out.append(
-            f"{row['baseline']!s:<16}{row['reconfigurations']!s:>8}{row['reconfigurationsPerHour']!s:>10}"
-            f"{row['gpusTouched']!s:>6}{a['p50']:>10}{a['p95']:>11}{a['p99']:>11}"
-            f"{row['sliceUtilisation']!s:>7}{row['neverServed']!s:>7}"
+            f"{row['baseline']!s:<16}{row['reconfigurations']!s:>7}{row['reconfigurationsPerHour']!s:>10}"
+            f"{row['gpusTouched']!s:>6}{row['evictions']!s:>7}{row['lostGpuHours']!s:>11}"
+            f"{_show(a, 'p50'):>12}{_show(a, 'p95'):>12}{_show(a, 'p99'):>12}"
+            f"{row['sliceUtilisation']!s:>7}{row['neverServed']!s:>7}{a['censored']!s:>6}"
         )
     out.append("")
-    out.append("p95 pending wait (s) per profile size:")
+    out.append(
+        "p95 pending wait (s) per profile size ('>': a lower bound, censored waits of pods still pending):"
+    )
     for row in rows:
         w = row["waitSeconds"]
         assert isinstance(w, dict)
-        parts = [f"{k} {v['p95']} ({v['pods']} pods)" for k, v in w.items() if k != "all"]
+        parts = [f"{k} {_show(v, 'p95')} ({v['pods']} pods)" for k, v in w.items() if k != "all"]
         out.append(f"  {row['baseline']}: " + "; ".join(parts))
     return "\n".join(out) + "\n"
+
+
+def _duration(text: str | None, flag: str) -> int | None:
+    if text is None:
+        return None
+    secs = parse_duration(text)
+    if secs is None:
+        raise click.BadParameter(f"{text!r} is not a duration such as 15m", param_hint=flag)
+    return secs
 
 
 @click.command(name="simulate")
@@ -128,7 +168,42 @@ def _text(rows: list[dict[str, object]], header: str) -> str:
     default=0.0,
     show_default=True,
     type=click.FloatRange(min=0),
-    help="Fixed drain cost per reconfigured node.",
+    help="Fixed extra cost per reconfigured node (e.g. pausing the GPU operands).",
+)
+@click.option(
+    "--drain-grace",
+    default=DRAIN_GRACE_SECONDS,
+    show_default=True,
+    type=click.FloatRange(min=0),
+    help="Seconds the controller lets a cordoned node's GPU pods finish before evicting them "
+    "(controller --drain-grace-timeout).",
+)
+@click.option(
+    "--eviction",
+    default="restart",
+    show_default=True,
+    type=click.Choice(EVICTION_MODELS),
+    help="What an evicted pod does when it runs again: restart (loses its progress) or resume.",
+)
+@click.option(
+    "--demand",
+    "demand_model",
+    default="now",
+    show_default=True,
+    type=click.Choice(DEMAND_MODELS),
+    help="Demand the default loop plans for: the demand at each evaluation (what recommend observes), "
+    "or the peak over the stabilizationWindow.",
+)
+@click.option(
+    "--demand-window",
+    default=None,
+    help="How far back --demand peak looks (e.g. 6h) [default: the policy's stabilizationWindow].",
+)
+@click.option(
+    "--weigh-disruption",
+    default=None,
+    help="Default loop: skip a node whose running pods' progress exceeds the demand its change serves "
+    "held this long (e.g. 30d) [default: off].",
 )
 @click.option(
     "--max-unavailable",
@@ -158,6 +233,11 @@ def command(
     mapping: str,
     reconfigure_seconds: float,
     drain_seconds: float,
+    drain_grace: float,
+    eviction: str,
+    demand_model: str,
+    demand_window: str | None,
+    weigh_disruption: str | None,
     max_unavailable: int,
     max_wait: str | None,
     fmt: str,
@@ -181,11 +261,9 @@ def command(
             to_stderr=True,
         )
         return ExitCode.INVALID
-    wait_s = None
-    if max_wait is not None:
-        wait_s = parse_duration(max_wait)
-        if wait_s is None:
-            raise click.BadParameter(f"{max_wait!r} is not a duration such as 15m", param_hint="--max-wait")
+    wait_s = _duration(max_wait, "--max-wait")
+    window_s = _duration(demand_window, "--demand-window")
+    weigh_s = _duration(weigh_disruption, "--weigh-disruption")
     policy = PartitionPolicy(mode="dynamic")
     if policy_path is not None:
         loaded, diags = load_and_validate([policy_path])
@@ -205,6 +283,11 @@ def command(
         time_scale=time_scale,
         reconfigure_seconds=reconfigure_seconds,
         drain_seconds=drain_seconds,
+        drain_grace_seconds=drain_grace,
+        eviction=eviction,
+        demand=demand_model,
+        demand_window_seconds=float(window_s or 0),
+        weigh_disruption=float(weigh_s or 0),
         max_unavailable=max_unavailable,
         max_wait_seconds=wait_s,
     )
@@ -223,7 +306,8 @@ def command(
         f"trace {Path(trace_path).name}: {len(trace.pods)} GPU pods replayed "
         f"({trace.skipped_no_gpu} without GPU, "
         f"{trace.skipped_never_ran} never ran, skipped); {nodes} x {gpus_per_node} {model.model}; "
-        f"time scale {time_scale:g}; mapping {mapping}"
+        f"time scale {time_scale:g}; mapping {mapping}; drain grace {drain_grace:g} s, "
+        f"{reconfigure_seconds:g} s per GPU, eviction {eviction}, maxUnavailable {max_unavailable}"
     )
     if fmt == "json":
         doc = {
@@ -234,6 +318,14 @@ def command(
             "gpuModel": model.model,
             "timeScale": time_scale,
             "mapping": mapping,
+            "drainGraceSeconds": drain_grace,
+            "reconfigureSeconds": reconfigure_seconds,
+            "drainSeconds": drain_seconds,
+            "eviction": eviction,
+            "demand": demand_model,
+            "demandWindowSeconds": window_s,
+            "weighDisruptionSeconds": weigh_s,
+            "maxUnavailable": max_unavailable,
             "results": rows,
         }
         click.echo(json.dumps(doc, indent=2, sort_keys=True))

@@ -9,8 +9,12 @@ How observed pods become a policy change (documented in docs/recommend.md):
    of that group equal the observed instances; the difference goes to the group's first Workload by
    name (never below 0). Demand no Workload describes is reported (MIGC424), never invented.
 3. A rule whose ``when`` holds on the pending pods asks for headroom for its ``prefer.maximize``
-   profile: the Workloads of that profile are provisioned for the observed instances *plus* the
-   pending pods that matched the rule (more instances of that profile in the proposal).
+   profile: each tenant's Workloads of that profile are provisioned for the observed instances *plus*
+   the tenant's pending pods that matched the rule (more instances of that profile in the proposal).
+   A rule with ``pools`` gives its headroom only to a Workload whose replicas can land on nothing but
+   those pools (its ``pools`` are among the rule's, or every pool of its cluster that has the profile
+   is), so the extra instances are carved on the listed pools' GPUs; a tenant with no such Workload
+   gets none (MIGC428, and the evidence says so).
 4. The proposed policy is solved with the deployed layout as the starting point (the solver's own
    change-minimising objective); gain and gates (:mod:`compiler.recommend.gates`) decide.
 """
@@ -20,12 +24,12 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from compiler.catalog import Catalog
 from compiler.diagnostics import Diagnostic, make
-from compiler.model import CurrentState, Policy, Workload
+from compiler.model import CurrentState, GpuLayout, Policy, Rule, Workload
 from compiler.observe import Observation
 from compiler.observe.model import profile_of
 from compiler.recommend import gates as g
@@ -48,6 +52,11 @@ class Recommendation:
     urgent: tuple[str, ...]
     state: State  # the state to write back
     diagnostics: tuple[Diagnostic, ...]
+    # what each fired rule did: (rule, tenant, profile, workload or "" when none in its pools, replicas)
+    rule_effects: tuple[tuple[str, str, str, str, int], ...] = ()
+    # the plan of the change: (node, GPUs reconfigured, deployed layout, proposed layout)
+    node_plan: tuple[tuple[str, int, str, str], ...] = ()
+    since: dt.datetime | None = None  # the proposal has been wanted continuously since (window start)
 
     @property
     def proposed_change(self) -> bool:
@@ -107,34 +116,95 @@ def _matches(w: Workload, profile: str) -> bool:
     return bool(w.need.profiles) and w.need.profiles[0] == profile
 
 
+def pools_serving(policy: Policy, catalog: Catalog, cluster: str, profile: str) -> frozenset[str]:
+    """Names of the MIG pools of ``cluster`` whose GPU model has ``profile`` (``gpu``: every pool)."""
+    out: set[str] = set()
+    for c in policy.clusters:
+        if c.name != cluster:
+            continue
+        for pool in c.pools:
+            model = catalog.get(pool.gpu_model)
+            if profile == "gpu" or (pool.mig and model is not None and model.profile(profile) is not None):
+                out.add(pool.name)
+    return frozenset(out)
+
+
+def rule_target(policy: Policy, catalog: Catalog, group: Sequence[Workload], rule: Rule) -> Workload | None:
+    """The Workload of ``group`` (sorted by name) that takes ``rule``'s headroom, or None.
+
+    Without ``pools`` the first one. With ``pools``, the first whose replicas can only be placed on
+    those pools: its own ``pools`` (or, when it has none, every pool of its cluster that has the
+    profile) are all named by the rule.
+    """
+    if not rule.pools:
+        return group[0] if group else None
+    allowed = set(rule.pools)
+    for w in group:
+        where = set(w.pools) if w.pools else set(pools_serving(policy, catalog, w.cluster, rule.maximize))
+        if where and where <= allowed:
+            return w
+    return None
+
+
 def wanted_replicas(
     policy: Policy,
+    catalog: Catalog,
     demand: dict[tuple[str, str], list[int]],
-    headroom: dict[str, int],
-) -> tuple[dict[str, int], list[Diagnostic]]:
-    """workload name → replicas wanted (only workloads that change)."""
+    headroom: Sequence[tuple[Rule, Mapping[str, int]]] = (),
+) -> tuple[dict[str, int], list[Diagnostic], list[tuple[str, str, str, str, int]]]:
+    """workload name → replicas wanted (only workloads that change); MIGC424/MIGC428; rule effects.
+
+    ``headroom``: each fired rule with, per tenant, the pending pods of that tenant it matched; that
+    many instances of the rule's ``prefer.maximize`` profile are added for the tenant, on the Workload
+    :func:`rule_target` picks.
+    """
     out: dict[str, int] = {}
     diags: list[Diagnostic] = []
-    for (tenant, profile), (running, pending) in sorted(demand.items()):
+    effects: list[tuple[str, str, str, str, int]] = []
+    extra_keys = {(t, r.maximize) for r, per in headroom for t, n in per.items() if n > 0}
+    for tenant, profile in sorted(set(demand) | extra_keys):
+        running, pending = demand.get((tenant, profile), [0, 0])
         group = sorted(
             (w for w in policy.workloads if w.tenant == tenant and _matches(w, profile)), key=lambda w: w.name
         )
-        if not group:
-            diags.append(
-                make(
-                    "MIGC424",
-                    f"tenant {tenant}: {running + pending} x {profile} observed, but no Workload of the "
-                    "tenant asks for it",
+        new = {w.name: w.replicas for w in group}
+        if (tenant, profile) in demand:
+            if not group:
+                diags.append(
+                    make(
+                        "MIGC424",
+                        f"tenant {tenant}: {running + pending} x {profile} observed, but no Workload of the "
+                        "tenant asks for it",
+                    )
                 )
-            )
-            continue
-        per = group[0].need.gpus if profile == "gpu" else 1
-        observed = -(-(running + pending + headroom.get(profile, 0)) // max(per, 1))
-        declared = sum(w.replicas for w in group)
-        if observed != declared:
-            first = group[0]
-            out[first.name] = max(0, first.replicas + observed - declared)
-    return out, diags
+            else:
+                per = max(group[0].need.gpus if profile == "gpu" else 1, 1)
+                observed = -(-(running + pending) // per)
+                declared = sum(w.replicas for w in group)
+                new[group[0].name] = max(0, group[0].replicas + observed - declared)
+        for rule, per_tenant in headroom:
+            count = per_tenant.get(tenant, 0)
+            if rule.maximize != profile or count <= 0:
+                continue
+            target = rule_target(policy, catalog, group, rule)
+            if target is None:
+                effects.append((rule.name, tenant, profile, "", 0))
+                which = f"asking for {profile} is confined to pools {', '.join(rule.pools)}"
+                diags.append(
+                    make(
+                        "MIGC428",
+                        f"rule {rule.name}: no Workload of tenant {tenant} "
+                        f"{which if group else f'asks for {profile}'}, "
+                        f"so its headroom of {count} x {profile} is not proposed",
+                    )
+                )
+                continue
+            new[target.name] += count
+            effects.append((rule.name, tenant, profile, target.name, count))
+        for w in group:
+            if new[w.name] != w.replicas:
+                out[w.name] = new[w.name]
+    return out, diags, effects
 
 
 def capacity(solution: Solution, which: str) -> dict[str, int]:
@@ -148,6 +218,23 @@ def capacity(solution: Solution, which: str) -> dict[str, int]:
                 for name, n in gpu.profiles:
                     out[name] += n
     return dict(sorted(out.items()))
+
+
+def layout_text(layout: Sequence[GpuLayout] | None) -> str:
+    """A node's instances summed over its GPUs: ``7 x 1g.10gb, 1 x 3g.40gb, 1 whole GPU``."""
+    if layout is None:
+        return "nothing deployed"
+    counts: dict[str, int] = defaultdict(int)
+    whole = 0
+    for gpu in layout:
+        if not gpu.mig_enabled:
+            whole += 1
+        for name, n in gpu.profiles:
+            counts[name] += n
+    parts = [f"{n} x {name}" for name, n in sorted(counts.items())]
+    if whole:
+        parts.append(f"{whole} whole GPU{'s' if whole > 1 else ''}")
+    return ", ".join(parts) or "no instances"
 
 
 def _fingerprint(replicas: dict[str, int]) -> str:
@@ -169,12 +256,16 @@ def recommend(
     slices = _slices(catalog)
     demand, pending, diags = observed_demand(policy, obs)
     fired = g.fired_rules(part.rules, pending)
-    headroom: dict[str, int] = defaultdict(int)
+    owner = _tenant_of(policy)
+    headroom: list[tuple[Rule, Mapping[str, int]]] = []
     for r in fired:
-        headroom[r.maximize] += sum(
-            1 for p in pending if r.when.profile is None or p.profile == r.when.profile
-        )
-    wanted, more = wanted_replicas(policy, demand, dict(headroom))
+        per_tenant: dict[str, int] = defaultdict(int)
+        for pod in pending:
+            tenant = owner.get(pod.key.split("/", 1)[0])
+            if tenant is not None and (r.when.profile is None or pod.profile == r.when.profile):
+                per_tenant[tenant] += 1
+        headroom.append((r, dict(per_tenant)))
+    wanted, more, effects = wanted_replicas(policy, catalog, demand, headroom)
     diags.extend(more)
     new_workloads = tuple(replace(w, replicas=wanted.get(w.name, w.replicas)) for w in policy.workloads)
     proposed_policy = replace(policy, workloads=new_workloads)
@@ -241,7 +332,20 @@ def recommend(
         urgent=urgent,
         state=new_state,
         diagnostics=tuple(diags) + solution.diagnostics,
+        rule_effects=tuple(effects),
+        since=first_seen if pattern else None,
+        node_plan=tuple(
+            sorted(
+                (n.name, len(n.changed_gpus), layout_text(n.current), layout_text(n.gpus))
+                for pool in solution.pools
+                for n in pool.nodes
+                if n.changed
+            )
+        ),
     )
+
+
+MAX_PLAN_ROWS = 50  # a pull-request body stays readable; `migc plan` lists every node
 
 
 def evidence_markdown(rec: Recommendation, sources: Sequence[str] = ()) -> str:
@@ -257,6 +361,13 @@ def evidence_markdown(rec: Recommendation, sources: Sequence[str] = ()) -> str:
         "|---|---|---:|---:|",
     ]
     lines += [f"| {t} | {p} | {r} | {q} |" for t, p, r, q in rec.demand] or ["| – | – | 0 | 0 |"]
+    if rec.since is not None and rec.replicas:
+        since = rec.since.strftime("%Y-%m-%d %H:%M UTC")
+        lines += [
+            "",
+            f"The capacity this demand needs has been the same since {since} "
+            f"({g.duration_text((rec.now - rec.since).total_seconds())}).",
+        ]
     cur, new = dict(rec.current), dict(rec.proposed)
     lines += ["", "### Capacity (instances)", "", "| profile | current | proposed |", "|---|---:|---:|"]
     lines += [f"| {p} | {cur.get(p, 0)} | {new.get(p, 0)} |" for p in sorted(set(cur) | set(new))]
@@ -274,7 +385,17 @@ def evidence_markdown(rec: Recommendation, sources: Sequence[str] = ()) -> str:
         res = "overridden" if gate.overridden else ("passed" if gate.passed else "**blocked**")
         lines.append(f"| {gate.name} | {res} | {gate.why} |")
     lines += ["", "### Rules fired", ""]
-    lines += [f"- {r}" for r in rec.rules] or ["- none"]
+    for name in rec.rules:
+        effects = [e for e in rec.rule_effects if e[0] == name]
+        lines += [
+            f"- {name}: tenant {tenant}: +{n} x {profile} on Workload {workload}"
+            if workload
+            else f"- {name}: tenant {tenant}: no Workload asking for {profile} can take it "
+            "(in the rule's pools); nothing added (MIGC428)"
+            for _, tenant, profile, workload, n in effects
+        ] or [f"- {name}: nothing added"]
+    if not rec.rules:
+        lines.append("- none")
     if rec.urgent:
         lines += ["", "### Pods past their max wait", ""] + [f"- {k}" for k in rec.urgent]
     lines += ["", "### Change", ""]
@@ -284,4 +405,15 @@ def evidence_markdown(rec: Recommendation, sources: Sequence[str] = ()) -> str:
             f"- nodes reconfigured: {len(rec.nodes)} ({', '.join(rec.nodes[:10])}"
             f"{', …' if len(rec.nodes) > 10 else ''})"
         )
+    if rec.node_plan:
+        lines += [
+            "",
+            "### Plan of the change (per node, as `migc compile` will render it)",
+            "",
+            "| node | GPUs reconfigured | deployed | proposed |",
+            "|---|---:|---|---|",
+        ]
+        lines += [f"| {n} | {k} | {a} | {b} |" for n, k, a, b in rec.node_plan[:MAX_PLAN_ROWS]]
+        if len(rec.node_plan) > MAX_PLAN_ROWS:
+            lines.append(f"| … {len(rec.node_plan) - MAX_PLAN_ROWS} more node(s) | | | |")
     return "\n".join(lines) + "\n"

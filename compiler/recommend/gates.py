@@ -207,6 +207,11 @@ def all_passed(gates: Iterable[Gate]) -> bool:
     return all(g.passed for g in gates)
 
 
+def duration_text(seconds: float) -> str:
+    """``90s``, ``15m``, ``1h05m``, ``3d2h``: how the gates write durations."""
+    return _dur(seconds)
+
+
 def _dur(seconds: float) -> str:
     s = int(seconds)
     if s < 120:

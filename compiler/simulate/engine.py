@@ -4,24 +4,48 @@ Model (documented in docs/simulate.md):
 
 * **Fleet**: ``nodes`` × ``gpus_per_node`` GPUs of one catalog model; each GPU carries one layout
   (a multiset of profiles from :func:`compiler.catalog.layouts.enumerate_layouts`).
-* **Scheduler**: after every arrival, departure and finished reconfiguration, pending pods are bound
-  per profile in (priority, arrival) order to free instances on nodes that are not reconfiguring; a
-  pod that does not fit is skipped for the next one (backfilling). A multi-GPU pod needs its
-  full-GPU instances on one node.
-* **Re-partitioning** (:func:`cover`): only GPUs with no running pod are re-carved (nothing is
-  evicted). GPUs are taken in order of how little of the current demand they serve; each gets the
-  catalog layout that serves the most slice-weighted shortage (the demand the fleet cannot serve now
-  plus what that GPU served), if that beats its current layout. At most ``max_unavailable`` nodes
-  reconfigure at once.
-* **Rollout**: a node being re-carved is cordoned for ``drain_seconds + reconfigure_seconds ×
-  changed GPUs`` (default 0 + 60 s per GPU: the 30–90 s per GPU seen in practice); its new layout
-  counts once it is back.
-* **Policies** (``--baseline``): ``naive`` re-partitions whenever a pod is left pending (no gates);
-  ``default`` runs the recommend loop every ``interval`` with the real gates of
-  :mod:`compiler.recommend.gates` (threshold, stabilizationWindow, minDwell, dailyChangeBudget,
-  max-wait urgency, rules); ``static-balanced`` keeps the model's all-balanced layout;
-  ``static-optimal`` keeps the layout that covers the trace's time-averaged demand, scaled to the fleet.
-  Dynamic policies start from all-balanced.
+* **Scheduler**: after every arrival, departure, eviction and finished reconfiguration, pending pods
+  are bound per profile in (priority, queued-at) order to free instances on schedulable nodes; a pod
+  that does not fit is skipped for the next one (backfilling). A multi-GPU pod needs its full-GPU
+  instances on one node.
+* **Rollout** — follows migc's controller, not a convenient shortcut:
+
+  - a node being re-carved is cordoned as a whole (controller/reconciler/admission.py ``cordon``):
+    nothing new binds anywhere on it, also on GPUs whose layout does not change;
+  - every GPU pod on the node blocks the reconfiguration (controller/pods.py ``blocking``: any pod
+    using ``nvidia.com/gpu`` or ``nvidia.com/mig-*`` that is not finished), not only the pods on
+    changed GPUs;
+  - the controller waits up to ``drain_grace_timeout`` (controller/settings.py, default 1800 s) for
+    them to finish, then evicts the rest (controller/reconciler/drain.py ``draining``/``_evict``);
+    an evicted pod goes back to the queue; with ``eviction="restart"`` (default: the trace's pods
+    are batch pods without checkpoints) it loses its progress and runs its full duration again,
+    with ``"resume"`` it runs only what was left. Evictions and the lost GPU-seconds are counted;
+  - then the node is out for ``drain_seconds + reconfigure_seconds × changed GPUs`` (default
+    0 + 60 s per GPU: the 30–90 s per GPU seen in practice), and its new layout counts once it is
+    back (uncordoned);
+  - at most ``max_unavailable`` nodes are out of Idle at once (controller/reconciler/admission.py
+    ``max_unavailable``); the rest of a change waits its turn. Like ``migc recommend``'s rollout
+    gate, no new change is proposed while a node of the previous one is still rolling out.
+* **Re-partitioning** (:func:`cover`): nodes are taken in order of how little a re-carve disturbs
+  (least progress at stake: slice-seconds its running GPU pods have run, then fewest such pods, like
+  the solver's
+  disruption level); on each, GPUs are taken in order of how little of the demand they serve, and
+  each gets the catalog layout that serves the most slice-weighted shortage (the demand the fleet
+  cannot serve plus what that GPU served), if that beats its current layout. Once a node changes
+  (it drains anyway), its GPUs that serve nothing of the demand get the layout serving the most of
+  the whole demand: one drain instead of several later.
+* **Policies** (``--baseline``): ``naive`` re-partitions whenever a pod is left pending (no gates
+  but the rollout one); ``default`` runs the recommend loop every ``interval`` on the demand it
+  observes then (running + pending instances per profile, like ``migc recommend``'s snapshot; or
+  the peak over the ``stabilizationWindow`` with ``demand="peak"``), with the real
+  gates of :mod:`compiler.recommend.gates` (threshold, stabilizationWindow, minDwell,
+  dailyChangeBudget, max-wait urgency, rules; backoff never fires: the model has no failed
+  rollouts); ``static-balanced`` keeps the model's all-balanced layout; ``static-optimal`` keeps the
+  layout that covers the trace's time-averaged demand, scaled to the fleet. Dynamic policies start
+  from all-balanced.
+* **Waits**: a pod's wait is the total time it spent pending (over all its attempts, when it was
+  evicted). Pods still pending when the replay ends — and pods larger than a node — are *censored*:
+  their wait so far is counted and marked, so a percentile that reaches one is a lower bound.
 """
 
 from __future__ import annotations
@@ -31,6 +55,7 @@ import datetime as dt
 import functools
 import heapq
 import math
+from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -42,6 +67,10 @@ from compiler.simulate.trace import TracePod, profile_for
 
 EPOCH = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
 BASELINES = ("naive", "default", "static-balanced", "static-optimal")
+EVICTION_MODELS = ("restart", "resume")
+DEMAND_MODELS = ("now", "peak")
+# controller/settings.py Settings.drain_grace_timeout: how long the controller lets GPU pods finish
+DRAIN_GRACE_SECONDS = 1800.0
 
 
 @dataclass(frozen=True)
@@ -50,10 +79,19 @@ class Settings:
     gpus_per_node: int = 8
     mapping: str = "compute"
     time_scale: float = 1.0
-    reconfigure_seconds: float = 60.0
-    drain_seconds: float = 0.0
+    reconfigure_seconds: float = 60.0  # per changed GPU
+    drain_seconds: float = 0.0  # fixed per node (e.g. the MIG manager pausing the GPU operands)
+    drain_grace_seconds: float = DRAIN_GRACE_SECONDS
+    eviction: str = "restart"  # restart: an evicted pod runs its full duration again; resume: the rest
     max_unavailable: int = 1
     max_wait_seconds: int | None = None  # migc.dev/max-wait-time given to every pod (None: no hint)
+    # what the default loop plans for: the demand now (a snapshot, what `migc recommend` observes),
+    # or the peak over the window (measured in docs/simulate.md: no better)
+    demand: str = "now"
+    demand_window_seconds: float = 0.0  # how far back the peak looks (0: the stabilizationWindow)
+    # default loop: skip a node whose running pods' progress (slice-seconds) exceeds the slices its
+    # change serves held this long (0: off; measured in docs/simulate.md, off by default)
+    weigh_disruption: float = 0.0
 
 
 @dataclass
@@ -64,13 +102,16 @@ class Result:
     gpu_reconfigurations: int = 0
     gpus_touched: int = 0
     nodes_touched: int = 0
-    waits: dict[str, list[float]] = field(default_factory=dict)  # size class → waits (s) of served pods
+    waits: dict[str, list[tuple[float, bool]]] = field(default_factory=dict)  # size → (wait s, censored)
     never_served: int = 0
     busy_slice_seconds: float = 0.0
     total_slices: int = 0
     evaluations: int = 0
     blocked: dict[str, int] = field(default_factory=dict)  # gate → evaluations it blocked
     rules_fired: int = 0
+    evictions: int = 0
+    lost_gpu_seconds: float = 0.0  # run time thrown away by evictions, in whole-GPU seconds
+    drain_waits: int = 0  # node rollouts that had to wait for running pods
 
     @property
     def per_hour(self) -> float:
@@ -81,12 +122,21 @@ class Result:
         denom = self.total_slices * self.hours * 3600
         return self.busy_slice_seconds / denom if denom > 0 else 0.0
 
-    def percentile(self, size: str | None, q: float) -> float:
+    def percentile(self, size: str | None, q: float) -> tuple[float, bool]:
+        """The ``q``-th percentile wait and whether it is only a lower bound.
+
+        Censored waits are lower bounds of the true waits, so the order statistic is a lower bound of
+        the true percentile; it is exact only when no censored wait lies at or below it.
+        """
         vals = sorted(v for k, vs in self.waits.items() if size is None or k == size for v in vs)
         if not vals:
-            return 0.0
+            return 0.0, False
         i = min(len(vals) - 1, max(0, math.ceil(q / 100 * len(vals)) - 1))
-        return vals[i]
+        x = vals[i][0]
+        return x, any(c for v, c in vals[: i + 1] if c) or any(c and v <= x for v, c in vals[i + 1 :])
+
+    def censored(self, size: str | None = None) -> int:
+        return sum(1 for k, vs in self.waits.items() if size is None or k == size for _, c in vs if c)
 
 
 @dataclass
@@ -105,6 +155,9 @@ def _key(v: Mapping[str, int]) -> tuple[tuple[str, int], ...]:
     return tuple(sorted((k, n) for k, n in v.items() if n > 0))
 
 
+IDLE, DRAINING, RECONFIGURING = 0, 1, 2
+
+
 class _Fleet:
     def __init__(self, model: GpuModel, s: Settings, layout: Layout) -> None:
         self.model = model
@@ -112,11 +165,14 @@ class _Fleet:
         n = s.nodes * s.gpus_per_node
         self.layout: list[Layout] = [dict(layout) for _ in range(n)]
         self.busy: list[Layout] = [{} for _ in range(n)]
-        self.node_busy_until = [0.0] * s.nodes
+        self.state = [IDLE] * s.nodes
         self.slices = {p.name: p.compute_slices for p in model.profiles}
 
     def node(self, gpu: int) -> int:
         return gpu // self.s.gpus_per_node
+
+    def gpus(self, node: int) -> range:
+        return range(node * self.s.gpus_per_node, (node + 1) * self.s.gpus_per_node)
 
     def capacity(self) -> Layout:
         out: Layout = {}
@@ -142,9 +198,18 @@ def _best_layout(model: GpuModel, need: tuple[tuple[str, int], ...]) -> tuple[tu
 
 
 def cover(
-    fleet: _Fleet, demand: Layout, now: float, extra: Layout | None = None
+    fleet: _Fleet,
+    demand: Layout,
+    order: Sequence[tuple[int, float]],
+    extra: Layout | None = None,
+    worth_seconds: float | None = None,
 ) -> tuple[dict[int, Layout], Layout]:
-    """GPUs to re-carve (gpu → new layout) and the resulting capacity; see the module docstring."""
+    """GPUs to re-carve (gpu → new layout) and the resulting capacity; see the module docstring.
+
+    ``order``: the nodes that may change with the slice-seconds of progress their running pods would
+    lose if evicted, least disturbing first. ``worth_seconds``: when set, a node is re-carved only if
+    the slices of demand its change serves, held that long, are worth more than that progress.
+    """
     cap = fleet.capacity()
     want = dict(demand)
     for p, n in (extra or {}).items():
@@ -153,26 +218,40 @@ def cover(
     if not short:
         return {}, cap
     slices = fleet.slices
-    spare = {p: max(0, c - want.get(p, 0)) for p, c in cap.items()}
-    free_nodes = [i for i in range(fleet.s.nodes) if fleet.node_busy_until[i] <= now]
-    cands: list[tuple[int, int]] = []
-    for i in free_nodes:
-        for gi in range(i * fleet.s.gpus_per_node, (i + 1) * fleet.s.gpus_per_node):
-            if any(fleet.busy[gi].values()):
-                continue
-            lay = fleet.layout[gi]
-            # slices of this GPU the demand needs (instances beyond the spare of their profile)
-            needed = sum(max(0, c - spare.get(p, 0)) * slices[p] for p, c in lay.items())
-            cands.append((needed, gi))
-    cands.sort()
     changes: dict[int, Layout] = {}
-    nodes: set[int] = set()
-    for _, gi in cands:
+    for node, stake in order:
         if not short:
             break
-        node = fleet.node(gi)
-        if node not in nodes and len(nodes) >= fleet.s.max_unavailable:
+        before = g.served(cap, want, slices)
+        node_cap, node_changes = _cover_node(fleet, node, want, dict(cap), short)
+        if not node_changes:
             continue
+        if worth_seconds is not None and stake > (g.served(node_cap, want, slices) - before) * worth_seconds:
+            continue  # the work an eviction may throw away outweighs what the change serves
+        cap = node_cap
+        changes.update(node_changes)
+        short = {p: n - cap.get(p, 0) for p, n in want.items() if n > cap.get(p, 0)}
+    return changes, {p: c for p, c in cap.items() if c}
+
+
+def _cover_node(
+    fleet: _Fleet, node: int, want: Layout, cap: Layout, short: Layout
+) -> tuple[Layout, dict[int, Layout]]:
+    """Re-carve one node's GPUs greedily against the shortage; the new capacity and the changes."""
+    slices = fleet.slices
+    spare = {p: max(0, c - want.get(p, 0)) for p, c in cap.items()}
+    # slices of each GPU the demand needs (instances beyond the spare of their profile)
+    gpus = sorted(
+        fleet.gpus(node),
+        key=lambda gi: (
+            sum(max(0, c - spare.get(p, 0)) * slices[p] for p, c in fleet.layout[gi].items()),
+            gi,
+        ),
+    )
+    changes: dict[int, Layout] = {}
+    for gi in gpus:
+        if not short:
+            break
         old = fleet.layout[gi]
         # what this GPU serves now that nobody else would: removing it adds to the shortage
         lost = {p: max(0, c - spare.get(p, 0)) for p, c in old.items()}
@@ -186,14 +265,32 @@ def cover(
         if gain <= keep or new == old:
             continue
         changes[gi] = new
-        nodes.add(node)
         for p, c in old.items():
             cap[p] -= c
         for p, c in new.items():
             cap[p] = cap.get(p, 0) + c
         spare = {p: max(0, c - want.get(p, 0)) for p, c in cap.items()}
         short = {p: n - cap.get(p, 0) for p, n in want.items() if n > cap.get(p, 0)}
-    return changes, {p: c for p, c in cap.items() if c}
+    if changes:
+        # The node is drained anyway: also re-carve its GPUs that serve nothing of the demand to
+        # the layout serving the most of the whole demand (batching: one drain instead of several)
+        mix = _key(want)
+        for gi in gpus:
+            if gi in changes:
+                continue
+            old = fleet.layout[gi]
+            if any(c - spare.get(p, 0) > 0 for p, c in old.items()):
+                continue
+            new = dict(_best_layout(fleet.model, mix))
+            if new == old:
+                continue
+            changes[gi] = new
+            for p, c in old.items():
+                cap[p] -= c
+            for p, c in new.items():
+                cap[p] = cap.get(p, 0) + c
+            spare = {p: max(0, c - want.get(p, 0)) for p, c in cap.items()}
+    return cap, changes
 
 
 def balanced_layout(model: GpuModel) -> Layout:
@@ -243,7 +340,7 @@ def _trace_pods(trace: Sequence[TracePod], model: GpuModel, s: Settings) -> list
 
 
 # event kinds, in the order they are handled at one instant: (time, seq, kind, payload)
-_RECONFIGURED, _DEPARTURE, _ARRIVAL, _TICK = 0, 1, 2, 3
+_RECONFIGURED, _DEPARTURE, _DRAIN_DEADLINE, _ARRIVAL, _TICK = 0, 1, 2, 3, 4
 
 
 class _Run:
@@ -275,9 +372,16 @@ class _Run:
                 self.events.append((p.arrival, self.seq, _ARRIVAL, i))
                 self.seq += 1
         heapq.heapify(self.events)
-        self.pending: dict[str, list[tuple[int, float, int]]] = {}  # profile → sorted [(-prio, arrival, pod)]
-        self.bound: dict[int, list[tuple[int, int]]] = {}  # pod → [(gpu, count)]
-        self.pending_since: dict[int, float] = {}
+        self.pending: dict[str, list[tuple[int, float, int]]] = {}  # profile → sorted [(-prio, queued, pod)]
+        self.bound: dict[int, list[tuple[int, int]]] = {}  # running pod → [(gpu, count)]
+        self.node_of: dict[int, int] = {}  # running pod → node
+        self.started: dict[int, float] = {}  # running pod → start of this attempt
+        self.dep_seq: dict[int, int] = {}  # running pod → seq of its departure event (stale ones are dropped)
+        self.queued_at: dict[int, float] = {}  # pending pod → since when
+        self.waited = [0.0] * len(pods)  # time spent pending, over all attempts
+        self.remaining = [p.src.duration for p in pods]  # run time left (eviction "resume")
+        self.ever_ran: set[int] = set()
+        self.node_pods: list[set[int]] = [set() for _ in range(s.nodes)]
         self.busy_slices = 0
         self.last_t = start
         self.touched_gpus: set[int] = set()
@@ -286,33 +390,55 @@ class _Run:
         self.change_log: list[dt.datetime] = []
         self.first_seen: dt.datetime | None = None
         self.pattern: tuple[str, ...] = ()
-        self.pending_layout: dict[int, dict[int, Layout]] = {}  # node → gpu → layout applied when back
+        self.rollout: deque[tuple[int, dict[int, Layout]]] = deque()  # node changes waiting their turn
+        self.in_flight: dict[int, dict[int, Layout]] = {}  # node → gpu → layout applied when back
+        self.drain_seq: dict[int, int] = {}  # draining node → seq of its grace deadline
+        self.now_demand: Layout = {}  # running + pending instances per profile
+        self.history: deque[tuple[float, Layout]] = deque()  # (since, demand) over the window
         self.interval = float(policy.interval_seconds)
+        # --weigh-disruption: what a change serves, held this long, must outweigh the progress at stake
+        self.worth_seconds = s.weigh_disruption if s.weigh_disruption else None
         if baseline == "default":
             self.push(start + self.interval, _TICK, 0)
         self.done = 0
 
-    def push(self, t: float, kind: int, payload: int) -> None:
+    def push(self, t: float, kind: int, payload: int) -> int:
         heapq.heappush(self.events, (t, self.seq, kind, payload))
         self.seq += 1
+        return self.seq - 1
 
-    def demand(self) -> Layout:
-        d: Layout = {}
-        for lay in self.fleet.busy:
-            for p, c in lay.items():
-                d[p] = d.get(p, 0) + c
-        for p, q in self.pending.items():
-            d[p] = d.get(p, 0) + sum(self.pods[i].count for _, _, i in q)
-        return d
+    # ---- demand -------------------------------------------------------------------------------------
+
+    def _demand_add(self, prof: str, n: int, now: float) -> None:
+        self.now_demand[prof] = self.now_demand.get(prof, 0) + n
+        if self.baseline == "default" and self.s.demand == "peak":
+            self.history.append((now, dict(self.now_demand)))
+
+    def window_demand(self, now: float) -> Layout:
+        """Per profile, the peak of running + pending instances over the last stabilizationWindow."""
+        if self.s.demand == "now":
+            return {p: n for p, n in self.now_demand.items() if n > 0}
+        cut = now - (self.s.demand_window_seconds or self.policy.stabilization_seconds)
+        hist = self.history
+        while len(hist) > 1 and hist[1][0] <= cut:
+            hist.popleft()
+        out: Layout = {}
+        for _, d in hist:
+            for p, n in d.items():
+                if n > out.get(p, 0):
+                    out[p] = n
+        return out
+
+    # ---- scheduler ----------------------------------------------------------------------------------
 
     def try_bind(self, i: int, now: float) -> bool:
-        fleet, p, gpn = self.fleet, self.pods[i], self.s.gpus_per_node
+        fleet, p = self.fleet, self.pods[i]
         for node in range(self.s.nodes):
-            if fleet.node_busy_until[node] > now:
-                continue
+            if fleet.state[node] != IDLE:
+                continue  # cordoned: nothing binds anywhere on the node
             free = [
                 (gi, fleet.layout[gi].get(p.profile, 0) - fleet.busy[gi].get(p.profile, 0))
-                for gi in range(node * gpn, (node + 1) * gpn)
+                for gi in fleet.gpus(node)
             ]
             if sum(f for _, f in free if f > 0) < p.count:
                 continue
@@ -325,17 +451,24 @@ class _Run:
                     took.append((gi, k))
                     need -= k
             self.bound[i] = took
+            self.node_of[i] = node
+            self.node_pods[node].add(i)
+            self.started[i] = now
+            self.ever_ran.add(i)
             self.busy_slices += fleet.slices[p.profile] * p.count
+            self.waited[i] += now - self.queued_at.pop(i)
+            run = p.src.duration if self.s.eviction == "restart" else self.remaining[i]
+            self.dep_seq[i] = self.push(now + run, _DEPARTURE, i)
             return True
         return False
 
-    def free_counts(self, now: float) -> Layout:
+    def free_counts(self) -> Layout:
         out: Layout = {}
-        fleet, gpn = self.fleet, self.s.gpus_per_node
+        fleet = self.fleet
         for node in range(self.s.nodes):
-            if fleet.node_busy_until[node] > now:
+            if fleet.state[node] != IDLE:
                 continue
-            for gi in range(node * gpn, (node + 1) * gpn):
+            for gi in fleet.gpus(node):
                 busy = fleet.busy[gi]
                 for p, c in fleet.layout[gi].items():
                     f = c - busy.get(p, 0)
@@ -346,7 +479,7 @@ class _Run:
     def schedule(self, now: float) -> None:
         if not self.pending:
             return
-        free = self.free_counts(now)
+        free = self.free_counts()
         for prof in list(self.pending):
             if free.get(prof, 0) <= 0:
                 continue
@@ -367,32 +500,76 @@ class _Run:
                 break
             if pods[i].count <= free.get(prof, 0) and self.try_bind(i, now):
                 free[prof] -= pods[i].count
-                self.res.waits.setdefault(pods[i].size, []).append(now - pods[i].arrival)
-                self.pending_since.pop(i, None)
-                self.push(now + pods[i].src.duration, _DEPARTURE, i)
             else:
                 kept.append(item)
         return kept
 
+    def enqueue(self, i: int, now: float) -> None:
+        p = self.pods[i]
+        bisect.insort(self.pending.setdefault(p.profile, []), (-p.src.priority, now, i))
+        self.queued_at[i] = now
+
+    def release(self, i: int) -> int:
+        """Free a running pod's instances; its node."""
+        pod, fleet = self.pods[i], self.fleet
+        for gi, k in self.bound.pop(i):
+            fleet.busy[gi][pod.profile] -= k
+        self.busy_slices -= fleet.slices[pod.profile] * pod.count
+        self.dep_seq.pop(i)
+        self.started.pop(i)
+        node = self.node_of.pop(i)
+        self.node_pods[node].discard(i)
+        return node
+
+    # ---- rollout (controller/reconciler: admission → drain → apply) -----------------------------------
+
     def apply(self, changes: dict[int, Layout], now: float) -> None:
-        fleet, s, res = self.fleet, self.s, self.res
+        """Hand a change to the rollout: node by node (least disturbing first), at most
+        ``max_unavailable`` out of Idle at once."""
         by_node: dict[int, dict[int, Layout]] = {}
         for gi, lay in changes.items():
-            by_node.setdefault(fleet.node(gi), {})[gi] = lay
-        for node, gl in sorted(by_node.items()):
-            cost = s.drain_seconds + s.reconfigure_seconds * len(gl)
-            fleet.node_busy_until[node] = now + cost
-            for gi in gl:
-                fleet.layout[gi] = {}  # carved away while the node is out
-            self.pending_layout[node] = gl
-            self.push(now + cost, _RECONFIGURED, node)
-            res.reconfigurations += 1
-            res.gpu_reconfigurations += len(gl)
+            by_node.setdefault(self.fleet.node(gi), {})[gi] = lay
+        for node, gl in by_node.items():  # in the cover's order: least disturbing first
+            self.rollout.append((node, gl))
+            self.res.reconfigurations += 1
+            self.res.gpu_reconfigurations += len(gl)
             self.touched_gpus.update(gl)
             self.touched_nodes.add(node)
-            when = EPOCH + dt.timedelta(seconds=now)
-            self.node_last_change[f"node-{node}"] = when
-            self.change_log.append(when)
+            self.change_log.append(EPOCH + dt.timedelta(seconds=now))
+        self._admit(now)
+
+    def _admit(self, now: float) -> None:
+        while self.rollout and len(self.in_flight) < self.s.max_unavailable:
+            node, gl = self.rollout.popleft()
+            self.in_flight[node] = gl
+            self.fleet.state[node] = DRAINING  # cordon (controller/reconciler/admission.py)
+            if self.node_pods[node]:
+                self.res.drain_waits += 1
+                self.drain_seq[node] = self.push(now + self.s.drain_grace_seconds, _DRAIN_DEADLINE, node)
+            else:
+                self._reconfigure(node, now)
+
+    def _reconfigure(self, node: int, now: float) -> None:
+        """No GPU pod left (controller/reconciler/drain.py → apply): the MIG manager re-carves."""
+        self.drain_seq.pop(node, None)
+        self.fleet.state[node] = RECONFIGURING
+        cost = self.s.drain_seconds + self.s.reconfigure_seconds * len(self.in_flight[node])
+        self.push(now + cost, _RECONFIGURED, node)
+
+    def _evict_all(self, node: int, now: float) -> None:
+        """Grace over (controller/reconciler/drain.py ``_evict``): evict every GPU pod left; requeue it."""
+        res, whole = self.res, self.model.compute_slices
+        for i in sorted(self.node_pods[node]):
+            pod = self.pods[i]
+            ran = now - self.started[i]
+            self.release(i)
+            res.evictions += 1
+            if self.s.eviction == "restart":  # batch pods without checkpoints start over
+                res.lost_gpu_seconds += ran * pod.count * self.fleet.slices[pod.profile] / whole
+            self.remaining[i] = max(0.0, self.remaining[i] - ran)
+            self.enqueue(i, now)
+
+    # ---- the recommend loop ---------------------------------------------------------------------------
 
     def _waiting(self, now: float) -> list[g.PendingPod]:
         """The pending pods as the gates see them (none where neither max-wait nor rules need them)."""
@@ -401,7 +578,13 @@ class _Run:
         mem = {p.name: p.memory_gb for p in self.model.profiles}
         pods = self.pods
         return [
-            g.PendingPod(pods[i].src.name, p, now - pods[i].arrival, self.s.max_wait_seconds, mem.get(p))
+            g.PendingPod(
+                pods[i].src.name,
+                p,
+                self.waited[i] + now - self.queued_at[i],
+                self.s.max_wait_seconds,
+                mem.get(p),
+            )
             for p, q in self.pending.items()
             for _, _, i in q
         ]
@@ -418,19 +601,39 @@ class _Run:
                 )
         return extra
 
+    def node_order(self, now: float) -> list[tuple[int, float]]:
+        """Idle nodes with their progress at stake, least disturbing re-carve first.
+
+        At stake: the slice-seconds the node's running GPU pods have run (all of them block the
+        drain, and what an eviction throws away), then the number of those pods.
+        """
+        fleet, pods, slices = self.fleet, self.pods, self.fleet.slices
+        out: list[tuple[float, int, int]] = []
+        for node in range(self.s.nodes):
+            if fleet.state[node] != IDLE:
+                continue
+            running = self.node_pods[node]
+            done = sum((now - self.started[i]) * pods[i].count * slices[pods[i].profile] for i in running)
+            out.append((done, len(running), node))
+        out.sort()
+        return [(node, done) for done, _, node in out]
+
     def evaluate(self, now: float) -> None:
         """One recommend evaluation: the cover of the demand, applied where every gate passes."""
         res, policy = self.res, self.policy
         res.evaluations += 1
         when = EPOCH + dt.timedelta(seconds=now)
+        if self.in_flight or self.rollout:
+            res.blocked["rollout"] = res.blocked.get("rollout", 0) + 1
+            return
         if not self.pending:  # nothing waits: nothing is short, the pattern ends
             self.first_seen, self.pattern = None, ()
             return
         waiting = self._waiting(now)
         extra = self._rule_extra(waiting)
-        d = self.demand()
+        d = self.window_demand(now)
         cur = self.fleet.capacity()
-        changes, new_cap = cover(self.fleet, d, now, extra)
+        changes, new_cap = cover(self.fleet, d, self.node_order(now), extra, self.worth_seconds)
         if not changes:
             self.first_seen, self.pattern = None, ()
             return
@@ -457,23 +660,37 @@ class _Run:
             self.apply(changes, now)
             self.first_seen, self.pattern = None, ()
 
-    def _handle(self, t: float, kind: int, x: int, progress: Callable[[float], None] | None) -> None:
-        """The state change of one arrival, departure or finished reconfiguration."""
+    # ---- events -------------------------------------------------------------------------------------
+
+    def _handle(
+        self, t: float, seq: int, kind: int, x: int, progress: Callable[[float], None] | None
+    ) -> None:
+        """The state change of one event."""
         if kind == _ARRIVAL:
             p = self.pods[x]
-            bisect.insort(self.pending.setdefault(p.profile, []), (-p.src.priority, p.arrival, x))
-            self.pending_since[x] = t
+            self.enqueue(x, t)
+            self._demand_add(p.profile, p.count, t)
             self.done += 1
             if progress and self.done % 500 == 0:
                 progress(self.done / len(self.pods))
         elif kind == _DEPARTURE:
+            if self.dep_seq.get(x) != seq:
+                return  # the pod was evicted before it finished: this departure is void
             pod = self.pods[x]
-            for gi, k in self.bound.pop(x):
-                self.fleet.busy[gi][pod.profile] -= k
-            self.busy_slices -= self.fleet.slices[pod.profile] * pod.count
+            node = self.release(x)
+            self._demand_add(pod.profile, -pod.count, t)
+            if self.fleet.state[node] == DRAINING and not self.node_pods[node]:
+                self._reconfigure(node, t)
+        elif kind == _DRAIN_DEADLINE:
+            if self.drain_seq.get(x) == seq:
+                self._evict_all(x, t)
+                self._reconfigure(x, t)
         elif kind == _RECONFIGURED:
-            for gi, lay in self.pending_layout.pop(x, {}).items():
+            for gi, lay in self.in_flight.pop(x).items():
                 self.fleet.layout[gi] = lay
+            self.fleet.state[x] = IDLE  # uncordon
+            self.node_last_change[f"node-{x}"] = EPOCH + dt.timedelta(seconds=t)
+            self._admit(t)
 
     def _tick(self, t: float, last_activity: float, horizon: float) -> bool:
         """One evaluation interval; False once nothing can change any more."""
@@ -491,18 +708,23 @@ class _Run:
         last_activity = self.start
         horizon = max(policy.stabilization_seconds, policy.min_dwell_seconds, 86400) + 2 * self.interval
         while events:
-            t, _, kind, x = heapq.heappop(events)
+            t, seq, kind, x = heapq.heappop(events)
             if kind != _TICK:
                 last_activity = t
             self.res.busy_slice_seconds += self.busy_slices * (t - self.last_t)
             self.last_t = t
-            self._handle(t, kind, x, progress)
+            self._handle(t, seq, kind, x, progress)
             self.schedule(t)
             if kind == _TICK:
                 if not self._tick(t, last_activity, horizon):
                     break
-            elif self.baseline == "naive" and self.pending:
-                changes, _ = cover(self.fleet, self.demand(), t)
+            elif (
+                self.baseline == "naive"
+                and self.pending
+                and not (self.in_flight or self.rollout)
+                and not (events and events[0][0] == t)  # once every event of this instant is in
+            ):
+                changes, _ = cover(self.fleet, self.now_demand, self.node_order(t))
                 if changes:
                     self.apply(changes, t)
                     self.schedule(t)
@@ -527,11 +749,18 @@ def simulate(
     else:
         fleet = _Fleet(model, s, balanced_layout(model))
     res = Result(baseline, hours=0.0, total_slices=s.nodes * s.gpus_per_node * model.compute_slices)
-    too_big = [p for p in pods if p.count > s.gpus_per_node]
     run = _Run(pods, model, s, baseline, policy, fleet, res, start)
     run.run(progress)
-    res.hours = max(run.last_t - start, 1.0) / 3600
-    res.never_served = sum(len(q) for q in run.pending.values()) + len(too_big)
+    end = run.last_t
+    res.hours = max(end - start, 1.0) / 3600
+    for i, p in enumerate(pods):
+        if p.count > s.gpus_per_node:  # never fits a node: censored from its arrival
+            res.waits.setdefault(p.size, []).append((max(0.0, end - p.arrival), True))
+        elif i in run.queued_at:  # still pending: censored at the end of the replay
+            res.waits.setdefault(p.size, []).append((run.waited[i] + end - run.queued_at[i], True))
+        else:
+            res.waits.setdefault(p.size, []).append((run.waited[i], False))
+    res.never_served = sum(1 for i in range(len(pods)) if i not in run.ever_ran)
     res.gpus_touched = len(run.touched_gpus)
     res.nodes_touched = len(run.touched_nodes)
     return res

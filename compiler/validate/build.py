@@ -22,6 +22,7 @@ from compiler.model import (
     Rule,
     RuleCondition,
     Sharing,
+    Span,
     Target,
     Tenant,
     Workload,
@@ -296,4 +297,5 @@ def _build_partition(ctx: Context, pricing: dict[str, float]) -> PartitionPolicy
         rules=tuple(_rule(r) for r in spec.get("rules", [])),
         pricing=frozen_pricing,
         span=p.span(("metadata", "name")),
+        budget_span=p.span(("spec", "dailyChangeBudget")) if "dailyChangeBudget" in spec else Span(),
     )

@@ -67,3 +67,32 @@ def check_unique_names(ctx: Context) -> None:
         [(str(r["name"]), p.doc, ("spec", "rules", i, "name")) for i, r in enumerate(spec.get("rules", []))],
         "rule",
     )
+
+
+# Fields only `migc recommend` and `migc simulate` read, and they only act in mode dynamic (see the
+# field table in docs/recommend.md). dailyChangeBudget is not here: compile and plan check it in
+# every mode (MIGC423). unmetDemand, allowMediaExtensions, objective and priorityTiers act in compile.
+DYNAMIC_ONLY = ("interval", "reconfigurationThreshold", "stabilizationWindow", "minDwell", "backoff", "rules")
+
+
+@rule("partition-static-ignores-dynamic-fields", codes=("MIGC180",), when=_has_partition)
+def check_static_mode_fields(ctx: Context) -> None:
+    """In mode static (the default) the fields only the recommender reads have no effect: say so."""
+    p = ctx.partition
+    assert p is not None
+    spec = p.spec
+    mode = str(spec.get("mode", "static"))
+    if mode != "static":
+        return
+    how = "mode is static" if "mode" in spec else "mode is static (the default)"
+    for key in DYNAMIC_ONLY:
+        if key in spec:
+            ctx.add(
+                p.doc.at(
+                    "MIGC180",
+                    f"spec.{key} has no effect: {how}, and only `migc recommend` and `migc simulate` "
+                    "read it, in mode dynamic",
+                    ("spec", key),
+                    key=True,
+                )
+            )

@@ -1,0 +1,250 @@
+"""The recommend engine: rules' ``pools`` (whose GPUs a rule's headroom lands on) and the evidence."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import re
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+from statusfleet import pod
+
+from compiler.catalog import load_catalog
+from compiler.commands._common import load_and_validate
+from compiler.model import CurrentState, Policy, Rule, RuleCondition
+from compiler.observe import read_snapshots
+from compiler.recommend.engine import capacity, recommend, rule_target, wanted_replicas
+from compiler.recommend.state import State
+from compiler.schemas import kind_schemas
+from compiler.solve import solve
+
+NOW = dt.datetime(2026, 12, 1, 6, 0, tzinfo=dt.UTC)
+CATALOG = load_catalog()
+
+FLEET = """apiVersion: migc.dev/v1alpha1
+kind: Fleet
+metadata: {name: f}
+spec:
+  clusters:
+    - name: east
+      nodePools:
+        - {name: a100, gpuProduct: NVIDIA-A100-SXM4-80GB, gpusPerNode: 2, nodes: {names: [node-a]}}
+        - {name: h100, gpuProduct: NVIDIA-H100-80GB-HBM3, gpusPerNode: 2, nodes: {names: [node-h]}}
+---
+apiVersion: migc.dev/v1alpha1
+kind: Tenant
+metadata: {name: search}
+spec: {namespaces: [search]}
+---
+apiVersion: migc.dev/v1alpha1
+kind: Workload
+metadata: {name: bert}
+spec: {tenant: search, replicas: 2, need: {profile: 1g.10gb}}
+"""
+PINNED = """---
+apiVersion: migc.dev/v1alpha1
+kind: Workload
+metadata: {name: bert-a100}
+spec: {tenant: search, replicas: 1, pools: [a100], need: {profile: 1g.10gb}}
+"""
+PARTITION = """---
+apiVersion: migc.dev/v1alpha1
+kind: PartitionPolicy
+metadata: {name: p}
+spec:
+  mode: dynamic
+{spec}  rules:
+    - name: small
+      when: {pendingPodsGreaterThan: 2}
+      prefer: {maximize: 1g.10gb}
+{pools}"""
+
+
+def policy(tmp_path: Path, *, pinned: bool, pools: str = "", spec: str = "") -> Policy:
+    scope = f"      pools: {pools}\n" if pools else ""
+    part = PARTITION.replace("{pools}", scope).replace("{spec}", spec or "  stabilizationWindow: 1m\n")
+    text = FLEET + (PINNED if pinned else "") + part
+    (tmp_path / "policy.yaml").write_text(text, encoding="utf-8")
+    result, diags = load_and_validate([str(tmp_path / "policy.yaml")])
+    assert result is not None, diags
+    return result
+
+
+def rule(pools: tuple[str, ...] = ()) -> Rule:
+    return Rule("small", RuleCondition(pending_pods_greater_than=2), "1g.10gb", pools)
+
+
+DEMAND = {("search", "1g.10gb"): [2, 4]}  # 2 running + 4 pending instances
+
+
+def test_rule_without_pools_grows_the_first_workload(tmp_path: Path) -> None:
+    p = policy(tmp_path, pinned=True)
+    wanted, diags, effects = wanted_replicas(p, CATALOG, DEMAND, [(rule(), {"search": 4})])
+    # observed 6 vs declared 3: +3 on bert (first by name), and the rule's 4 on bert as well
+    assert wanted == {"bert": 2 + 3 + 4}
+    assert diags == [] and effects == [("small", "search", "1g.10gb", "bert", 4)]
+
+
+def test_rule_headroom_is_per_tenant_even_without_demand_of_the_profile(tmp_path: Path) -> None:
+    (tmp_path / "more.yaml").write_text(
+        """apiVersion: migc.dev/v1alpha1
+kind: Tenant
+metadata: {name: ads}
+spec: {namespaces: [ads]}
+---
+apiVersion: migc.dev/v1alpha1
+kind: Workload
+metadata: {name: ads-small}
+spec: {tenant: ads, replicas: 1, need: {profile: 1g.10gb}}
+""",
+        encoding="utf-8",
+    )
+    policy(tmp_path, pinned=False)  # writes policy.yaml
+    more, diags = load_and_validate([str(tmp_path / "policy.yaml"), str(tmp_path / "more.yaml")])
+    assert more is not None, diags
+    # search: its 4 matched pending pods on top of its demand; ads: no demand of 1g.10gb observed,
+    # 2 matched pending pods (of another profile) -> 2 more; nothing is counted twice across tenants
+    demand = {("search", "1g.10gb"): [2, 4], ("ads", "3g.40gb"): [0, 2]}
+    wanted, diags, effects = wanted_replicas(more, CATALOG, demand, [(rule(), {"search": 4, "ads": 2})])
+    assert wanted == {"bert": 2 + 4 + 4, "ads-small": 1 + 2}
+    assert [d.code for d in diags] == ["MIGC424"]  # ads' 3g.40gb demand: no Workload of ads asks for it
+    # without ads-small, ads' headroom has nowhere to go
+    tenant_only = (tmp_path / "more.yaml").read_text(encoding="utf-8").split("---")[0]
+    (tmp_path / "more.yaml").write_text(tenant_only, encoding="utf-8")
+    less, _ = load_and_validate([str(tmp_path / "policy.yaml"), str(tmp_path / "more.yaml")])
+    assert less is not None
+    wanted, diags, _ = wanted_replicas(less, CATALOG, demand, [(rule(), {"search": 4, "ads": 2})])
+    assert wanted == {"bert": 10}
+    assert [d.message for d in diags if d.code == "MIGC428"] == [
+        "rule small: no Workload of tenant ads asks for 1g.10gb, so its headroom of 2 x 1g.10gb is not "
+        "proposed"
+    ]
+    assert effects == [
+        ("small", "ads", "1g.10gb", "ads-small", 2),
+        ("small", "search", "1g.10gb", "bert", 4),
+    ]
+
+
+def test_rule_with_pools_grows_only_a_workload_confined_to_them(tmp_path: Path) -> None:
+    p = policy(tmp_path, pinned=True, pools="[a100]")
+    wanted, diags, effects = wanted_replicas(p, CATALOG, DEMAND, [(p.partition.rules[0], {"search": 4})])
+    assert wanted == {"bert": 5, "bert-a100": 1 + 4}  # bert may land on h100: the headroom goes to bert-a100
+    assert diags == [] and effects == [("small", "search", "1g.10gb", "bert-a100", 4)]
+
+
+def test_rule_with_pools_and_no_workload_there_adds_nothing_and_says_so(tmp_path: Path) -> None:
+    p = policy(tmp_path, pinned=True, pools="[h100]")
+    wanted, diags, effects = wanted_replicas(p, CATALOG, DEMAND, [(p.partition.rules[0], {"search": 4})])
+    assert wanted == {"bert": 5}  # the observed demand only
+    assert [d.code for d in diags] == ["MIGC428"]
+    assert "no Workload of tenant search asking for 1g.10gb is confined to pools h100" in diags[0].message
+    assert effects == [("small", "search", "1g.10gb", "", 0)]
+
+
+def test_a_workload_without_pools_is_confined_when_only_the_rule_pools_have_the_profile(
+    tmp_path: Path,
+) -> None:
+    p = policy(tmp_path, pinned=False)
+    group = [w for w in p.workloads if w.name == "bert"]
+    # both pools carve 1g.10gb: bert may land on either
+    assert rule_target(p, CATALOG, group, rule(("a100",))) is None
+    assert rule_target(p, CATALOG, group, rule(("a100", "h100"))) == group[0]
+    assert rule_target(p, CATALOG, group, rule()) == group[0]
+
+
+def snapshot(tmp_path: Path) -> Path:
+    pods = [pod(f"run-{i}", "search", "nvidia.com/mig-1g.10gb", node="node-a") for i in range(2)]
+    pods += [pod(f"wait-{i}", "search", "nvidia.com/mig-1g.10gb") for i in range(4)]
+    path = tmp_path / "snap.json"
+    path.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": pods}), encoding="utf-8")
+    return path
+
+
+@pytest.mark.parametrize(
+    ("pools", "replicas"),
+    [("[a100]", {"bert": 5, "bert-a100": 5}), ("", {"bert": 9})],  # headroom 4 on bert-a100, or on bert
+)
+def test_the_proposal_carves_the_rule_headroom_on_the_rule_pools(
+    tmp_path: Path, pools: str, replicas: dict[str, int]
+) -> None:
+    p = policy(tmp_path, pinned=True, pools=pools)
+    obs = read_snapshots((str(snapshot(tmp_path)),), NOW)
+    rec = recommend(p, CATALOG, CurrentState(), obs, State(), NOW, time_limit_s=30)
+    assert rec.rules == ("small",)
+    assert {w: b for w, _, b in rec.replicas} == replicas
+    # solved as proposed: the a100 pool carries every replica of the Workload confined to it
+    proposed = replace(
+        p, workloads=tuple(replace(w, replicas=replicas.get(w.name, w.replicas)) for w in p.workloads)
+    )
+    solution = solve(proposed, CATALOG, CurrentState(), time_limit_s=30)
+    served = {
+        (pool.pool, d.workload): d.served
+        for pool in solution.pools
+        for d in pool.demand
+        if d.resource == "1g.10gb"
+    }
+    assert served.get(("a100", "bert-a100"), 0) == replicas.get("bert-a100", 1)
+    assert served.get(("h100", "bert-a100"), 0) == 0
+    assert capacity(solution, "target")["1g.10gb"] >= sum(
+        replicas.get(w.name, w.replicas) for w in p.workloads
+    )
+
+
+DOCS = Path(__file__).resolve().parents[1] / "docs" / "recommend.md"
+
+
+def test_every_partition_policy_field_has_a_row_saying_where_it_acts() -> None:
+    """docs/recommend.md's field table covers every field of the schema, and the tests it cites exist."""
+    spec = kind_schemas()["PartitionPolicy"]["properties"]["spec"]["properties"]
+    text = DOCS.read_text(encoding="utf-8")
+    table = text[text.index("## Where every PartitionPolicy field takes effect") :]
+    rows = [line for line in table.splitlines() if line.startswith("| `")]
+    firsts = " ".join(row.split("|")[1] for row in rows)
+    rule = spec["rules"]["items"]["properties"]
+    wanted = [f"`{k}`" for k in spec if k != "rules"]  # rules: one row per rule field
+    wanted += [f"`rules[].{k}" for k in rule]  # `rules[].when` (...), `rules[].prefer.maximize`
+    wanted += [f"`{k}`" for k in (*rule["when"]["properties"], *spec["backoff"]["properties"])]
+    for name in wanted:
+        assert name in firsts, f"{name} has no row in {DOCS.name}"
+    root = DOCS.parents[1]
+    for ref in re.findall(r"(tests/\w+\.py)::(\w+)", table):
+        assert re.search(rf"^def {ref[1]}", (root / ref[0]).read_text(encoding="utf-8"), re.MULTILINE), ref
+
+
+# Each gate wired into recommend() (tests/test_recommend_gates.py tests the gate functions alone):
+# the same observation passes every gate, and each policy field or remembered fact blocks its own.
+
+LATER = NOW + dt.timedelta(minutes=20)
+HOUR_AGO = NOW - dt.timedelta(hours=1)
+
+
+def _two_runs(policy_: Policy, tmp_path: Path, state: State) -> tuple[bool, dict[str, bool]]:
+    obs = read_snapshots((str(snapshot(tmp_path)),), NOW)
+    first = recommend(policy_, CATALOG, CurrentState(), obs, state, NOW, time_limit_s=30)
+    assert not first.proposed_change  # first seen now: the window holds it back
+    second = recommend(policy_, CATALOG, CurrentState(), obs, first.state, LATER, time_limit_s=30)
+    return second.proposed_change, {gate.name: gate.passed for gate in second.gates}
+
+
+@pytest.mark.parametrize(
+    ("field", "state", "blocked"),
+    [
+        ("", State(), None),
+        ("  reconfigurationThreshold: 100\n", State(), "threshold"),
+        ("  stabilizationWindow: 1h\n", State(), "stabilizationWindow"),
+        ("  dailyChangeBudget: 2\n", State(changes=(("x", HOUR_AGO),)), "dailyChangeBudget"),
+        ("  minDwell: 2h\n", State(changes=(("node-a", HOUR_AGO),)), "minDwell"),
+        ("  backoff: {initial: 1h}\n", State(failures=1, last_failure=NOW), "backoff"),
+        ("  backoff: {initial: 10m}\n", State(failures=1, last_failure=NOW), None),  # over by LATER
+    ],
+)
+def test_each_gate_blocks_the_proposal_in_recommend(
+    tmp_path: Path, field: str, state: State, blocked: str | None
+) -> None:
+    window = "" if "stabilizationWindow" in field else "  stabilizationWindow: 1m\n"
+    p = policy(tmp_path, pinned=False, spec=window + field)
+    proposed, gates = _two_runs(p, tmp_path, state)
+    assert proposed == (blocked is None)
+    assert [name for name, ok in gates.items() if not ok] == ([blocked] if blocked else [])

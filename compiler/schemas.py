@@ -591,7 +591,7 @@ def _partition_policy() -> dict[str, Any]:
             "objective": _s(
                 "Order of the solver's goals after guarantees and served demand: fewest GPUs, least "
                 "disruption of deployed nodes, workloads' preferred profiles. Goals left out follow in "
-                "the default order [gpus, disruption, preference].",
+                "the default order [disruption, gpus, preference].",
                 type="array", items={"enum": ["gpus", "disruption", "preference"]}, uniqueItems=True,
                 maxItems=3),
             "priorityTiers": _s("Priority tiers (default critical, high, low).", type="array", items=tier,

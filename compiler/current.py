@@ -29,6 +29,16 @@ from compiler.diagnostics import Diagnostic, make
 from compiler.fsio import ASSIGNMENT_LIMIT, CAPACITY_LIMIT, ReadRefused, read_bounded
 from compiler.model import CurrentState, GpuLayout, NodeLayout, Policy, frozen_counts
 
+# libyaml's safe loader where PyYAML was built with it: the rendered ConfigMaps carry one large
+# block scalar (the JSON document), which the pure-Python scanner reads ~10x slower (0.25 s of an
+# 80k-GPU plan). Both resolve the same YAML 1.1 safe types.
+_SafeLoader: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+def _safe_load(text: str) -> Any:
+    return yaml.load(text, Loader=_SafeLoader)  # a safe loader, C or Python
+
+
 ASSIGNMENT_FILE = "migc-system/configmap-migc-assignment.yaml"
 ASSIGNMENT_KEY = "assignment.json"
 CAPACITY_FILE = "migc-system/configmap-migc-capacity.yaml"
@@ -59,7 +69,7 @@ def read_assignment(path: Path) -> dict[str, Any]:
     """
     raw = _read(path, ASSIGNMENT_LIMIT, "an assignment ConfigMap")
     try:
-        cm = yaml.safe_load(raw.decode("utf-8"))
+        cm = _safe_load(raw.decode("utf-8"))
         doc = json.loads(cm["data"][ASSIGNMENT_KEY])
     except (yaml.YAMLError, ValueError, KeyError, TypeError, RecursionError) as exc:
         raise _Unreadable(str(exc)) from exc
@@ -138,7 +148,7 @@ HAMI_PLAN_FILE = "migc-system/configmap-migc-hami.yaml"
 
 def hami_shares(raw: bytes) -> dict[tuple[str, str, str, int, str], int]:
     """Deployed HAMi shares from a rendered HamiPlan ConfigMap (compiler/render/hami.py)."""
-    cm = yaml.safe_load(raw.decode("utf-8"))
+    cm = _safe_load(raw.decode("utf-8"))
     doc = json.loads(cm["data"]["plan.json"])
     if not isinstance(doc, dict) or doc.get("kind") != "HamiPlan":
         raise _Unreadable("not a HamiPlan")
@@ -260,7 +270,7 @@ def read_capacity(out: Path | None) -> tuple[RecordedCapacity, list[Diagnostic]]
             diagnostics.append(_capacity_unusable(cluster, path, exc.strerror or str(exc)))
             continue
         try:
-            cm = yaml.safe_load(raw.decode("utf-8"))
+            cm = _safe_load(raw.decode("utf-8"))
             rows = capacity_rows(json.loads(cm["data"][CAPACITY_KEY]), cluster, revision)
         except (yaml.YAMLError, ValueError, KeyError, TypeError, RecursionError) as exc:
             diagnostics.append(_capacity_unusable(cluster, path, str(exc)))

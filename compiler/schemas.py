@@ -57,6 +57,11 @@ def _s(description: str, **schema: Any) -> dict[str, Any]:
     return {"description": description, **schema}
 
 
+def _set_of(description: str, ref: str) -> dict[str, Any]:
+    """A non-empty array of distinct values, each a ``#/$defs/<ref>``."""
+    return _s(description, type="array", items={"$ref": f"#/$defs/{ref}"}, minItems=1, uniqueItems=True)
+
+
 def _common_defs() -> dict[str, Any]:
     return {
         "dnsLabel": _s(
@@ -210,13 +215,7 @@ def _fleet() -> dict[str, Any]:
         type="object",
         additionalProperties=False,
         properties={
-            "names": _s(
-                "Node names (as `kubectl get nodes` shows them).",
-                type="array",
-                items={"$ref": "#/$defs/nodeName"},
-                minItems=1,
-                uniqueItems=True,
-            ),
+            "names": _set_of("Node names (as `kubectl get nodes` shows them).", "nodeName"),
             "selector": _s(
                 "Label selector that picks the pool's nodes.",
                 type="object",
@@ -356,12 +355,9 @@ def _tenant() -> dict[str, Any]:
         additionalProperties=False,
         required=["namespaces"],
         properties={
-            "namespaces": _s(
+            "namespaces": _set_of(
                 "Namespaces of the tenant; each belongs to exactly one tenant.",
-                type="array",
-                items={"$ref": "#/$defs/dnsLabel"},
-                minItems=1,
-                uniqueItems=True,
+                "dnsLabel",
             ),
             "createNamespaces": _s("Render Namespace objects (false: they exist already).",
                                    type="boolean", default=True),
@@ -419,13 +415,7 @@ def _workload() -> dict[str, Any]:
         additionalProperties=False,
         properties={
             "profile": _s("One exact MIG profile.", **{"$ref": "#/$defs/profileName"}),
-            "profiles": _s(
-                "MIG profiles in preference order (first = most preferred).",
-                type="array",
-                items={"$ref": "#/$defs/profileName"},
-                minItems=1,
-                uniqueItems=True,
-            ),
+            "profiles": _set_of("MIG profiles in preference order (first = most preferred).", "profileName"),
             "gpuMemoryGB": _s("GPU memory per replica in GB.", type="number", exclusiveMinimum=0,
                               maximum=1024),
             "computeSlices": _s("Compute slices per replica (1..7).", type="integer", minimum=1, maximum=8),
@@ -462,12 +452,9 @@ def _workload() -> dict[str, Any]:
             "tenant": _s("Owning tenant (a Tenant's metadata.name).", **{"$ref": "#/$defs/dnsLabel"}),
             "cluster": _s("Cluster it runs in; required when the fleet has several clusters.",
                           **{"$ref": "#/$defs/dnsLabel"}),
-            "pools": _s(
+            "pools": _set_of(
                 "Restrict placement to these pools of the cluster; unset = any pool that can serve it.",
-                type="array",
-                items={"$ref": "#/$defs/dnsLabel"},
-                minItems=1,
-                uniqueItems=True,
+                "dnsLabel",
             ),
             "replicas": _s("Number of replicas (pods) to provision for.", type="integer", minimum=0,
                            maximum=100000),
@@ -538,10 +525,9 @@ def _partition_policy() -> dict[str, Any]:
                                    **{"$ref": "#/$defs/profileName"}),
                 },
             ),
-            "pools": _s("Pools whose GPUs the rule's extra instances must land on: `migc recommend` grows "
-                        "only a Workload that cannot be placed elsewhere (MIGC181, MIGC428); unset = the "
-                        "first Workload asking for the profile, on any pool.",
-                        type="array", items={"$ref": "#/$defs/dnsLabel"}, minItems=1, uniqueItems=True),
+            "pools": _set_of("Pools whose GPUs the rule's extra instances must land on: `migc recommend` "
+                             "grows only a Workload that cannot be placed elsewhere (MIGC181, MIGC428); "
+                             "unset = the first Workload asking for the profile, on any pool.", "dnsLabel"),
         },
     )
     tier = _s(
@@ -605,7 +591,7 @@ def _partition_policy() -> dict[str, Any]:
             "objective": _s(
                 "Order of the solver's goals after guarantees and served demand: fewest GPUs, least "
                 "disruption of deployed nodes, workloads' preferred profiles. Goals left out follow in "
-                "the default order [gpus, disruption, preference].",
+                "the default order [disruption, gpus, preference].",
                 type="array", items={"enum": ["gpus", "disruption", "preference"]}, uniqueItems=True,
                 maxItems=3),
             "priorityTiers": _s("Priority tiers (default critical, high, low).", type="array", items=tier,

@@ -9,6 +9,9 @@ resources (mixed strategy: ``nvidia.com/mig-<profile>``, ``+`` written as ``.``)
 
 Pods: every resource of every node is allocated but one unit (a single unit is allocated), one pod
 per unit, in namespaces of the tenants that use that resource in examples/prod.
+
+The command-line tests of ``migc status`` also take their argv (:func:`status_argv`), snapshot files
+(:func:`write_snapshot`) and kubeconfig (:func:`kubeconfig`) from here.
 """
 
 from __future__ import annotations
@@ -41,6 +44,7 @@ PRODUCTS = {
     "l40s": "NVIDIA-L40S",
 }
 CREATED = "2026-12-01T05:00:00Z"
+OBSERVED = "2026-12-01T06:00:00Z"  # the --now the command-line tests observe the fleet at
 
 
 def prod_assignment() -> dict[str, Any]:
@@ -164,3 +168,24 @@ def fleet(doc: dict[str, Any] | None = None) -> dict[str, Any]:
         )
     )
     return {"apiVersion": "v1", "kind": "List", "metadata": {"resourceVersion": ""}, "items": items}
+
+
+def write_snapshot(path: Path, cluster: dict[str, Any] | None = None) -> Path:
+    """``cluster`` (default: :func:`fleet`) written to ``path`` as a snapshot file; returns ``path``."""
+    path.write_text(json.dumps(cluster if cluster is not None else fleet()))
+    return path
+
+
+def status_argv(*args: str) -> list[str]:
+    """``migc status examples/prod --now OBSERVED ARGS...`` (run from the repository root)."""
+    return ["status", "examples/prod", "--now", OBSERVED, *args]
+
+
+def kubeconfig(server: str) -> str:
+    """A kubeconfig for an API server at ``server`` (token auth, one context)."""
+    return (
+        "apiVersion: v1\nkind: Config\ncurrent-context: emu\n"
+        f"clusters: [{{name: emu, cluster: {{server: '{server}'}}}}]\n"
+        "users: [{name: emu, user: {token: test}}]\n"
+        "contexts: [{name: emu, context: {cluster: emu, user: emu}}]\n"
+    )

@@ -249,3 +249,38 @@ def test_startup_rows_report_time_imports_and_failures() -> None:
     assert bad.error.startswith("exit 2: ")
     table = startup.render([ok, bad])
     assert "| `migc --version` |" in table and "FAILED: exit 2" in table
+
+
+def test_fairness_oracle_on_a_hand_checked_case_and_migc_serves_the_most() -> None:
+    from fractions import Fraction
+
+    from bench import fairness
+
+    geo = geometry(_a100())
+    # one A100: 3g.40gb fits twice at most (with 1g.10gb besides), 4g.40gb once next to a 3g.40gb
+    case = fairness.Case(0, 1, (("3g.40gb", 2), ("3g.40gb", 2), ("4g.40gb", 1)))
+    total, best_min, best_at_max = fairness.oracle(geo, case)
+    assert total == 2  # 4g + 3g, or 3g + 3g
+    assert best_min == Fraction(0)  # three workloads, two instances: someone gets nothing
+    assert best_at_max == Fraction(0)
+    rows = fairness.run(3)
+    assert all(r.migc_served == r.max_served for r in rows)
+    assert all(r.oracle_min_at_max <= r.oracle_min for r in rows)
+
+
+def test_both_objective_orders_win_their_own_first_goal_on_the_m3_shifts() -> None:
+    from bench import orders
+
+    model = _a100()
+    rows = [orders.compare(model, *c) for c in orders.cases(run.TINY, model)]
+    assert rows and orders.problems(rows) == []
+    assert "disruption-first" in orders.render(rows)
+
+
+def test_planspeed_rewrites_pools_as_selectors() -> None:
+    from bench import planspeed
+
+    docs = planspeed.selector_fleet(scale.generate(96, tenants=6))
+    pools = [p for d in docs if d["kind"] == "Fleet" for c in d["spec"]["clusters"] for p in c["nodePools"]]
+    assert sum(p["nodes"]["count"] for p in pools) == 12
+    assert all(set(p["nodes"]) == {"selector", "count"} for p in pools)

@@ -255,3 +255,86 @@ def test_whole_gpu_capacity_counts_shares_of_time_slicing_and_one_per_hami_gpu()
     assert gpus_in_use(layouts, {"gpu": 1}, hami) == 1
     assert _Shares(sliced, None).of("nvidia.com/gpu") == 0.25
     assert _Shares(hami, None).of("nvidia.com/gpu") == 1.0
+
+
+def _gpus_in_use_by_definition(
+    layouts: list[NodeLayout | None], served: dict[str, int], shares: int
+) -> int:
+    """The rule spelled out GPU by GPU, resource by resource (the quadratic form the plan used to run):
+    per resource in name order, holders already used first, then most instances, then by index."""
+    gpus = [g for layout in layouts for g in (layout or ())]
+    used = [False] * len(gpus)
+    for resource in sorted(served):
+        need = served[resource]
+        holders = []
+        for i, g in enumerate(gpus):
+            have = (shares if not g.mig_enabled else 0) if resource == "gpu" else g.counts().get(resource, 0)
+            if have:
+                holders.append((not used[i], -have, i, have))
+        for _, _, i, have in sorted(holders):
+            if need <= 0:
+                break
+            used[i] = True
+            need -= have
+    return sum(used)
+
+
+def test_gpus_in_use_matches_its_definition_on_random_fleets() -> None:
+    import random
+
+    choices = (BALANCED, SEVEN_SMALL, WHOLE, GpuLayout.of({"3g.40gb": 2}), GpuLayout.of({}))
+    resources = ("gpu", "1g.10gb", "2g.20gb", "3g.40gb")
+    for seed in range(200):
+        rng = random.Random(seed)
+        layouts: list[NodeLayout | None] = [
+            None if rng.random() < 0.1 else tuple(rng.choice(choices) for _ in range(rng.randint(1, 8)))
+            for _ in range(rng.randint(0, 6))
+        ]
+        served = {r: rng.randint(0, 20) for r in resources if rng.random() < 0.7}
+        expected = _gpus_in_use_by_definition(layouts, served, 1)
+        assert gpus_in_use(layouts, served, None) == expected, seed
+
+
+def test_plan_json_is_one_compact_deterministic_line() -> None:
+    sol = default_solution()
+    text = to_json(build_plan(policy(), sol, CATALOG, CurrentState()))
+    assert text.endswith("\n") and text.count("\n") == 1  # compact: no indentation
+    assert text == to_json(build_plan(policy(), sol, CATALOG, CurrentState()))
+    assert json.loads(text)["nodesTotal"] == 5
+
+
+def test_the_other_order_swaps_gpus_and_disruption_in_the_completed_order() -> None:
+    from compiler.plan.orders import swapped
+
+    assert swapped(()) == ("gpus", "disruption", "preference")
+    assert swapped(("gpus",)) == ("disruption", "gpus", "preference")
+    assert swapped(("preference",)) == ("preference", "gpus", "disruption")
+    assert swapped(("disruption", "preference", "gpus")) == ("gpus", "preference", "disruption")
+
+
+def test_the_other_order_line_names_each_difference() -> None:
+    from compiler.plan.data import OrderCost, OrderOutcome
+    from compiler.plan.formatting import order_line
+
+    chosen = OrderOutcome(gpus_used=1212, nodes_changed=22, gpus_changed=130, unmet=0, proven=True)
+    cost = OrderCost(
+        order=("disruption", "gpus", "preference"),
+        other=("gpus", "disruption", "preference"),
+        chosen=chosen,
+        alternative=OrderOutcome(gpus_used=1200, nodes_changed=59, gpus_changed=410, unmet=0, proven=True),
+    )
+    assert order_line(cost) == (
+        "gpus first ([gpus, disruption, preference]) would use 12 fewer GPUs (1200 instead of 1212) "
+        "and change 37 more deployed nodes (59 instead of 22; 410 instead of 130 GPUs)"
+    )
+    back = OrderCost(
+        order=cost.other,
+        other=cost.order,
+        chosen=cost.alternative,
+        alternative=replace(chosen, gpus_changed=131, unmet=3, proven=False, nodes_changed=59),
+    )
+    assert order_line(back) == (
+        "disruption first ([disruption, gpus, preference]) would use 12 more GPUs (1212 instead of 1200), "
+        "change as many deployed nodes (59) but 279 fewer GPUs (131 instead of 410) and leave 3 replicas "
+        "unmet instead of 0 (not proven optimal within the solver's time limit)"
+    )

@@ -22,8 +22,9 @@ def at_repo_root(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(ROOT)
 
 
-def more_search(tmp_path: Path) -> Path:
-    """examples/prod with bert-serving (tenant search, pool a100) raised from 12 to 20 replicas."""
+def more_search(tmp_path: Path, objective: str | None = None) -> Path:
+    """examples/prod with bert-serving (tenant search, pool a100) raised from 12 to 20 replicas;
+    ``objective``: a PartitionPolicy ``objective`` list to set (e.g. ``"[gpus]"``)."""
     policy = tmp_path / "prod2"
     shutil.copytree(ROOT / "examples" / "prod", policy)
     path = policy / "workloads.yaml"
@@ -31,6 +32,11 @@ def more_search(tmp_path: Path) -> Path:
     start = text.index("name: bert-serving")
     at = text.index("replicas: 12", start)
     path.write_text(text[:at] + "replicas: 20" + text[at + len("replicas: 12") :], encoding="utf-8")
+    if objective is not None:
+        pp = policy / "partition-policy.yaml"
+        text = pp.read_text(encoding="utf-8")
+        text = text.replace("  mode: static\n", f"  mode: static\n  objective: {objective}\n")
+        pp.write_text(text, encoding="utf-8")
     return policy
 
 
@@ -68,8 +74,9 @@ def fresh_copy(compiled: Path, tmp_path: Path) -> Path:
 def test_committed_output_gives_exact_before_for_the_search_increase(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """The scenario of the issue, against the committed output/ (kept current by ``compile --check``)."""
-    policy = more_search(tmp_path)
+    """The scenario of the issue, against the committed output/ (kept current by ``compile --check``),
+    with fewest GPUs before least disruption: fraud-detection moves to the h100 pool."""
+    policy = more_search(tmp_path, "[gpus]")
     text, err = plan(capsys, policy, ROOT / "output", "text")
     assert "estimated" not in text and "MIGC307" not in err
     assert "  prod-east/a100 search 1g.10gb: 12 of 12 → 20 of 20\n" in text
@@ -87,6 +94,43 @@ def test_committed_output_gives_exact_before_for_the_search_increase(
     assert fraud["estimated"] is False
     search = rows[("search", "a100", "1g.10gb")]
     assert (search["before"], search["after"], search["requested"]) == (12, 20, 20)
+
+
+def test_the_default_order_keeps_deployed_nodes_and_names_the_other_orders_cost(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Disruption first (the default): search's 8 more replicas come from re-laying two whole GPUs
+    of one A100 node, fraud-detection stays; fewest GPUs first would have saved one GPU."""
+    policy = more_search(tmp_path)
+    text, _ = plan(capsys, policy, ROOT / "output", "text")
+    assert "  prod-east/a100 search 1g.10gb: 12 of 12 → 20 of 20\n" in text
+    assert "fraud-detection" not in text
+    assert text.startswith("1 of 11 nodes change (2 GPUs reconfigured)")
+    line = (
+        "gpus first ([gpus, disruption, preference]) would use 1 fewer GPU (31 instead of 32) and change "
+        "as many deployed nodes and GPUs (1 node, 2 GPUs)"
+    )
+    assert f"  objective order [disruption, gpus, preference]; the other order:\n    {line}\n" in text
+    md, _ = plan(capsys, policy, ROOT / "output", "markdown")
+    assert f"- **objective order [disruption, gpus, preference]; the other order**: {line}\n" in md
+    doc = json.loads(plan(capsys, policy, ROOT / "output", "json")[0])
+    other = doc["otherOrder"]
+    assert other["order"] == ["disruption", "gpus", "preference"]
+    assert other["otherOrder"] == ["gpus", "disruption", "preference"]
+    assert (other["chosen"]["gpus_used"], other["other"]["gpus_used"]) == (32, 31)
+    assert other["chosen"]["nodes_changed"] == other["other"]["nodes_changed"] == 1
+    assert other["text"] == line
+    # the other order's numbers are what compiling with it gives
+    gpus_first = more_search(tmp_path / "g", "[gpus]")
+    doc = json.loads(plan(capsys, gpus_first, ROOT / "output", "json")[0])
+    assert doc["otherOrder"]["chosen"] == other["other"]
+    assert doc["otherOrder"]["other"] == other["chosen"]
+
+
+def test_a_first_rollout_has_no_other_order_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    capsys.readouterr()
+    assert main(["plan", str(more_search(tmp_path)), "--from-scratch", "-o", "json"]) == 0
+    assert json.loads(capsys.readouterr().out)["otherOrder"] is None
 
 
 def test_before_is_what_the_previous_render_recorded(
@@ -188,3 +232,27 @@ def test_mixed_clusters_name_the_estimated_ones() -> None:
     summary = to_text(p)
     assert "  tenants (served of requested; before is estimated in west):\n" in summary
     assert "\n    search: 1g.10gb 2 → 8 of 8\n" in summary  # summed over both clusters
+
+
+def test_the_other_order_solve_leaves_hami_pools_alone(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """HAMi pools keep their own order, so the plan's second solve skips their packing (which may
+    take the whole time limit) and compares the MIG pools only."""
+    from compiler.catalog import load_catalog
+    from compiler.commands._common import load_and_validate
+    from compiler.current import read_current
+    from compiler.solve import solve
+
+    example = ROOT / "examples" / "hami"
+    out = tmp_path / "out"
+    assert main(["compile", str(example), "--out", str(out)]) == 0
+    policy, _ = load_and_validate([example])
+    assert policy is not None
+    current, _ = read_current(out, policy)
+    catalog = load_catalog()
+    assert solve(policy, catalog, current).hami  # the example has HAMi pools
+    assert solve(policy, catalog, current, hami=False).hami == ()
+    doc = json.loads(plan(capsys, example, out, "json")[0])
+    mig_nodes = [n for c in doc["solution"]["clusters"] for p in c["pools"] for n in p["nodes"]]
+    assert (doc["otherOrder"] is None) == (not mig_nodes)

@@ -539,3 +539,40 @@ def test_served_resources_outside_the_quota_are_reported() -> None:
         "cluster east: tenant search is served nvidia.com/mig-1g.10gb, not named in its quota, so no "
         "ResourceQuota or per-pod limit covers it"
     )
+
+
+def test_500_tenants_over_the_quota_capacity_get_two_short_diagnostics() -> None:
+    """500 tenants each guaranteed 10 GB of GPU memory (fine alone) and a 1g.10gb burst no workload
+    makes the solver provision: one MIGC252 and one MIGC255 with the names summarised, not 500."""
+    from test_solve_support import policy as solve_policy
+    from test_solve_support import pool
+
+    from compiler.solve import solve
+
+    tenants = [
+        Tenant(
+            name=f"t{i:03d}",
+            namespaces=(f"t{i:03d}",),
+            priority_tier="high",
+            guaranteed=Quota(gpu_memory_gb=10 + (i == 7)),
+            burst=Quota(profiles=(("1g.10gb", 1),)),
+        )
+        for i in range(500)
+    ]
+    pol = solve_policy([pool(nodes=2)], [], tenants=tenants)
+    catalog = load_catalog()
+    diagnostics = check_quotas(pol, solve(pol, catalog), catalog)
+    assert [d.code for d in diagnostics] == ["MIGC252", "MIGC255"]
+    memory, burst = diagnostics
+    assert memory.message.startswith(
+        "cluster c1: 500 tenants are guaranteed 5001 GB of GPU memory (t007 11, t000 10,"
+    )
+    assert "t009 10 … and 490 more) but the solved layout provides 1280" in memory.message
+    assert burst.message == (
+        "cluster c1: 500 tenants may burst to up to 1 1g.10gb instances (t000 1, t001 1, t002 1, t003 1, "
+        "t004 1, t005 1, t006 1, t007 1, t008 1, t009 1 … and 490 more) but the solved layout provides only 0"
+    )
+    assert sum(len(d.message) + len(d.hint) for d in diagnostics) < 1000
+    # up to ten tenants are still named one by one
+    few = dataclasses.replace(pol, tenants=pol.tenants[:10])
+    assert [d.code for d in check_quotas(few, solve(few, catalog), catalog)] == ["MIGC255"] * 10

@@ -254,7 +254,8 @@ def _served_by(sol: Solution) -> dict[str, int]:
 
 def test_the_objective_order_decides_between_fewest_gpus_and_preference() -> None:
     default = solve(_a30_a100(()), CAT)
-    # fewest GPUs first (the default): 14 x 1g.10gb fit on two A100s, 14 x 1g.6gb need four A30s
+    # nothing deployed, so disruption (first by default) is empty and fewest GPUs decides:
+    # 14 x 1g.10gb fit on two A100s, 14 x 1g.6gb need four A30s
     assert _served_by(default) == {"a100": 14, "a30": 0}
     assert sum(p.gpus_used for p in default.pools) == 2
     pref = solve(_a30_a100(("preference",)), CAT)
@@ -264,10 +265,11 @@ def test_the_objective_order_decides_between_fewest_gpus_and_preference() -> Non
 
 
 def test_the_objective_order_puts_disruption_before_gpus() -> None:
-    # deployed: the 14 replicas on four A30s; with disruption first nothing moves, with gpus first
-    # the A30 nodes are re-laid and the replicas move to two A100s
+    # deployed: the 14 replicas on four A30s; with disruption first (the default) nothing moves,
+    # with gpus first the A30 nodes are re-laid and the replicas move to two A100s
     start = solve(_a30_a100(("preference",)), CAT)
     keep = solve(_a30_a100(("disruption", "gpus")), CAT, as_current(start))
     assert _served_by(keep) == {"a100": 0, "a30": 14}
-    move = solve(_a30_a100(()), CAT, as_current(start))
+    assert _served_by(solve(_a30_a100(()), CAT, as_current(start))) == _served_by(keep)
+    move = solve(_a30_a100(("gpus",)), CAT, as_current(start))
     assert _served_by(move) == {"a100": 14, "a30": 0}

@@ -257,24 +257,12 @@ def test_output_is_deterministic(compiled: Any) -> None:
 def test_cli_html_replaces_a_planted_symlink_never_writes_through_it(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    snap = tmp_path / "cluster.json"
-    snap.write_text(json.dumps(sf.fleet()))
+    snap = sf.write_snapshot(tmp_path / "cluster.json")
     victim = tmp_path / "victim.txt"
     victim.write_text("precious\n")
     html = tmp_path / "status.html"
     html.symlink_to(victim)
-    rc = main(
-        [
-            "status",
-            "examples/prod",
-            "--snapshot",
-            str(snap),
-            "--now",
-            "2026-12-01T06:00:00Z",
-            "--html",
-            str(html),
-        ]
-    )
+    rc = main(sf.status_argv("--snapshot", str(snap), "--html", str(html)))
     _, err = capsys.readouterr()
     assert rc == 0, err
     assert victim.read_text() == "precious\n"
@@ -287,8 +275,7 @@ def test_cli_snapshot_text_json_html(tmp_path: Path, capsys: pytest.CaptureFixtu
     cluster["items"].append(
         sf.pod("odd", "fraud", "nvidia.com/mig-1g.20gb", annotations={"migc.dev/max-wait-time": "soon"})
     )
-    snap = tmp_path / "cluster.json"
-    snap.write_text(json.dumps(cluster))
+    snap = sf.write_snapshot(tmp_path / "cluster.json", cluster)
     html = tmp_path / "console" / "status.html"
     samples = {
         GR_ENGINE_ACTIVE: [dcgm_sample(GR_ENGINE_ACTIVE, "gpu-a100-use1-01", 0, 0.5)],
@@ -296,20 +283,9 @@ def test_cli_snapshot_text_json_html(tmp_path: Path, capsys: pytest.CaptureFixtu
     }
     with FakePrometheus(samples) as prom:
         rc = main(
-            [
-                "status",
-                "examples/prod",
-                "--snapshot",
-                str(snap),
-                "--now",
-                "2026-12-01T06:00:00Z",
-                "-o",
-                "json",
-                "--html",
-                str(html),
-                "--prometheus",
-                prom.url,
-            ]
+            sf.status_argv(
+                "--snapshot", str(snap), "-o", "json", "--html", str(html), "--prometheus", prom.url
+            )
         )
     out, err = capsys.readouterr()
     assert rc == 0, err
@@ -322,35 +298,16 @@ def test_cli_snapshot_text_json_html(tmp_path: Path, capsys: pytest.CaptureFixtu
     page = html.read_text()
     assert page.startswith("<!DOCTYPE html>") and "http://" not in page and "https://" not in page
     assert page.count('class="gpu"') == 32 + 24 + 16 + 8
-    rc = main(
-        [
-            "status",
-            "examples/prod",
-            "--snapshot",
-            str(snap),
-            "--now",
-            "2026-12-01T06:00:00Z",
-            "--pool",
-            "l40s",
-        ]
-    )
+    rc = main(sf.status_argv("--snapshot", str(snap), "--pool", "l40s"))
     out, err = capsys.readouterr()
     assert rc == 0
     assert "gpu-l40s-use1-01" in out and "gpu-a100-use1-01" not in out
     assert "Pending GPU pods: 1" in out and "fraud/odd" in out
-    argv = [
-        "status",
-        "examples/prod",
-        "--snapshot",
-        str(snap),
-        "--now",
-        "2026-12-01T06:00:00Z",
-        "--exit-code",
-    ]
+    argv = sf.status_argv("--snapshot", str(snap), "--exit-code")
     assert main(argv) == 0  # nothing drifts
     node = next(i for i in cluster["items"] if i["metadata"]["name"] == "gpu-l40s-use1-02")
     node["status"]["allocatable"]["nvidia.com/gpu"] = "4"  # time-slicing lost: 4 shares instead of 16
-    snap.write_text(json.dumps(cluster))
+    sf.write_snapshot(snap, cluster)
     assert main(argv) == 3
     assert "nvidia.com/gpu 4/16" in capsys.readouterr().out
 
@@ -374,8 +331,7 @@ def test_cli_errors_are_coded(tmp_path: Path, capsys: pytest.CaptureFixture[str]
     assert main(["status", "examples/prod", "--snapshot", str(missing)]) == 1
     _, err = capsys.readouterr()
     assert "MIGC400" in err and "Traceback" not in err
-    snap = tmp_path / "c.json"
-    snap.write_text(json.dumps(sf.fleet()))
+    snap = sf.write_snapshot(tmp_path / "c.json")
     assert main(["status", "examples/prod", "--snapshot", str(snap), "--pool", "nope"]) == 2
     assert "not in the policy: nope" in capsys.readouterr().err
     bad = tmp_path / "out" / "prod-east" / "migc-system"
@@ -395,19 +351,10 @@ def test_cli_errors_are_coded(tmp_path: Path, capsys: pytest.CaptureFixture[str]
     out, err = capsys.readouterr()
     assert "MIGC405" in err and "Traceback" not in err and out == ""
     unreachable = tmp_path / "kubeconfig"
-    unreachable.write_text(kubeconfig("http://127.0.0.1:9"))
+    unreachable.write_text(sf.kubeconfig("http://127.0.0.1:9"))
     assert main(["status", "examples/prod", "--kubeconfig", str(unreachable), "--timeout", "2"]) == 1
     out, err = capsys.readouterr()
     assert "MIGC403" in err and out == ""
-
-
-def kubeconfig(server: str) -> str:
-    return (
-        "apiVersion: v1\nkind: Config\ncurrent-context: emu\n"
-        f"clusters: [{{name: emu, cluster: {{server: '{server}'}}}}]\n"
-        "users: [{name: emu, user: {token: test}}]\n"
-        "contexts: [{name: emu, context: {cluster: emu, user: emu}}]\n"
-    )
 
 
 def test_all_balanced_comparison(compiled: Any) -> None:

@@ -8,7 +8,6 @@ Skipped only when no chromium binary exists (CI installs it: see .ci/run).
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import struct
@@ -120,24 +119,12 @@ class Gpus(HTMLParser):
 @pytest.fixture(scope="module")
 def page(tmp_path_factory: pytest.TempPathFactory) -> Path:
     tmp = tmp_path_factory.mktemp("console")
-    snap = tmp / "cluster.json"
-    snap.write_text(json.dumps(sf.fleet()))
+    snap = sf.write_snapshot(tmp / "cluster.json")
     html = tmp / "status.html"
     cwd = Path.cwd()
     os.chdir(ROOT)
     try:
-        rc = main(
-            [
-                "status",
-                "examples/prod",
-                "--snapshot",
-                str(snap),
-                "--now",
-                "2026-12-01T06:00:00Z",
-                "--html",
-                str(html),
-            ]
-        )
+        rc = main(sf.status_argv("--snapshot", str(snap), "--html", str(html)))
     finally:
         os.chdir(cwd)
     assert rc == 0

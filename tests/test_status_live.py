@@ -14,7 +14,6 @@ from pathlib import Path
 
 import pytest
 import statusfleet as sf
-from test_status import kubeconfig
 
 from compiler.cli import main
 
@@ -55,40 +54,14 @@ def test_status_of_a_live_cluster(
         res = emulation.NODES if obj["kind"] == "Node" else emulation.PODS
         emu.upsert(res, meta.get("namespace"), meta["name"], obj)  # type: ignore[attr-defined]
     config = tmp_path / "kubeconfig"
-    config.write_text(kubeconfig(emu.url))  # type: ignore[attr-defined]
-    rc = main(
-        [
-            "status",
-            "examples/prod",
-            "--kubeconfig",
-            str(config),
-            "--now",
-            "2026-12-01T06:00:00Z",
-            "-o",
-            "json",
-        ]
-    )
+    config.write_text(sf.kubeconfig(emu.url))  # type: ignore[attr-defined]
+    rc = main(sf.status_argv("--kubeconfig", str(config), "-o", "json"))
     out, err = capsys.readouterr()
     assert rc == 0, err
     body = json.loads(out)
     assert body["source"].startswith("cluster http://127.0.0.1:")
-    snap = tmp_path / "snap.json"
-    snap.write_text(json.dumps(cluster))
-    assert (
-        main(
-            [
-                "status",
-                "examples/prod",
-                "--snapshot",
-                str(snap),
-                "--now",
-                "2026-12-01T06:00:00Z",
-                "-o",
-                "json",
-            ]
-        )
-        == 0
-    )
+    snap = sf.write_snapshot(tmp_path / "snap.json", cluster)
+    assert main(sf.status_argv("--snapshot", str(snap), "-o", "json")) == 0
     offline = json.loads(capsys.readouterr().out)
     # the live read and the snapshot of the same objects describe the same fleet
     for key in ("nodes", "pools", "tenants", "pending", "cost", "missing_nodes", "unmanaged_nodes"):

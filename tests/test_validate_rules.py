@@ -321,9 +321,9 @@ spec:
 
 
 def test_objective_order_defaults_and_completes_a_partial_list() -> None:
-    assert _policy(FLEET, TENANT).partition.objective == ("gpus", "disruption", "preference")
+    assert _policy(FLEET, TENANT).partition.objective == ("disruption", "gpus", "preference")
     named = _policy(FLEET, TENANT, _PARTITION % "[preference]")
-    assert named.partition.objective == ("preference", "gpus", "disruption")
+    assert named.partition.objective == ("preference", "disruption", "gpus")
     full = _policy(FLEET, TENANT, _PARTITION % "[disruption, preference, gpus]")
     assert full.partition.objective == ("disruption", "preference", "gpus")
 

@@ -1,21 +1,27 @@
-"""Shared pieces of the commands that read a policy set: load + validate, and the output-format option.
+"""Shared pieces of the commands: load + validate a policy set, the common options (output format,
+cluster source), ``--now``, reading the observed cluster, and the exit path of a command that fails.
 
-Other commands (compile, plan) import :func:`load_and_validate` and :data:`output_format_option`
-so every command reads policies and reports diagnostics the same way.
+Every command imports them from here so all read policies, clusters and times and report
+diagnostics the same way.
 """
 
 from __future__ import annotations
 
+import datetime as dt
 import os
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
 import click
 
+from compiler import report
 from compiler.catalog import Catalog, load_catalog
-from compiler.diagnostics import Diagnostic, has_errors
+from compiler.diagnostics import Diagnostic, has_errors, make
+from compiler.exitcodes import ExitCode
 from compiler.load import expand_paths, load_paths
 from compiler.model import Policy
+from compiler.observe import Observation, read_cluster, read_snapshots
+from compiler.observe.read import LIST_TIMEOUT_S
 from compiler.report import FORMATS
 from compiler.validate import unique_sorted, validate
 from compiler.validate.suppress import ignorable, suppress
@@ -68,6 +74,57 @@ def output_format_option(func: F) -> F:
     return decorated
 
 
+def emit_diagnostics(diagnostics: Sequence[Diagnostic], fmt: str, *, to_stderr: bool) -> None:
+    """Print ``diagnostics`` in ``fmt`` (see :data:`compiler.report.FORMATS`); nothing when there are none."""
+    text = report.render(list(diagnostics), fmt)
+    if text:
+        click.echo(text, nl=False, err=to_stderr)
+
+
+def fail(
+    diagnostics: Sequence[Diagnostic], *, summary: str | None = None, status: int = ExitCode.INVALID
+) -> int:
+    """The exit path of a command that cannot go on: ``diagnostics`` as text on stderr, then, when
+    ``summary`` names the command, its one-line summary (``migc: 1 error`` …); returns ``status``."""
+    emit_diagnostics(diagnostics, "text", to_stderr=True)
+    if summary is not None:
+        click.echo(report.summary(diagnostics, what=summary), err=True)
+    return status
+
+
+def cannot_write(path: str, exc: OSError) -> Diagnostic:
+    """MIGC301 for an output file the command could not write."""
+    return make("MIGC301", f"cannot write {path}: {exc.strerror or exc}", file=path)
+
+
+def result_format_option(choices: Sequence[str], help: str | None = None) -> Callable[[F], F]:
+    """``--output-format/-o`` for what the command prints on stdout, one of ``choices`` (default text),
+    passed as ``fmt``. (Diagnostics' formats are :func:`output_format_option`'s.)"""
+    return click.option(
+        "--output-format",
+        "-o",
+        "fmt",
+        default="text",
+        show_default=True,
+        type=click.Choice(list(choices)),
+        help=help,
+    )
+
+
+def observation_time(now: str | None) -> dt.datetime | Diagnostic:
+    """The time ``--now`` names (RFC 3339 with a time zone; without the option the current second),
+    or MIGC406 when it names none."""
+    if now is None:
+        return dt.datetime.now(dt.UTC).replace(microsecond=0)
+    try:
+        t = dt.datetime.fromisoformat(now.replace("Z", "+00:00"))
+    except ValueError:
+        t = None
+    if t is None or t.tzinfo is None:
+        return make("MIGC406", f"--now {now!r} is not an RFC 3339 timestamp with a time zone")
+    return t
+
+
 def cluster_source_options(func: F) -> F:
     """Where the observed cluster comes from: ``--snapshot FILE...`` or a live cluster
     (``--kubeconfig``/``--context``/``--in-cluster``); check with :func:`require_one_cluster_source`."""
@@ -98,6 +155,24 @@ def require_one_cluster_source(
     live = kubeconfig is not None or context is not None or in_cluster
     if bool(snapshots) == live:
         raise click.UsageError("give either --snapshot FILE... or --kubeconfig/--context/--in-cluster")
+
+
+def read_cluster_source(
+    moment: dt.datetime,
+    snapshots: Sequence[str],
+    kubeconfig: str | None,
+    context: str | None,
+    in_cluster: bool,
+    *,
+    timeout: float = LIST_TIMEOUT_S,
+) -> Observation:
+    """The cluster :func:`cluster_source_options` named, observed at ``moment``: the snapshot files, or
+    the live cluster (``timeout`` seconds per request). Raises :class:`compiler.observe.ObserveError`."""
+    if snapshots:
+        return read_snapshots(snapshots, moment)
+    return read_cluster(
+        moment, kubeconfig=kubeconfig, context=context, in_cluster=in_cluster, timeout=timeout
+    )
 
 
 def paths_argument(func: F) -> F:

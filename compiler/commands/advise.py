@@ -10,12 +10,16 @@ import datetime as dt
 
 import click
 
-from compiler import report
 from compiler.advise import advise
 from compiler.advise.formats import to_json, to_markdown, to_text
 from compiler.catalog import load_catalog
-from compiler.commands._common import load_and_validate, paths_argument
-from compiler.commands.compile import emit_diagnostics
+from compiler.commands._common import (
+    emit_diagnostics,
+    fail,
+    load_and_validate,
+    paths_argument,
+    result_format_option,
+)
 from compiler.diagnostics import has_errors
 from compiler.exitcodes import ExitCode
 from compiler.observe import Observation, ObserveError, read_snapshots
@@ -35,15 +39,7 @@ from compiler.solve import solve
     help="Observed pods (`kubectl get pods,nodes -A -o json`; repeat for several files) to compare "
     "with the declared demand.",
 )
-@click.option(
-    "--output-format",
-    "-o",
-    "fmt",
-    default="text",
-    show_default=True,
-    type=click.Choice(["text", "markdown", "json"]),
-    help="Format of the advice.",
-)
+@result_format_option(["text", "markdown", "json"], "Format of the advice.")
 @click.option(
     "--time-limit",
     default=60.0,
@@ -71,10 +67,9 @@ def command(paths: tuple[str, ...], snapshots: tuple[str, ...], fmt: str, time_l
             diagnostics.extend(observation.warnings)
         except ObserveError as exc:
             diagnostics.append(exc.diagnostic)
-    emit_diagnostics(diagnostics, "text", to_stderr=True)
     if policy is None or solution is None or has_errors(diagnostics):
-        click.echo(report.summary(diagnostics, what="advise"), err=True)
-        return ExitCode.INVALID
+        return fail(diagnostics, summary="advise")
+    emit_diagnostics(diagnostics, "text", to_stderr=True)
     advice = advise(policy, catalog, solution, observation, time_limit_s=time_limit)
     if fmt == "json":
         click.echo(to_json(advice), nl=False)

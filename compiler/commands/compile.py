@@ -18,7 +18,13 @@ import click
 
 from compiler import report
 from compiler.catalog import Catalog, load_catalog
-from compiler.commands._common import ignore_option, load_and_validate, output_format_option, paths_argument
+from compiler.commands._common import (
+    emit_diagnostics,
+    ignore_option,
+    load_and_validate,
+    output_format_option,
+    paths_argument,
+)
 from compiler.current import read_current
 from compiler.diagnostics import Diagnostic, has_errors, make
 from compiler.exitcodes import ExitCode
@@ -121,12 +127,6 @@ def change_budget(policy: Policy, solution: Solution) -> list[Diagnostic]:
         for cluster, count in sorted(changed.items())
         if count > budget
     ]
-
-
-def emit_diagnostics(diagnostics: Sequence[Diagnostic], fmt: str, *, to_stderr: bool) -> None:
-    text = report.render(list(diagnostics), fmt)
-    if text:
-        click.echo(text, nl=False, err=to_stderr)
 
 
 @click.command(name="compile")

@@ -6,15 +6,23 @@ summary line go to stderr. ``--exit-code`` exits 3 when anything would change.
 
 from __future__ import annotations
 
+import dataclasses
 import os
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
 import click
 
-from compiler import report
-from compiler.commands._common import ignore_option, paths_argument
+from compiler.commands._common import (
+    cannot_write,
+    emit_diagnostics,
+    fail,
+    ignore_option,
+    paths_argument,
+    result_format_option,
+)
 from compiler.commands._files import write_files
-from compiler.commands.compile import compile_policy, emit_diagnostics
+from compiler.commands.compile import compile_policy
 from compiler.current import read_capacity
 from compiler.diagnostics import has_errors, make
 from compiler.exitcodes import ExitCode
@@ -29,7 +37,9 @@ from compiler.plan import (
     to_markdown,
     to_text,
 )
+from compiler.plan.data import OrderCost
 from compiler.plan.hami import hami_text
+from compiler.plan.orders import other_order
 from compiler.plan.spread import spread_rows, spread_warnings
 from compiler.render.writer import INDEX_NAME
 from compiler.solve.export import solution_to_dict
@@ -65,15 +75,7 @@ def _render_check(against: Path) -> str | None:
     is_flag=True,
     help="Plan a first rollout: nothing is deployed yet (excludes --against).",
 )
-@click.option(
-    "--output-format",
-    "-o",
-    "fmt",
-    default="text",
-    show_default=True,
-    type=click.Choice(["text", "markdown", "json"]),
-    help="Format of the plan.",
-)
+@result_format_option(["text", "markdown", "json"], "Format of the plan.")
 @click.option(
     "--detail",
     is_flag=True,
@@ -120,24 +122,14 @@ def command(
         deployed = Path(against if against is not None else "output")
         why = _render_check(deployed)
         if why is not None:
-            emit_diagnostics(
-                [
-                    make(
-                        "MIGC323",
-                        f"--against {why}; pass the committed output, "
-                        "or --from-scratch to plan a first rollout",
-                        file=str(deployed),
-                    )
-                ],
-                "text",
-                to_stderr=True,
+            hint = "pass the committed output, or --from-scratch to plan a first rollout"
+            return fail(
+                [make("MIGC323", f"--against {why}; {hint}", file=str(deployed))], status=ExitCode.USAGE
             )
-            return ExitCode.USAGE
     if svg_dir is not None:
         link = refuse_symlink(Path(svg_dir), "--svg")
         if link is not None:
-            emit_diagnostics([link], "text", to_stderr=True)
-            return ExitCode.INVALID
+            return fail([link])
     result = compile_policy(paths, deployed)
     diagnostics = list(result.diagnostics)
     recorded, more = read_capacity(deployed)
@@ -153,10 +145,18 @@ def command(
     if result.policy is not None and result.solution is not None:
         diagnostics.extend(spread_warnings(result.policy, spread_rows(result.policy, result.solution)))
     diagnostics = suppress(diagnostics, ignore)  # warnings and notes only; errors always stay
-    emit_diagnostics(diagnostics, "text", to_stderr=True)
     if result.failed or result.policy is None or result.solution is None or has_errors(diagnostics):
-        click.echo(report.summary(diagnostics, what="plan"), err=True)
-        return ExitCode.INVALID
+        return fail(diagnostics, summary="plan")
+    emit_diagnostics(diagnostics, "text", to_stderr=True)
+    # The second solve (the objective order with gpus and disruption swapped) runs in a worker
+    # thread while this one builds and encodes the plan: HiGHS releases the GIL while it solves, so
+    # on two or more cores its time overlaps the plan's Python work. Its answer does not depend on
+    # timing. Started only once the plan is sure to be printed.
+    pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="migc-other-order")
+    other: Future[OrderCost | None] = pool.submit(
+        other_order, result.policy, result.catalog, result.current, result.solution
+    )
+    pool.shutdown(wait=False)
     plan = build_plan(
         result.policy,
         result.solution,
@@ -166,13 +166,12 @@ def command(
         solution_dict=solution_to_dict(result.solution),
         recorded=recorded,
     )
+    plan = dataclasses.replace(plan, other_order=other.result())
     if svg_dir is not None:
         try:
             write_files(Path(svg_dir), svg_files(plan, result.catalog))
         except OSError as exc:
-            failed = make("MIGC301", f"cannot write {svg_dir}: {exc.strerror or exc}", file=svg_dir)
-            emit_diagnostics([failed], "text", to_stderr=True)
-            return ExitCode.INVALID
+            return fail([cannot_write(svg_dir, exc)])
     if fmt == "json":
         click.echo(to_json(plan), nl=False)
     elif fmt == "markdown":

@@ -7,7 +7,6 @@ JSON) goes to stdout; diagnostics to stderr.
 
 from __future__ import annotations
 
-import datetime as dt
 import json
 from collections import defaultdict
 from pathlib import Path
@@ -15,27 +14,24 @@ from pathlib import Path
 import click
 
 from compiler.catalog import load_catalog
-from compiler.commands._common import cluster_source_options, require_one_cluster_source
-from compiler.commands.compile import emit_diagnostics
+from compiler.commands._common import (
+    cluster_source_options,
+    emit_diagnostics,
+    fail,
+    observation_time,
+    read_cluster_source,
+    require_one_cluster_source,
+    result_format_option,
+)
 from compiler.current import read_current
 from compiler.diagnostics import Diagnostic, has_errors, make
 from compiler.exitcodes import ExitCode
 from compiler.fsio import write_file_atomic
 from compiler.load import load_paths
-from compiler.observe import ObserveError, read_cluster, read_snapshots
+from compiler.observe import ObserveError
 from compiler.recommend.engine import Recommendation, evidence_markdown, recommend
 from compiler.recommend.state import KIND, STATE_FILE, dump_state, edit_replicas, read_state
 from compiler.validate import unique_sorted, validate
-
-
-def _now(value: str | None) -> dt.datetime | None:
-    if value is None:
-        return dt.datetime.now(dt.UTC).replace(microsecond=0)
-    try:
-        t = dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    return t if t.tzinfo is not None else None
 
 
 def _to_json(rec: Recommendation) -> str:
@@ -116,15 +112,7 @@ def _to_text(rec: Recommendation) -> str:
 )
 @click.option("--now", default=None, help="Time of the observation (RFC 3339, default: now).")
 @click.option("--dry-run", is_flag=True, help="Write nothing (neither the policy nor the state file).")
-@click.option(
-    "--output-format",
-    "-o",
-    "fmt",
-    default="text",
-    show_default=True,
-    type=click.Choice(["text", "markdown", "json"]),
-    help="Format of the evidence on stdout.",
-)
+@result_format_option(["text", "markdown", "json"], "Format of the evidence on stdout.")
 def command(
     policy_path: str,
     snapshots: tuple[str, ...],
@@ -143,14 +131,9 @@ def command(
     3 a change is proposed (and, without --dry-run, written).
     """
     require_one_cluster_source(snapshots, kubeconfig, context, in_cluster)
-    moment = _now(now)
-    if moment is None:
-        emit_diagnostics(
-            [make("MIGC406", f"--now {now!r} is not an RFC 3339 timestamp with a time zone")],
-            "text",
-            to_stderr=True,
-        )
-        return ExitCode.INVALID
+    moment = observation_time(now)
+    if isinstance(moment, Diagnostic):
+        return fail([moment])
     root = Path(policy_path)
     state_file = Path(state_path) if state_path else (root if root.is_dir() else root.parent) / STATE_FILE
     catalog = load_catalog()
@@ -166,8 +149,7 @@ def command(
     policy, diags = validate(docs, catalog, incomplete=has_errors(load_diags))
     diagnostics: list[Diagnostic] = unique_sorted([*load_diags, *diags])
     if policy is None or has_errors(diagnostics):
-        emit_diagnostics(diagnostics, "text", to_stderr=True)
-        return ExitCode.INVALID
+        return fail(diagnostics)
     part = policy.partition
     if part.mode != "dynamic":
         span = part.span
@@ -184,14 +166,9 @@ def command(
     current, more = read_current(Path(against), policy)
     diagnostics.extend(more)
     try:
-        obs = (
-            read_snapshots(snapshots, moment)
-            if snapshots
-            else read_cluster(moment, kubeconfig=kubeconfig, context=context, in_cluster=in_cluster)
-        )
+        obs = read_cluster_source(moment, snapshots, kubeconfig, context, in_cluster)
     except ObserveError as exc:
-        emit_diagnostics([*diagnostics, exc.diagnostic], "text", to_stderr=True)
-        return ExitCode.INVALID
+        return fail([*diagnostics, exc.diagnostic])
     diagnostics.extend(obs.warnings)
     state, more = read_state(state_file, moment, policy.partition)
     diagnostics.extend(more)

@@ -15,8 +15,7 @@ from pathlib import Path
 import click
 
 from compiler.catalog import load_catalog
-from compiler.commands._common import load_and_validate
-from compiler.commands.compile import emit_diagnostics
+from compiler.commands._common import fail, load_and_validate, result_format_option
 from compiler.diagnostics import has_errors, make
 from compiler.exitcodes import ExitCode
 from compiler.model import PartitionPolicy
@@ -213,15 +212,7 @@ def _duration(text: str | None, flag: str) -> int | None:
     help="Nodes reconfiguring at once.",
 )
 @click.option("--max-wait", default=None, help="migc.dev/max-wait-time given to every pod (e.g. 15m).")
-@click.option(
-    "--output-format",
-    "-o",
-    "fmt",
-    default="text",
-    show_default=True,
-    type=click.Choice(["text", "json"]),
-    help="Format of the results.",
-)
+@result_format_option(["text", "json"], "Format of the results.")
 def command(
     trace_path: str,
     gpu_product: str,
@@ -250,17 +241,8 @@ def command(
     model = catalog.by_product(gpu_product)
     if model is None or not model.mig_capable:
         known = ", ".join(sorted(p for m in catalog.models if m.mig_capable for p in m.gpu_products[:1]))
-        emit_diagnostics(
-            [
-                make(
-                    "MIGC426",
-                    f"--gpu-product {gpu_product!r} is not a MIG-capable catalog model; known: {known}",
-                )
-            ],
-            "text",
-            to_stderr=True,
-        )
-        return ExitCode.INVALID
+        why = f"--gpu-product {gpu_product!r} is not a MIG-capable catalog model; known: {known}"
+        return fail([make("MIGC426", why)])
     wait_s = _duration(max_wait, "--max-wait")
     window_s = _duration(demand_window, "--demand-window")
     weigh_s = _duration(weigh_disruption, "--weigh-disruption")
@@ -268,14 +250,12 @@ def command(
     if policy_path is not None:
         loaded, diags = load_and_validate([policy_path])
         if loaded is None or has_errors(diags):
-            emit_diagnostics(diags, "text", to_stderr=True)
-            return ExitCode.INVALID
+            return fail(diags)
         policy = replace(loaded.partition, mode="dynamic")
     try:
         trace = read_trace(Path(trace_path))
     except TraceError as exc:
-        emit_diagnostics([exc.diagnostic], "text", to_stderr=True)  # type: ignore[list-item]
-        return ExitCode.INVALID
+        return fail([exc.diagnostic])  # type: ignore[list-item]
     settings = Settings(
         nodes=nodes,
         gpus_per_node=gpus_per_node,

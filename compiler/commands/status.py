@@ -8,40 +8,34 @@ The table or JSON goes to stdout, diagnostics to stderr; ``--html FILE`` also wr
 
 from __future__ import annotations
 
-import datetime as dt
 import os
 from pathlib import Path
 from typing import Any
 
 import click
 
-from compiler import report
 from compiler.catalog import load_catalog
 from compiler.commands._common import (
+    cannot_write,
     cluster_source_options,
+    emit_diagnostics,
+    fail,
     load_and_validate,
+    observation_time,
     paths_argument,
+    read_cluster_source,
     require_one_cluster_source,
+    result_format_option,
 )
 from compiler.commands._files import write_files
-from compiler.commands.compile import compile_policy, emit_diagnostics
+from compiler.commands.compile import compile_policy
 from compiler.current import ASSIGNMENT_FILE, read_assignment, state_from_assignment
-from compiler.diagnostics import has_errors, make
+from compiler.diagnostics import Diagnostic, has_errors, make
 from compiler.exitcodes import ExitCode
-from compiler.observe import Observation, ObserveError, read_cluster, read_snapshots
+from compiler.observe import Observation, ObserveError
 from compiler.observe.prometheus import InstanceUsage, instance_usage
 from compiler.render import manifests
 from compiler.status import Filters, build_status, to_html, to_json, to_text
-
-
-def _parse_now(value: str | None) -> dt.datetime | None:
-    if value is None:
-        return dt.datetime.now(dt.UTC).replace(microsecond=0)
-    try:
-        t = dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    return t if t.tzinfo is not None else None
 
 
 @click.command(name="status")
@@ -64,9 +58,7 @@ def _parse_now(value: str | None) -> dt.datetime | None:
     "--tenant", "tenants", multiple=True, help="Only these tenants and the nodes they use (repeatable)."
 )
 @click.option("--free", "free_only", is_flag=True, help="Only nodes and pools with free GPU capacity.")
-@click.option(
-    "--output-format", "-o", "fmt", default="text", show_default=True, type=click.Choice(["text", "json"])
-)
+@result_format_option(["text", "json"])
 @click.option(
     "--html", "html_file", default=None, type=click.Path(dir_okay=False), help="Also write the HTML console."
 )
@@ -95,17 +87,13 @@ def command(
     --exit-code when a node drifts.
     """
     require_one_cluster_source(snapshots, kubeconfig, context, in_cluster)
-    moment = _parse_now(now)
-    if moment is None:
-        diag = make("MIGC406", f"--now {now!r} is not an RFC 3339 timestamp with a time zone")
-        emit_diagnostics([diag], "text", to_stderr=True)
-        return ExitCode.INVALID
+    moment = observation_time(now)
+    if isinstance(moment, Diagnostic):
+        return fail([moment])
     catalog = load_catalog()
     loaded, diagnostics = load_and_validate(paths, catalog)
     if loaded is None or has_errors(diagnostics):
-        emit_diagnostics(diagnostics, "text", to_stderr=True)
-        click.echo(report.summary(diagnostics, what="status"), err=True)
-        return ExitCode.INVALID
+        return fail(diagnostics, summary="status")
     policy = loaded
     for name, known, option in (
         (pools, {p.name for c in policy.clusters for p in c.pools}, "--pool"),
@@ -138,9 +126,7 @@ def command(
         result = compile_policy(paths, Path(against))
         diagnostics = list(result.diagnostics)
         if result.failed or result.solution is None:
-            emit_diagnostics(diagnostics, "text", to_stderr=True)
-            click.echo(report.summary(diagnostics, what="status"), err=True)
-            return ExitCode.INVALID
+            return fail(diagnostics, summary="status")
         for cluster in unrendered:
             configs = manifests.collect_configs(cluster, result.solution, catalog)
             assignments[cluster.name] = manifests.assignment_document(cluster, result.solution, configs)
@@ -149,12 +135,9 @@ def command(
     observation: Observation | None = None
     if not has_errors(diagnostics):
         try:
-            if snapshots:
-                observation = read_snapshots(snapshots, moment)
-            else:
-                observation = read_cluster(
-                    moment, kubeconfig=kubeconfig, context=context, in_cluster=in_cluster, timeout=timeout
-                )
+            observation = read_cluster_source(
+                moment, snapshots, kubeconfig, context, in_cluster, timeout=timeout
+            )
         except ObserveError as exc:
             diagnostics.append(exc.diagnostic)
     usage: tuple[InstanceUsage, ...] | None = None
@@ -164,10 +147,9 @@ def command(
         usage = None if more else got
     if observation is not None:
         diagnostics.extend(observation.warnings)
-    emit_diagnostics(diagnostics, "text", to_stderr=True)
     if observation is None or has_errors(diagnostics):
-        click.echo(report.summary(diagnostics, what="status"), err=True)
-        return ExitCode.INVALID
+        return fail(diagnostics, summary="status")
+    emit_diagnostics(diagnostics, "text", to_stderr=True)
     status = build_status(
         policy,
         catalog,
@@ -182,12 +164,7 @@ def command(
             html_path = Path(html_file)
             write_files(html_path.parent, {html_path.name: to_html(status)})
         except OSError as exc:
-            emit_diagnostics(
-                [make("MIGC301", f"cannot write {html_file}: {exc.strerror or exc}", file=html_file)],
-                "text",
-                to_stderr=True,
-            )
-            return ExitCode.INVALID
+            return fail([cannot_write(html_file, exc)])
     click.echo(to_json(status) if fmt == "json" else to_text(status), nl=False)
     click.echo(
         f"migc: {len(status.nodes)} nodes, {len(status.pending)} pending GPU pods, "

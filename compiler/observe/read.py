@@ -24,6 +24,7 @@ from compiler.observe.parse import parse_objects
 
 MAX_SNAPSHOT_BYTES = 256 * 1024 * 1024  # a 5,000-node cluster with 100,000 pods is ~200 MiB of JSON
 PAGE_SIZE = 500
+LIST_TIMEOUT_S = 30.0  # seconds per list request to a live cluster, unless the caller says otherwise
 
 
 class ObserveError(Exception):
@@ -124,7 +125,7 @@ def read_cluster(
     kubeconfig: str | None = None,
     context: str | None = None,
     in_cluster: bool = False,
-    timeout: float = 30.0,
+    timeout: float = LIST_TIMEOUT_S,
 ) -> Observation:
     """Nodes and GPU pods of a live cluster (list calls only: read-only, paginated)."""
     try:

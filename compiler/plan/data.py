@@ -92,6 +92,27 @@ class Cost:
 
 
 @dataclass(frozen=True)
+class OrderOutcome:
+    """What one objective order gives on the MIG pools (deployed nodes only count as changed)."""
+
+    gpus_used: int
+    nodes_changed: int
+    gpus_changed: int
+    unmet: int
+    proven: bool  # every pool's levels proven optimal within the time limit
+
+
+@dataclass(frozen=True)
+class OrderCost:
+    """The chosen objective order against the one with ``gpus`` and ``disruption`` swapped."""
+
+    order: tuple[str, ...]
+    other: tuple[str, ...]
+    chosen: OrderOutcome
+    alternative: OrderOutcome
+
+
+@dataclass(frozen=True)
 class SpreadRow:
     """A workload with ``spread``: its served replicas per node (pool, node, replicas; per-node
     spreads only) and per domain of its topology key, and per pool the worst maintenance wave
@@ -122,6 +143,7 @@ class Plan:
     snapshot_given: bool = False
     solution: Mapping[str, Any] = field(default_factory=dict)
     spread: tuple[SpreadRow, ...] = ()
+    other_order: OrderCost | None = None  # set by `migc plan` against a deployed layout
 
     @property
     def has_changes(self) -> bool:

@@ -40,13 +40,25 @@ def layout_counts(layouts: Iterable[NodeLayout | None], pool: NodePool | None) -
     GPU counts one, its shares are planned by memory and cores (``compiler.plan.hami``).
     """
     shares = pool.shares_per_gpu if pool is not None else 1
-    out: dict[str, int] = {}
+    # count each distinct layout object once, then add its instances that many times: fleets share
+    # a handful of layout objects between thousands of GPUs
+    times: dict[int, int] = {}
+    objects: dict[int, GpuLayout] = {}
     for layout in layouts:
         for gpu in layout or ():
-            if not gpu.mig_enabled:
-                out[WHOLE_GPU] = out.get(WHOLE_GPU, 0) + shares
-            for name, count in gpu.profiles:
-                out[name] = out.get(name, 0) + count
+            key = id(gpu)
+            if key in times:
+                times[key] += 1
+            else:
+                times[key] = 1
+                objects[key] = gpu
+    out: dict[str, int] = {}
+    for key, n in times.items():
+        gpu = objects[key]
+        if not gpu.mig_enabled:
+            out[WHOLE_GPU] = out.get(WHOLE_GPU, 0) + shares * n
+        for name, count in gpu.profiles:
+            out[name] = out.get(name, 0) + count * n
     return out
 
 
@@ -105,24 +117,43 @@ def _pool_served(served: Mapping[tuple[str, str, str], int], pool: str) -> dict[
 def gpus_in_use(
     layouts: Sequence[NodeLayout | None], served: Mapping[str, int], pool: NodePool | None
 ) -> int:
-    """GPUs carrying at least one instance that serves demand, filling the fullest GPUs first."""
-    gpus = [g for layout in layouts for g in (layout or ())]
+    """GPUs carrying at least one instance that serves demand, filling the fullest GPUs first.
+
+    Per resource (in name order) the GPUs holding it are taken already-used first, then most
+    instances first, then by index, until the served units are covered. The holders are indexed
+    once, by resource and by how much they hold (in index order), so an 80k-GPU pool costs one walk
+    over its GPUs, not one walk and one sort per resource.
+    """
     shares = pool.shares_per_gpu if pool is not None else 1
-    used = [False] * len(gpus)
+    # resource → units held → GPU indices in order; a GPU's profile list is read once per object
+    holding: dict[str, dict[int, list[int]]] = {}
+    profiles: dict[int, tuple[tuple[str, int], ...]] = {}
+    index = 0
+    for layout in layouts:
+        for g in layout or ():
+            if not g.mig_enabled and shares:
+                holding.setdefault(WHOLE_GPU, {}).setdefault(shares, []).append(index)
+            held = profiles.get(id(g))
+            if held is None:
+                held = profiles[id(g)] = tuple((n, c) for n, c in g.profiles if c and n != WHOLE_GPU)
+            for name, count in held:
+                holding.setdefault(name, {}).setdefault(count, []).append(index)
+            index += 1
+    used = bytearray(index)
     for resource in sorted(served):
         need = served[resource]
-        holders = []
-        for i, g in enumerate(gpus):
-            have = (
-                (shares if not g.mig_enabled else 0) if resource == WHOLE_GPU else g.counts().get(resource, 0)
-            )
-            if have:
-                holders.append((not used[i], -have, i, have))
-        for _, _, i, have in sorted(holders):
-            if need <= 0:
-                break
-            used[i] = True
-            need -= have
+        by_units = holding.get(resource, {})
+        for want_used in (1, 0):  # already-used GPUs first, then fresh ones; each most-held first
+            for have in sorted(by_units, reverse=True):
+                if need <= 0:
+                    break
+                for i in by_units[have]:
+                    if used[i] != want_used:
+                        continue
+                    used[i] = 1
+                    need -= have
+                    if need <= 0:
+                        break
     return sum(used)
 
 
@@ -192,7 +223,7 @@ def build_plan(
                 afters.append(node.gpus)
             nodes_total += len(result.nodes)
             balanced: list[NodeLayout | None] = (
-                [_balanced(model, pool) for _ in result.nodes] if pool is not None else list(afters)
+                [_balanced(model, pool)] * len(result.nodes) if pool is not None else list(afters)
             )
             layouts[result.pool] = (befores, afters, balanced)
             for resource, n in _demand_capacity(befores, pool).items():

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from compiler.model import WHOLE_GPU, GpuLayout
-from compiler.plan.data import CapacityRow, NodeChange, Plan, TenantRow
+from compiler.plan.data import CapacityRow, NodeChange, OrderCost, Plan, TenantRow
 
 
 def gpu_text(gpu: GpuLayout | None) -> str:
@@ -79,3 +79,47 @@ def requested_cell(row: TenantRow) -> str:
     if row.requested_before is None or row.requested_before == row.requested:
         return str(row.requested)
     return f"{row.requested_before} → {row.requested}"
+
+
+def _more_fewer(diff: int, unit: str) -> str:
+    return f"{abs(diff)} {'more' if diff > 0 else 'fewer'} {unit}{'' if abs(diff) == 1 else 's'}"
+
+
+def order_line(cost: OrderCost) -> str:
+    """One line: what the objective order with ``gpus`` and ``disruption`` swapped would have given.
+
+    e.g. "gpus first ([gpus, disruption, preference]) would use 12 fewer GPUs (1200 instead of 1212)
+    and change 37 more deployed nodes (59 instead of 22; 410 instead of 130 GPUs)".
+    """
+    first = "gpus" if cost.other.index("gpus") < cost.other.index("disruption") else "disruption"
+    a, c = cost.alternative, cost.chosen
+    gpus = a.gpus_used - c.gpus_used
+    use = (
+        f"use {_more_fewer(gpus, 'GPU')} ({a.gpus_used} instead of {c.gpus_used})"
+        if gpus
+        else f"use as many GPUs ({a.gpus_used})"
+    )
+    nodes = a.nodes_changed - c.nodes_changed
+    changed = a.gpus_changed - c.gpus_changed
+    if nodes:
+        change = (
+            f"change {_more_fewer(nodes, 'deployed node')} ({a.nodes_changed} instead of {c.nodes_changed}; "
+            f"{a.gpus_changed} instead of {c.gpus_changed} GPUs)"
+        )
+    elif changed:
+        change = (
+            f"change as many deployed nodes ({a.nodes_changed}) but {_more_fewer(changed, 'GPU')} "
+            f"({a.gpus_changed} instead of {c.gpus_changed})"
+        )
+    else:
+        n, g = a.nodes_changed, a.gpus_changed
+        change = (
+            f"change as many deployed nodes and GPUs ({n} node{'' if n == 1 else 's'}, "
+            f"{g} GPU{'' if g == 1 else 's'})"
+        )
+    parts = [use, change]
+    if a.unmet != c.unmet:
+        parts.append(f"leave {a.unmet} replicas unmet instead of {c.unmet}")
+    proven = "" if a.proven else " (not proven optimal within the solver's time limit)"
+    order = ", ".join(cost.other)
+    return f"{first} first ([{order}]) would " + ", ".join(parts[:-1]) + f" and {parts[-1]}{proven}"

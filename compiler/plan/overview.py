@@ -19,6 +19,7 @@ from compiler.plan.formatting import (
     estimate_note,
     gpu_text,
     money,
+    order_line,
     resource_label,
     tenant_changes,
 )
@@ -176,6 +177,9 @@ def summary_items(plan: Plan) -> list[tuple[str, list[str]]]:
                 ],
             )
         )
+    if plan.other_order is not None:
+        order = ", ".join(plan.other_order.order)
+        items.append((f"objective order [{order}]; the other order", [order_line(plan.other_order)]))
     if plan.unmet:
         missing = sum(u.requested - u.served for u in plan.unmet)
         requested = sum(u.requested for u in plan.unmet)

@@ -171,6 +171,14 @@ def _servable(
     return value / _SCALE
 
 
+NAMES_SHOWN = 10  # longer lists of tenants are summarised ("… and 490 more"), as MIGC200 and MIGC110 do
+
+
+def _name_list(names: Sequence[str]) -> str:
+    shown = ", ".join(names[:NAMES_SHOWN])
+    return shown if len(names) <= NAMES_SHOWN else f"{shown} … and {len(names) - NAMES_SHOWN} more"
+
+
 def _where(clusters: Sequence[str]) -> str:
     return f"cluster {clusters[0]}" if len(clusters) == 1 else f"clusters {', '.join(clusters)}"
 
@@ -201,35 +209,59 @@ def check_quotas(policy: Policy, solution: Solution, catalog: Catalog) -> list[D
         clusters = sorted({c for t, _ in holders for c in placement[t.name]})
         have = sum(per_cluster[c] for c in clusters)
         where = _where(clusters)
-        who = ", ".join(f"{t.name} {_fmt(a)}" for t, a in holders)
+        # largest guarantees first: the tenants whose guarantee a fix is most likely to lower
+        ranked = sorted(holders, key=lambda h: (-h[1], h[0].name))
+        who = _name_list([f"{t.name} {_fmt(a)}" for t, a in ranked])
+        count = f"{len(holders)} " if len(holders) > NAMES_SHOWN else ""
         diagnostics.append(
             _tenant_diag(
                 _CODE.get(resource, "MIGC250"),
-                f"{where}: tenants are guaranteed {_fmt(total)} {_describe(resource)} ({who}) but the solved "
+                f"{where}: {count}tenants are guaranteed {_fmt(total)} {_describe(resource)} ({who}) "
+                "but the solved "
                 f"layout provides {_fmt(have)} and can honour {_fmt(servable)} of them: "
                 f"short by {_fmt(total - servable)}",
                 holders[0][0],
                 _FIELD.get(resource, f"spec.guaranteed.profiles.{resource}"),
             )
         )
-    for tenant in sorted(policy.tenants, key=lambda t: t.name):
-        burst = _amounts(tenant.burst)
-        tenant_clusters_ = placement[tenant.name]
-        for resource in sorted(burst):
-            have = sum(capacities[c].get(resource, 0.0) for c in tenant_clusters_)
-            if burst[resource] > have + 1e-9:
-                where = _where(tenant_clusters_)
-                diagnostics.append(
-                    _tenant_diag(
-                        "MIGC255",
-                        f"{where}: tenant {tenant.name} may burst to {_fmt(burst[resource])} "
-                        f"{_describe(resource)} but the solved layout provides only {_fmt(have)}",
-                        tenant,
-                        _BURST_FIELD.get(resource, f"spec.burst.profiles.{resource}"),
-                    )
-                )
+    diagnostics.extend(_unreachable_bursts(policy, placement, capacities))
     diagnostics.extend(check_unlimited(policy, solution))
     return diagnostics
+
+
+def _unreachable_bursts(
+    policy: Policy, placement: Mapping[str, tuple[str, ...]], capacities: Mapping[str, Mapping[str, float]]
+) -> list[Diagnostic]:
+    """MIGC255 per tenant whose burst limit exceeds what its clusters provide; where more than
+    ``NAMES_SHOWN`` tenants exceed the same provision (clusters, resource), one summary for them."""
+    groups: dict[tuple[tuple[str, ...], str, float], list[tuple[Tenant, float]]] = {}
+    for tenant in sorted(policy.tenants, key=lambda t: t.name):
+        burst = _amounts(tenant.burst)
+        clusters = tuple(placement[tenant.name])
+        for resource in sorted(burst):
+            have = sum(capacities[c].get(resource, 0.0) for c in clusters)
+            if burst[resource] > have + 1e-9:
+                groups.setdefault((clusters, resource, have), []).append((tenant, burst[resource]))
+    out: list[Diagnostic] = []
+    for (clusters, resource, have), members in sorted(groups.items()):
+        field_path = _BURST_FIELD.get(resource, f"spec.burst.profiles.{resource}")
+        what = _describe(resource)
+        if len(members) > NAMES_SHOWN:
+            ranked = sorted(members, key=lambda m: (-m[1], m[0].name))
+            names = _name_list([f"{t.name} {_fmt(b)}" for t, b in ranked])
+            message = (
+                f"{_where(list(clusters))}: {len(members)} tenants may burst to up to {_fmt(ranked[0][1])} "
+                f"{what} ({names}) but the solved layout provides only {_fmt(have)}"
+            )
+            out.append(_tenant_diag("MIGC255", message, members[0][0], field_path))
+            continue
+        for tenant, limit in members:
+            message = (
+                f"{_where(list(clusters))}: tenant {tenant.name} may burst to {_fmt(limit)} {what} "
+                f"but the solved layout provides only {_fmt(have)}"
+            )
+            out.append(_tenant_diag("MIGC255", message, tenant, field_path))
+    return out
 
 
 def check_unlimited(policy: Policy, solution: Solution) -> list[Diagnostic]:

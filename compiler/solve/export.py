@@ -21,16 +21,29 @@ def layout_to_dict(layout: GpuLayout) -> dict[str, Any]:
 
 def _pool(p: PoolResult) -> dict[str, Any]:
     nodes = []
+    # One dict per distinct layout object (the solver and the state reader share them between
+    # GPUs), shared by the GPU entries that carry it: the document is for reading and encoding
+    # (treat it as read-only), and 80k GPUs then cost 80k small dicts instead of 240k.
+    shown: dict[int, tuple[GpuLayout, dict[str, Any]]] = {}
+
+    def as_dict(layout: GpuLayout) -> dict[str, Any]:
+        hit = shown.get(id(layout))
+        if hit is None:
+            hit = shown[id(layout)] = (layout, layout_to_dict(layout))
+        return hit[1]
+
     for n in p.nodes:
         gpus = []
         changed = set(n.changed_gpus)
         for i, gpu in enumerate(n.gpus):
             cur = n.current[i] if n.current is not None and i < len(n.current) else None
+            after = as_dict(gpu)
             gpus.append(
                 {
                     "index": i,
-                    **layout_to_dict(gpu),
-                    "current": layout_to_dict(cur) if cur is not None else None,
+                    "migEnabled": after["migEnabled"],
+                    "profiles": after["profiles"],
+                    "current": None if cur is None else as_dict(cur),
                     "changed": i in changed,
                 }
             )

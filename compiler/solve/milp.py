@@ -16,8 +16,9 @@ Levels, strictly lexicographic (each optimum is fixed before the next level runs
 3. nodes left unchanged relative to ``current`` (maximise), then 4. GPUs changed, then
 5. instances displaced (minimise) -- only when a current state is known;
 6. preference penalty: rank of the chosen profile in a workload's preference list (minimise);
-   levels 2, 3-5 and 6 are the goals ``gpus``, ``disruption`` and ``preference``: this is their
-   default order, ``PartitionPolicy.spec.objective`` may name another;
+   levels 2, 3-5 and 6 are the goals ``gpus``, ``disruption`` and ``preference``, listed here in
+   that order; the default order puts ``disruption`` first (``compiler.model.OBJECTIVES``), and
+   ``PartitionPolicy.spec.objective`` may name another;
    then burst room: instances of profiles tenants may burst to, up to the largest such limit per
    profile, on GPUs that are used anyway (maximise; per group of pools solved together);
 7. fill: compute slices carried by MIG GPUs (without ``+me``), so spare room is offered as

@@ -19,7 +19,7 @@ from compiler.solve.hami import solve_hami
 from compiler.solve.lexmilp import TIME_LIMIT, LexResult
 from compiler.solve.milp import ClusterOutcome, solve_cluster
 from compiler.solve.plan_types import PoolDecision
-from compiler.solve.result import NodeResult, PoolResult, ServedDemand, Solution
+from compiler.solve.result import HamiPoolResult, NodeResult, PoolResult, ServedDemand, Solution
 
 Method = Literal["exact", "greedy"]
 
@@ -31,6 +31,7 @@ def solve(
     *,
     time_limit_s: float = 60.0,
     method: Method = "exact",
+    hami: bool = True,
 ) -> Solution:
     """Choose a layout for every GPU of every pool, one integer program per cluster.
 
@@ -39,6 +40,8 @@ def solve(
     without any point, the cluster falls back to first-fit decreasing) and the pools are marked
     ``optimal=False`` with MIGC203 saying which level was cut short and why.
     ``method="greedy"`` forces that heuristic (benchmarks compare against it).
+    ``hami=False`` leaves HAMi pools out (``Solution.hami`` empty), for a caller that compares the
+    MIG answers of two objective orders (HAMi pools keep their own order).
     """
     deadline = time.perf_counter() + time_limit_s
     diags: list[Diagnostic] = []
@@ -72,11 +75,13 @@ def solve(
         pools.extend(results)
         diags.extend(cluster_diags)
     pools.sort(key=lambda p: (p.cluster, p.pool))
-    hami, hami_diags = solve_hami(policy, catalog, time_limit_s, current)  # sharing: hami pools
-    diags.extend(hami_diags)
+    shared: tuple[HamiPoolResult, ...] = ()
+    if hami:
+        shared, hami_diags = solve_hami(policy, catalog, time_limit_s, current)  # sharing: hami pools
+        diags.extend(hami_diags)
     # Diagnostic equality ignores the message, so two findings on one tenant would collapse in a set
     unique = {(*sort_key(d), d.hint): d for d in diags}
-    return Solution(pools=tuple(pools), diagnostics=tuple(unique[k] for k in sorted(unique)), hami=hami)
+    return Solution(pools=tuple(pools), diagnostics=tuple(unique[k] for k in sorted(unique)), hami=shared)
 
 
 def _solve_cluster(

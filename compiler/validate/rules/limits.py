@@ -36,13 +36,31 @@ def _numbers(value: Any, path: PathT) -> Iterator[tuple[PathT, float]]:
             yield from _numbers(item, (*path, i))
 
 
+def _in_file_order(objs: list[Obj]) -> list[Obj]:
+    return sorted(objs, key=lambda o: (o.doc.file, o.doc.index))
+
+
 def _documents(ctx: Context) -> list[Obj]:
     docs = [*ctx.tenants, *ctx.workloads]
     if ctx.fleet is not None and ctx.fleet.valid:
         docs.append(ctx.fleet)
     if ctx.partition is not None:
         docs.append(ctx.partition)
-    return sorted(docs, key=lambda o: (o.doc.file, o.doc.index))
+    return _in_file_order(docs)
+
+
+def _at_most(ctx: Context, objs: list[Obj], limit: int, code: str, noun: str) -> None:
+    """``code`` at the name of the first of ``objs`` (in file order) beyond ``limit``."""
+    ordered = _in_file_order(objs)
+    if len(ordered) > limit:
+        ctx.add(
+            ordered[limit].doc.at(
+                code,
+                f"the policy set has {len(ordered):,} {noun}s; the limit is {limit:,} "
+                f"(this is {noun} {limit + 1:,})",
+                ("metadata", "name"),
+            )
+        )
 
 
 @rule("limits-finite-numbers", codes=("MIGC141",))
@@ -105,23 +123,13 @@ def check_nodes(ctx: Context) -> None:
 @rule("limits-tenants", codes=("MIGC144",))
 def check_tenants(ctx: Context) -> None:
     """At most :data:`MAX_TENANTS` tenants."""
-    tenants = sorted(ctx.tenants, key=lambda t: (t.doc.file, t.doc.index))
-    if len(tenants) > MAX_TENANTS:
-        extra = tenants[MAX_TENANTS]
-        ctx.add(
-            extra.doc.at(
-                "MIGC144",
-                f"the policy set has {len(tenants):,} tenants; the limit is {MAX_TENANTS:,} "
-                f"(this is tenant {MAX_TENANTS + 1:,})",
-                ("metadata", "name"),
-            )
-        )
+    _at_most(ctx, ctx.tenants, MAX_TENANTS, "MIGC144", "tenant")
 
 
 @rule("limits-namespaces", codes=("MIGC145",))
 def check_namespaces(ctx: Context) -> None:
     """At most :data:`MAX_NAMESPACES_PER_TENANT` namespaces in a tenant."""
-    for t in sorted(ctx.tenants, key=lambda t: (t.doc.file, t.doc.index)):
+    for t in _in_file_order(ctx.tenants):
         count = len(t.spec["namespaces"])
         if count > MAX_NAMESPACES_PER_TENANT:
             ctx.add(
@@ -137,14 +145,4 @@ def check_namespaces(ctx: Context) -> None:
 @rule("limits-workloads", codes=("MIGC146",))
 def check_workloads(ctx: Context) -> None:
     """At most :data:`MAX_WORKLOADS` workloads."""
-    workloads = sorted(ctx.workloads, key=lambda w: (w.doc.file, w.doc.index))
-    if len(workloads) > MAX_WORKLOADS:
-        extra = workloads[MAX_WORKLOADS]
-        ctx.add(
-            extra.doc.at(
-                "MIGC146",
-                f"the policy set has {len(workloads):,} workloads; the limit is {MAX_WORKLOADS:,} "
-                f"(this is workload {MAX_WORKLOADS + 1:,})",
-                ("metadata", "name"),
-            )
-        )
+    _at_most(ctx, ctx.workloads, MAX_WORKLOADS, "MIGC146", "workload")

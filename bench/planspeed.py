@@ -1,0 +1,128 @@
+"""P1: ``migc plan -o json`` against ``migc compile`` wall time, through the real CLI, at fleet scale.
+
+``python -m bench.planspeed --gpus 8000,80000 --repeats 3``
+
+The fleet is the M4 generator (:mod:`bench.scale`: 6 GPU models, 500 tenants × 3 workloads, demand
+≈ 70% of the compute slices) with every pool written as a node selector and a count, the shape a
+fleet of 10,000 nodes takes (named nodes at that size exceed the assignment's size limit). A first
+``compile`` writes the output; then, alternating so a busy machine slows both alike, each repeat runs
+``migc compile POLICY --out OUT`` (steady state: the deployed layout is the one it re-derives) and
+``migc plan POLICY --against OUT -o json`` (stdout to /dev/null), each in a fresh interpreter. The
+table shows the best run of each (the least noisy estimate on a shared machine) and every run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from bench import scale
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def selector_fleet(docs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``docs`` with every named-node pool rewritten as ``selector`` + ``count`` (same node count)."""
+    for d in docs:
+        if d["kind"] != "Fleet":
+            continue
+        for cluster in d["spec"]["clusters"]:
+            for pool in cluster["nodePools"]:
+                count = len(pool["nodes"]["names"])
+                pool["nodes"] = {"selector": {"matchLabels": {"migc.dev/pool": pool["name"]}}, "count": count}
+    return docs
+
+
+def _timed(args: Sequence[str], timeout: float) -> tuple[float, float, int, int]:
+    """Wall seconds, CPU seconds (user + system, every thread), exit status and stdout bytes of
+    ``python -m compiler ARGS``."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t0 = time.perf_counter()
+    proc = subprocess.run(
+        [sys.executable, "-m", "compiler", *args], cwd=REPO, capture_output=True, timeout=timeout, check=False
+    )
+    wall = time.perf_counter() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
+    return wall, cpu, proc.returncode, len(proc.stdout)
+
+
+def measure(gpus: int, workdir: Path, repeats: int, timeout: float = 600.0) -> dict[str, Any]:
+    policy = workdir / f"fleet-{gpus}"
+    out = workdir / f"out-{gpus}"
+    scale.write(selector_fleet(scale.generate(gpus)), policy)
+    first, _, rc, _ = _timed(["compile", str(policy), "--out", str(out)], timeout)
+    if rc != 0:
+        return {"gpus": gpus, "error": f"first compile exited {rc}"}
+    compile_s: list[float] = []
+    plan_s: list[float] = []
+    compile_cpu: list[float] = []
+    plan_cpu: list[float] = []
+    plan_bytes = 0
+    for _ in range(max(1, repeats)):
+        t, cpu, rc, _ = _timed(["compile", str(policy), "--out", str(out)], timeout)
+        if rc != 0:
+            return {"gpus": gpus, "error": f"compile exited {rc}"}
+        compile_s.append(t)
+        compile_cpu.append(cpu)
+        t, cpu, rc, plan_bytes = _timed(["plan", str(policy), "--against", str(out), "-o", "json"], timeout)
+        if rc != 0:
+            return {"gpus": gpus, "error": f"plan exited {rc}"}
+        plan_s.append(t)
+        plan_cpu.append(cpu)
+    return {
+        "gpus": gpus,
+        "nodes": gpus // scale.GPUS_PER_NODE,
+        "first_compile_s": first,
+        "compile_s": compile_s,
+        "plan_s": plan_s,
+        "compile_cpu": compile_cpu,
+        "plan_cpu": plan_cpu,
+        "plan_bytes": plan_bytes,
+    }
+
+
+def render(rows: Sequence[dict[str, Any]]) -> str:
+    lines = [
+        "| GPUs | nodes | compile wall s (best; runs) | plan -o json wall s (best; runs) | plan / compile "
+        "(wall) | compile CPU s (best) | plan CPU s (best) | plan JSON MB |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        if "error" in r:
+            lines.append(f"| {r['gpus']} | error: {r['error']} | | | | | | |")
+            continue
+        c, p = min(r["compile_s"]), min(r["plan_s"])
+
+        def runs(xs: Sequence[float]) -> str:
+            return ", ".join(f"{x:.2f}" for x in xs)
+
+        lines.append(
+            f"| {r['gpus']} | {r['nodes']} | {c:.2f} ({runs(r['compile_s'])}) "
+            f"| {p:.2f} ({runs(r['plan_s'])}) | {p / c:.2f}× | {min(r['compile_cpu']):.2f} "
+            f"| {min(r['plan_cpu']):.2f} | {r['plan_bytes'] / 1e6:.1f} |"
+        )
+    return "\n".join(lines)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m bench.planspeed", description=__doc__)
+    ap.add_argument("--gpus", default="8000,80000", help="comma-separated fleet sizes in GPUs")
+    ap.add_argument("--repeats", type=int, default=3)
+    args = ap.parse_args(argv)
+    sizes = [int(s) for s in args.gpus.split(",") if s.strip()]
+    with tempfile.TemporaryDirectory(prefix="migc-planspeed-") as tmp:
+        rows = [measure(g, Path(tmp), args.repeats) for g in sizes]
+    print(render(rows))
+    return 1 if any("error" in r for r in rows) else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -440,3 +440,16 @@ def test_backoff_gate_holds_the_default_loop_after_a_failure() -> None:
     long = simulate(trace, A100, s, "default", PartitionPolicy(mode="dynamic", backoff_initial_seconds=3600))
     assert long.blocked["backoff"] == 4 and long.failures == 3
     assert waits(long) == {"7g": [(4420.0, False), (5880.0, False)]}
+
+
+def test_a_multi_gpu_pod_gets_its_whole_gpus_on_one_node() -> None:
+    """2 nodes x 2 balanced GPUs; ``a`` (1g) runs on node 0 from 0. ``big`` asks for 2 whole GPUs at
+    100. Counted GPU by GPU, two 7g anywhere would do, but the pod needs both on one node: node 1
+    (nothing at stake) gets both its GPUs re-carved, 2 × 60 s: ``big`` waits 120 s, nothing evicted.
+    ``big2`` (2 whole GPUs) at 1000 finds node 1's two whole GPUs idle again (``big`` ran 500 s):
+    no new change."""
+    assert A100 is not None
+    trace = [pod("a", 0, 10_000, milli=100), pod("big", 100, 500, num=2), pod("big2", 1000, 10, num=2)]
+    res = simulate(trace, A100, Settings(nodes=2, gpus_per_node=2), "naive", NAIVE)
+    assert (res.reconfigurations, res.gpu_reconfigurations, res.evictions) == (1, 2, 0)
+    assert waits(res) == {"1g": [(0.0, False)], "2x7g": [(0.0, False), (120.0, False)]}

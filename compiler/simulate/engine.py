@@ -221,8 +221,18 @@ def _best_layout(model: GpuModel, need: tuple[tuple[str, int], ...]) -> tuple[tu
     return best[2] if best else ()
 
 
-Weigh = Callable[[int, Layout, Layout, int], bool]
-"""(node, capacity before, capacity after its change, GPUs it changes) → whether the change is worth it."""
+Weigh = Callable[[int, Layout, Layout, int, float], bool]
+"""(node, capacity before, capacity after its change, GPUs it changes, benefit of the multi-GPU pods it
+places) → whether the change is worth it."""
+
+
+@dataclass(frozen=True)
+class BigPod:
+    """A pending pod asking for ``count`` ≥ 2 full-GPU instances, which must all be on one node."""
+
+    count: int
+    profile: str
+    benefit: float  # its pending GPU-time avoided (for ``weigh``): count × time waited
 
 
 def cover(
@@ -231,46 +241,106 @@ def cover(
     order: Sequence[tuple[int, float]],
     extra: Layout | None = None,
     weigh: Weigh | None = None,
+    big: Sequence[BigPod] = (),
 ) -> tuple[dict[int, Layout], Layout]:
     """GPUs to re-carve (gpu → new layout) and the resulting capacity; see the module docstring.
 
     Works on the latest revision's layouts (``fleet.target``): what a rollout still applies counts.
     ``order``: the nodes that may change, least disturbing first (with their expected disruption).
     ``weigh``: when set, a node is re-carved only where it says the change is worth its disruption.
+    ``big``: pending multi-GPU pods (in queue order; their instances are part of ``demand``): each is
+    given ``count`` full GPUs *on one node* — idle full GPUs of one node if there are enough, else
+    the first node in ``order`` whose change passes ``weigh`` gets them (idle GPUs first) — and the
+    per-GPU cover then works on the rest of the demand and of the GPUs.
     """
     cap = fleet.capacity()
     want = dict(demand)
     for p, n in (extra or {}).items():
         want[p] = want.get(p, 0) + n
-    short = {p: n - cap.get(p, 0) for p, n in want.items() if n > cap.get(p, 0)}
-    if not short:
-        return {}, cap
     changes: dict[int, Layout] = {}
+    taken: set[int] = set()
+
+    def lay(gi: int) -> Layout:
+        return changes.get(gi, fleet.target[gi])
+
+    for pod in big:
+        want[pod.profile] = max(0, want.get(pod.profile, 0) - pod.count)
+        whole = {pod.profile: 1}
+        placed = False
+        for node, _ in order:
+            idle = [
+                gi for gi in fleet.gpus(node) if gi not in taken and lay(gi) == whole and not fleet.busy[gi]
+            ]
+            if len(idle) >= pod.count:
+                taken.update(idle[: pod.count])
+                placed = True
+                break
+        if placed:
+            continue
+        for node, _ in order:
+            free = sorted(
+                (gi for gi in fleet.gpus(node) if gi not in taken),
+                key=lambda gi: (lay(gi) != whole, sum(fleet.busy[gi].values()), gi),
+            )
+            if len(free) < pod.count:
+                continue
+            pick = free[: pod.count]
+            node_changes = {gi: dict(whole) for gi in pick if lay(gi) != whole}
+            after = dict(cap)
+            for gi in node_changes:
+                for p, c in lay(gi).items():
+                    after[p] -= c
+                after[pod.profile] = after.get(pod.profile, 0) + 1
+            if weigh is not None and not weigh(node, cap, after, len(node_changes), pod.benefit):
+                continue
+            changes.update(node_changes)
+            taken.update(pick)
+            cap = after
+            break
+    # the per-GPU cover, on the GPUs and the demand the multi-GPU pods left
+    rest = dict(cap)
+    for gi in taken:
+        for p, c in lay(gi).items():
+            rest[p] -= c
+    short = {p: n - rest.get(p, 0) for p, n in want.items() if n > rest.get(p, 0)}
     for node, _ in order:
         if not short:
             break
-        node_cap, node_changes = _cover_node(fleet, node, want, dict(cap), short)
+        node_cap, node_changes = _cover_node(fleet, node, want, dict(rest), short, lay, taken)
         if not node_changes:
             continue
-        if weigh is not None and not weigh(node, cap, node_cap, len(node_changes)):
+        if weigh is not None and not weigh(node, rest, node_cap, len(node_changes), 0.0):
             continue  # what the drain is expected to destroy outweighs what the change serves
-        cap = node_cap
+        for gi, new in node_changes.items():
+            for p, c in lay(gi).items():
+                cap[p] -= c
+            for p, c in new.items():
+                cap[p] = cap.get(p, 0) + c
+        rest = node_cap
         changes.update(node_changes)
-        short = {p: n - cap.get(p, 0) for p, n in want.items() if n > cap.get(p, 0)}
+        short = {p: n - rest.get(p, 0) for p, n in want.items() if n > rest.get(p, 0)}
     return changes, {p: c for p, c in cap.items() if c}
 
 
 def _cover_node(
-    fleet: _Fleet, node: int, want: Layout, cap: Layout, short: Layout
+    fleet: _Fleet,
+    node: int,
+    want: Layout,
+    cap: Layout,
+    short: Layout,
+    lay: Callable[[int], Layout],
+    taken: set[int],
 ) -> tuple[Layout, dict[int, Layout]]:
-    """Re-carve one node's GPUs greedily against the shortage; the new capacity and the changes."""
+    """Re-carve one node's GPUs greedily against the shortage; the new capacity and the changes.
+
+    ``lay``: a GPU's layout so far; ``taken``: GPUs kept for multi-GPU pods (left alone)."""
     slices = fleet.slices
     spare = {p: max(0, c - want.get(p, 0)) for p, c in cap.items()}
     # slices of each GPU the demand needs (instances beyond the spare of their profile)
     gpus = sorted(
-        fleet.gpus(node),
+        (gi for gi in fleet.gpus(node) if gi not in taken),
         key=lambda gi: (
-            sum(max(0, c - spare.get(p, 0)) * slices[p] for p, c in fleet.target[gi].items()),
+            sum(max(0, c - spare.get(p, 0)) * slices[p] for p, c in lay(gi).items()),
             gi,
         ),
     )
@@ -278,7 +348,7 @@ def _cover_node(
     for gi in gpus:
         if not short:
             break
-        old = fleet.target[gi]
+        old = lay(gi)
         # what this GPU serves now that nobody else would: removing it adds to the shortage
         lost = {p: max(0, c - spare.get(p, 0)) for p, c in old.items()}
         need = dict(short)
@@ -304,7 +374,7 @@ def _cover_node(
         for gi in gpus:
             if gi in changes:
                 continue
-            old = fleet.target[gi]
+            old = lay(gi)
             if any(c - spare.get(p, 0) > 0 for p, c in old.items()):
                 continue
             new = dict(_best_layout(fleet.model, mix))
@@ -727,22 +797,34 @@ class _Run:
         p = self.pods[i]
         return p.count * self.fleet.slices[p.profile] / self.model.compute_slices
 
-    def _weigh(self, now: float, want: Layout) -> Callable[[int, Layout, Layout, int], bool]:
-        """The disruption rule (compiler/simulate/disruption.py) for one evaluation at ``now``."""
-        whole, slices = self.model.compute_slices, self.fleet.slices
-        waits: dict[str, list[float]] = {}  # profile → waits of the pending instances, in queue order
+    def big_pods(self, now: float) -> list[BigPod]:
+        """The pending multi-GPU pods in queue order, for :func:`cover`."""
+        out = []
         for prof, q in self.pending.items():
             for _, _, i in q:
-                waits.setdefault(prof, []).extend(
-                    [self.waited[i] + now - self.queued_at[i]] * self.pods[i].count
-                )
+                count = self.pods[i].count
+                if count > 1:
+                    out.append(BigPod(count, prof, count * (self.waited[i] + now - self.queued_at[i])))
+        return out
+
+    def _weigh(self, now: float, want: Layout) -> Weigh:
+        """The disruption rule (compiler/simulate/disruption.py) for one evaluation at ``now``."""
+        whole, slices = self.model.compute_slices, self.fleet.slices
+        waits: dict[str, list[float]] = {}  # profile → waits of pending one-instance pods, queue order
+        want = dict(want)
+        for prof, q in self.pending.items():
+            for _, _, i in q:
+                if self.pods[i].count == 1:
+                    waits.setdefault(prof, []).append(self.waited[i] + now - self.queued_at[i])
+                else:  # placed by cover's multi-GPU step, with their own benefit
+                    want[prof] = want.get(prof, 0) - self.pods[i].count
         pending = {p: len(w) for p, w in waits.items()}
         threshold = self.policy.reconfiguration_threshold_pct
 
-        def weigh(node: int, before: Layout, after: Layout, changed: int) -> bool:
-            benefit = 0.0
-            for p, w in waits.items():
-                n = want.get(p, 0)
+        def weigh(node: int, before: Layout, after: Layout, changed: int, bonus: float) -> bool:
+            benefit = bonus
+            for p, w in waits.items() if not bonus else ():
+                n = max(0, want.get(p, 0))
                 running = max(0, n - pending[p])
                 first = max(0, min(before.get(p, 0), n) - running)  # served already (in queue order)
                 more = min(after.get(p, 0), n) - min(before.get(p, 0), n)
@@ -797,7 +879,7 @@ class _Run:
             want[p] = want.get(p, 0) + n
         weigh = self._weigh(now, want) if self.s.disruption == "expected" else None
         held = res.blocked.get("disruption", 0)
-        changes, new_cap = cover(fleet, d, self.node_order(now), extra, weigh)
+        changes, new_cap = cover(fleet, d, self.node_order(now), extra, weigh, self.big_pods(now))
         short = tuple(sorted(p for p, n in d.items() if n > cur.get(p, 0)))
         if not changes:
             if res.blocked.get("disruption", 0) == held:  # nothing would help: the pattern ends
@@ -812,7 +894,13 @@ class _Run:
         nodes = sorted({f"node-{fleet.node(gi)}" for gi in changes})
         last_failure = None if self.last_failure is None else EPOCH + dt.timedelta(seconds=self.last_failure)
         checks = [
-            g.threshold(gain, policy, urgent),
+            # with the disruption rule the threshold is already applied, node by node, to the
+            # GPU-time saved against the GPU-time destroyed; the share of the shortage a change
+            # serves is not asked a second time (a large unservable shortage, e.g. pods wanting a
+            # whole node, would otherwise block every smaller change)
+            g.threshold(gain, policy, urgent)
+            if weigh is None
+            else g.Gate("threshold", True, "disruption rule"),
             g.stabilization(self.first_seen, when, policy, urgent),
             g.min_dwell(nodes, self.node_last_change, when, policy),
             g.daily_budget(
@@ -894,7 +982,7 @@ class _Run:
             ):
                 # no gate at all, not even migc recommend's rollout gate: a new revision whenever
                 # the latest one leaves a pod without capacity; nodes in flight are re-targeted
-                changes, _ = cover(self.fleet, self.now_demand, self.node_order(t))
+                changes, _ = cover(self.fleet, self.now_demand, self.node_order(t), big=self.big_pods(t))
                 if changes:
                     self.apply(changes, t)
                     self.schedule(t)

@@ -315,6 +315,12 @@ def test_cli_reports_censored_percentiles_evictions_and_takes_the_rollout_knobs(
     line = next(x for x in text.splitlines() if x.startswith("static-balanced"))
     assert line.split()[-2:] == ["1", "1"] and ">9900.0" in line  # never 1, censored 1; b waited 100..10,000
     assert main([*args, "--demand-window", "ten minutes"]) == ExitCode.USAGE
+    assert doc["disruption"] == "expected" and doc["failureRate"] == 0 and naive["failures"] == 0
+    assert (naive["drains"], naive["revisions"], naive["retargets"]) == (1, 1, 0)
+    assert main([*args, "--failure-rate", "1"]) == ExitCode.USAGE  # a rate of 1 would never finish
+    assert main([*args, "--baseline", "default", "--disruption", "off", "--failure-rate", "0.5"]) == 0
+    off = json.loads(capsys.readouterr().out)
+    assert off["disruption"] == "off" and off["failureRate"] == 0.5 and off["seed"] == 0
 
 
 def test_a_node_that_drains_gets_all_its_unneeded_gpus_re_carved_at_once() -> None:

@@ -23,24 +23,30 @@ Model (documented in docs/simulate.md):
   - then the node is out for ``drain_seconds + reconfigure_seconds × changed GPUs`` (default
     0 + 60 s per GPU: the 30–90 s per GPU seen in practice), and its new layout counts once it is
     back (uncordoned);
-  - at most ``max_unavailable`` nodes are out of Idle at once (controller/reconciler/admission.py
-    ``max_unavailable``); the rest of a change waits its turn. Like ``migc recommend``'s rollout
-    gate, no new change is proposed while a node of the previous one is still rolling out.
-* **Re-partitioning** (:func:`cover`): nodes are taken in order of how little a re-carve disturbs
-  (least progress at stake: slice-seconds its running GPU pods have run, then fewest such pods, like
-  the solver's
-  disruption level); on each, GPUs are taken in order of how little of the demand they serve, and
-  each gets the catalog layout that serves the most slice-weighted shortage (the demand the fleet
-  cannot serve plus what that GPU served), if that beats its current layout. Once a node changes
-  (it drains anyway), its GPUs that serve nothing of the demand get the layout serving the most of
-  the whole demand: one drain instead of several later.
-* **Policies** (``--baseline``): ``naive`` re-partitions whenever a pod is left pending (no gates
-  but the rollout one); ``default`` runs the recommend loop every ``interval`` on the demand it
-  observes then (running + pending instances per profile, like ``migc recommend``'s snapshot; or
-  the peak over the ``stabilizationWindow`` with ``demand="peak"``), with the real
-  gates of :mod:`compiler.recommend.gates` (threshold, stabilizationWindow, minDwell,
-  dailyChangeBudget, max-wait urgency, rules; backoff never fires: the model has no failed
-  rollouts); ``static-balanced`` keeps the model's all-balanced layout; ``static-optimal`` keeps the
+  - admission is the controller's (controller/reconciler/admission.py): Idle nodes whose layout
+    differs from the latest revision's, fewest GPU pods first, while fewer than ``max_unavailable``
+    nodes are out of Idle (a Failed node keeps its slot);
+  - a new revision re-targets nodes in flight as the controller does (``Step.retarget``): a
+    draining node keeps its grace clock (drain.py), an applying node finishes and applies again,
+    still cordoned (apply.py), a Failed node restarts with the new target (failed.py);
+  - with ``failure_rate`` a MIG manager apply fails (seeded draws, in event order): the node stays
+    Failed and cordoned, the controller retries after ``failure_backoff × 2^(n−1)`` while
+    ``n < max_attempts``, then a human after ``operator_retry_seconds`` (controller/settings.py).
+* **Re-partitioning** (:func:`cover`), on the latest revision's layouts: nodes are taken in order of
+  expected disruption (:mod:`compiler.simulate.disruption`), then fewest running GPU pods; pending
+  multi-GPU pods first get their full GPUs on one node; then, on each node, GPUs are taken in order
+  of how little of the demand they serve, and each gets the catalog layout that serves the most
+  slice-weighted shortage (the demand the fleet cannot serve plus what that GPU served), if that
+  beats its current layout. Once a node changes (it drains anyway), its GPUs that serve nothing of
+  the demand get the layout serving the most of the whole demand: one drain instead of several later.
+* **Policies** (``--baseline``): ``naive`` makes a new revision whenever the latest one leaves a pod
+  without capacity (no gate at all: the rollout gate is ``migc recommend``'s own); ``default`` runs
+  the recommend loop every ``interval`` on the demand it observes then (running + pending instances
+  per profile, like ``migc recommend``'s snapshot; or the peak over the ``stabilizationWindow`` with
+  ``demand="peak"``), with the disruption rule (``disruption="expected"``; the gain threshold with
+  ``"off"``) and the real gates of :mod:`compiler.recommend.gates` (stabilizationWindow, minDwell,
+  dailyChangeBudget, backoff from the Failed nodes, max-wait urgency, rules) and recommend's rollout
+  gate; ``static-balanced`` keeps the model's all-balanced layout; ``static-optimal`` keeps the
   layout that covers the trace's time-averaged demand, scaled to the fleet. Dynamic policies start
   from all-balanced.
 * **Waits**: a pod's wait is the total time it spent pending (over all its attempts, when it was

@@ -269,8 +269,11 @@ def cover(
     def lay(gi: int) -> Layout:
         return changes.get(gi, fleet.target[gi])
 
+    room = {node: fleet.s.gpus_per_node for node, _ in order}  # GPUs not given to a multi-GPU pod yet
     for pod in big:
         want[pod.profile] = max(0, want.get(pod.profile, 0) - pod.count)
+        if pod.count > max(room.values(), default=0):
+            continue  # no node has that many GPUs left in this cover
         whole = {pod.profile: 1}
         placed = False
         for node, _ in order:
@@ -279,6 +282,7 @@ def cover(
             ]
             if len(idle) >= pod.count:
                 taken.update(idle[: pod.count])
+                room[node] -= pod.count
                 placed = True
                 break
         if placed:
@@ -301,6 +305,7 @@ def cover(
                 continue
             changes.update(node_changes)
             taken.update(pick)
+            room[node] -= pod.count
             cap = after
             break
     # the per-GPU cover, on the GPUs and the demand the multi-GPU pods left
@@ -483,6 +488,7 @@ class _Run:
         self.waited = [0.0] * len(pods)  # time spent pending, over all attempts
         self.remaining = [p.src.duration for p in pods]  # run time left (eviction "resume")
         self.ever_ran: set[int] = set()
+        self.multi = [i for i, p in enumerate(pods) if 1 < p.count <= s.gpus_per_node]  # multi-GPU pods
         self.node_pods: list[set[int]] = [set() for _ in range(s.nodes)]
         self.busy_slices = 0
         self.last_t = start
@@ -805,13 +811,12 @@ class _Run:
 
     def big_pods(self, now: float) -> list[BigPod]:
         """The pending multi-GPU pods in queue order, for :func:`cover`."""
-        out = []
-        for prof, q in self.pending.items():
-            for _, _, i in q:
-                count = self.pods[i].count
-                if count > 1:
-                    out.append(BigPod(count, prof, count * (self.waited[i] + now - self.queued_at[i])))
-        return out
+        queued = self.queued_at
+        waiting = sorted((-self.pods[i].src.priority, queued[i], i) for i in self.multi if i in queued)
+        return [
+            BigPod(self.pods[i].count, self.pods[i].profile, self.pods[i].count * (self.waited[i] + now - t))
+            for _, t, i in waiting
+        ]
 
     def _weigh(self, now: float, want: Layout) -> Weigh:
         """The disruption rule (compiler/simulate/disruption.py) for one evaluation at ``now``."""

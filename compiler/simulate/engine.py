@@ -503,7 +503,6 @@ class _Run:
         self.failed_at: dict[int, float] = {}  # node → when its last apply failed
         self.retry_seq: dict[int, int] = {}  # failed node → seq of its retry event
         self.rng = random.Random(s.seed)  # --failure-rate draws, in event order: deterministic
-        self.last_success: float | None = None  # the last node brought back with its target
         # what the default loop's backoff gate knows (like migc recommend's state file)
         self.failures = 0
         self.last_failure: float | None = None
@@ -731,7 +730,6 @@ class _Run:
             self._reconfigure(node, now)
             return
         fleet.state[node] = IDLE  # uncordon
-        self.last_success = now
         self._admit(now)
 
     def _retry(self, node: int, now: float) -> None:

@@ -99,7 +99,7 @@ class Settings:
     max_unavailable: int = 1
     max_wait_seconds: int | None = None  # migc.dev/max-wait-time given to every pod (None: no hint)
     # what the default loop plans for: the demand now (a snapshot, what `migc recommend` observes),
-    # or the peak over the window (measured in docs/simulate.md: no better)
+    # or the peak over the window (measured in an earlier round: no better; see docs/simulate.md)
     demand: str = "now"
     demand_window_seconds: float = 0.0  # how far back the peak looks (0: the stabilizationWindow)
     # default loop: re-carve a node only when the pending GPU-time its change avoids beats the

@@ -12,6 +12,7 @@ from compiler.catalog import load_catalog
 from compiler.cli import main
 from compiler.exitcodes import ExitCode
 from compiler.model import PartitionPolicy
+from compiler.simulate import disruption as dis
 from compiler.simulate.engine import Result, Settings, _Fleet, _Run, simulate
 from compiler.simulate.trace import TracePod, profile_for, read_trace
 from controller.settings import Settings as ControllerSettings
@@ -198,16 +199,17 @@ def test_reconfigure_seconds_are_per_changed_gpu_and_max_unavailable_serialises_
     assert waits(two) == {"7g": [(120.0, False)] * 4}
 
 
-def test_the_least_disturbing_node_is_re_carved() -> None:
+def test_the_least_disturbing_node_is_re_carved_and_the_controller_admits_by_pod_count() -> None:
     """1-GPU nodes, balanced; ``old`` (3g) runs on node 0 since t=0, ``young`` (3g) on node 1 since 500;
     a whole-GPU pod arrives at 1000.
 
     With an idle node 2 that node is re-carved: nothing is evicted, the pod waits 60 s.
-    Without it, node 1 (less progress at stake) goes first: the change re-carves node 1 to 7g and, as
-    ``young`` then needs a 3g, node 0 to 2×3g; rolled out least disturbing first (maxUnavailable 1):
-    ``young`` is evicted at 2800 after 2300 s, node 1 is back at 2860 (``big`` waited 1860); node 0
-    drains from 2860, ``old`` is evicted at 4660 after 4660 s; back at 4720, both bind: ``old``
-    waited 60 s, ``young`` 4720 − 2800 = 1920 s.
+    Without it, node 1 (expected loss 3/7 × 500²/2300 < node 0's 3/7 × 1000²/2800) is chosen first:
+    the revision re-carves node 1 to 7g and, as ``young`` then needs a 3g, node 0 to 2×3g. The
+    controller admits by GPU pod count, then name (controller/reconciler/admission.py): one pod each,
+    so node 0 goes first. ``old`` is evicted at 2800 after 2800 s; node 0 is back at 2860 and ``old``
+    binds (waited 60 s); node 1 drains from 2860, ``young`` is evicted at 4660 after 4160 s and binds
+    at once on node 0's second 3g (waited 0); node 1 is back at 4720: ``big`` waited 3720 s.
     """
     assert A100 is not None
     trace = [
@@ -219,8 +221,9 @@ def test_the_least_disturbing_node_is_re_carved() -> None:
     assert roomy.evictions == 0 and roomy.reconfigurations == 1
     assert waits(roomy) == {"3g": [(0.0, False), (0.0, False)], "7g": [(60.0, False)]}
     res = simulate(trace, A100, Settings(nodes=2, gpus_per_node=1), "naive", NAIVE)
-    assert res.evictions == 2 and res.lost_gpu_seconds == pytest.approx((2300 + 4660) * 3 / 7)
-    assert waits(res) == {"3g": [(60.0, False), (1920.0, False)], "7g": [(1860.0, False)]}
+    assert res.evictions == 2 and res.lost_gpu_seconds == pytest.approx((2800 + 4160) * 3 / 7)
+    assert waits(res) == {"3g": [(0.0, False), (60.0, False)], "7g": [(3720.0, False)]}
+    assert (res.revisions, res.drains, res.reconfigurations, res.retargets) == (1, 2, 2, 0)
 
 
 def test_never_served_pods_are_censored_at_the_end() -> None:
@@ -312,6 +315,12 @@ def test_cli_reports_censored_percentiles_evictions_and_takes_the_rollout_knobs(
     line = next(x for x in text.splitlines() if x.startswith("static-balanced"))
     assert line.split()[-2:] == ["1", "1"] and ">9900.0" in line  # never 1, censored 1; b waited 100..10,000
     assert main([*args, "--demand-window", "ten minutes"]) == ExitCode.USAGE
+    assert doc["disruption"] == "expected" and doc["failureRate"] == 0 and naive["failures"] == 0
+    assert (naive["drains"], naive["revisions"], naive["retargets"]) == (1, 1, 0)
+    assert main([*args, "--failure-rate", "1"]) == ExitCode.USAGE  # a rate of 1 would never finish
+    assert main([*args, "--baseline", "default", "--disruption", "off", "--failure-rate", "0.5"]) == 0
+    off = json.loads(capsys.readouterr().out)
+    assert off["disruption"] == "off" and off["failureRate"] == 0.5 and off["seed"] == 0
 
 
 def test_a_node_that_drains_gets_all_its_unneeded_gpus_re_carved_at_once() -> None:
@@ -326,21 +335,127 @@ def test_a_node_that_drains_gets_all_its_unneeded_gpus_re_carved_at_once() -> No
     assert waits(res) == {"7g": [(0.0, False), (120.0, False)]}
 
 
-def test_weigh_disruption_keeps_a_node_whose_running_work_outweighs_the_change() -> None:
-    """1 node x 1 balanced GPU; a 3g pod runs from 0 for 100,000 s; a whole-GPU pod (100 s) arrives
-    at 1000. The default loop (ticks every 900 s) first wants the change at 1800, the window passes
-    at 2700. The change serves 7 − 3 = 4 more slices; at stake: 2700 s × 3 slices = 8100.
+def test_disruption_cost_and_benefit_by_hand() -> None:
+    # a pod that ran E under grace G is expected to lose E × E / (E + G)
+    assert dis.expected_loss(1800, 1800) == 900
+    assert dis.expected_loss(0, 1800) == 0
+    assert dis.expected_loss(86_400 * 90, 1800) == pytest.approx(86_400 * 90, rel=1e-3)  # months: all
+    # half a GPU that ran 3600 s, a whole GPU that ran 600 s, plus 8 GPUs × 60 s of outage
+    assert dis.node_cost([(0.5, 3600), (1.0, 600)], 1800, 480) == pytest.approx(1200 + 150 + 480)
+    assert dis.worth(121, 100, 20) and not dis.worth(120, 100, 20)
 
-    * ``--weigh-disruption 1d`` (4 × 86,400 > 8100): re-carve at 2700, the 3g pod is evicted at
-      4500, back at 4560: the whole-GPU pod waited 3560 s.
-    * 60 s (4 × 60 < 8100): no drain; the node is re-carved only once the 3g pod is gone: tick 100,800
-      sees it first, 101,700 passes the window, back at 101,760: it waited 100,760 s, nothing evicted.
+
+def test_disruption_rule_drains_for_a_young_pod_but_never_for_an_old_one() -> None:
+    """1 node x 1 balanced GPU; a 3g pod ``work`` runs from 0 for 100,000 s; a whole-GPU pod (100 s)
+    arrives. Default loop: ticks every 900 s, window 10 m, threshold 20 %.
+
+    * ``big`` at 1000: at 2700 the window passes; benefit 1 × 1700 s waited, cost 3/7 × 2700²/4500
+      + 60 = 754 (× 1.2 = 905): drain. ``work`` is evicted at 4500, back at 4560: ``big`` waited 3560.
+    * ``big`` at 50,000: at 51,300 the benefit is 1300 s, the cost 3/7 × 51,300²/53,100 + 60 ≈ 21,300:
+      no drain, and it stays so (the benefit grows by 1 per second, the cost by 3/7 × 1.2): when
+      ``work`` ends at 100,000 the node costs only its outage; tick 100,800 re-carves it (the shortage
+      has persisted since 50,400), back at 100,860: ``big`` waited 50,860 s, nothing evicted.
+    * ``--disruption off``: drained at 51,300, ``work`` evicted at 53,100 after 53,100 s, back at 53,160.
     """
     assert A100 is not None
-    trace = [pod("work", 0, 100_000, milli=400), pod("big", 1000, 100)]
-    s = Settings(nodes=1, gpus_per_node=1, weigh_disruption=86400)
-    day = simulate(trace, A100, s, "default", NAIVE)
-    assert day.evictions == 1 and day.waits["7g"] == [(3560.0, False)]
-    minute = simulate(trace, A100, replace(s, weigh_disruption=60), "default", NAIVE)
-    assert minute.evictions == 0 and minute.waits["7g"] == [(100_760.0, False)]
-    assert minute.waits["3g"] == [(0.0, False)] and minute.reconfigurations == 1
+    s = Settings(nodes=1, gpus_per_node=1)
+    young = simulate([pod("work", 0, 100_000, milli=400), pod("big", 1000, 100)], A100, s, "default", NAIVE)
+    assert young.evictions == 1 and young.waits["7g"] == [(3560.0, False)]
+    trace = [pod("work", 0, 100_000, milli=400), pod("big", 50_000, 100)]
+    old = simulate(trace, A100, s, "default", NAIVE)
+    assert old.evictions == 0 and old.waits["7g"] == [(50_860.0, False)] and old.reconfigurations == 1
+    assert old.blocked["disruption"] > 0 and old.waits["3g"] == [(0.0, False)]
+    off = simulate(trace, A100, replace(s, disruption="off"), "default", NAIVE)
+    assert off.evictions == 1 and off.waits["7g"] == [(3160.0, False)]
+    assert off.lost_gpu_seconds == pytest.approx(53_100 * 3 / 7)
+
+
+# ---- naive has no rollout gate: new revisions re-target nodes in flight (controller Step.retarget) ----
+
+
+def test_a_new_revision_retargets_a_draining_node_on_the_same_grace_clock() -> None:
+    """1 node x 2 balanced GPUs. ``a`` (1g) runs on GPU 0 from 0 for 10,000 s; ``b`` (whole GPU, 100 s)
+    arrives at 100: revision 1 re-carves the idle GPU 1 to 7g; the node drains (``a`` blocks).
+    ``c`` (whole GPU, 100 s) arrives at 500: naive does not wait for the rollout, revision 2 also
+    re-carves GPU 0 to 7g. The draining node takes the new target along and keeps its grace clock
+    (controller/reconciler/drain.py ``draining``): ``a`` is evicted at 100 + 1800 = 1900, both GPUs
+    are re-carved (120 s), back at 2020: ``b`` waited 1920 s, ``c`` 1520 s."""
+    assert A100 is not None
+    trace = [pod("a", 0, 10_000, milli=100), pod("b", 100, 100), pod("c", 500, 100)]
+    res = simulate(trace, A100, Settings(nodes=1, gpus_per_node=2), "naive", NAIVE)
+    assert res.retargets == 1 and res.evictions == 1
+    assert sorted(res.waits["7g"]) == [(1520.0, False), (1920.0, False)]
+    assert res.lost_gpu_seconds == pytest.approx(1900 / 7)
+    # then ``a`` (requeued at 1900) needs a 1g: once b and c leave at 2120, revision 3 re-carves both
+    # idle GPUs (120 s): ``a`` binds at 2240, having waited 340 s
+    assert (res.revisions, res.drains, res.reconfigurations) == (3, 2, 2)
+    assert res.waits["1g"] == [(340.0, False)]
+
+
+def test_a_node_retargeted_while_applying_finishes_then_applies_again_still_cordoned() -> None:
+    """1 idle node x 2 balanced GPUs. ``b`` (whole GPU, 1000 s) at 0: both GPUs to 7g (batching),
+    120 s. ``d`` (1g, 1000 s) at 30 finds no 1g in the target: revision 2 gives GPU 0 a 1g layout.
+    The MIG manager finishes the first apply at 120; the node stays cordoned, goes through Draining
+    (empty) and applies GPU 0 again (controller/reconciler/apply.py ``applying``): back at 180, where
+    ``b`` (waited 180 s) and ``d`` (150 s) bind. Two re-carves, three GPU re-carves, one drain."""
+    assert A100 is not None
+    trace = [pod("b", 0, 1000), pod("d", 30, 1000, milli=100)]
+    res = simulate(trace, A100, Settings(nodes=1, gpus_per_node=2), "naive", NAIVE)
+    assert (res.revisions, res.retargets, res.drains) == (2, 1, 1)
+    assert (res.reconfigurations, res.gpu_reconfigurations) == (2, 3)
+    assert waits(res) == {"1g": [(150.0, False)], "7g": [(180.0, False)]}
+
+
+# ---- --failure-rate: the controller's failure handling and recommend's backoff gate ----------------------
+
+
+def test_failed_reconfiguration_retries_like_the_controller() -> None:
+    """1 idle node x 1 GPU, ``b`` (whole GPU) at 0, failure rate 0.5, seed 7 (draws 0.32, 0.15, 0.65:
+    fail, fail, succeed). Apply 0–60 fails (attempt 1): the node stays cordoned, the controller retries
+    after failure_backoff = 300 s (controller/settings.py); 360–420 fails (attempt 2 = max_attempts):
+    a human retries after --operator-retry (1 h); 4020–4080 succeeds: ``b`` waited 4080 s."""
+    assert A100 is not None
+    s = Settings(nodes=1, gpus_per_node=1, failure_rate=0.5, seed=7)
+    res = simulate([pod("b", 0, 100)], A100, s, "naive", NAIVE)
+    assert (res.failures, res.reconfigurations, res.drains) == (2, 1, 1)
+    assert res.waits["7g"] == [(4080.0, False)]
+    again = simulate([pod("b", 0, 100)], A100, s, "naive", NAIVE)
+    assert again.waits == res.waits  # seeded: the same draws every run
+    assert simulate([pod("b", 0, 100)], A100, replace(s, failure_rate=0.0), "naive", NAIVE).failures == 0
+
+
+def test_backoff_gate_holds_the_default_loop_after_a_failure() -> None:
+    """2 idle nodes x 1 balanced GPU, failure rate 0.5, seed 7 (draws 0.32 0.15 0.65 0.07 0.54: fail,
+    fail, succeed, fail, succeed). ``b`` (whole GPU) at 0: first wanted at tick 900, the window passes
+    at 1800: node 0's apply 1800–1860 fails, the controller's retry 2160–2220 fails, the human's retry
+    (1 h) 5820–5880 succeeds: ``b`` waited 5880 s. ``c`` (whole GPU) at 2300 wants node 1: tick 2700
+    sees node 0 Failed since 2220 (recommend counts it once: 1 failure, backoff 300 s after 2220).
+
+    * backoff 300 s: the window passes at 3600, the revision is made; node 0, Failed, holds the only
+      maxUnavailable slot (controller/reconciler/admission.py counts it), so node 1 is admitted at
+      5880; its apply fails (draw 4), retried at 6240, back at 6300: ``c`` waited 4000 s.
+    * backoff 3600 s: ticks 2700–5400 are blocked by the backoff (ready at 5820); at 6300 the revision
+      is made, node 1's apply 6300–6360 fails, the retry 6660–6720 succeeds: ``c`` waited 4420 s.
+    """
+    assert A100 is not None
+    s = Settings(nodes=2, gpus_per_node=1, failure_rate=0.5, seed=7)
+    trace = [pod("b", 0, 10_000), pod("c", 2300, 100)]
+    short = simulate(trace, A100, s, "default", NAIVE)
+    assert (short.failures, short.reconfigurations, short.blocked.get("backoff", 0)) == (3, 2, 0)
+    assert waits(short) == {"7g": [(4000.0, False), (5880.0, False)]}
+    long = simulate(trace, A100, s, "default", PartitionPolicy(mode="dynamic", backoff_initial_seconds=3600))
+    assert long.blocked["backoff"] == 4 and long.failures == 3
+    assert waits(long) == {"7g": [(4420.0, False), (5880.0, False)]}
+
+
+def test_a_multi_gpu_pod_gets_its_whole_gpus_on_one_node() -> None:
+    """2 nodes x 2 balanced GPUs; ``a`` (1g) runs on node 0 from 0. ``big`` asks for 2 whole GPUs at
+    100. Counted GPU by GPU, two 7g anywhere would do, but the pod needs both on one node: node 1
+    (nothing at stake) gets both its GPUs re-carved, 2 × 60 s: ``big`` waits 120 s, nothing evicted.
+    ``big2`` (2 whole GPUs) at 1000 finds node 1's two whole GPUs idle again (``big`` ran 500 s):
+    no new change."""
+    assert A100 is not None
+    trace = [pod("a", 0, 10_000, milli=100), pod("big", 100, 500, num=2), pod("big2", 1000, 10, num=2)]
+    res = simulate(trace, A100, Settings(nodes=2, gpus_per_node=2), "naive", NAIVE)
+    assert (res.reconfigurations, res.gpu_reconfigurations, res.evictions) == (1, 2, 0)
+    assert waits(res) == {"1g": [(0.0, False)], "2x7g": [(0.0, False), (120.0, False)]}

@@ -22,6 +22,7 @@ from compiler.model import PartitionPolicy
 from compiler.simulate.engine import (
     BASELINES,
     DEMAND_MODELS,
+    DISRUPTION_MODELS,
     DRAIN_GRACE_SECONDS,
     EVICTION_MODELS,
     Result,
@@ -60,6 +61,10 @@ def _row(r: Result) -> dict[str, object]:
         "gpusTouched": r.gpus_touched,
         "nodesTouched": r.nodes_touched,
         "drainWaits": r.drain_waits,
+        "drains": r.drains,
+        "revisions": r.revisions,
+        "retargets": r.retargets,
+        "failures": r.failures,
         "evictions": r.evictions,
         "lostGpuHours": round(r.lost_gpu_seconds / 3600, 1),
         "waitSeconds": {size: _pct(r, size) for size in sizes} | {"all": _pct(r, None)},
@@ -199,10 +204,27 @@ def _duration(text: str | None, flag: str) -> int | None:
     help="How far back --demand peak looks (e.g. 6h) [default: the policy's stabilizationWindow].",
 )
 @click.option(
-    "--weigh-disruption",
-    default=None,
-    help="Default loop: skip a node whose running pods' progress exceeds the demand its change serves "
-    "held this long (e.g. 30d) [default: off].",
+    "--disruption",
+    "disruption",
+    default="expected",
+    show_default=True,
+    type=click.Choice(DISRUPTION_MODELS),
+    help="Default loop: re-carve a node only when the pending GPU-time its change avoids beats the "
+    "GPU-time its drain is expected to destroy (expected), or regardless (off).",
+)
+@click.option(
+    "--failure-rate",
+    default=0.0,
+    show_default=True,
+    type=click.FloatRange(0, 1, max_open=True),
+    help="Probability that one MIG reconfiguration of a node fails (seeded, deterministic; below 1).",
+)
+@click.option("--seed", default=0, show_default=True, type=int, help="Seed of the --failure-rate draws.")
+@click.option(
+    "--operator-retry",
+    default="1h",
+    show_default=True,
+    help="How long a node that failed every automatic attempt waits for a human's retry.",
 )
 @click.option(
     "--max-unavailable",
@@ -228,7 +250,10 @@ def command(
     eviction: str,
     demand_model: str,
     demand_window: str | None,
-    weigh_disruption: str | None,
+    disruption: str,
+    failure_rate: float,
+    seed: int,
+    operator_retry: str,
     max_unavailable: int,
     max_wait: str | None,
     fmt: str,
@@ -245,7 +270,7 @@ def command(
         return fail([make("MIGC426", why)])
     wait_s = _duration(max_wait, "--max-wait")
     window_s = _duration(demand_window, "--demand-window")
-    weigh_s = _duration(weigh_disruption, "--weigh-disruption")
+    operator_s = _duration(operator_retry, "--operator-retry")
     policy = PartitionPolicy(mode="dynamic")
     if policy_path is not None:
         loaded, diags = load_and_validate([policy_path])
@@ -267,7 +292,10 @@ def command(
         eviction=eviction,
         demand=demand_model,
         demand_window_seconds=float(window_s or 0),
-        weigh_disruption=float(weigh_s or 0),
+        disruption=disruption,
+        failure_rate=failure_rate,
+        seed=seed,
+        operator_retry_seconds=float(operator_s or 0),
         max_unavailable=max_unavailable,
         max_wait_seconds=wait_s,
     )
@@ -287,7 +315,8 @@ def command(
         f"({trace.skipped_no_gpu} without GPU, "
         f"{trace.skipped_never_ran} never ran, skipped); {nodes} x {gpus_per_node} {model.model}; "
         f"time scale {time_scale:g}; mapping {mapping}; drain grace {drain_grace:g} s, "
-        f"{reconfigure_seconds:g} s per GPU, eviction {eviction}, maxUnavailable {max_unavailable}"
+        f"{reconfigure_seconds:g} s per GPU, eviction {eviction}, maxUnavailable {max_unavailable}; "
+        f"disruption rule {disruption}; failure rate {failure_rate:g}"
     )
     if fmt == "json":
         doc = {
@@ -304,7 +333,10 @@ def command(
             "eviction": eviction,
             "demand": demand_model,
             "demandWindowSeconds": window_s,
-            "weighDisruptionSeconds": weigh_s,
+            "disruption": disruption,
+            "failureRate": failure_rate,
+            "seed": seed,
+            "operatorRetrySeconds": operator_s,
             "maxUnavailable": max_unavailable,
             "results": rows,
         }

@@ -23,24 +23,30 @@ Model (documented in docs/simulate.md):
   - then the node is out for ``drain_seconds + reconfigure_seconds × changed GPUs`` (default
     0 + 60 s per GPU: the 30–90 s per GPU seen in practice), and its new layout counts once it is
     back (uncordoned);
-  - at most ``max_unavailable`` nodes are out of Idle at once (controller/reconciler/admission.py
-    ``max_unavailable``); the rest of a change waits its turn. Like ``migc recommend``'s rollout
-    gate, no new change is proposed while a node of the previous one is still rolling out.
-* **Re-partitioning** (:func:`cover`): nodes are taken in order of how little a re-carve disturbs
-  (least progress at stake: slice-seconds its running GPU pods have run, then fewest such pods, like
-  the solver's
-  disruption level); on each, GPUs are taken in order of how little of the demand they serve, and
-  each gets the catalog layout that serves the most slice-weighted shortage (the demand the fleet
-  cannot serve plus what that GPU served), if that beats its current layout. Once a node changes
-  (it drains anyway), its GPUs that serve nothing of the demand get the layout serving the most of
-  the whole demand: one drain instead of several later.
-* **Policies** (``--baseline``): ``naive`` re-partitions whenever a pod is left pending (no gates
-  but the rollout one); ``default`` runs the recommend loop every ``interval`` on the demand it
-  observes then (running + pending instances per profile, like ``migc recommend``'s snapshot; or
-  the peak over the ``stabilizationWindow`` with ``demand="peak"``), with the real
-  gates of :mod:`compiler.recommend.gates` (threshold, stabilizationWindow, minDwell,
-  dailyChangeBudget, max-wait urgency, rules; backoff never fires: the model has no failed
-  rollouts); ``static-balanced`` keeps the model's all-balanced layout; ``static-optimal`` keeps the
+  - admission is the controller's (controller/reconciler/admission.py): Idle nodes whose layout
+    differs from the latest revision's, fewest GPU pods first, while fewer than ``max_unavailable``
+    nodes are out of Idle (a Failed node keeps its slot);
+  - a new revision re-targets nodes in flight as the controller does (``Step.retarget``): a
+    draining node keeps its grace clock (drain.py), an applying node finishes and applies again,
+    still cordoned (apply.py), a Failed node restarts with the new target (failed.py);
+  - with ``failure_rate`` a MIG manager apply fails (seeded draws, in event order): the node stays
+    Failed and cordoned, the controller retries after ``failure_backoff × 2^(n−1)`` while
+    ``n < max_attempts``, then a human after ``operator_retry_seconds`` (controller/settings.py).
+* **Re-partitioning** (:func:`cover`), on the latest revision's layouts: nodes are taken in order of
+  expected disruption (:mod:`compiler.simulate.disruption`), then fewest running GPU pods; pending
+  multi-GPU pods first get their full GPUs on one node; then, on each node, GPUs are taken in order
+  of how little of the demand they serve, and each gets the catalog layout that serves the most
+  slice-weighted shortage (the demand the fleet cannot serve plus what that GPU served), if that
+  beats its current layout. Once a node changes (it drains anyway), its GPUs that serve nothing of
+  the demand get the layout serving the most of the whole demand: one drain instead of several later.
+* **Policies** (``--baseline``): ``naive`` makes a new revision whenever the latest one leaves a pod
+  without capacity (no gate at all: the rollout gate is ``migc recommend``'s own); ``default`` runs
+  the recommend loop every ``interval`` on the demand it observes then (running + pending instances
+  per profile, like ``migc recommend``'s snapshot; or the peak over the ``stabilizationWindow`` with
+  ``demand="peak"``), with the disruption rule (``disruption="expected"``; the gain threshold with
+  ``"off"``) and the real gates of :mod:`compiler.recommend.gates` (stabilizationWindow, minDwell,
+  dailyChangeBudget, backoff from the Failed nodes, max-wait urgency, rules) and recommend's rollout
+  gate; ``static-balanced`` keeps the model's all-balanced layout; ``static-optimal`` keeps the
   layout that covers the trace's time-averaged demand, scaled to the fleet. Dynamic policies start
   from all-balanced.
 * **Waits**: a pod's wait is the total time it spent pending (over all its attempts, when it was
@@ -55,6 +61,7 @@ import datetime as dt
 import functools
 import heapq
 import math
+import random
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -63,14 +70,20 @@ from compiler.catalog import GpuModel
 from compiler.catalog.layouts import enumerate_layouts
 from compiler.model import PartitionPolicy
 from compiler.recommend import gates as g
+from compiler.simulate import disruption as dis
 from compiler.simulate.trace import TracePod, profile_for
 
 EPOCH = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
 BASELINES = ("naive", "default", "static-balanced", "static-optimal")
 EVICTION_MODELS = ("restart", "resume")
 DEMAND_MODELS = ("now", "peak")
+DISRUPTION_MODELS = ("expected", "off")
 # controller/settings.py Settings.drain_grace_timeout: how long the controller lets GPU pods finish
 DRAIN_GRACE_SECONDS = 1800.0
+# controller/settings.py failure_backoff and max_attempts: after the n-th failed apply the controller
+# retries by itself after failure_backoff × 2^(n−1) while n < max_attempts; then a human decides
+FAILURE_BACKOFF_SECONDS = 300.0
+MAX_ATTEMPTS = 2
 
 
 @dataclass(frozen=True)
@@ -86,12 +99,15 @@ class Settings:
     max_unavailable: int = 1
     max_wait_seconds: int | None = None  # migc.dev/max-wait-time given to every pod (None: no hint)
     # what the default loop plans for: the demand now (a snapshot, what `migc recommend` observes),
-    # or the peak over the window (measured in docs/simulate.md: no better)
+    # or the peak over the window (measured in an earlier round: no better; see docs/simulate.md)
     demand: str = "now"
     demand_window_seconds: float = 0.0  # how far back the peak looks (0: the stabilizationWindow)
-    # default loop: skip a node whose running pods' progress (slice-seconds) exceeds the slices its
-    # change serves held this long (0: off; measured in docs/simulate.md, off by default)
-    weigh_disruption: float = 0.0
+    # default loop: re-carve a node only when the pending GPU-time its change avoids beats the
+    # GPU-time its drain is expected to destroy by the reconfigurationThreshold (see disruption.py)
+    disruption: str = "expected"
+    failure_rate: float = 0.0  # probability that one MIG manager apply fails (seeded, deterministic)
+    seed: int = 0
+    operator_retry_seconds: float = 3600.0  # a human retries a node past the automatic attempts
 
 
 @dataclass
@@ -112,6 +128,10 @@ class Result:
     evictions: int = 0
     lost_gpu_seconds: float = 0.0  # run time thrown away by evictions, in whole-GPU seconds
     drain_waits: int = 0  # node rollouts that had to wait for running pods
+    drains: int = 0  # nodes cordoned (admitted by the rollout); > reconfigurations when re-targeted back
+    revisions: int = 0  # proposals handed to the controller (new assignment revisions)
+    retargets: int = 0  # nodes in flight whose target a new revision changed (controller: step.retarget)
+    failures: int = 0  # failed MIG manager applies (--failure-rate)
 
     @property
     def per_hour(self) -> float:
@@ -155,7 +175,7 @@ def _key(v: Mapping[str, int]) -> tuple[tuple[str, int], ...]:
     return tuple(sorted((k, n) for k, n in v.items() if n > 0))
 
 
-IDLE, DRAINING, RECONFIGURING = 0, 1, 2
+IDLE, DRAINING, RECONFIGURING, FAILED = 0, 1, 2, 3
 
 
 class _Fleet:
@@ -163,7 +183,8 @@ class _Fleet:
         self.model = model
         self.s = s
         n = s.nodes * s.gpus_per_node
-        self.layout: list[Layout] = [dict(layout) for _ in range(n)]
+        self.layout: list[Layout] = [dict(layout) for _ in range(n)]  # deployed
+        self.target: list[Layout] = [dict(layout) for _ in range(n)]  # the latest revision wants
         self.busy: list[Layout] = [{} for _ in range(n)]
         self.state = [IDLE] * s.nodes
         self.slices = {p.name: p.compute_slices for p in model.profiles}
@@ -174,9 +195,18 @@ class _Fleet:
     def gpus(self, node: int) -> range:
         return range(node * self.s.gpus_per_node, (node + 1) * self.s.gpus_per_node)
 
-    def capacity(self) -> Layout:
+    def wanted(self, node: int) -> dict[int, Layout]:
+        """The node's GPUs whose target differs from their deployed layout, with the target."""
+        return {gi: dict(self.target[gi]) for gi in self.gpus(node) if self.layout[gi] != self.target[gi]}
+
+    def differs(self, node: int) -> bool:
+        """Whether the node's deployed layout is not what the latest revision wants."""
+        return any(self.layout[gi] != self.target[gi] for gi in self.gpus(node))
+
+    def capacity(self, which: str = "target") -> Layout:
+        """Instances per profile of the latest revision (``target``) or deployed (``layout``)."""
         out: Layout = {}
-        for lay in self.layout:
+        for lay in self.target if which == "target" else self.layout:
             for p, c in lay.items():
                 out[p] = out.get(p, 0) + c
         return out
@@ -197,54 +227,131 @@ def _best_layout(model: GpuModel, need: tuple[tuple[str, int], ...]) -> tuple[tu
     return best[2] if best else ()
 
 
+Weigh = Callable[[int, Layout, Layout, int, float], bool]
+"""(node, capacity before, capacity after its change, GPUs it changes, benefit of the multi-GPU pods it
+places) → whether the change is worth it."""
+
+
+@dataclass(frozen=True)
+class BigPod:
+    """A pending pod asking for ``count`` ≥ 2 full-GPU instances, which must all be on one node."""
+
+    count: int
+    profile: str
+    benefit: float  # its pending GPU-time avoided (for ``weigh``): count × time waited
+
+
 def cover(
     fleet: _Fleet,
     demand: Layout,
     order: Sequence[tuple[int, float]],
     extra: Layout | None = None,
-    worth_seconds: float | None = None,
+    weigh: Weigh | None = None,
+    big: Sequence[BigPod] = (),
 ) -> tuple[dict[int, Layout], Layout]:
     """GPUs to re-carve (gpu → new layout) and the resulting capacity; see the module docstring.
 
-    ``order``: the nodes that may change with the slice-seconds of progress their running pods would
-    lose if evicted, least disturbing first. ``worth_seconds``: when set, a node is re-carved only if
-    the slices of demand its change serves, held that long, are worth more than that progress.
+    Works on the latest revision's layouts (``fleet.target``): what a rollout still applies counts.
+    ``order``: the nodes that may change, least disturbing first (with their expected disruption).
+    ``weigh``: when set, a node is re-carved only where it says the change is worth its disruption.
+    ``big``: pending multi-GPU pods (in queue order; their instances are part of ``demand``): each is
+    given ``count`` full GPUs *on one node* — idle full GPUs of one node if there are enough, else
+    the first node in ``order`` whose change passes ``weigh`` gets them (idle GPUs first) — and the
+    per-GPU cover then works on the rest of the demand and of the GPUs.
     """
     cap = fleet.capacity()
     want = dict(demand)
     for p, n in (extra or {}).items():
         want[p] = want.get(p, 0) + n
-    short = {p: n - cap.get(p, 0) for p, n in want.items() if n > cap.get(p, 0)}
-    if not short:
-        return {}, cap
-    slices = fleet.slices
     changes: dict[int, Layout] = {}
-    for node, stake in order:
+    taken: set[int] = set()
+
+    def lay(gi: int) -> Layout:
+        return changes.get(gi, fleet.target[gi])
+
+    room = {node: fleet.s.gpus_per_node for node, _ in order}  # GPUs not given to a multi-GPU pod yet
+    for pod in big:
+        want[pod.profile] = max(0, want.get(pod.profile, 0) - pod.count)
+        if pod.count > max(room.values(), default=0):
+            continue  # no node has that many GPUs left in this cover
+        whole = {pod.profile: 1}
+        placed = False
+        for node, _ in order:
+            idle = [
+                gi for gi in fleet.gpus(node) if gi not in taken and lay(gi) == whole and not fleet.busy[gi]
+            ]
+            if len(idle) >= pod.count:
+                taken.update(idle[: pod.count])
+                room[node] -= pod.count
+                placed = True
+                break
+        if placed:
+            continue
+        for node, _ in order:
+            free = sorted(
+                (gi for gi in fleet.gpus(node) if gi not in taken),
+                key=lambda gi: (lay(gi) != whole, sum(fleet.busy[gi].values()), gi),
+            )
+            if len(free) < pod.count:
+                continue
+            pick = free[: pod.count]
+            node_changes = {gi: dict(whole) for gi in pick if lay(gi) != whole}
+            after = dict(cap)
+            for gi in node_changes:
+                for p, c in lay(gi).items():
+                    after[p] -= c
+                after[pod.profile] = after.get(pod.profile, 0) + 1
+            if weigh is not None and not weigh(node, cap, after, len(node_changes), pod.benefit):
+                continue
+            changes.update(node_changes)
+            taken.update(pick)
+            room[node] -= pod.count
+            cap = after
+            break
+    # the per-GPU cover, on the GPUs and the demand the multi-GPU pods left
+    rest = dict(cap)
+    for gi in taken:
+        for p, c in lay(gi).items():
+            rest[p] -= c
+    short = {p: n - rest.get(p, 0) for p, n in want.items() if n > rest.get(p, 0)}
+    for node, _ in order:
         if not short:
             break
-        before = g.served(cap, want, slices)
-        node_cap, node_changes = _cover_node(fleet, node, want, dict(cap), short)
+        node_cap, node_changes = _cover_node(fleet, node, want, dict(rest), short, lay, taken)
         if not node_changes:
             continue
-        if worth_seconds is not None and stake > (g.served(node_cap, want, slices) - before) * worth_seconds:
-            continue  # the work an eviction may throw away outweighs what the change serves
-        cap = node_cap
+        if weigh is not None and not weigh(node, rest, node_cap, len(node_changes), 0.0):
+            continue  # what the drain is expected to destroy outweighs what the change serves
+        for gi, new in node_changes.items():
+            for p, c in lay(gi).items():
+                cap[p] -= c
+            for p, c in new.items():
+                cap[p] = cap.get(p, 0) + c
+        rest = node_cap
         changes.update(node_changes)
-        short = {p: n - cap.get(p, 0) for p, n in want.items() if n > cap.get(p, 0)}
+        short = {p: n - rest.get(p, 0) for p, n in want.items() if n > rest.get(p, 0)}
     return changes, {p: c for p, c in cap.items() if c}
 
 
 def _cover_node(
-    fleet: _Fleet, node: int, want: Layout, cap: Layout, short: Layout
+    fleet: _Fleet,
+    node: int,
+    want: Layout,
+    cap: Layout,
+    short: Layout,
+    lay: Callable[[int], Layout],
+    taken: set[int],
 ) -> tuple[Layout, dict[int, Layout]]:
-    """Re-carve one node's GPUs greedily against the shortage; the new capacity and the changes."""
+    """Re-carve one node's GPUs greedily against the shortage; the new capacity and the changes.
+
+    ``lay``: a GPU's layout so far; ``taken``: GPUs kept for multi-GPU pods (left alone)."""
     slices = fleet.slices
     spare = {p: max(0, c - want.get(p, 0)) for p, c in cap.items()}
     # slices of each GPU the demand needs (instances beyond the spare of their profile)
     gpus = sorted(
-        fleet.gpus(node),
+        (gi for gi in fleet.gpus(node) if gi not in taken),
         key=lambda gi: (
-            sum(max(0, c - spare.get(p, 0)) * slices[p] for p, c in fleet.layout[gi].items()),
+            sum(max(0, c - spare.get(p, 0)) * slices[p] for p, c in lay(gi).items()),
             gi,
         ),
     )
@@ -252,7 +359,7 @@ def _cover_node(
     for gi in gpus:
         if not short:
             break
-        old = fleet.layout[gi]
+        old = lay(gi)
         # what this GPU serves now that nobody else would: removing it adds to the shortage
         lost = {p: max(0, c - spare.get(p, 0)) for p, c in old.items()}
         need = dict(short)
@@ -278,7 +385,7 @@ def _cover_node(
         for gi in gpus:
             if gi in changes:
                 continue
-            old = fleet.layout[gi]
+            old = lay(gi)
             if any(c - spare.get(p, 0) > 0 for p, c in old.items()):
                 continue
             new = dict(_best_layout(fleet.model, mix))
@@ -340,7 +447,7 @@ def _trace_pods(trace: Sequence[TracePod], model: GpuModel, s: Settings) -> list
 
 
 # event kinds, in the order they are handled at one instant: (time, seq, kind, payload)
-_RECONFIGURED, _DEPARTURE, _DRAIN_DEADLINE, _ARRIVAL, _TICK = 0, 1, 2, 3, 4
+_RECONFIGURED, _DEPARTURE, _DRAIN_DEADLINE, _RETRY, _ARRIVAL, _TICK = 0, 1, 2, 3, 4, 5
 
 
 class _Run:
@@ -381,6 +488,7 @@ class _Run:
         self.waited = [0.0] * len(pods)  # time spent pending, over all attempts
         self.remaining = [p.src.duration for p in pods]  # run time left (eviction "resume")
         self.ever_ran: set[int] = set()
+        self.multi = [i for i, p in enumerate(pods) if 1 < p.count <= s.gpus_per_node]  # multi-GPU pods
         self.node_pods: list[set[int]] = [set() for _ in range(s.nodes)]
         self.busy_slices = 0
         self.last_t = start
@@ -390,14 +498,19 @@ class _Run:
         self.change_log: list[dt.datetime] = []
         self.first_seen: dt.datetime | None = None
         self.pattern: tuple[str, ...] = ()
-        self.rollout: deque[tuple[int, dict[int, Layout]]] = deque()  # node changes waiting their turn
-        self.in_flight: dict[int, dict[int, Layout]] = {}  # node → gpu → layout applied when back
+        self.applying: dict[int, dict[int, Layout]] = {}  # node → gpu → layout the MIG manager applies
+        self.attempts: dict[int, int] = {}  # failed node → failed applies in a row
+        self.failed_at: dict[int, float] = {}  # node → when its last apply failed
+        self.retry_seq: dict[int, int] = {}  # failed node → seq of its retry event
+        self.rng = random.Random(s.seed)  # --failure-rate draws, in event order: deterministic
+        # what the default loop's backoff gate knows (like migc recommend's state file)
+        self.failures = 0
+        self.last_failure: float | None = None
+        self.last_proposal: float | None = None
         self.drain_seq: dict[int, int] = {}  # draining node → seq of its grace deadline
         self.now_demand: Layout = {}  # running + pending instances per profile
         self.history: deque[tuple[float, Layout]] = deque()  # (since, demand) over the window
         self.interval = float(policy.interval_seconds)
-        # --weigh-disruption: what a change serves, held this long, must outweigh the progress at stake
-        self.worth_seconds = s.weigh_disruption if s.weigh_disruption else None
         if baseline == "default":
             self.push(start + self.interval, _TICK, 0)
         self.done = 0
@@ -524,25 +637,48 @@ class _Run:
     # ---- rollout (controller/reconciler: admission → drain → apply) -----------------------------------
 
     def apply(self, changes: dict[int, Layout], now: float) -> None:
-        """Hand a change to the rollout: node by node (least disturbing first), at most
-        ``max_unavailable`` out of Idle at once."""
-        by_node: dict[int, dict[int, Layout]] = {}
+        """A new revision: the changed GPUs get their new target layout, and the controller acts.
+
+        Nodes in flight are re-targeted as the controller does (``Step.retarget``,
+        controller/reconciler/context.py): a draining node keeps draining on the same grace clock
+        (drain.py ``draining`` only rewrites the target record) and is re-carved to the newest target
+        when drained; a node the MIG manager is applying finishes that apply and then goes through
+        Draining (nothing runs on it) to apply the newest target (apply.py ``applying``); a failed
+        node restarts at once with the new target, attempts reset (failed.py ``failed``).
+        """
+        fleet = self.fleet
+        self.res.revisions += 1
+        nodes = sorted({fleet.node(gi) for gi in changes})
         for gi, lay in changes.items():
-            by_node.setdefault(self.fleet.node(gi), {})[gi] = lay
-        for node, gl in by_node.items():  # in the cover's order: least disturbing first
-            self.rollout.append((node, gl))
-            self.res.reconfigurations += 1
-            self.res.gpu_reconfigurations += len(gl)
-            self.touched_gpus.update(gl)
-            self.touched_nodes.add(node)
+            fleet.target[gi] = lay
+        for node in nodes:
+            self.node_last_change[f"node-{node}"] = EPOCH + dt.timedelta(seconds=now)
             self.change_log.append(EPOCH + dt.timedelta(seconds=now))
+            if fleet.state[node] != IDLE:
+                self.res.retargets += 1
+            if fleet.state[node] == FAILED:
+                self.retry_seq.pop(node, None)
+                self.attempts[node] = 0
+                fleet.state[node] = DRAINING
+                self._reconfigure(node, now)
         self._admit(now)
 
     def _admit(self, now: float) -> None:
-        while self.rollout and len(self.in_flight) < self.s.max_unavailable:
-            node, gl = self.rollout.popleft()
-            self.in_flight[node] = gl
-            self.fleet.state[node] = DRAINING  # cordon (controller/reconciler/admission.py)
+        """controller/reconciler/admission.py: Idle nodes whose layout differs from the target, fewest
+        GPU pods first (then name), while fewer than ``max_unavailable`` nodes are out of Idle (a
+        Failed node keeps counting)."""
+        fleet = self.fleet
+        budget = self.s.max_unavailable - sum(1 for st in fleet.state if st != IDLE)
+        if budget <= 0:
+            return
+        waiting = sorted(
+            (len(self.node_pods[n]), n)
+            for n in range(self.s.nodes)
+            if fleet.state[n] == IDLE and fleet.differs(n)
+        )
+        for _, node in waiting[:budget]:
+            fleet.state[node] = DRAINING  # cordon (controller/reconciler/admission.py)
+            self.res.drains += 1
             if self.node_pods[node]:
                 self.res.drain_waits += 1
                 self.drain_seq[node] = self.push(now + self.s.drain_grace_seconds, _DRAIN_DEADLINE, node)
@@ -550,11 +686,58 @@ class _Run:
                 self._reconfigure(node, now)
 
     def _reconfigure(self, node: int, now: float) -> None:
-        """No GPU pod left (controller/reconciler/drain.py → apply): the MIG manager re-carves."""
+        """No GPU pod left (controller/reconciler/drain.py → apply.py ``start_apply``): the MIG manager
+        re-carves the GPUs whose target differs; none (re-targeted back) is only a verification."""
         self.drain_seq.pop(node, None)
-        self.fleet.state[node] = RECONFIGURING
-        cost = self.s.drain_seconds + self.s.reconfigure_seconds * len(self.in_flight[node])
+        fleet = self.fleet
+        fleet.state[node] = RECONFIGURING
+        changed = fleet.wanted(node)
+        self.applying[node] = changed
+        cost = self.s.drain_seconds + self.s.reconfigure_seconds * len(changed) if changed else 0.0
         self.push(now + cost, _RECONFIGURED, node)
+
+    def _reconfigured(self, node: int, now: float) -> None:
+        """The MIG manager is done: success (new layout; again if re-targeted meanwhile, else
+        uncordon) or, with ``failure_rate``, failed (controller/reconciler/context.py ``fail``)."""
+        fleet, res = self.fleet, self.res
+        changed = self.applying.pop(node)
+        if changed and self.s.failure_rate > 0 and self.rng.random() < self.s.failure_rate:
+            res.failures += 1
+            if (
+                fleet.wanted(node) != changed
+            ):  # re-targeted while applying: failed.py restarts with it at once
+                self.attempts.pop(node, None)
+                self._reconfigure(node, now)
+                return
+            fleet.state[node] = FAILED  # stays cordoned; its layout is what it was
+            self.attempts[node] = self.attempts.get(node, 0) + 1
+            self.failed_at[node] = now
+            if self.attempts[node] < MAX_ATTEMPTS:  # automatic retry after failure_backoff × 2^(n−1)
+                wait = FAILURE_BACKOFF_SECONDS * 2 ** (self.attempts[node] - 1)
+            else:  # past max_attempts a human must annotate retry=true
+                wait = self.s.operator_retry_seconds
+            self.retry_seq[node] = self.push(now + wait, _RETRY, node)
+            return
+        for gi, lay in changed.items():
+            fleet.layout[gi] = lay
+        if changed:
+            res.reconfigurations += 1
+            res.gpu_reconfigurations += len(changed)
+            self.touched_gpus.update(changed)
+            self.touched_nodes.add(node)
+        self.attempts.pop(node, None)
+        if fleet.differs(node):  # re-targeted while applying: Draining (empty) → apply again
+            self._reconfigure(node, now)
+            return
+        fleet.state[node] = IDLE  # uncordon
+        self._admit(now)
+
+    def _retry(self, node: int, now: float) -> None:
+        """Failed → Draining again (failed.py: automatic retry, or a human's retry annotation)."""
+        if self.attempts.get(node, 0) >= MAX_ATTEMPTS:
+            self.attempts[node] = 0  # the retry annotation resets the count
+        self.fleet.state[node] = DRAINING
+        self._reconfigure(node, now)
 
     def _evict_all(self, node: int, now: float) -> None:
         """Grace over (controller/reconciler/drain.py ``_evict``): evict every GPU pod left; requeue it."""
@@ -602,28 +785,95 @@ class _Run:
         return extra
 
     def node_order(self, now: float) -> list[tuple[int, float]]:
-        """Idle nodes with their progress at stake, least disturbing re-carve first.
+        """Every node with its expected disruption, least first (then fewest GPU pods, then index).
 
-        At stake: the slice-seconds the node's running GPU pods have run (all of them block the
-        drain, and what an eviction throws away), then the number of those pods.
+        Expected disruption (:func:`compiler.simulate.disruption.node_cost` without the outage): the
+        GPU-time its running GPU pods are expected to lose to an eviction after the drain grace. All of
+        them block the drain, also those on GPUs that do not change. Nodes in flight are included: a
+        new revision re-targets them as the controller does.
         """
-        fleet, pods, slices = self.fleet, self.pods, self.fleet.slices
         out: list[tuple[float, int, int]] = []
         for node in range(self.s.nodes):
-            if fleet.state[node] != IDLE:
-                continue
             running = self.node_pods[node]
-            done = sum((now - self.started[i]) * pods[i].count * slices[pods[i].profile] for i in running)
-            out.append((done, len(running), node))
+            cost = dis.node_cost(
+                ((self.fraction(i), now - self.started[i]) for i in running), self.s.drain_grace_seconds, 0.0
+            )
+            out.append((cost, len(running), node))
         out.sort()
-        return [(node, done) for done, _, node in out]
+        return [(node, cost) for cost, _, node in out]
+
+    def fraction(self, i: int) -> float:
+        """The fraction of one GPU pod ``i`` holds (``k`` for ``k`` whole GPUs)."""
+        p = self.pods[i]
+        return p.count * self.fleet.slices[p.profile] / self.model.compute_slices
+
+    def big_pods(self, now: float) -> list[BigPod]:
+        """The pending multi-GPU pods in queue order, for :func:`cover`."""
+        queued = self.queued_at
+        waiting = sorted((-self.pods[i].src.priority, queued[i], i) for i in self.multi if i in queued)
+        return [
+            BigPod(self.pods[i].count, self.pods[i].profile, self.pods[i].count * (self.waited[i] + now - t))
+            for _, t, i in waiting
+        ]
+
+    def _weigh(self, now: float, want: Layout) -> Weigh:
+        """The disruption rule (compiler/simulate/disruption.py) for one evaluation at ``now``."""
+        whole, slices = self.model.compute_slices, self.fleet.slices
+        waits: dict[str, list[float]] = {}  # profile → waits of pending one-instance pods, queue order
+        want = dict(want)
+        for prof, q in self.pending.items():
+            for _, _, i in q:
+                if self.pods[i].count == 1:
+                    waits.setdefault(prof, []).append(self.waited[i] + now - self.queued_at[i])
+                else:  # placed by cover's multi-GPU step, with their own benefit
+                    want[prof] = want.get(prof, 0) - self.pods[i].count
+        pending = {p: len(w) for p, w in waits.items()}
+        threshold = self.policy.reconfiguration_threshold_pct
+
+        def weigh(node: int, before: Layout, after: Layout, changed: int, bonus: float) -> bool:
+            benefit = bonus
+            for p, w in waits.items() if not bonus else ():
+                n = max(0, want.get(p, 0))
+                running = max(0, n - pending[p])
+                first = max(0, min(before.get(p, 0), n) - running)  # served already (in queue order)
+                more = min(after.get(p, 0), n) - min(before.get(p, 0), n)
+                if more > 0:
+                    benefit += slices[p] / whole * sum(w[first : first + more])
+            outage = self.s.gpus_per_node * (self.s.drain_seconds + self.s.reconfigure_seconds * changed)
+            cost = dis.node_cost(
+                ((self.fraction(i), now - self.started[i]) for i in self.node_pods[node]),
+                self.s.drain_grace_seconds,
+                outage,
+            )
+            ok = dis.worth(benefit, cost, threshold)
+            if not ok:
+                self.res.blocked["disruption"] = self.res.blocked.get("disruption", 0) + 1
+            return ok
+
+        return weigh
+
+    def _seen_failures(self, when: dt.datetime) -> None:
+        """What ``migc recommend`` reads from the Failed nodes (compiler/recommend/engine.py): a new
+        failure counts once (by its time); a later successful change resets the count."""
+        failed = [self.failed_at[n] for n in range(self.s.nodes) if self.fleet.state[n] == FAILED]
+        if failed and (self.last_failure is None or max(failed) > self.last_failure):
+            self.failures, self.last_failure = self.failures + 1, max(failed)
+        elif (
+            not failed
+            and self.last_proposal is not None
+            and self.last_failure is not None
+            and self.last_proposal > self.last_failure
+        ):
+            self.failures = 0
 
     def evaluate(self, now: float) -> None:
         """One recommend evaluation: the cover of the demand, applied where every gate passes."""
-        res, policy = self.res, self.policy
+        res, policy, fleet = self.res, self.policy, self.fleet
         res.evaluations += 1
         when = EPOCH + dt.timedelta(seconds=now)
-        if self.in_flight or self.rollout:
+        self._seen_failures(when)
+        # migc recommend's rollout gate: no proposal while a node is out of Idle (Failed aside)
+        if any(st in (DRAINING, RECONFIGURING) for st in fleet.state):
             res.blocked["rollout"] = res.blocked.get("rollout", 0) + 1
             return
         if not self.pending:  # nothing waits: nothing is short, the pattern ends
@@ -632,19 +882,34 @@ class _Run:
         waiting = self._waiting(now)
         extra = self._rule_extra(waiting)
         d = self.window_demand(now)
-        cur = self.fleet.capacity()
-        changes, new_cap = cover(self.fleet, d, self.node_order(now), extra, self.worth_seconds)
-        if not changes:
-            self.first_seen, self.pattern = None, ()
-            return
+        cur = fleet.capacity()
+        want = dict(d)
+        for p, n in extra.items():
+            want[p] = want.get(p, 0) + n
+        weigh = self._weigh(now, want) if self.s.disruption == "expected" else None
+        held = res.blocked.get("disruption", 0)
+        changes, new_cap = cover(fleet, d, self.node_order(now), extra, weigh, self.big_pods(now))
         short = tuple(sorted(p for p, n in d.items() if n > cur.get(p, 0)))
+        if not changes:
+            if res.blocked.get("disruption", 0) == held:  # nothing would help: the pattern ends
+                self.first_seen, self.pattern = None, ()
+            elif short != self.pattern:  # a change is wanted but not worth its disruption yet
+                self.pattern, self.first_seen = short, when
+            return
         if short != self.pattern:
             self.pattern, self.first_seen = short, when
-        gain = g.gain_pct(cur, new_cap, d, self.fleet.slices)
+        gain = g.gain_pct(cur, new_cap, d, fleet.slices)
         urgent = g.urgent_pods(waiting, cur, new_cap)
-        nodes = sorted({f"node-{self.fleet.node(gi)}" for gi in changes})
+        nodes = sorted({f"node-{fleet.node(gi)}" for gi in changes})
+        last_failure = None if self.last_failure is None else EPOCH + dt.timedelta(seconds=self.last_failure)
         checks = [
-            g.threshold(gain, policy, urgent),
+            # with the disruption rule the threshold is already applied, node by node, to the
+            # GPU-time saved against the GPU-time destroyed; the share of the shortage a change
+            # serves is not asked a second time (a large unservable shortage, e.g. pods wanting a
+            # whole node, would otherwise block every smaller change)
+            g.threshold(gain, policy, urgent)
+            if weigh is None
+            else g.Gate("threshold", True, "disruption rule"),
             g.stabilization(self.first_seen, when, policy, urgent),
             g.min_dwell(nodes, self.node_last_change, when, policy),
             g.daily_budget(
@@ -652,12 +917,14 @@ class _Run:
                 g.changes_last_day(self.change_log[-max(policy.daily_change_budget, 1) * 2 :], when),
                 policy,
             ),
+            g.backoff(self.failures, last_failure, when, policy),
         ]
         failed = [c.name for c in checks if not c.passed]
         for name in failed:
             res.blocked[name] = res.blocked.get(name, 0) + 1
         if not failed:
             self.apply(changes, now)
+            self.last_proposal = now
             self.first_seen, self.pattern = None, ()
 
     # ---- events -------------------------------------------------------------------------------------
@@ -686,11 +953,10 @@ class _Run:
                 self._evict_all(x, t)
                 self._reconfigure(x, t)
         elif kind == _RECONFIGURED:
-            for gi, lay in self.in_flight.pop(x).items():
-                self.fleet.layout[gi] = lay
-            self.fleet.state[x] = IDLE  # uncordon
-            self.node_last_change[f"node-{x}"] = EPOCH + dt.timedelta(seconds=t)
-            self._admit(t)
+            self._reconfigured(x, t)
+        elif kind == _RETRY and self.retry_seq.get(x) == seq:
+            del self.retry_seq[x]
+            self._retry(x, t)
 
     def _tick(self, t: float, last_activity: float, horizon: float) -> bool:
         """One evaluation interval; False once nothing can change any more."""
@@ -721,10 +987,11 @@ class _Run:
             elif (
                 self.baseline == "naive"
                 and self.pending
-                and not (self.in_flight or self.rollout)
                 and not (events and events[0][0] == t)  # once every event of this instant is in
             ):
-                changes, _ = cover(self.fleet, self.now_demand, self.node_order(t))
+                # no gate at all, not even migc recommend's rollout gate: a new revision whenever
+                # the latest one leaves a pod without capacity; nodes in flight are re-targeted
+                changes, _ = cover(self.fleet, self.now_demand, self.node_order(t), big=self.big_pods(t))
                 if changes:
                     self.apply(changes, t)
                     self.schedule(t)
@@ -746,6 +1013,7 @@ def simulate(
         layouts = optimal_static(model, s, average_demand(pods, span))
         fleet = _Fleet(model, s, {})
         fleet.layout = layouts
+        fleet.target = [dict(x) for x in layouts]
     else:
         fleet = _Fleet(model, s, balanced_layout(model))
     res = Result(baseline, hours=0.0, total_slices=s.nodes * s.gpus_per_node * model.compute_slices)

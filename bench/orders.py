@@ -21,6 +21,7 @@ from typing import Any
 
 from bench import harness, openb, run, synthetic
 from bench.geometry import geometry
+from bench.optimum import min_gpus
 from compiler.catalog import GpuModel, load_catalog
 from compiler.model import Objective, Policy
 
@@ -75,7 +76,7 @@ def cases(cfg: run.Config, model: GpuModel) -> list[tuple[str, list[Any], list[A
         before = run._small_demand(geo, seed, 7)
         for pct in cfg.m3_small_shifts:
             after = synthetic.shift(before, pct, seed)
-            if run.min_gpus(geo, after).gpus <= 12:
+            if min_gpus(geo, after).gpus <= 12:
                 out.append((f"small s={seed} ±{pct:.0f}%", before, after, 3, 4))
         other = run._small_demand(geo, seed, 7, "balanced-shaped")
         out.append((f"small s={seed} inference→balanced-shaped mix", before, other, 3, 4))

@@ -26,7 +26,18 @@ from compiler.catalog import load_catalog
 from compiler.catalog.layouts import enumerate_layouts
 from compiler.cli import main
 from compiler.commands._common import load_and_validate
-from compiler.model import CurrentState, GpuLayout, NodePool, Policy, Share, Spread, Target, Workload
+from compiler.model import (
+    CurrentState,
+    GpuLayout,
+    NodePool,
+    Objective,
+    PartitionPolicy,
+    Policy,
+    Share,
+    Spread,
+    Target,
+    Workload,
+)
 from compiler.render import render
 from compiler.solve import solve
 from compiler.solve.result import Solution
@@ -258,11 +269,11 @@ def test_bench_spread_rows_on_four_nodes() -> None:
 
 
 def _oracle_with_current(
-    p: NodePool, w: Workload, v: Workload, current: dict[str, tuple[GpuLayout, ...]]
+    p: NodePool, w: Workload, v: Workload, current: dict[str, tuple[GpuLayout, ...]], gpus_first: bool
 ) -> tuple[int, int, int, int, int]:
-    """As ``_oracle``, then the disruption levels against ``current``: most nodes left exactly as
-    deployed, then fewest GPUs changed (per node, deployed GPUs whose layout the node no longer
-    carries)."""
+    """As ``_oracle``, then, in the objective order, fewest GPUs and the disruption levels against
+    ``current``: most nodes left exactly as deployed, then fewest GPUs changed (per node, deployed
+    GPUs whose layout the node no longer carries)."""
     model = CAT.get(p.gpu_model)
     assert model is not None and w.spread is not None
     options = [GpuLayout.whole(), *enumerate_layouts(model)]
@@ -278,10 +289,13 @@ def _oracle_with_current(
             cur, new = Counter(current[name]), Counter(node)
             kept += cur == new
             changed += sum(max(0, c - new[lay]) for lay, c in cur.items())
-        key = (_best_spread(avail, w.replicas, w.spread), min(v.replicas, v_inst), -gpus, kept, -changed)
+        head = (_best_spread(avail, w.replicas, w.spread), min(v.replicas, v_inst))
+        key = (*head, -gpus, kept, -changed) if gpus_first else (*head, kept, -changed, -gpus)
         best = key if best is None else max(best, key)
     assert best is not None
-    return best[0], best[1], -best[2], best[3], -best[4]
+    if gpus_first:
+        return best[0], best[1], -best[2], best[3], -best[4]
+    return best[0], best[1], -best[4], best[2], -best[3]
 
 
 A30 = {
@@ -301,11 +315,17 @@ CURRENT_CASES = [
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("order", [("disruption", "gpus"), ("gpus", "disruption")])
 @pytest.mark.parametrize(("replicas", "spread", "other", "deployed"), CURRENT_CASES)
 def test_spread_with_deployed_state_is_optimal_on_disruption_against_exhaustive_search(
-    replicas: int, spread: Spread, other: int, deployed: tuple[tuple[str, str], ...]
+    replicas: int,
+    spread: Spread,
+    other: int,
+    deployed: tuple[tuple[str, str], ...],
+    order: tuple[Objective, ...],
 ) -> None:
-    """The node-by-node model's kept-node and changed-GPU levels against brute force."""
+    """The node-by-node model's GPU, kept-node and changed-GPU levels against brute force, in both
+    objective orders (the default puts disruption first)."""
     p = pool("a30", "A30-24GB", nodes=2, gpus_per_node=2)
     w = dataclasses.replace(
         workload("w", profile_need("1g.6gb"), replicas, tier="critical", tenant_name="t0"), spread=spread
@@ -313,7 +333,7 @@ def test_spread_with_deployed_state_is_optimal_on_disruption_against_exhaustive_
     v = workload("v", profile_need("2g.12gb"), other, tier="low")
     current = {name: tuple(A30[k] for k in lays) for name, lays in zip(p.node_names, deployed, strict=True)}
     state = CurrentState(nodes=tuple(((CLUSTER, "a30", n), lay) for n, lay in sorted(current.items())))
-    sol = solve(policy([p], [w, v]), CAT, state)
+    sol = solve(policy([p], [w, v], partition=PartitionPolicy(objective=order)), CAT, state)
     nodes = [n for r in sol.pools for n in r.nodes]
     got = (
         served(sol, "w"),
@@ -322,7 +342,7 @@ def test_spread_with_deployed_state_is_optimal_on_disruption_against_exhaustive_
         sum(1 for n in nodes if not n.changed),
         sum(len(n.changed_gpus) for n in nodes),
     )
-    assert got == _oracle_with_current(p, w, v, current)
+    assert got == _oracle_with_current(p, w, v, current, gpus_first=order[0] == "gpus")
     per_node = _per_node(sol, "w")
     carried = _instances(sol, "1g.6gb")
     assert sum(per_node.values()) == got[0]

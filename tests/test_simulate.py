@@ -12,7 +12,7 @@ from compiler.catalog import load_catalog
 from compiler.cli import main
 from compiler.exitcodes import ExitCode
 from compiler.model import PartitionPolicy
-from compiler.simulate import disruption as dis
+from compiler.recommend import disruption as dis
 from compiler.simulate.engine import Result, Settings, _Fleet, _Run, simulate
 from compiler.simulate.trace import TracePod, profile_for, read_trace
 from controller.settings import Settings as ControllerSettings

@@ -33,7 +33,7 @@ Model (documented in docs/simulate.md):
     Failed and cordoned, the controller retries after ``failure_backoff × 2^(n−1)`` while
     ``n < max_attempts``, then a human after ``operator_retry_seconds`` (controller/settings.py).
 * **Re-partitioning** (:func:`cover`), on the latest revision's layouts: nodes are taken in order of
-  expected disruption (:mod:`compiler.simulate.disruption`), then fewest running GPU pods; pending
+  expected disruption (:mod:`compiler.recommend.disruption`), then fewest running GPU pods; pending
   multi-GPU pods first get their full GPUs on one node; then, on each node, GPUs are taken in order
   of how little of the demand they serve, and each gets the catalog layout that serves the most
   slice-weighted shortage (the demand the fleet cannot serve plus what that GPU served), if that
@@ -69,8 +69,8 @@ from dataclasses import dataclass, field
 from compiler.catalog import GpuModel
 from compiler.catalog.layouts import enumerate_layouts
 from compiler.model import PartitionPolicy
+from compiler.recommend import disruption as dis
 from compiler.recommend import gates as g
-from compiler.simulate import disruption as dis
 from compiler.simulate.trace import TracePod, profile_for
 
 EPOCH = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
@@ -78,8 +78,8 @@ BASELINES = ("naive", "default", "static-balanced", "static-optimal")
 EVICTION_MODELS = ("restart", "resume")
 DEMAND_MODELS = ("now", "peak")
 DISRUPTION_MODELS = ("expected", "off")
-# controller/settings.py Settings.drain_grace_timeout: how long the controller lets GPU pods finish
-DRAIN_GRACE_SECONDS = 1800.0
+# controller/settings.py Settings.drain_grace_timeout (one constant, shared with migc recommend)
+DRAIN_GRACE_SECONDS = dis.DRAIN_GRACE_SECONDS
 # controller/settings.py failure_backoff and max_attempts: after the n-th failed apply the controller
 # retries by itself after failure_backoff × 2^(n−1) while n < max_attempts; then a human decides
 FAILURE_BACKOFF_SECONDS = 300.0
@@ -92,7 +92,7 @@ class Settings:
     gpus_per_node: int = 8
     mapping: str = "compute"
     time_scale: float = 1.0
-    reconfigure_seconds: float = 60.0  # per changed GPU
+    reconfigure_seconds: float = dis.RECONFIGURE_SECONDS  # per changed GPU
     drain_seconds: float = 0.0  # fixed per node (e.g. the MIG manager pausing the GPU operands)
     drain_grace_seconds: float = DRAIN_GRACE_SECONDS
     eviction: str = "restart"  # restart: an evicted pod runs its full duration again; resume: the rest
@@ -103,7 +103,8 @@ class Settings:
     demand: str = "now"
     demand_window_seconds: float = 0.0  # how far back the peak looks (0: the stabilizationWindow)
     # default loop: re-carve a node only when the pending GPU-time its change avoids beats the
-    # GPU-time its drain is expected to destroy by the reconfigurationThreshold (see disruption.py)
+    # GPU-time its drain is expected to destroy by the reconfigurationThreshold
+    # (compiler/recommend/disruption.py)
     disruption: str = "expected"
     failure_rate: float = 0.0  # probability that one MIG manager apply fails (seeded, deterministic)
     seed: int = 0
@@ -787,7 +788,7 @@ class _Run:
     def node_order(self, now: float) -> list[tuple[int, float]]:
         """Every node with its expected disruption, least first (then fewest GPU pods, then index).
 
-        Expected disruption (:func:`compiler.simulate.disruption.node_cost` without the outage): the
+        Expected disruption (:func:`compiler.recommend.disruption.node_cost` without the outage): the
         GPU-time its running GPU pods are expected to lose to an eviction after the drain grace. All of
         them block the drain, also those on GPUs that do not change. Nodes in flight are included: a
         new revision re-targets them as the controller does.
@@ -817,7 +818,7 @@ class _Run:
         ]
 
     def _weigh(self, now: float, want: Layout) -> Weigh:
-        """The disruption rule (compiler/simulate/disruption.py) for one evaluation at ``now``."""
+        """The disruption rule (compiler/recommend/disruption.py) for one evaluation at ``now``."""
         whole, slices = self.model.compute_slices, self.fleet.slices
         waits: dict[str, list[float]] = {}  # profile → waits of pending one-instance pods, queue order
         want = dict(want)
@@ -827,19 +828,17 @@ class _Run:
                     waits.setdefault(prof, []).append(self.waited[i] + now - self.queued_at[i])
                 else:  # placed by cover's multi-GPU step, with their own benefit
                     want[prof] = want.get(prof, 0) - self.pods[i].count
-        pending = {p: len(w) for p, w in waits.items()}
         threshold = self.policy.reconfiguration_threshold_pct
 
         def weigh(node: int, before: Layout, after: Layout, changed: int, bonus: float) -> bool:
             benefit = bonus
             for p, w in waits.items() if not bonus else ():
-                n = max(0, want.get(p, 0))
-                running = max(0, n - pending[p])
-                first = max(0, min(before.get(p, 0), n) - running)  # served already (in queue order)
-                more = min(after.get(p, 0), n) - min(before.get(p, 0), n)
-                if more > 0:
-                    benefit += slices[p] / whole * sum(w[first : first + more])
-            outage = self.s.gpus_per_node * (self.s.drain_seconds + self.s.reconfigure_seconds * changed)
+                served = dis.newly_served(w, want.get(p, 0), before.get(p, 0), after.get(p, 0))
+                if served:
+                    benefit += slices[p] / whole * served
+            outage = dis.outage(
+                self.s.gpus_per_node, changed, self.s.reconfigure_seconds, self.s.drain_seconds
+            )
             cost = dis.node_cost(
                 ((self.fraction(i), now - self.started[i]) for i in self.node_pods[node]),
                 self.s.drain_grace_seconds,

@@ -54,7 +54,12 @@ def outage(
 
 
 def newly_served(waits: Sequence[float], demand: int, before: int, after: int) -> float:
-    """Σ of the waits of the pending instances of one profile that the change serves.
+    """Σ of the waits of the pending instances of one profile that the change serves (see below)."""
+    return sum(served_waits(waits, demand, before, after))
+
+
+def served_waits(waits: Sequence[float], demand: int, before: int, after: int) -> Sequence[float]:
+    """The waits of the pending instances of one profile that the change serves.
 
     ``waits``: the pending instances' waits in queue order; ``demand``: running + pending instances
     of the profile; ``before``/``after``: the profile's instances before and after the change. The
@@ -66,8 +71,8 @@ def newly_served(waits: Sequence[float], demand: int, before: int, after: int) -
     first = max(0, min(before, n) - running)
     more = min(after, n) - min(before, n)
     if more <= 0:
-        return 0.0
-    return sum(waits[first : first + more])
+        return ()
+    return waits[first : first + more]
 
 
 def worth(benefit: float, cost: float, threshold_pct: float) -> bool:

@@ -197,7 +197,8 @@ def _duration(text: str | None, flag: str) -> int | None:
     show_default=True,
     type=click.Choice(DEMAND_MODELS),
     help="Demand the default loop plans for: the demand at each evaluation (what recommend observes), "
-    "or the peak over the stabilizationWindow.",
+    "the peak over the stabilizationWindow, or recommend's sizing from its demand history "
+    "(docs/simulate.md).",
 )
 @click.option(
     "--demand-window",

@@ -71,12 +71,13 @@ from compiler.catalog.layouts import enumerate_layouts
 from compiler.model import PartitionPolicy
 from compiler.recommend import disruption as dis
 from compiler.recommend import gates as g
+from compiler.recommend import history as h
 from compiler.simulate.trace import TracePod, profile_for
 
 EPOCH = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
 BASELINES = ("naive", "default", "static-balanced", "static-optimal")
 EVICTION_MODELS = ("restart", "resume")
-DEMAND_MODELS = ("now", "peak")
+DEMAND_MODELS = ("now", "peak", "history")
 DISRUPTION_MODELS = ("expected", "off")
 # controller/settings.py Settings.drain_grace_timeout (one constant, shared with migc recommend)
 DRAIN_GRACE_SECONDS = dis.DRAIN_GRACE_SECONDS
@@ -511,6 +512,8 @@ class _Run:
         self.drain_seq: dict[int, int] = {}  # draining node → seq of its grace deadline
         self.now_demand: Layout = {}  # running + pending instances per profile
         self.history: deque[tuple[float, Layout]] = deque()  # (since, demand) over the window
+        self.samples: tuple[h.Sample, ...] = ()  # demand="history": recommend's state-file history
+        self.window: h.Window | None = None  # demand="history": the window of the last evaluation
         self.interval = float(policy.interval_seconds)
         if baseline == "default":
             self.push(start + self.interval, _TICK, 0)
@@ -527,6 +530,34 @@ class _Run:
         self.now_demand[prof] = self.now_demand.get(prof, 0) + n
         if self.baseline == "default" and self.s.demand == "peak":
             self.history.append((now, dict(self.now_demand)))
+
+    def history_demand(self, now: float, waiting: Sequence[g.PendingPod]) -> Layout:
+        """``demand="history"``: what ``migc recommend`` sizes for (compiler/recommend/history.py).
+
+        One tenant; per profile the sample is running + pending instances now, the window is
+        recommend's (sample-and-hold over the stabilizationWindow, covered once a sample is in force
+        at its start) and each profile is sized for ``clamp(declared, min, max)``, ``declared``
+        standing for the latest revision's instances (what the Workloads provision), raised for the
+        pods past their max wait. Records this evaluation's sample as recommend's state file would.
+        """
+        when = EPOCH + dt.timedelta(seconds=now)
+        counts = {("sim", p): [n, 0] for p, n in self.now_demand.items() if n > 0}
+        current = h.sample(when, counts)
+        win = h.window(self.samples, current, self.policy)
+        stats = h.stats(win, when, self.policy)
+        self.samples = h.record(self.samples, current, self.policy)
+        self.window = win
+        late: dict[str, int] = {}
+        for w in waiting:
+            if w.max_wait_seconds is not None and w.waited_seconds > w.max_wait_seconds:
+                late[w.profile] = late.get(w.profile, 0) + 1
+        cap = self.fleet.capacity()
+        out: Layout = {}
+        for (_, p), st in stats.items():
+            n = h.sized(cap.get(p, 0), st, win.covered, self.now_demand.get(p, 0), late.get(p, 0))
+            if n > 0:
+                out[p] = n
+        return out
 
     def window_demand(self, now: float) -> Layout:
         """Per profile, the peak of running + pending instances over the last stabilizationWindow."""
@@ -871,6 +902,8 @@ class _Run:
         res.evaluations += 1
         when = EPOCH + dt.timedelta(seconds=now)
         self._seen_failures(when)
+        # demand="history": every evaluation observes and records a sample, as each recommend run does
+        sized = self.history_demand(now, self._waiting(now)) if self.s.demand == "history" else None
         # migc recommend's rollout gate: no proposal while a node is out of Idle (Failed aside)
         if any(st in (DRAINING, RECONFIGURING) for st in fleet.state):
             res.blocked["rollout"] = res.blocked.get("rollout", 0) + 1
@@ -880,7 +913,7 @@ class _Run:
             return
         waiting = self._waiting(now)
         extra = self._rule_extra(waiting)
-        d = self.window_demand(now)
+        d = sized if sized is not None else self.window_demand(now)
         cur = fleet.capacity()
         want = dict(d)
         for p, n in extra.items():
@@ -909,7 +942,9 @@ class _Run:
             g.threshold(gain, policy, urgent)
             if weigh is None
             else g.Gate("threshold", True, "disruption rule"),
-            g.stabilization(self.first_seen, when, policy, urgent),
+            g.stabilization(self.first_seen, when, policy, urgent)
+            if self.window is None
+            else h.window_gate(self.window, when, policy, urgent),
             g.min_dwell(nodes, self.node_last_change, when, policy),
             g.daily_budget(
                 len(nodes),

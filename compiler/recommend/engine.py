@@ -324,11 +324,15 @@ def node_disruption(
     cost is over- rather than under-estimated); with neither, the node's cost is unknown.
     """
     out: list[NodeDisruption] = []
+    on: dict[str, list[ObservedPod]] = defaultdict(list)  # node → its GPU pods (one pass, large fleets)
+    for p in obs.pods:
+        if p.node is not None and not p.pending:
+            on[p.node].append(p)
     for pool in solution.pools:
         for n in pool.nodes:
             if not n.changed:
                 continue
-            running = [p for p in obs.pods_on(n.name) if not p.pending]
+            running = on.get(n.name, [])
             loss: float | None = 0.0
             for p in running:
                 start = p.started or p.created

@@ -78,6 +78,18 @@ def test_pending_pod_hints_and_wait() -> None:
     assert pod.max_wait_seconds == 900 and pod.waited_too_long
 
 
+def test_running_pod_start_time() -> None:
+    obj = sf.pod("r", "fraud", "nvidia.com/mig-1g.20gb", node="n1")
+    pod, _ = parse_pod(obj, NOW)
+    assert pod is not None and pod.started is None  # no status.startTime: unknown
+    obj["status"]["startTime"] = "2026-12-01T05:50:00Z"
+    pod, _ = parse_pod(obj, NOW)
+    assert pod is not None and pod.started == dt.datetime(2026, 12, 1, 5, 50, tzinfo=dt.UTC)
+    obj["status"]["startTime"] = "yesterday"  # malformed: unknown, as if absent
+    pod, _ = parse_pod(obj, NOW)
+    assert pod is not None and pod.started is None
+
+
 def test_malformed_hints_warn_naming_the_pod() -> None:
     obj = sf.pod(
         "odd",

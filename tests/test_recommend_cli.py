@@ -36,13 +36,25 @@ def compiled(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return base
 
 
-def setup(tmp_path: Path, compiled: Path, *, urgent: bool, extra: list[dict[str, Any]] | None = None) -> Path:
+def setup(
+    tmp_path: Path,
+    compiled: Path,
+    *,
+    urgent: bool,
+    extra: list[dict[str, Any]] | None = None,
+    started: str | None = "2026-12-01T06:00:00Z",
+) -> Path:
+    """The lab with 10 running notebooks (``started``: their status.startTime; they were created at 05:00)
+    and 8 pending ones (created 05:00)."""
     shutil.copytree(compiled / "pol", tmp_path / "pol")
     shutil.copytree(compiled / "out", tmp_path / "out")
     hint = {"migc.dev/max-wait-time": "15m"} if urgent else None
     pods = [
         pod(f"nb-{i}", "course-dl101", "nvidia.com/mig-1g.10gb", node="lab-dgx-a100-01") for i in range(10)
     ]
+    for p in pods:
+        if started:
+            p["status"]["startTime"] = started
     pods += [pod(f"p-{i}", "course-nlp202", "nvidia.com/mig-1g.10gb", annotations=hint) for i in range(8)]
     pods += [pod("ignored", "course-nlp202", None)]  # asks for nothing migc manages
     (tmp_path / "snap.json").write_text(
@@ -168,7 +180,8 @@ def test_lost_state_means_no_change_proposed_yet(
 def test_stale_state_restarts_the_window(
     tmp_path: Path, compiled: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    base = setup(tmp_path, compiled, urgent=False)
+    # the notebooks started recently, so the disruption rule lets the change through at 06:57
+    base = setup(tmp_path, compiled, urgent=False, started="2026-12-01T06:40:00Z")
     assert run(base, "06:00") == ExitCode.OK
     capsys.readouterr()
     # interval 15m (default): after 3 intervals the state no longer proves the demand persisted
@@ -197,13 +210,16 @@ def test_malformed_annotation_is_a_warning_naming_the_pod(
     assert "Traceback" not in err
 
 
-RULED = DYNAMIC.format(mode="dynamic") + """  dailyChangeBudget: 5
+RULED = (
+    DYNAMIC.format(mode="dynamic")
+    + """  dailyChangeBudget: 5
   interval: 5m
   rules:
     - name: many-small
       when: {pendingPodsGreaterThan: 5, profile: 1g.10gb}
       prefer: {maximize: 1g.10gb}
 """
+)
 EVIDENCE = ROOT / "tests" / "data" / "recommend" / "evidence.golden.md"
 
 
@@ -239,10 +255,16 @@ def test_evidence_markdown_snapshot(
     assert run(base, "06:11", "--dry-run", "-o", "json") == ExitCode.DRIFT
     doc = json.loads(capsys.readouterr().out)
     assert doc["ruleEffects"] == [
-        {"rule": "many-small", "tenant": "students", "profile": "1g.10gb", "workload": "student-notebooks",
-         "replicas": 7}
+        {
+            "rule": "many-small",
+            "tenant": "students",
+            "profile": "1g.10gb",
+            "workload": "student-notebooks",
+            "replicas": 7,
+        }
     ]
-    rows = [r.split(" | ") for r in md.splitlines() if r.startswith("| lab-dgx-")]
+    plan = md[md.index("### Plan of the change") :]
+    rows = [r.split(" | ") for r in plan.splitlines() if r.startswith("| lab-dgx-")]
     assert [(p["node"], p["gpus"]) for p in doc["plan"]] == [(r[0][2:], int(r[1])) for r in rows]
     assert [p["node"] for p in doc["plan"]] == ["lab-dgx-a100-01"]
     assert doc["urgent"] == ["course-dl101/late"]
@@ -251,8 +273,17 @@ def test_evidence_markdown_snapshot(
         "covered": True,
         "since": "2026-12-01T06:00:00Z",
         "demand": [
-            {"tenant": "students", "profile": "1g.10gb", "running": 10, "pending": 9, "samples": 3,
-             "min": 17, "mean": 19.0, "max": 22, "sizedFor": 18}
+            {
+                "tenant": "students",
+                "profile": "1g.10gb",
+                "running": 10,
+                "pending": 9,
+                "samples": 3,
+                "min": 17,
+                "mean": 19.0,
+                "max": 22,
+                "sizedFor": 18,
+            }
         ],
     }
 
@@ -279,8 +310,17 @@ def test_a_burst_shorter_than_the_window_never_proposes(
     doc = json.loads(capsys.readouterr().out)
     # the window 06:04–06:14 starts with 06:00's sample (10, in force until 06:05): min 10
     assert doc["window"]["demand"] == [
-        {"tenant": "students", "profile": "1g.10gb", "running": 10, "pending": 8, "samples": 4,
-         "min": 10, "mean": 17.2, "max": 18, "sizedFor": 10}
+        {
+            "tenant": "students",
+            "profile": "1g.10gb",
+            "running": 10,
+            "pending": 8,
+            "samples": 4,
+            "min": 10,
+            "mean": 17.2,
+            "max": 18,
+            "sizedFor": 10,
+        }
     ]
     # the window is covered (the gate passes): it is the sizing that leaves the replicas alone
     assert doc["replicas"] == [] and doc["window"]["covered"] is True
@@ -334,3 +374,26 @@ def test_a_rule_fired_by_a_burst_adds_nothing(
     md = capsys.readouterr().out
     assert "- many-small: nothing added (no pending pod it matches waited through the whole window)" in md
     assert "| students | 1g.10gb | 10 | 8 | 3 | 10 | 10.0 | 18 | 10 |" in md
+
+
+def test_disruption_rule_holds_a_change_that_would_evict_long_running_notebooks(
+    tmp_path: Path, compiled: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # no startTime: the 10 notebooks count as running since their creation (05:00), 71m at 06:11
+    base = setup(tmp_path, compiled, urgent=False, started=None)
+    assert run(base, "06:00") == ExitCode.OK  # the window starts
+    capsys.readouterr()
+    assert run(base, "06:11", "--dry-run", "-o", "json") == ExitCode.OK
+    doc = json.loads(capsys.readouterr().out)
+    d = doc["disruption"]
+    # benefit: the 4 pending instances the change serves, 71m each, 1/7 GPU: 4 × 4260 / 7
+    assert d["model"] == "expected" and d["servedPending"] == 4 and d["benefit"] == round(4 * 4260 / 7, 3)
+    (node,) = d["nodes"]
+    e, grace = 4260, 1800
+    assert node["running"] == 10 and node["loss"] == round(10 * e * e / (e + grace) / 7, 3)
+    assert node["outage"] == node["gpus"] * 60 * node["changedGpus"]
+    gates = {x["name"]: x["passed"] for x in doc["gates"]}
+    assert gates["disruption"] is False and all(ok for name, ok in gates.items() if name != "disruption")
+    # the gain threshold alone would propose it
+    assert run(base, "06:11", "--dry-run", "--disruption", "off") == ExitCode.DRIFT
+    assert "disruption" not in capsys.readouterr().out

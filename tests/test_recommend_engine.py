@@ -223,19 +223,34 @@ LATER = NOW + dt.timedelta(minutes=20)
 HOUR_AGO = NOW - dt.timedelta(hours=1)
 
 
-def _two_runs(policy_: Policy, tmp_path: Path, state: State) -> tuple[bool, dict[str, bool]]:
+def _two_runs(
+    policy_: Policy, tmp_path: Path, state: State, disruption: str = "expected"
+) -> tuple[bool, dict[str, bool]]:
     obs = read_snapshots((str(snapshot(tmp_path)),), NOW)
-    first = recommend(policy_, CATALOG, CurrentState(), obs, state, NOW, time_limit_s=30)
+    first = recommend(
+        policy_, CATALOG, CurrentState(), obs, state, NOW, time_limit_s=30, disruption=disruption
+    )
     assert not first.proposed_change  # first seen now: the window holds it back
-    second = recommend(policy_, CATALOG, CurrentState(), obs, first.state, LATER, time_limit_s=30)
+    second = recommend(
+        policy_, CATALOG, CurrentState(), obs, first.state, LATER, time_limit_s=30, disruption=disruption
+    )
     return second.proposed_change, {gate.name: gate.passed for gate in second.gates}
+
+
+def test_the_gain_threshold_blocks_without_the_disruption_rule(tmp_path: Path) -> None:
+    p = policy(tmp_path, pinned=False, spec="  stabilizationWindow: 1m\n  reconfigurationThreshold: 100\n")
+    proposed, gates = _two_runs(p, tmp_path, State(), disruption="off")
+    assert not proposed and "disruption" not in gates
+    assert [name for name, ok in gates.items() if not ok] == ["threshold"]
 
 
 @pytest.mark.parametrize(
     ("field", "state", "blocked"),
     [
         ("", State(), None),
-        ("  reconfigurationThreshold: 100\n", State(), "threshold"),
+        # with the disruption rule (default) the threshold asks the GPU-time saved to be 2x what the
+        # change destroys; the gain threshold itself: test_the_gain_threshold_blocks_without_...
+        ("  reconfigurationThreshold: 100\n", State(), "disruption"),
         ("  stabilizationWindow: 1h\n", State(), "stabilizationWindow"),
         ("  dailyChangeBudget: 2\n", State(changes=(("x", HOUR_AGO),)), "dailyChangeBudget"),
         ("  minDwell: 2h\n", State(changes=(("node-a", HOUR_AGO),)), "minDwell"),

@@ -12,7 +12,8 @@ from compiler.catalog import load_catalog
 from compiler.cli import main
 from compiler.exitcodes import ExitCode
 from compiler.model import PartitionPolicy
-from compiler.simulate import disruption as dis
+from compiler.recommend import disruption as dis
+from compiler.recommend import gates as g
 from compiler.simulate.engine import Result, Settings, _Fleet, _Run, simulate
 from compiler.simulate.trace import TracePod, profile_for, read_trace
 from controller.settings import Settings as ControllerSettings
@@ -289,6 +290,26 @@ def test_demand_the_default_loop_plans_for_now_or_peak_over_the_window() -> None
     now._demand_add("7g.80gb", 2, 100.0)
     now._demand_add("7g.80gb", -2, 200.0)
     assert now.window_demand(201.0) == {}
+
+
+def test_demand_history_sizes_like_recommend() -> None:
+    """``demand="history"`` calls compiler/recommend/history.py as ``migc recommend`` does: one sample
+    per evaluation (every 15m), the 10m window covered from the second one on, and each profile sized
+    for clamp(instances of the latest revision, min, max) of the window's samples."""
+    assert A100 is not None
+    s = Settings(nodes=1, gpus_per_node=1, demand="history")
+    run = _Run([], A100, s, "default", NAIVE, _Fleet(A100, s, {}), Result("default", 0.0), 0.0)
+    run._demand_add("1g.10gb", 3, 0.0)
+    assert run.history_demand(900.0, []) == {}  # first sample: not covered, the declared 0 stay
+    assert run.window is not None and not run.window.covered
+    run._demand_add("1g.10gb", 2, 1000.0)  # 5 now; 3 at the previous evaluation
+    assert run.history_demand(1800.0, []) == {"1g.10gb": 3}  # only what persisted
+    assert run.window.covered and len(run.samples) == 2
+    assert run.history_demand(2700.0, []) == {"1g.10gb": 5}
+    # a pod past its max wait raises its profile by one (min + 1, at most the demand now)
+    run._demand_add("1g.10gb", 4, 3000.0)
+    late = [g.PendingPod("p", "1g.10gb", 1000.0, 900)]
+    assert run.history_demand(3600.0, late) == {"1g.10gb": 6}
 
 
 def test_cli_reports_censored_percentiles_evictions_and_takes_the_rollout_knobs(

@@ -29,7 +29,8 @@ from compiler.exitcodes import ExitCode
 from compiler.fsio import write_file_atomic
 from compiler.load import load_paths
 from compiler.observe import ObserveError
-from compiler.recommend.engine import Recommendation, evidence_markdown, recommend
+from compiler.recommend.disruption import DRAIN_GRACE_SECONDS, RECONFIGURE_SECONDS
+from compiler.recommend.engine import DISRUPTION_MODELS, Recommendation, evidence_markdown, recommend
 from compiler.recommend.state import KIND, STATE_FILE, dump_state, edit_replicas, read_state
 from compiler.validate import unique_sorted, validate
 
@@ -71,6 +72,26 @@ def _to_json(rec: Recommendation) -> str:
         "replicas": [{"workload": w, "from": a, "to": b} for w, a, b in rec.replicas],
         "nodes": list(rec.nodes),
         "plan": [{"node": n, "gpus": k, "deployed": a, "proposed": b} for n, k, a, b in rec.node_plan],
+        "disruption": {
+            "model": rec.disruption,
+            "benefit": round(rec.benefit, 3),
+            "servedPending": rec.served_pending,
+            "cost": None if rec.cost is None else round(rec.cost, 3),
+            "drainGraceSeconds": rec.drain_grace_seconds,
+            "reconfigureSeconds": rec.reconfigure_seconds,
+            "nodes": [
+                {
+                    "node": d.node,
+                    "gpus": d.gpus,
+                    "changedGpus": d.changed_gpus,
+                    "running": d.running,
+                    "loss": None if d.loss is None else round(d.loss, 3),
+                    "outage": round(d.outage, 3),
+                    "cost": None if d.cost is None else round(d.cost, 3),
+                }
+                for d in rec.node_costs
+            ],
+        },
     }
     return json.dumps(doc, indent=2, sort_keys=True) + "\n"
 
@@ -83,6 +104,17 @@ def _to_text(rec: Recommendation) -> str:
         for t, p, r, q, n, lo, mean, hi, s in rec.window
     ]
     out += [f"{'ok ' if x.passed else 'NO '} {x.name}: {x.why}" for x in rec.gates]
+    if rec.disruption == "expected":
+        cost = "unknown" if rec.cost is None else f"{rec.cost:,.0f}"
+        out.append(
+            f"disruption: benefit {rec.benefit:,.0f} GPU-s ({rec.served_pending} pending instance(s) "
+            f"served), cost {cost} GPU-s"
+        )
+        out += [
+            f"disruption {d.node}: {d.changed_gpus} GPU(s) changed, {d.running} running GPU pod(s), "
+            f"cost {'unknown' if d.cost is None else f'{d.cost:,.0f}'} GPU-s"
+            for d in rec.node_costs
+        ]
     out += [f"rule fired: {r}" for r in rec.rules]
     out += [
         f"rule {r}: tenant {t}: +{n} x {p} on Workload {w}" if w else f"rule {r}: tenant {t}: nothing added"
@@ -112,6 +144,30 @@ def _to_text(rec: Recommendation) -> str:
 )
 @click.option("--now", default=None, help="Time of the observation (RFC 3339, default: now).")
 @click.option("--dry-run", is_flag=True, help="Write nothing (neither the policy nor the state file).")
+@click.option(
+    "--disruption",
+    "disruption",
+    default="expected",
+    show_default=True,
+    type=click.Choice(DISRUPTION_MODELS),
+    help="Propose only when the pending GPU-time the change avoids beats the GPU-time its drains are "
+    "expected to destroy by the reconfigurationThreshold (docs/recommend.md); off: the gain threshold.",
+)
+@click.option(
+    "--drain-grace",
+    default=DRAIN_GRACE_SECONDS,
+    show_default=True,
+    type=click.FloatRange(min=0),
+    help="Seconds the controller lets a cordoned node's GPU pods finish before evicting them "
+    "(controller --drain-grace-timeout).",
+)
+@click.option(
+    "--reconfigure-seconds",
+    default=RECONFIGURE_SECONDS,
+    show_default=True,
+    type=click.FloatRange(min=0),
+    help="Reconfiguration time per changed GPU (the node is out meanwhile).",
+)
 @result_format_option(["text", "markdown", "json"], "Format of the evidence on stdout.")
 def command(
     policy_path: str,
@@ -123,6 +179,9 @@ def command(
     state_path: str | None,
     now: str | None,
     dry_run: bool,
+    disruption: str,
+    drain_grace: float,
+    reconfigure_seconds: float,
     fmt: str,
 ) -> int:
     """Propose a re-partitioning from observed demand when the PartitionPolicy's gates allow it.
@@ -172,7 +231,17 @@ def command(
     diagnostics.extend(obs.warnings)
     state, more = read_state(state_file, moment, policy.partition)
     diagnostics.extend(more)
-    rec = recommend(policy, catalog, current, obs, state, moment)
+    rec = recommend(
+        policy,
+        catalog,
+        current,
+        obs,
+        state,
+        moment,
+        disruption=disruption,
+        drain_grace_seconds=drain_grace,
+        reconfigure_seconds=reconfigure_seconds,
+    )
     diagnostics.extend(rec.diagnostics)
     emit_diagnostics(unique_sorted(diagnostics), "text", to_stderr=True)
     if has_errors(rec.diagnostics):

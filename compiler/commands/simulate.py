@@ -19,6 +19,7 @@ from compiler.commands._common import fail, load_and_validate, result_format_opt
 from compiler.diagnostics import has_errors, make
 from compiler.exitcodes import ExitCode
 from compiler.model import PartitionPolicy
+from compiler.recommend.disruption import RECONFIGURE_SECONDS
 from compiler.simulate.engine import (
     BASELINES,
     DEMAND_MODELS,
@@ -162,7 +163,7 @@ def _duration(text: str | None, flag: str) -> int | None:
 )
 @click.option(
     "--reconfigure-seconds",
-    default=60.0,
+    default=RECONFIGURE_SECONDS,
     show_default=True,
     type=click.FloatRange(min=0),
     help="Reconfiguration cost per changed GPU (the node is out meanwhile).",
@@ -196,7 +197,8 @@ def _duration(text: str | None, flag: str) -> int | None:
     show_default=True,
     type=click.Choice(DEMAND_MODELS),
     help="Demand the default loop plans for: the demand at each evaluation (what recommend observes), "
-    "or the peak over the stabilizationWindow.",
+    "the peak over the stabilizationWindow, or recommend's sizing from its demand history "
+    "(docs/simulate.md).",
 )
 @click.option(
     "--demand-window",

@@ -99,6 +99,8 @@ class ObservedPod:
     profile_preference: tuple[str, ...] = ()  # migc.dev/profile-preference, first = most preferred
     max_wait_seconds: int | None = None  # migc.dev/max-wait-time
     priority_class: str = ""
+    # status.startTime: when the kubelet accepted the pod on its node (None while unscheduled, or absent)
+    started: dt.datetime | None = None
 
     @property
     def key(self) -> str:

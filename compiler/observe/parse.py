@@ -214,6 +214,7 @@ def parse_pod(
         profile_preference=preference,
         max_wait_seconds=max_wait,
         priority_class=str(spec.get("priorityClassName") or ""),
+        started=parse_time(status.get("startTime")),
     )
     return pod, diags
 

@@ -35,13 +35,32 @@ from dataclasses import dataclass, replace
 from compiler.catalog import Catalog
 from compiler.diagnostics import Diagnostic, make
 from compiler.model import CurrentState, GpuLayout, Policy, Rule, Workload
-from compiler.observe import Observation
+from compiler.observe import Observation, ObservedPod
 from compiler.observe.model import profile_of
+from compiler.recommend import disruption as dis
 from compiler.recommend import gates as g
 from compiler.recommend import history as h
 from compiler.recommend.state import State
 from compiler.solve import solve
 from compiler.solve.result import Solution
+
+DISRUPTION_MODELS = ("expected", "off")  # as `migc simulate --disruption`
+
+
+@dataclass(frozen=True)
+class NodeDisruption:
+    """What re-carving one node is expected to destroy (:mod:`compiler.recommend.disruption`)."""
+
+    node: str
+    gpus: int  # GPUs on the node (all out while it is re-carved)
+    changed_gpus: int
+    running: int  # GPU pods running on it: every one blocks the drain
+    loss: float | None  # GPU-seconds its running pods are expected to lose; None: a start is unknown
+    outage: float  # GPU-seconds the node is out
+
+    @property
+    def cost(self) -> float | None:
+        return None if self.loss is None else self.loss + self.outage
 
 
 @dataclass(frozen=True)
@@ -68,6 +87,20 @@ class Recommendation:
     window: tuple[tuple[str, str, int, int, int, int, float, int, int], ...] = ()
     covered: bool = False  # the history covers the whole stabilization window
     window_seconds: int = 0  # the stabilizationWindow
+    # the disruption rule ("expected"; "off": the gain threshold instead): the pending GPU-seconds the
+    # proposal avoids, the pending instances it serves, and each changed node's expected cost
+    disruption: str = "off"
+    benefit: float = 0.0
+    served_pending: int = 0
+    node_costs: tuple[NodeDisruption, ...] = ()
+    drain_grace_seconds: float = dis.DRAIN_GRACE_SECONDS
+    reconfigure_seconds: float = dis.RECONFIGURE_SECONDS
+
+    @property
+    def cost(self) -> float | None:
+        """Σ of the changed nodes' costs (None when one is unknown)."""
+        costs = [n.cost for n in self.node_costs]
+        return None if any(c is None for c in costs) else sum(c for c in costs if c is not None)
 
     @property
     def proposed_change(self) -> bool:
@@ -256,6 +289,85 @@ def layout_text(layout: Sequence[GpuLayout] | None) -> str:
     return ", ".join(parts) or "no instances"
 
 
+def pending_waits(policy: Policy, obs: Observation) -> dict[str, list[float]]:
+    """profile → the waits of the pending instances of the Tenants' pods, longest first (queue order)."""
+    owner = _tenant_of(policy)
+    out: dict[str, list[float]] = defaultdict(list)
+    for pod in obs.pods:
+        if not pod.pending or pod.namespace not in owner:
+            continue
+        for resource, count in pod.requests:
+            out[profile_of(resource) or "gpu"] += [pod.pending_seconds or 0.0] * count
+    return {p: sorted(w, reverse=True) for p, w in sorted(out.items())}
+
+
+def gpu_fraction(pod: ObservedPod, slices: Mapping[str, int]) -> float:
+    """The fraction of one GPU ``pod`` holds: slices / 7 per MIG instance, 1 per whole GPU."""
+    return sum(
+        n * (slices.get(p, 7) / 7 if (p := profile_of(resource)) is not None else 1.0)
+        for resource, n in pod.requests
+    )
+
+
+def node_disruption(
+    solution: Solution,
+    obs: Observation,
+    now: dt.datetime,
+    slices: Mapping[str, int],
+    grace_seconds: float,
+    reconfigure_seconds: float,
+) -> tuple[NodeDisruption, ...]:
+    """The expected cost of every node the proposal changes, cheapest first (then by name).
+
+    A running pod's run time ``E`` is ``now − status.startTime``; without a startTime, ``now −
+    creationTimestamp`` (an upper bound: the pod cannot have started before it was created, so its
+    cost is over- rather than under-estimated); with neither, the node's cost is unknown.
+    """
+    out: list[NodeDisruption] = []
+    on: dict[str, list[ObservedPod]] = defaultdict(list)  # node → its GPU pods (one pass, large fleets)
+    for p in obs.pods:
+        if p.node is not None and not p.pending:
+            on[p.node].append(p)
+    for pool in solution.pools:
+        for n in pool.nodes:
+            if not n.changed:
+                continue
+            running = on.get(n.name, [])
+            loss: float | None = 0.0
+            for p in running:
+                start = p.started or p.created
+                if start is None or loss is None:
+                    loss = None
+                    continue
+                elapsed = max(0.0, (now - start).total_seconds())
+                loss += gpu_fraction(p, slices) * dis.expected_loss(elapsed, grace_seconds)
+            changed = len(n.changed_gpus)
+            outage = dis.outage(len(n.gpus), changed, reconfigure_seconds)
+            out.append(NodeDisruption(n.name, len(n.gpus), changed, len(running), loss, outage))
+    return tuple(sorted(out, key=lambda d: (d.cost is None, d.cost or 0.0, d.node)))
+
+
+def pending_benefit(
+    waits: Mapping[str, Sequence[float]],
+    demand: Mapping[str, int],
+    current: Mapping[str, int],
+    proposed: Mapping[str, int],
+    slices: Mapping[str, int],
+) -> tuple[float, int]:
+    """Pending GPU-seconds the change from ``current`` to ``proposed`` capacity avoids; instances served.
+
+    ``demand``: running + pending instances per profile; per profile the pending instances are served
+    in queue order after the ones ``current`` serves already (:func:`dis.served_waits`)."""
+    benefit, served = 0.0, 0
+    for p, w in waits.items():
+        n, before, after = demand.get(p, 0), current.get(p, 0), proposed.get(p, 0)
+        got = dis.served_waits(w, n, before, after)
+        if got:
+            benefit += slices.get(p, 7) / 7 * sum(got)
+        served += len(got)
+    return benefit, served
+
+
 def recommend(
     policy: Policy,
     catalog: Catalog,
@@ -265,7 +377,12 @@ def recommend(
     now: dt.datetime,
     *,
     time_limit_s: float = 60.0,
+    disruption: str = "expected",
+    drain_grace_seconds: float = dis.DRAIN_GRACE_SECONDS,
+    reconfigure_seconds: float = dis.RECONFIGURE_SECONDS,
 ) -> Recommendation:
+    """One evaluation. ``disruption``: "expected" weighs the proposal by the disruption rule (and the
+    threshold is applied there, as in ``migc simulate``'s default loop); "off": the gain threshold."""
     part = policy.partition
     slices = _slices(catalog)
     demand, pending, diags = observed_demand(policy, obs)
@@ -323,6 +440,26 @@ def recommend(
         failures = 0  # a later change went through
     rolling = sorted(n.name for n in obs.nodes if n.rollout.in_progress and n.rollout.phase != "Failed")
 
+    node_costs: tuple[NodeDisruption, ...] = ()
+    benefit, served_pending = 0.0, 0
+    if disruption == "expected":
+        node_costs = node_disruption(solution, obs, now, slices, drain_grace_seconds, reconfigure_seconds)
+        observed: dict[str, int] = defaultdict(int)
+        for (_, p), (run, pend) in demand.items():
+            observed[p] += run + pend
+        benefit, served_pending = pending_benefit(
+            pending_waits(policy, obs), observed, cur_cap, new_cap, slices
+        )
+        costs = [d.cost for d in node_costs]
+        total = None if any(c is None for c in costs) else sum(c for c in costs if c is not None)
+        # the threshold is applied by the disruption rule to GPU-time saved vs destroyed; the share of
+        # the shortage is not asked a second time (as in migc simulate's default loop)
+        weighed = [
+            g.Gate("threshold", True, f"gain {gain:.1f}%: applied by the disruption rule"),
+            g.disruption(benefit, total, part),
+        ]
+    else:
+        weighed = [g.threshold(gain, part, urgent)]
     gates = [
         g.mode(part),
         g.Gate(
@@ -332,7 +469,7 @@ def recommend(
             if not rolling
             else f"{len(rolling)} node(s) still rolling out: {', '.join(rolling[:5])}",
         ),
-        g.threshold(gain, part, urgent),
+        *weighed,
         h.window_gate(win, now, part, urgent),
         g.min_dwell(changing, state.node_last_change(), now, part),
         g.daily_budget(len(changing), g.changes_last_day((t for _, t in state.changes), now), part),
@@ -365,6 +502,12 @@ def recommend(
         since=win.since,
         covered=win.covered,
         window_seconds=part.stabilization_seconds,
+        disruption=disruption,
+        benefit=benefit,
+        served_pending=served_pending,
+        node_costs=node_costs,
+        drain_grace_seconds=drain_grace_seconds,
+        reconfigure_seconds=reconfigure_seconds,
         window=tuple(
             (t, p, r, q, st.samples, st.low, st.mean, st.high, sized[(t, p)])
             for (t, p), st in sorted(stats.items())
@@ -379,6 +522,39 @@ def recommend(
             )
         ),
     )
+
+
+def disruption_markdown(rec: Recommendation) -> list[str]:
+    """The disruption rule's evidence: benefit, cost per changed node, verdict (none when it is off)."""
+    if rec.disruption != "expected":
+        return []
+    grace = g.duration_text(rec.drain_grace_seconds)
+    lines = [
+        "### Disruption (is the change worth its drains?)",
+        "",
+        f"**Benefit:** the proposal serves {rec.served_pending} pending instance(s); the GPU-time they "
+        f"have waited, Σ f × W = {rec.benefit:,.0f} GPU-s, is what it avoids.",
+        "",
+        f"**Cost** per changed node: Σ over its running GPU pods of f × E² / (E + G), G = {grace} "
+        f"(the controller's drain grace), plus the outage (its GPUs × {rec.reconfigure_seconds:g} s × "
+        "GPUs changed).",
+        "",
+        "| node | GPUs changed | running GPU pods | expected loss (GPU-s) | outage (GPU-s) | cost (GPU-s) |",
+        "|---|---:|---:|---:|---:|---:|",
+    ]
+    for d in rec.node_costs[:MAX_PLAN_ROWS]:
+        loss = "unknown" if d.loss is None else f"{d.loss:,.0f}"
+        cost = "unknown" if d.cost is None else f"{d.cost:,.0f}"
+        lines.append(f"| {d.node} | {d.changed_gpus} | {d.running} | {loss} | {d.outage:,.0f} | {cost} |")
+    if len(rec.node_costs) > MAX_PLAN_ROWS:
+        lines.append(f"| … {len(rec.node_costs) - MAX_PLAN_ROWS} more node(s) | | | | | |")
+    if not rec.node_costs:
+        lines.append("| – | 0 | 0 | 0 | 0 | 0 |")
+    gate = next((x for x in rec.gates if x.name == "disruption"), None)
+    if gate is not None:
+        verdict = "worth it" if gate.passed else "**not worth it**"
+        lines += ["", f"**Verdict:** {verdict}: {gate.why}."]
+    return [*lines, ""]
 
 
 MAX_PLAN_ROWS = 50  # a pull-request body stays readable; `migc plan` lists every node
@@ -425,6 +601,9 @@ def evidence_markdown(rec: Recommendation, sources: Sequence[str] = ()) -> str:
         f"**Gain:** the proposal serves {rec.gain:.1f}% of the slice-weighted demand the current "
         "layout leaves unserved.",
         "",
+    ]
+    lines += disruption_markdown(rec)
+    lines += [
         "### Gates",
         "",
         "| gate | result | why |",

@@ -26,6 +26,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from compiler.model import PartitionPolicy, Rule
+from compiler.recommend import disruption as dis
 
 Vector = Mapping[str, int]
 """profile → instances."""
@@ -174,6 +175,29 @@ def backoff(
         False,
         f"{failures} failure(s); backoff {_dur(wait)} until {ready.strftime('%Y-%m-%dT%H:%M:%SZ')}",
     )
+
+
+def disruption(benefit: float, cost: float | None, policy: PartitionPolicy) -> Gate:
+    """The disruption rule (:mod:`compiler.recommend.disruption`) on a whole proposal.
+
+    ``benefit``: pending GPU-seconds the change avoids; ``cost``: GPU-seconds its drains are expected
+    to destroy plus the outage (``None``: a running pod on a changed node has no known start, so the
+    cost is unknown and the change is held). Max-wait urgency does not override it: a waiting pod's
+    wait is already its benefit.
+    """
+    limit = policy.reconfiguration_threshold_pct
+    if cost is None:
+        return Gate(
+            "disruption", False, "cost unknown: a running GPU pod on a changed node has no start time"
+        )
+    factor = 1.0 + limit / 100.0
+    text = (
+        f"benefit {benefit:,.0f} GPU-s {{}} cost {cost:,.0f} GPU-s x {factor:g} "
+        f"(reconfigurationThreshold {limit:g}%)"
+    )
+    if dis.worth(benefit, cost, limit):
+        return Gate("disruption", True, text.format(">"))
+    return Gate("disruption", False, text.format("<="))
 
 
 def mode(policy: PartitionPolicy) -> Gate:

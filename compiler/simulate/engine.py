@@ -33,7 +33,7 @@ Model (documented in docs/simulate.md):
     Failed and cordoned, the controller retries after ``failure_backoff × 2^(n−1)`` while
     ``n < max_attempts``, then a human after ``operator_retry_seconds`` (controller/settings.py).
 * **Re-partitioning** (:func:`cover`), on the latest revision's layouts: nodes are taken in order of
-  expected disruption (:mod:`compiler.simulate.disruption`), then fewest running GPU pods; pending
+  expected disruption (:mod:`compiler.recommend.disruption`), then fewest running GPU pods; pending
   multi-GPU pods first get their full GPUs on one node; then, on each node, GPUs are taken in order
   of how little of the demand they serve, and each gets the catalog layout that serves the most
   slice-weighted shortage (the demand the fleet cannot serve plus what that GPU served), if that
@@ -69,17 +69,18 @@ from dataclasses import dataclass, field
 from compiler.catalog import GpuModel
 from compiler.catalog.layouts import enumerate_layouts
 from compiler.model import PartitionPolicy
+from compiler.recommend import disruption as dis
 from compiler.recommend import gates as g
-from compiler.simulate import disruption as dis
+from compiler.recommend import history as h
 from compiler.simulate.trace import TracePod, profile_for
 
 EPOCH = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
 BASELINES = ("naive", "default", "static-balanced", "static-optimal")
 EVICTION_MODELS = ("restart", "resume")
-DEMAND_MODELS = ("now", "peak")
+DEMAND_MODELS = ("now", "peak", "history")
 DISRUPTION_MODELS = ("expected", "off")
-# controller/settings.py Settings.drain_grace_timeout: how long the controller lets GPU pods finish
-DRAIN_GRACE_SECONDS = 1800.0
+# controller/settings.py Settings.drain_grace_timeout (one constant, shared with migc recommend)
+DRAIN_GRACE_SECONDS = dis.DRAIN_GRACE_SECONDS
 # controller/settings.py failure_backoff and max_attempts: after the n-th failed apply the controller
 # retries by itself after failure_backoff × 2^(n−1) while n < max_attempts; then a human decides
 FAILURE_BACKOFF_SECONDS = 300.0
@@ -92,7 +93,7 @@ class Settings:
     gpus_per_node: int = 8
     mapping: str = "compute"
     time_scale: float = 1.0
-    reconfigure_seconds: float = 60.0  # per changed GPU
+    reconfigure_seconds: float = dis.RECONFIGURE_SECONDS  # per changed GPU
     drain_seconds: float = 0.0  # fixed per node (e.g. the MIG manager pausing the GPU operands)
     drain_grace_seconds: float = DRAIN_GRACE_SECONDS
     eviction: str = "restart"  # restart: an evicted pod runs its full duration again; resume: the rest
@@ -103,7 +104,8 @@ class Settings:
     demand: str = "now"
     demand_window_seconds: float = 0.0  # how far back the peak looks (0: the stabilizationWindow)
     # default loop: re-carve a node only when the pending GPU-time its change avoids beats the
-    # GPU-time its drain is expected to destroy by the reconfigurationThreshold (see disruption.py)
+    # GPU-time its drain is expected to destroy by the reconfigurationThreshold
+    # (compiler/recommend/disruption.py)
     disruption: str = "expected"
     failure_rate: float = 0.0  # probability that one MIG manager apply fails (seeded, deterministic)
     seed: int = 0
@@ -510,6 +512,8 @@ class _Run:
         self.drain_seq: dict[int, int] = {}  # draining node → seq of its grace deadline
         self.now_demand: Layout = {}  # running + pending instances per profile
         self.history: deque[tuple[float, Layout]] = deque()  # (since, demand) over the window
+        self.samples: tuple[h.Sample, ...] = ()  # demand="history": recommend's state-file history
+        self.window: h.Window | None = None  # demand="history": the window of the last evaluation
         self.interval = float(policy.interval_seconds)
         if baseline == "default":
             self.push(start + self.interval, _TICK, 0)
@@ -526,6 +530,34 @@ class _Run:
         self.now_demand[prof] = self.now_demand.get(prof, 0) + n
         if self.baseline == "default" and self.s.demand == "peak":
             self.history.append((now, dict(self.now_demand)))
+
+    def history_demand(self, now: float, waiting: Sequence[g.PendingPod]) -> Layout:
+        """``demand="history"``: what ``migc recommend`` sizes for (compiler/recommend/history.py).
+
+        One tenant; per profile the sample is running + pending instances now, the window is
+        recommend's (sample-and-hold over the stabilizationWindow, covered once a sample is in force
+        at its start) and each profile is sized for ``clamp(declared, min, max)``, ``declared``
+        standing for the latest revision's instances (what the Workloads provision), raised for the
+        pods past their max wait. Records this evaluation's sample as recommend's state file would.
+        """
+        when = EPOCH + dt.timedelta(seconds=now)
+        counts = {("sim", p): [n, 0] for p, n in self.now_demand.items() if n > 0}
+        current = h.sample(when, counts)
+        win = h.window(self.samples, current, self.policy)
+        stats = h.stats(win, when, self.policy)
+        self.samples = h.record(self.samples, current, self.policy)
+        self.window = win
+        late: dict[str, int] = {}
+        for w in waiting:
+            if w.max_wait_seconds is not None and w.waited_seconds > w.max_wait_seconds:
+                late[w.profile] = late.get(w.profile, 0) + 1
+        cap = self.fleet.capacity()
+        out: Layout = {}
+        for (_, p), st in stats.items():
+            n = h.sized(cap.get(p, 0), st, win.covered, self.now_demand.get(p, 0), late.get(p, 0))
+            if n > 0:
+                out[p] = n
+        return out
 
     def window_demand(self, now: float) -> Layout:
         """Per profile, the peak of running + pending instances over the last stabilizationWindow."""
@@ -787,7 +819,7 @@ class _Run:
     def node_order(self, now: float) -> list[tuple[int, float]]:
         """Every node with its expected disruption, least first (then fewest GPU pods, then index).
 
-        Expected disruption (:func:`compiler.simulate.disruption.node_cost` without the outage): the
+        Expected disruption (:func:`compiler.recommend.disruption.node_cost` without the outage): the
         GPU-time its running GPU pods are expected to lose to an eviction after the drain grace. All of
         them block the drain, also those on GPUs that do not change. Nodes in flight are included: a
         new revision re-targets them as the controller does.
@@ -817,7 +849,7 @@ class _Run:
         ]
 
     def _weigh(self, now: float, want: Layout) -> Weigh:
-        """The disruption rule (compiler/simulate/disruption.py) for one evaluation at ``now``."""
+        """The disruption rule (compiler/recommend/disruption.py) for one evaluation at ``now``."""
         whole, slices = self.model.compute_slices, self.fleet.slices
         waits: dict[str, list[float]] = {}  # profile → waits of pending one-instance pods, queue order
         want = dict(want)
@@ -827,19 +859,17 @@ class _Run:
                     waits.setdefault(prof, []).append(self.waited[i] + now - self.queued_at[i])
                 else:  # placed by cover's multi-GPU step, with their own benefit
                     want[prof] = want.get(prof, 0) - self.pods[i].count
-        pending = {p: len(w) for p, w in waits.items()}
         threshold = self.policy.reconfiguration_threshold_pct
 
         def weigh(node: int, before: Layout, after: Layout, changed: int, bonus: float) -> bool:
             benefit = bonus
             for p, w in waits.items() if not bonus else ():
-                n = max(0, want.get(p, 0))
-                running = max(0, n - pending[p])
-                first = max(0, min(before.get(p, 0), n) - running)  # served already (in queue order)
-                more = min(after.get(p, 0), n) - min(before.get(p, 0), n)
-                if more > 0:
-                    benefit += slices[p] / whole * sum(w[first : first + more])
-            outage = self.s.gpus_per_node * (self.s.drain_seconds + self.s.reconfigure_seconds * changed)
+                served = dis.newly_served(w, want.get(p, 0), before.get(p, 0), after.get(p, 0))
+                if served:
+                    benefit += slices[p] / whole * served
+            outage = dis.outage(
+                self.s.gpus_per_node, changed, self.s.reconfigure_seconds, self.s.drain_seconds
+            )
             cost = dis.node_cost(
                 ((self.fraction(i), now - self.started[i]) for i in self.node_pods[node]),
                 self.s.drain_grace_seconds,
@@ -872,6 +902,8 @@ class _Run:
         res.evaluations += 1
         when = EPOCH + dt.timedelta(seconds=now)
         self._seen_failures(when)
+        # demand="history": every evaluation observes and records a sample, as each recommend run does
+        sized = self.history_demand(now, self._waiting(now)) if self.s.demand == "history" else None
         # migc recommend's rollout gate: no proposal while a node is out of Idle (Failed aside)
         if any(st in (DRAINING, RECONFIGURING) for st in fleet.state):
             res.blocked["rollout"] = res.blocked.get("rollout", 0) + 1
@@ -881,7 +913,7 @@ class _Run:
             return
         waiting = self._waiting(now)
         extra = self._rule_extra(waiting)
-        d = self.window_demand(now)
+        d = sized if sized is not None else self.window_demand(now)
         cur = fleet.capacity()
         want = dict(d)
         for p, n in extra.items():
@@ -910,7 +942,9 @@ class _Run:
             g.threshold(gain, policy, urgent)
             if weigh is None
             else g.Gate("threshold", True, "disruption rule"),
-            g.stabilization(self.first_seen, when, policy, urgent),
+            g.stabilization(self.first_seen, when, policy, urgent)
+            if self.window is None
+            else h.window_gate(self.window, when, policy, urgent),
             g.min_dwell(nodes, self.node_last_change, when, policy),
             g.daily_budget(
                 len(nodes),

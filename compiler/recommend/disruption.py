@@ -1,0 +1,80 @@
+"""The disruption rule: is re-carving a node worth what its drain destroys?
+
+One implementation for ``migc recommend`` (the ``disruption`` gate, :mod:`compiler.recommend.engine`)
+and ``migc simulate``'s default loop (:mod:`compiler.simulate.engine`, node by node in its cover).
+Both sides are GPU-seconds, estimated only from what can be observed at the moment of the decision
+(how long each running pod has run, how long each pending pod has waited) — never from the future:
+
+* **cost** of re-carving a node = Σ over its running GPU pods of ``f × E² / (E + G)`` plus the
+  outage ``gpus on the node × (drain_seconds + reconfigure_seconds × changed GPUs)``. ``f``: the
+  fraction of a GPU the pod holds (slices / 7, ``k`` for ``k`` whole GPUs); ``E``: how long it has
+  run; ``G``: the controller's drain grace. A pod still running when the grace ends is evicted and
+  (restart model) loses ``E``; with run times that are scale-invariant (the longer a job has run, the
+  longer it is expected to go on: P(T > E + G | T > E) = E / (E + G)) the expected loss is
+  ``E × E / (E + G)``. During the outage the whole node is out (it is cordoned for the change).
+* **benefit** = Σ over the pending pods the change serves of ``f × W``, ``W`` the time the pod has
+  waited so far: by the same scale-invariance, the median further wait of a pod that has waited
+  ``W`` without capacity is ``W``, which the change avoids. Per profile, the pods are served in
+  queue order (longest waiting first), after the ones the capacity before the change already serves
+  (:func:`newly_served`).
+
+A change is made only when ``benefit > cost × (1 + reconfigurationThreshold / 100)``: the threshold
+that asks a change to serve more than 20 % of the shortage also asks it to save 20 % more GPU-time
+than it destroys. The only constant is the controller's grace ``G``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+# controller/settings.py Settings.drain_grace_timeout: how long the controller lets GPU pods finish
+# (the compiler may not import the controller; tests/test_recommend_disruption.py asserts they agree)
+DRAIN_GRACE_SECONDS = 1800.0
+# the MIG manager's reconfiguration time per changed GPU: the 30–90 s per GPU seen in practice
+RECONFIGURE_SECONDS = 60.0
+
+
+def expected_loss(elapsed: float, grace: float) -> float:
+    """GPU-time (per GPU held) an eviction at the end of the grace is expected to throw away."""
+    if elapsed <= 0:
+        return 0.0
+    return elapsed * elapsed / (elapsed + grace)
+
+
+def node_cost(running: Iterable[tuple[float, float]], grace: float, outage_gpu_seconds: float) -> float:
+    """Cost of re-carving a node: ``running`` = (GPU fraction, seconds run) of each of its GPU pods."""
+    return sum(f * expected_loss(e, grace) for f, e in running) + outage_gpu_seconds
+
+
+def outage(
+    gpus_on_node: int, changed_gpus: int, reconfigure_seconds: float, drain_seconds: float = 0.0
+) -> float:
+    """GPU-seconds the node is out while it is re-carved (every GPU of it: the node is cordoned)."""
+    return gpus_on_node * (drain_seconds + reconfigure_seconds * changed_gpus)
+
+
+def newly_served(waits: Sequence[float], demand: int, before: int, after: int) -> float:
+    """Σ of the waits of the pending instances of one profile that the change serves (see below)."""
+    return sum(served_waits(waits, demand, before, after))
+
+
+def served_waits(waits: Sequence[float], demand: int, before: int, after: int) -> Sequence[float]:
+    """The waits of the pending instances of one profile that the change serves.
+
+    ``waits``: the pending instances' waits in queue order; ``demand``: running + pending instances
+    of the profile; ``before``/``after``: the profile's instances before and after the change. The
+    first ``min(before, demand) − running`` pending instances are served already; the next
+    ``min(after, demand) − min(before, demand)`` are the ones the change serves.
+    """
+    n = max(0, demand)
+    running = max(0, n - len(waits))
+    first = max(0, min(before, n) - running)
+    more = min(after, n) - min(before, n)
+    if more <= 0:
+        return ()
+    return waits[first : first + more]
+
+
+def worth(benefit: float, cost: float, threshold_pct: float) -> bool:
+    """Whether the pending GPU-time a change avoids beats what it destroys by the threshold."""
+    return benefit > cost * (1.0 + threshold_pct / 100.0)

@@ -18,6 +18,7 @@ from compiler.catalog import Catalog, GpuModel
 from compiler.current import RecordedCapacity
 from compiler.model import WHOLE_GPU, CurrentState, GpuLayout, NodeLayout, NodePool, Policy
 from compiler.plan.data import CapacityRow, Cost, NodeChange, Plan, RemovedNode, TenantRow, Unmet
+from compiler.plan.hami import hami_requests
 from compiler.plan.snapshot import evictions_on
 from compiler.plan.spread import spread_rows
 from compiler.solve.demand import DemandItem, build_demand
@@ -376,4 +377,6 @@ def build_plan(
         snapshot_given=pods is not None,
         solution=dict(solution_dict or {}),
         spread=spread_rows(policy, solution),
+        hami=solution.hami,
+        hami_requests=hami_requests(policy),
     )

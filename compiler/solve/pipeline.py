@@ -46,7 +46,8 @@ def solve(
     ``metrics_only=True`` is for such a comparison too: each integer program stops after the last
     of the ``gpus`` and ``disruption`` goals and skips the split pass (``milp.solve_cluster``), and
     neither the LP bound (``lower_bound_gpus`` stays 0) nor the spread's cost (MIGC205) is
-    computed. GPUs used, the nodes and GPUs changed against ``current`` and the replicas unmet are
+    computed, nor the pools' ``layout_counts`` (left empty) or MIGC204 notes. GPUs used, the nodes
+    and GPUs changed against ``current`` and the replicas unmet are
     those of the full solve; layouts, profiles served and spare room are not the ones ``compile``
     writes, so such a solution is for counting only, never for rendering.
     """
@@ -172,7 +173,8 @@ def _solve_cluster(
         dec = outcome.decisions[pool.name]
         pool_current = {node: lay for (pname, node), lay in current.items() if pname == pool.name}
         nodes = assign_pool(dec, pool_current)
-        diags.extend(_invalid_current(dec, pool_current, cluster.name))
+        if not metrics_only:  # a note, and the full solve of the same policy has already said it
+            diags.extend(_invalid_current(dec, pool_current, cluster.name))
         demand = tuple(
             sorted(
                 (r for (pname, r) in rows if pname == pool.name),
@@ -186,7 +188,7 @@ def _solve_cluster(
                 gpu_model=pool.gpu_model,
                 nodes=nodes,
                 demand=demand,
-                layout_counts=_layout_counts(nodes),
+                layout_counts=() if metrics_only else _layout_counts(nodes),
                 optimal=dec.optimal,
                 lower_bound_gpus=0.0 if metrics_only else lp_bound(dec, items),
                 gpus_used=dec.gpus_used,

@@ -129,3 +129,63 @@ def test_plan_text_shows_hami_gpus_and_pod_resources(capsys: pytest.CaptureFixtu
     assert "infer/l40s (L40S): 6 of 8 GPUs carry shares" in out
     assert "search/embedder x1, search/reranker x1; memory 24.0Gi/48.0Gi (free 24.0Gi), cores 70/100%" in out
     assert "embedder (search): nvidia.com/gpu: 1, nvidia.com/gpucores: 30, nvidia.com/gpumem: 12288" in out
+
+
+def _plan_out(capsys: pytest.CaptureFixture[str], *argv: str) -> str:
+    from compiler.cli import main
+
+    capsys.readouterr()
+    assert main(["plan", *argv]) == 0
+    return capsys.readouterr().out
+
+
+def test_plan_json_carries_the_hami_pools_and_pod_requests(
+    files: dict[str, bytes], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`plan -o json` key ``hami``: per pool the GPUs that carry shares, in the rendered HamiPlan's
+    per-GPU shape (and the same values), idle GPUs only counted; per workload what its pods request."""
+    doc = json.loads(_plan_out(capsys, str(ROOT / "examples" / "hami"), "--from-scratch", "-o", "json"))
+    hami = doc["hami"]
+    rendered = json.loads(_obj(files, "infer/migc-system/configmap-migc-hami.yaml")["data"]["plan.json"])
+    pools = {p["name"]: p for p in rendered["pools"]}
+    assert [(p["cluster"], p["pool"]) for p in hami["pools"]] == [("infer", "a100"), ("infer", "l40s")]
+    for p in hami["pools"]:
+        carrying = [g for g in pools[p["pool"]]["gpus"] if g["shares"]]
+        assert p["gpus"] == carrying
+        assert (p["gpusTotal"], p["gpusUsed"]) == (len(pools[p["pool"]]["gpus"]), len(carrying))
+    l40s = hami["pools"][1]
+    assert (l40s["gpuModel"], l40s["gpusTotal"], l40s["gpusUsed"], l40s["optimal"]) == ("L40S", 8, 6, True)
+    assert l40s["gpus"][1]["memoryMiB"] == {"total": 49152, "used": 24576}
+    assert [s["workload"] for s in l40s["gpus"][1]["shares"]] == ["embedder", "reranker"]
+    embedder = next(w for w in hami["workloads"] if w["name"] == "embedder")
+    assert embedder == {
+        "cluster": "infer",
+        "name": "embedder",
+        "tenant": "search",
+        "resources": {"nvidia.com/gpu": "1", "nvidia.com/gpucores": "30", "nvidia.com/gpumem": "12288"},
+        "priorityClassName": "migc-high",
+    }
+    assert [w["name"] for w in hami["workloads"]] == [w["name"] for w in rendered["workloads"]]
+    # a policy without HAMi pools or workloads: the key is there, null
+    prod = json.loads(_plan_out(capsys, str(ROOT / "examples" / "prod"), "--from-scratch", "-o", "json"))
+    assert prod["hami"] is None
+
+
+def test_plan_markdown_has_a_hami_table_per_pool_and_the_pod_requests(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    md = _plan_out(capsys, str(ROOT / "examples" / "hami"), "--from-scratch", "-o", "markdown")
+    assert "\n### HAMi pools\n" in md
+    assert "**infer/l40s** (L40S): 6 of 8 GPUs carry shares; 2 idle\n" in md
+    assert (
+        "| infer-l40s-01 | 1 | search/embedder x1, search/reranker x1 | 24.0Gi / 48.0Gi | 70% / 100% "
+        "| 2 / 8 |\n" in md
+    )
+    assert (
+        "| infer | reranker | search | nvidia.com/gpu: 1, nvidia.com/gpucores: 40, "
+        "nvidia.com/gpumem-percentage: 25 | migc-high |\n" in md
+    )
+    # one table row per GPU that carries shares: 3 on the A100s, 6 on the L40Ss
+    assert md.count("| infer-a100-01 |") == 3 and md.count("| infer-l40s-0") == 6
+    prod = _plan_out(capsys, str(ROOT / "examples" / "prod"), "--from-scratch", "-o", "markdown")
+    assert "HAMi" not in prod

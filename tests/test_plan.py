@@ -290,6 +290,12 @@ def test_gpus_in_use_matches_its_definition_on_random_fleets() -> None:
             None if rng.random() < 0.1 else tuple(rng.choice(choices) for _ in range(rng.randint(1, 8)))
             for _ in range(rng.randint(0, 6))
         ]
+        # the same node object twice, and equal layouts as distinct objects (gpus_in_use looks
+        # nodes and GPUs up by object)
+        if layouts and rng.random() < 0.5:
+            layouts.append(layouts[rng.randrange(len(layouts))])
+        if rng.random() < 0.5:
+            layouts.append(tuple(GpuLayout(g.mig_enabled, g.profiles) for g in rng.choices(choices, k=4)))
         served = {r: rng.randint(0, 20) for r in resources if rng.random() < 0.7}
         expected = _gpus_in_use_by_definition(layouts, served, 1)
         assert gpus_in_use(layouts, served, None) == expected, seed

@@ -38,7 +38,6 @@ from compiler.plan import (
     to_text,
 )
 from compiler.plan.data import OrderCost
-from compiler.plan.hami import hami_text
 from compiler.plan.orders import other_order
 from compiler.plan.spread import spread_rows, spread_warnings
 from compiler.render.writer import INDEX_NAME
@@ -177,5 +176,5 @@ def command(
     elif fmt == "markdown":
         click.echo(to_markdown(plan, svg_dir, detail=detail), nl=False)
     else:
-        click.echo(to_text(plan, detail=detail) + hami_text(result.policy, result.solution), nl=False)
+        click.echo(to_text(plan, detail=detail), nl=False)
     return ExitCode.DRIFT if exit_code and plan.has_changes else ExitCode.OK

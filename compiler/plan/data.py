@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from compiler.model import NodeLayout
+from compiler.solve.result import HamiPoolResult
 
 
 @dataclass(frozen=True)
@@ -130,6 +131,17 @@ class SpreadRow:
 
 
 @dataclass(frozen=True)
+class HamiRequest:
+    """What each pod of a workload with a HAMi need requests (container limits; HAMi reads limits)."""
+
+    cluster: str
+    workload: str
+    tenant: str
+    resources: tuple[tuple[str, str], ...]  # resource name -> amount, sorted by name
+    priority_class: str
+
+
+@dataclass(frozen=True)
 class Plan:
     clusters: tuple[str, ...]
     nodes_total: int
@@ -144,6 +156,8 @@ class Plan:
     solution: Mapping[str, Any] = field(default_factory=dict)
     spread: tuple[SpreadRow, ...] = ()
     other_order: OrderCost | None = None  # set by `migc plan` against a deployed layout
+    hami: tuple[HamiPoolResult, ...] = ()  # the packing of every `sharing: hami` pool
+    hami_requests: tuple[HamiRequest, ...] = ()  # per workload with a HAMi need, sorted by name
 
     @property
     def has_changes(self) -> bool:

@@ -14,10 +14,13 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+import numpy as np
+
 from compiler.catalog import Catalog, GpuModel
 from compiler.current import RecordedCapacity
 from compiler.model import WHOLE_GPU, CurrentState, GpuLayout, NodeLayout, NodePool, Policy
 from compiler.plan.data import CapacityRow, Cost, NodeChange, Plan, RemovedNode, TenantRow, Unmet
+from compiler.plan.hami import hami_requests
 from compiler.plan.snapshot import evictions_on
 from compiler.plan.spread import spread_rows
 from compiler.solve.demand import DemandItem, build_demand
@@ -120,41 +123,60 @@ def gpus_in_use(
     """GPUs carrying at least one instance that serves demand, filling the fullest GPUs first.
 
     Per resource (in name order) the GPUs holding it are taken already-used first, then most
-    instances first, then by index, until the served units are covered. The holders are indexed
-    once, by resource and by how much they hold (in index order), so an 80k-GPU pool costs one walk
-    over its GPUs, not one walk and one sort per resource.
+    instances first, then by index, until the served units are covered. A fleet has few distinct
+    layouts: each GPU gets the number of its layout (nodes and GPUs are looked up once per
+    object), and per resource the units each GPU holds are one array lookup, so an 80k-GPU pool
+    costs one walk over its nodes and a few array passes per resource. A GPU holds one count of a
+    resource, so it sits in exactly one "units held" group; within a group the GPUs are taken in
+    index order, which is what counting the first ``ceil(need / units)`` candidates does.
     """
     shares = pool.shares_per_gpu if pool is not None else 1
-    # resource → units held → GPU indices in order; a GPU's profile list is read once per object
-    holding: dict[str, dict[int, list[int]]] = {}
-    profiles: dict[int, tuple[tuple[str, int], ...]] = {}
-    index = 0
+    kinds: list[GpuLayout] = []
+    kind_of: dict[int, int] = {}  # id(GpuLayout) -> its number
+    node_kinds: dict[int, list[int]] = {}  # id(NodeLayout) -> its GPUs' numbers
+    per_gpu: list[int] = []
     for layout in layouts:
-        for g in layout or ():
-            if not g.mig_enabled and shares:
-                holding.setdefault(WHOLE_GPU, {}).setdefault(shares, []).append(index)
-            held = profiles.get(id(g))
-            if held is None:
-                held = profiles[id(g)] = tuple((n, c) for n, c in g.profiles if c and n != WHOLE_GPU)
-            for name, count in held:
-                holding.setdefault(name, {}).setdefault(count, []).append(index)
-            index += 1
-    used = bytearray(index)
+        if not layout:
+            continue
+        ks = node_kinds.get(id(layout))
+        if ks is None:
+            ks = []
+            for g in layout:
+                k = kind_of.get(id(g))
+                if k is None:
+                    k = kind_of[id(g)] = len(kinds)
+                    kinds.append(g)
+                ks.append(k)
+            node_kinds[id(layout)] = ks
+        per_gpu.extend(ks)
+    kind = np.array(per_gpu, dtype=np.int64)
+    units: dict[str, np.ndarray] = {}  # resource -> units each layout number holds
+    for k, g in enumerate(kinds):
+        if not g.mig_enabled and shares:
+            units.setdefault(WHOLE_GPU, np.zeros(len(kinds), dtype=np.int64))[k] = shares
+        for name, count in g.profiles:
+            if count and name != WHOLE_GPU:
+                units.setdefault(name, np.zeros(len(kinds), dtype=np.int64))[k] = count
+    used = np.zeros(len(per_gpu), dtype=bool)
     for resource in sorted(served):
         need = served[resource]
-        by_units = holding.get(resource, {})
-        for want_used in (1, 0):  # already-used GPUs first, then fresh ones; each most-held first
-            for have in sorted(by_units, reverse=True):
+        held = units.get(resource)
+        if held is None or need <= 0:
+            continue
+        holding = held[kind]
+        levels = sorted((int(v) for v in np.unique(holding) if v > 0), reverse=True)
+        groups = {have: np.flatnonzero(holding == have) for have in levels}
+        for want_used in (True, False):  # already-used GPUs first, then fresh ones; most held first
+            for have in levels:
                 if need <= 0:
                     break
-                for i in by_units[have]:
-                    if used[i] != want_used:
-                        continue
-                    used[i] = 1
-                    need -= have
-                    if need <= 0:
-                        break
-    return sum(used)
+                members = groups[have]
+                candidates = members[used[members] == want_used]
+                take = min(len(candidates), -(-need // have))
+                if take and not want_used:
+                    used[candidates[:take]] = True
+                need -= take * have
+    return int(used.sum())
 
 
 def _balanced(model: GpuModel | None, pool: NodePool) -> NodeLayout:
@@ -376,4 +398,6 @@ def build_plan(
         snapshot_given=pods is not None,
         solution=dict(solution_dict or {}),
         spread=spread_rows(policy, solution),
+        hami=solution.hami,
+        hami_requests=hami_requests(policy),
     )

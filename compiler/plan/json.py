@@ -8,6 +8,7 @@ from typing import Any
 from compiler.model import NodeLayout
 from compiler.plan.data import Plan
 from compiler.plan.formatting import order_line, summary
+from compiler.plan.hami import hami_json
 
 
 def _layout_json(layout: NodeLayout | None) -> list[dict[str, Any]] | None:
@@ -77,6 +78,7 @@ def to_json(plan: Plan) -> str:
             }
             for r in plan.spread
         ],
+        "hami": hami_json(plan),
     }
     # Compact separators and no indent: the C encoder then writes the whole document in one pass
     # (an indented dump runs the pure-Python encoder, 9x slower on an 80k-GPU plan). Keys stay

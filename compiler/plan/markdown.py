@@ -13,6 +13,7 @@ from compiler.plan.formatting import (
     summary,
     tenant_changes,
 )
+from compiler.plan.hami import hami_markdown
 from compiler.plan.overview import ALL_BALANCED, group_changes, node_names, spans, summary_items
 from compiler.plan.spread import spread_text
 from compiler.plan.svg import svg_name
@@ -31,6 +32,7 @@ def to_markdown(plan: Plan, svg_dir: str | None = None, *, detail: bool = False)
         out += _evictions(plan)
     out += _unmet_table(plan)
     out += _spread_table(plan)
+    out += hami_markdown(plan)
     out += _cost_table(plan)
     return "\n".join(out) + "\n"
 

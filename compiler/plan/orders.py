@@ -3,8 +3,10 @@
 ``PartitionPolicy.spec.objective`` decides whether the solver first keeps deployed nodes
 (``disruption``) or first frees GPUs (``gpus``). The plan re-solves with those two goals swapped
 (everything else, the time limit included, as ``compile`` solves) and states in one line how many
-GPUs and node changes that order would have given. Without a deployed layout the disruption goal
-is empty and the two orders coincide, so nothing is solved.
+GPUs and node changes that order would have given. That solve only counts (``solve(...,
+metrics_only=True)``): it stops after the last of the two swapped goals and skips the split pass
+and the LP bound, which changes none of the numbers the line reports. Without a deployed layout the
+disruption goal is empty and the two orders coincide, so nothing is solved.
 """
 
 from __future__ import annotations
@@ -57,7 +59,8 @@ def other_order(
     chosen = objective_order(policy.partition.objective)
     other = swapped(chosen)
     alt_policy = dataclasses.replace(policy, partition=dataclasses.replace(policy.partition, objective=other))
-    alt = solve(alt_policy, catalog, current, time_limit_s=time_limit_s, hami=False)  # HAMi keeps its order
+    # HAMi pools keep their own order; only the outcome's counts are read from this solution
+    alt = solve(alt_policy, catalog, current, time_limit_s=time_limit_s, hami=False, metrics_only=True)
     if has_errors(list(alt.diagnostics)):
         return None
     return OrderCost(order=chosen, other=other, chosen=outcome(solution), alternative=outcome(alt))

@@ -13,6 +13,7 @@ from compiler.plan.formatting import (
     tenant_changes,
     tenant_text,
 )
+from compiler.plan.hami import hami_text
 from compiler.plan.overview import ALL_BALANCED, group_changes, node_names, summary_items, transition_text
 from compiler.plan.spread import spread_text
 
@@ -99,4 +100,4 @@ def to_text(plan: Plan, *, detail: bool = False) -> str:
                 f"{cost.gpus_balanced} GPUs, {money(cost.per_hour_balanced)}, "
                 f"{cost.unmet_balanced} demanded instances unserved"
             )
-    return "\n".join(out) + "\n"
+    return "\n".join(out) + "\n" + hami_text(plan)

@@ -4,7 +4,8 @@ Public API:
 
 * :func:`solve` ``(policy, catalog, current=None, *, time_limit_s=60.0, method="exact")`` →
   :class:`compiler.solve.result.Solution`. ``method="greedy"`` forces the first-fit-decreasing
-  fallback (pools marked ``optimal=False``), e.g. as a benchmark baseline.
+  fallback (pools marked ``optimal=False``), e.g. as a benchmark baseline. ``hami=False,
+  metrics_only=True`` is the plan's count-only second solve (see ``pipeline.solve``).
 * :func:`compiler.solve.export.solution_to_dict` → the JSON document of ``schema/solution.schema.json``.
 * Layout geometry lives one layer down: :mod:`compiler.catalog.layouts` (``enumerate_layouts``,
   ``is_feasible``, ``place``).

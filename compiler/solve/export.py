@@ -7,16 +7,35 @@ on the same input are byte-identical), no timestamps.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from compiler.model import GpuLayout
-from compiler.solve.result import PoolResult, Solution
+from compiler.solve.result import NodeResult, PoolResult, Solution
 
 API_VERSION = "migc.dev/v1alpha1"
 
 
 def layout_to_dict(layout: GpuLayout) -> dict[str, Any]:
     return {"migEnabled": layout.mig_enabled, "profiles": dict(layout.profiles)}
+
+
+def _gpus(n: NodeResult, as_dict: Callable[[GpuLayout], dict[str, Any]]) -> list[Any]:
+    gpus = []
+    changed = set(n.changed_gpus)
+    for i, gpu in enumerate(n.gpus):
+        cur = n.current[i] if n.current is not None and i < len(n.current) else None
+        after = as_dict(gpu)
+        gpus.append(
+            {
+                "index": i,
+                "migEnabled": after["migEnabled"],
+                "profiles": after["profiles"],
+                "current": None if cur is None else as_dict(cur),
+                "changed": i in changed,
+            }
+        )
+    return gpus
 
 
 def _pool(p: PoolResult) -> dict[str, Any]:
@@ -32,21 +51,18 @@ def _pool(p: PoolResult) -> dict[str, Any]:
             hit = shown[id(layout)] = (layout, layout_to_dict(layout))
         return hit[1]
 
+    # Nodes whose GPUs carry the same layout objects (before and after) share one GPU list too:
+    # a fleet of identical nodes then costs one list per kind of node, not one dict per GPU.
+    node_gpus: dict[tuple[tuple[int, ...], tuple[int, ...] | None, tuple[int, ...]], list[Any]] = {}
     for n in p.nodes:
-        gpus = []
-        changed = set(n.changed_gpus)
-        for i, gpu in enumerate(n.gpus):
-            cur = n.current[i] if n.current is not None and i < len(n.current) else None
-            after = as_dict(gpu)
-            gpus.append(
-                {
-                    "index": i,
-                    "migEnabled": after["migEnabled"],
-                    "profiles": after["profiles"],
-                    "current": None if cur is None else as_dict(cur),
-                    "changed": i in changed,
-                }
-            )
+        key = (
+            tuple(map(id, n.gpus)),
+            None if n.current is None else tuple(map(id, n.current)),
+            n.changed_gpus,
+        )
+        gpus = node_gpus.get(key)
+        if gpus is None:
+            gpus = node_gpus[key] = _gpus(n, as_dict)
         nodes.append(
             {"name": n.name, "changed": n.changed, "changedGpus": list(n.changed_gpus), "gpus": gpus}
         )

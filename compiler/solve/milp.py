@@ -157,9 +157,17 @@ def solve_cluster(
     time_limit: float,
     burst: Mapping[str, int] | None = None,
     objective: Sequence[Objective] = OBJECTIVES,
+    *,
+    metrics_only: bool = False,
 ) -> ClusterOutcome:
     """Solve the cluster. ``current`` maps (pool, node) to its deployed layout; ``burst`` maps a
     profile to the largest burst limit a tenant of the cluster has for it (spare room goes there).
+
+    ``metrics_only`` stops each component after the last of the ``gpus`` and ``disruption`` goals
+    (no later preference, burst or fill level) and skips the split pass: the layouts, patterns
+    and kept nodes are then a point that is optimal on every level up to there, so GPUs used,
+    nodes and GPUs changed and replicas unmet are those of the full solve, while the rest of the
+    decision (which profiles serve what, spare room) is not the one ``compile`` would write.
 
     Pools that share no demand item (no workload may use both) and no guarantee are independent,
     and every level's objective is a sum over pools, so the lexicographic optimum of the cluster is
@@ -196,12 +204,13 @@ def solve_cluster(
         gs = [g for g in guarantees if g.pools and g.pools[0] in names]
         deadline = started + time_limit
         part = _solve_component(
-            members, catalog, items, ids, gs, current, deadline, burst or {}, objective=objective
+            members, catalog, items, ids, gs, current, deadline, burst or {}, objective=objective,
+            metrics_only=metrics_only,
         )
         if part.result is None:
             unsolved.extend(sorted(names))
             continue
-        if part.result.optimal:
+        if part.result.optimal and not metrics_only:
             _split_from_layouts(part, members, catalog, items, ids, gs, deadline, burst or {}, objective)
         outcome.decisions.update(part.decisions)
         outcome.shortfall.update(part.shortfall)
@@ -271,10 +280,12 @@ def _solve_component(
     burst: Mapping[str, int],
     fixed: Mapping[str, _Fixed] | None = None,
     objective: Sequence[Objective] = OBJECTIVES,
+    metrics_only: bool = False,
 ) -> ClusterOutcome:
     """Build the component's integer program step by step, solve its levels, read the decisions.
 
     ``fixed``: per pool, layouts, node patterns and shared GPUs to hold (see ``_split_from_layouts``).
+    ``metrics_only``: stop after the last of the ``gpus`` and ``disruption`` levels (see ``solve_cluster``).
     """
     b = _ComponentModel(catalog, items, guarantees, current, burst, fixed or {})
     b.add_demand(item_ids, pools)
@@ -285,7 +296,10 @@ def _solve_component(
     b.add_spread()
     b.close_guarantees()
     burst_vars = b.add_burst()
-    levels = _levels(items, item_ids, b.pv, b.shortfall_vars, burst_vars, b.covered, b.covered_by, objective)
+    levels = _levels(
+        items, item_ids, b.pv, b.shortfall_vars, burst_vars, b.covered, b.covered_by, objective,
+        metrics_only=metrics_only,
+    )
     result = b.m.solve(levels, time_limit=deadline - time.perf_counter())
     if result is None:
         return ClusterOutcome({}, {}, None)
@@ -913,11 +927,15 @@ def _levels(
     covered: Mapping[int, int],
     covered_by: Mapping[int, Sequence[int]],
     objective: Sequence[Objective] = OBJECTIVES,
+    *,
+    metrics_only: bool = False,
 ) -> list[Level]:
     """The objectives in lexicographic order (see the module doc); empty ones are left out.
 
     ``objective`` (``PartitionPolicy.spec.objective``) orders the goals after guarantees and
     served demand: ``gpus``, ``disruption`` (its three levels, in their order) and ``preference``.
+    ``metrics_only`` ends the list with the last of ``gpus`` and ``disruption`` (a ``preference``
+    goal ordered before them stays: it shapes the optimum they are taken at).
     """
     levels: list[Level] = []
     if shortfall:
@@ -933,8 +951,14 @@ def _levels(
         "disruption": _disruption_levels(pv),
         "preference": [Level("preference", "min", pref)] if pref else [],
     }
+    left = {"gpus", "disruption"}
     for goal in objective_order(objective):
+        if metrics_only and not left:
+            return levels
         levels.extend(goals[goal])
+        left.discard(goal)
+    if metrics_only:
+        return levels
     if burst:
         levels.append(Level("burst", "max", burst))
     fill = _fill(pv)

@@ -32,6 +32,7 @@ def solve(
     time_limit_s: float = 60.0,
     method: Method = "exact",
     hami: bool = True,
+    metrics_only: bool = False,
 ) -> Solution:
     """Choose a layout for every GPU of every pool, one integer program per cluster.
 
@@ -42,6 +43,13 @@ def solve(
     ``method="greedy"`` forces that heuristic (benchmarks compare against it).
     ``hami=False`` leaves HAMi pools out (``Solution.hami`` empty), for a caller that compares the
     MIG answers of two objective orders (HAMi pools keep their own order).
+    ``metrics_only=True`` is for such a comparison too: each integer program stops after the last
+    of the ``gpus`` and ``disruption`` goals and skips the split pass (``milp.solve_cluster``), and
+    neither the LP bound (``lower_bound_gpus`` stays 0) nor the spread's cost (MIGC205) is
+    computed, nor the pools' ``layout_counts`` (left empty) or MIGC204 notes. GPUs used, the nodes
+    and GPUs changed against ``current`` and the replicas unmet are
+    those of the full solve; layouts, profiles served and spare room are not the ones ``compile``
+    writes, so such a solution is for counting only, never for rendering.
     """
     deadline = time.perf_counter() + time_limit_s
     diags: list[Diagnostic] = []
@@ -71,6 +79,7 @@ def solve(
             cur,
             _Budget(time_limit_s, deadline),
             method,
+            metrics_only,
         )
         pools.extend(results)
         diags.extend(cluster_diags)
@@ -92,6 +101,7 @@ def _solve_cluster(
     current: Mapping[tuple[str, str], NodeLayout],
     budget: _Budget,
     method: Method,
+    metrics_only: bool = False,
 ) -> tuple[list[PoolResult], list[Diagnostic]]:
     diags: list[Diagnostic] = []
     started = time.perf_counter()
@@ -107,6 +117,7 @@ def _solve_cluster(
             budget.left(),
             _burst_limits(policy, cluster.name),
             policy.partition.objective,
+            metrics_only=metrics_only,
         )
         if outcome.unsolved:
             why = (
@@ -132,7 +143,7 @@ def _solve_cluster(
     greedy_pools = set(outcome.unsolved) if method == "exact" else {p.name for p in cluster.pools}
     spread_sev = Severity.ERROR if policy.partition.unmet_demand == "error" else Severity.WARNING
     diags.extend(_greedy_spread(policy, cluster, items, greedy_pools))
-    if method == "exact" and not outcome.unsolved:
+    if method == "exact" and not outcome.unsolved and not metrics_only:
         diags.extend(
             _spread_cost(policy, cluster, catalog, items, guarantees, current, outcome, budget, spread_sev)
         )
@@ -162,7 +173,8 @@ def _solve_cluster(
         dec = outcome.decisions[pool.name]
         pool_current = {node: lay for (pname, node), lay in current.items() if pname == pool.name}
         nodes = assign_pool(dec, pool_current)
-        diags.extend(_invalid_current(dec, pool_current, cluster.name))
+        if not metrics_only:  # a note, and the full solve of the same policy has already said it
+            diags.extend(_invalid_current(dec, pool_current, cluster.name))
         demand = tuple(
             sorted(
                 (r for (pname, r) in rows if pname == pool.name),
@@ -176,9 +188,9 @@ def _solve_cluster(
                 gpu_model=pool.gpu_model,
                 nodes=nodes,
                 demand=demand,
-                layout_counts=_layout_counts(nodes),
+                layout_counts=() if metrics_only else _layout_counts(nodes),
                 optimal=dec.optimal,
-                lower_bound_gpus=lp_bound(dec, items),
+                lower_bound_gpus=0.0 if metrics_only else lp_bound(dec, items),
                 gpus_used=dec.gpus_used,
                 solve_seconds=elapsed,
                 reserved=tuple(sorted((t, r, c) for (t, r), c in dec.reserved.items())),

@@ -57,7 +57,9 @@ def _both(policy: Policy, current: CurrentState) -> list[tuple[OrderOutcome, Ord
 
 
 def _synthetic_cases() -> list[tuple[str, list[Pod], list[Pod], int]]:
-    geo = geometry(CAT.get("A100-SXM4-80GB"))  # type: ignore[arg-type]
+    model = CAT.get("A100-SXM4-80GB")
+    assert model is not None
+    geo = geometry(model)
     cases = []
     for mix, pods, nodes in (("inference", 40, 3), ("uniform", 24, 3), ("training", 16, 4)):
         for seed in (1, 2):

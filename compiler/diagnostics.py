@@ -19,7 +19,7 @@ import functools
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from importlib import resources
-from typing import Any
+from typing import Any, Protocol
 
 import yaml
 
@@ -138,6 +138,26 @@ def make(
         message=message,
         hint=hint or info.fix,
         path=path,
+    )
+
+
+class Located(Protocol):
+    """Where a policy object came from (``compiler.model.Span`` has these)."""
+
+    @property
+    def file(self) -> str: ...
+    @property
+    def line(self) -> int: ...
+    @property
+    def col(self) -> int: ...
+    @property
+    def path(self) -> str: ...
+
+
+def at(code: str, message: str, span: Located, severity: Severity | None = None) -> Diagnostic:
+    """:func:`make` at a policy object's position (its file, line, column and field path)."""
+    return make(
+        code, message, file=span.file, line=span.line, col=span.col, path=span.path, severity=severity
     )
 
 

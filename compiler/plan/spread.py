@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from compiler.diagnostics import Diagnostic, make
+from compiler.diagnostics import Diagnostic, at
 from compiler.model import NodePool, Policy, Workload
 from compiler.plan.data import SpreadRow
 from compiler.solve.demand import node_labels
@@ -82,16 +82,13 @@ def spread_warnings(policy: Policy, rows: Iterable[SpreadRow]) -> list[Diagnosti
             if lost <= row.most_per_node:
                 continue
             out.append(
-                make(
+                at(
                     "MIGC256",
                     f"workload {row.workload} (cluster {row.cluster}): pool {pool}'s maxUnavailable "
                     f"{unavailable} lets one maintenance wave take down nodes holding {lost} of its "
                     f"{row.served} served replicas; its spread ({row.spread}) lets one node hold "
                     f"{row.most_per_node}",
-                    file=span.file,
-                    line=span.line,
-                    col=span.col,
-                    path=span.path,
+                    span,
                 )
             )
     return out

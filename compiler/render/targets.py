@@ -32,7 +32,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from compiler.diagnostics import Diagnostic, make
+from compiler.diagnostics import Diagnostic, at
 from compiler.model import WHOLE_GPU, Cluster, Policy, Workload
 from compiler.render.hami import pod_annotations
 from compiler.render.quota import resource_name
@@ -153,27 +153,21 @@ def target_files(
         span = w.span
         if not resources:
             diags.append(
-                make(
+                at(
                     "MIGC318",
                     f"workload {w.name}: the solution serves none of its replicas; no patch "
                     f"for {w.target.kind} {w.target.namespace}/{w.target.name}",
-                    file=span.file,
-                    line=span.line,
-                    col=span.col,
-                    path=span.path,
+                    span,
                 )
             )
             continue
         if others:
             diags.append(
-                make(
+                at(
                     "MIGC317",
                     f"workload {w.name} is served by {', '.join([*resources, *others])}; "
                     f"its patch requests {next(iter(resources))}, the most served",
-                    file=span.file,
-                    line=span.line,
-                    col=span.col,
-                    path=span.path,
+                    span,
                 )
             )
         annotations: dict[str, str] = {}

@@ -23,8 +23,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from compiler.catalog import Catalog
-from compiler.diagnostics import Diagnostic, Severity, make
-from compiler.model import CurrentState, HamiNeed, NodePool, Policy, Span, Workload
+from compiler.diagnostics import Diagnostic, Severity, at
+from compiler.model import CurrentState, HamiNeed, NodePool, Policy, Workload
 from compiler.solve.lexmilp import Level, Milp
 from compiler.solve.result import HamiGpu, HamiPoolResult, HamiShare, ServedDemand
 
@@ -330,7 +330,7 @@ def solve_hami(
             )
         if not packing.optimal:
             diags.append(
-                _at(
+                at(
                     "MIGC231",
                     f"cluster {cluster.name}: the HAMi packing hit the {time_limit_s:g}s "
                     "time limit; it is feasible but may not be optimal",
@@ -344,7 +344,7 @@ def solve_hami(
             served_by_tenant[w.tenant] = served_by_tenant.get(w.tenant, 0) + got
             if got < w.replicas:
                 diags.append(
-                    _at(
+                    at(
                         "MIGC230",
                         f"workload {w.name} (tenant {w.tenant}, tier {w.priority_tier}) gets "
                         f"{got} of {w.replicas} HAMi share(s) in cluster {cluster.name}",
@@ -355,7 +355,7 @@ def solve_hami(
         for tenant, amount in sorted(guarantees.items()):
             if served_by_tenant.get(tenant, 0) < amount:
                 diags.append(
-                    _at(
+                    at(
                         "MIGC232",
                         f"tenant {tenant}: guaranteed {amount} HAMi share(s) in cluster "
                         f"{cluster.name}, but its workloads get {served_by_tenant.get(tenant, 0)}",
@@ -407,12 +407,6 @@ def _pool_result(
         demand=demand,
         optimal=packing.optimal,
         objectives=packing.objectives,
-    )
-
-
-def _at(code: str, message: str, span: Span, severity: Severity | None = None) -> Diagnostic:
-    return make(
-        code, message, file=span.file, line=span.line, col=span.col, path=span.path, severity=severity
     )
 
 

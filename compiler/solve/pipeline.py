@@ -9,8 +9,8 @@ from typing import Literal
 
 from compiler.catalog import Catalog
 from compiler.catalog.layouts import is_feasible
-from compiler.diagnostics import Diagnostic, Severity, make, sort_key
-from compiler.model import WHOLE_GPU, Cluster, CurrentState, GpuLayout, NodeLayout, Policy, Span, Workload
+from compiler.diagnostics import Diagnostic, Severity, at, sort_key
+from compiler.model import WHOLE_GPU, Cluster, CurrentState, GpuLayout, NodeLayout, Policy, Workload
 from compiler.solve.assign import assign_pool
 from compiler.solve.bounds import lp_bound
 from compiler.solve.demand import DemandItem, Guarantee, build_demand, split_served, tenant_guarantees
@@ -57,7 +57,7 @@ def solve(
     for tenant, resource, amount in nowhere:
         t = policy.tenant(tenant)
         diags.append(
-            _at(
+            at(
                 "MIGC200",
                 f"tenant {tenant}: guaranteed {amount} x {resource}, but no pool in any cluster where it "
                 f"runs offers {resource}",
@@ -68,9 +68,7 @@ def solve(
     deployed = current.as_dict() if current is not None else {}
     pools: list[PoolResult] = []
     for cluster in sorted(policy.clusters, key=lambda c: c.name):
-        cur = {
-            (pool, node): lay for (cl, pool, node), lay in sorted(deployed.items()) if cl == cluster.name
-        }
+        cur = {(pool, node): lay for (cl, pool, node), lay in sorted(deployed.items()) if cl == cluster.name}
         results, cluster_diags = _solve_cluster(
             policy,
             catalog,
@@ -126,7 +124,7 @@ def _solve_cluster(
                 else "HiGHS found no feasible point"
             )
             diags.append(
-                _at(
+                at(
                     "MIGC203",
                     f"cluster {cluster.name}: {why} before pool(s) {', '.join(outcome.unsolved)} were "
                     "solved; they are laid out by the greedy heuristic",
@@ -136,7 +134,7 @@ def _solve_cluster(
             _greedy_for_unsolved(outcome, cluster, catalog, items, guarantees, current)
         elif outcome.result is not None and not outcome.result.optimal:
             message = _unproven_message(cluster.name, outcome.result, budget)
-            diags.append(_at("MIGC203", message, cluster.span))
+            diags.append(at("MIGC203", message, cluster.span))
     else:
         outcome = greedy_cluster(cluster, catalog, items, guarantees, current)
     elapsed = time.perf_counter() - started
@@ -159,7 +157,7 @@ def _solve_cluster(
             continue
         for name, replicas in item.workloads:
             diags.append(
-                _at(
+                at(
                     "MIGC202",
                     f"workload {name} (tenant {item.tenant}): none of its {replicas} replica(s) can be "
                     f"served in cluster {cluster.name}: {item.reason}",
@@ -260,7 +258,7 @@ def _greedy_spread(
             continue
         name = item.workloads[0][0]
         out.append(
-            _at(
+            at(
                 "MIGC206",
                 f"workload {name} (cluster {cluster.name}): pool(s) {', '.join(pools)} were laid out by "
                 f"the greedy fallback, which does not enforce spread ({item.spread.text()}); its replicas "
@@ -287,14 +285,23 @@ def _spread_cost(
     rather than break it. Only then is the cluster solved again without any spread, to tell the
     cost of the spread from a plain lack of capacity."""
     served = _served(items, outcome.decisions)
-    short = [i for i, item in enumerate(items) if item.spread is not None and item.options
-             and served.get(i, 0) < item.replicas]
+    short = [
+        i
+        for i, item in enumerate(items)
+        if item.spread is not None and item.options and served.get(i, 0) < item.replicas
+    ]
     if not short:
         return []
     plain = [dataclasses.replace(item, spread=None) for item in items]
     free = solve_cluster(
-        cluster, catalog, plain, guarantees, current, budget.left(),
-        _burst_limits(policy, cluster.name), policy.partition.objective,
+        cluster,
+        catalog,
+        plain,
+        guarantees,
+        current,
+        budget.left(),
+        _burst_limits(policy, cluster.name),
+        policy.partition.objective,
     )
     if free.unsolved or free.result is None or not free.result.optimal:
         return []
@@ -310,7 +317,7 @@ def _spread_cost(
             continue
         name = item.workloads[0][0]
         out.append(
-            _at(
+            at(
                 "MIGC205",
                 f"workload {name} (cluster {cluster.name}): its spread ({spread.text()}) holds {got} of its "
                 f"{item.replicas} replicas; without the spread the fleet would serve {could}",
@@ -437,7 +444,7 @@ def _unmet_diagnostics(
         if len(by_tier[w.priority_tier]) > NAMES_SHOWN:
             continue
         out.append(
-            _at(
+            at(
                 "MIGC201",
                 f"workload {name} (tenant {w.tenant}, tier {w.priority_tier}) gets {got[name]} of "
                 f"{wanted[name]} instance(s) in cluster {cluster}; unmet: {', '.join(short[name])}",
@@ -500,7 +507,7 @@ def _guarantee_diagnostics(
                 f"together ({len(core)}): {name_list(named)}"
             )
         first = policy.tenant(gs[0].tenant)
-        out.append(_at("MIGC200", message, first.span, severity=Severity.ERROR))
+        out.append(at("MIGC200", message, first.span, severity=Severity.ERROR))
     return out
 
 
@@ -522,7 +529,7 @@ def _unmet_summary(
             unmet[(row.resource, pool)] = unmet.get((row.resource, pool), 0) + row.unmet
     what = ", ".join(f"{n} x {res} (pool {pool})" for (res, pool), n in sorted(unmet.items()))
     listed = [f"{n} ({got[n]}/{wanted[n]})" for n in names]
-    return _at(
+    return at(
         "MIGC201",
         f"{len(names)} workloads of tier {tier} get {sum(got[n] for n in names)} of "
         f"{sum(wanted[n] for n in names)} instance(s) in cluster {cluster}; unmet: {what}; "
@@ -566,7 +573,7 @@ def _invalid_current(dec: PoolDecision, current: Mapping[str, NodeLayout], clust
             bad = any(g.mig_enabled and not fits[g] for g in lay)
         if bad:
             out.append(
-                _at(
+                at(
                     "MIGC204",
                     f"node {node} of pool {cluster}/{pool.name}: its deployed layout does not fit "
                     f"{pool.gpus_per_node} x {pool.gpu_model}; it will be re-laid",
@@ -574,9 +581,3 @@ def _invalid_current(dec: PoolDecision, current: Mapping[str, NodeLayout], clust
                 )
             )
     return out
-
-
-def _at(code: str, message: str, span: Span, severity: Severity | None = None) -> Diagnostic:
-    return make(
-        code, message, file=span.file, line=span.line, col=span.col, path=span.path, severity=severity
-    )

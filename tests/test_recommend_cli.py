@@ -347,6 +347,41 @@ def test_a_shift_that_persists_is_proposed_once_the_window_has_passed(
     assert "replicas: 18" in (base / "pol" / "workloads.yaml").read_text()
 
 
+def running_briefly(items: list[Any]) -> list[Any]:
+    """The 8 waiting pods bound for one run (demand unchanged, nothing pending)."""
+    out: list[Any] = json.loads(json.dumps(items))
+    for p in out:
+        if p["metadata"]["name"].startswith("p-"):
+            p["spec"]["nodeName"] = "lab-dgx-a100-01"
+            p["status"] = {"phase": "Running", "startTime": "2026-12-01T06:04:00Z"}
+    return out
+
+
+def test_a_shortage_that_paused_inside_the_window_is_not_proposed(
+    tmp_path: Path, compiled: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Demand (running + pending) stays 18 all along, so the sizing wants 18 from 06:10 on; but at 06:05
+    nothing of 1g.10gb was pending: the shortage did not persist through the window 06:00–06:10, and
+    the stabilizationWindow gate holds the proposal until it has (06:20: 06:05's sample, in force at
+    06:15's window start, has left the window)."""
+    base = setup(tmp_path, compiled, urgent=False)
+    (base / "pol" / "partition.yaml").write_text(EVERY_5M)
+    assert run(base, "06:00") == ExitCode.OK  # 8 pods wait
+    assert run(base, "06:05", pods=running_briefly) == ExitCode.OK  # they run for a while
+    capsys.readouterr()
+    assert run(base, "06:10", "--dry-run", "-o", "json", pods=lambda ps: ps) == ExitCode.OK  # they wait again
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["window"]["covered"] is True and doc["window"]["demand"][0]["min"] == 18
+    gate = {x["name"]: x for x in doc["gates"]}["stabilizationWindow"]
+    assert gate["passed"] is False
+    assert gate["why"] == "1g.10gb not short (no pending pod) in all 3 sample(s) of the 10m window"
+    assert run(base, "06:10") == ExitCode.OK
+    capsys.readouterr()
+    assert run(base, "06:15") == ExitCode.OK  # the window 06:05–06:15 still starts with 06:05's sample
+    assert "NO  stabilizationWindow: 1g.10gb not short" in capsys.readouterr().out
+    assert run(base, "06:20") == ExitCode.DRIFT  # short at 06:10, 06:15 and 06:20: proposed
+
+
 def test_state_lost_mid_window_restarts_the_window(
     tmp_path: Path, compiled: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

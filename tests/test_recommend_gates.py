@@ -6,6 +6,7 @@ import datetime as dt
 
 from compiler.model import PartitionPolicy, Rule, RuleCondition
 from compiler.recommend import gates as g
+from compiler.recommend import history as h
 
 NOW = dt.datetime(2026, 1, 1, 12, 0, tzinfo=dt.UTC)
 SLICES = {"1g.10gb": 1, "2g.20gb": 2, "3g.40gb": 3, "7g.80gb": 7}
@@ -46,16 +47,18 @@ def test_urgency_overrides_threshold_and_window_but_only_for_a_real_gain() -> No
     t = g.threshold(5.0, P, urgent)
     assert t.passed and t.overridden
     assert not g.threshold(0.0, P, urgent).passed  # nothing gained: no override
-    w = g.stabilization(ago(30), NOW, P, urgent)
+    # the window gate (compiler/recommend/history.py) on a window watched only 30 s
+    young = h.window((), h.sample(ago(0), {("a", "1g.10gb"): [0, 1]}), P)
+    w = h.window_gate(young, NOW, P, urgent, adds=["1g.10gb"])
     assert w.passed and w.overridden
-    assert not g.stabilization(ago(30), NOW, P).passed
+    assert not h.window_gate(young, NOW, P, adds=["1g.10gb"]).passed
 
 
-def test_stabilization_window() -> None:
-    assert not g.stabilization(None, NOW, P).passed  # first seen now
-    assert not g.stabilization(ago(599), NOW, P).passed
-    assert g.stabilization(ago(600), NOW, P).passed
-    assert g.stabilization(ago(60), NOW, PartitionPolicy(stabilization_seconds=60)).passed
+def test_added_profiles_are_the_ones_the_proposal_has_more_of() -> None:
+    current = {"1g.10gb": 2, "3g.40gb": 1}
+    assert g.added_profiles(current, {"1g.10gb": 3, "3g.40gb": 0, "7g.80gb": 1}) == ("1g.10gb", "7g.80gb")
+    assert g.added_profiles(current, current) == ()
+    assert g.added_profiles(current, {"1g.10gb": 1}) == ()  # a pure shrink adds nothing
 
 
 def test_min_dwell_names_young_nodes() -> None:

@@ -149,3 +149,63 @@ def test_the_window_gate() -> None:
     assert not gate.passed and gate.why == "demand watched for 4m < 10m"
     urgent = h.window_gate(young, NOW, P, ("ml/p-1",))
     assert urgent.passed and urgent.overridden and "1 pod(s) past max-wait" in urgent.why
+
+
+def shortage(minutes_ago: float, pending: dict[str, int], running: int = 1) -> h.Sample:
+    """A sample of two tenants: ``pending`` per profile split over them, ``running`` of each."""
+    counts: dict[tuple[str, str], list[int]] = {}
+    for i, (p, n) in enumerate(sorted(pending.items())):
+        counts[("ml" if i % 2 == 0 else "web", p)] = [running, n]
+    counts.setdefault(("web", "3g.40gb"), [running, 0])
+    return h.sample(at(minutes_ago), counts)
+
+
+def test_the_window_gate_asks_the_shortage_of_every_added_profile_to_persist() -> None:
+    # 11:48 (in force at the window's start 11:50), 11:55 and now: 1g short in all three
+    hist = (shortage(12, {"1g.10gb": 2}), shortage(5, {"1g.10gb": 1, "2g.20gb": 3}))
+    win = h.window(hist, shortage(0, {"1g.10gb": 4, "2g.20gb": 1}), P)
+    assert win.covered and len(win.samples) == 3
+    gate = h.window_gate(win, NOW, P, adds=["1g.10gb"])
+    assert gate.passed
+    assert gate.why == "demand watched for 12m >= 10m (3 sample(s) in the window; 1g.10gb short in every one)"
+    # 2g.20gb went short only at 11:55: a burst shorter than the window does not pass
+    gate = h.window_gate(win, NOW, P, adds=["2g.20gb", "1g.10gb"])
+    assert not gate.passed
+    assert gate.why == "2g.20gb not short (no pending pod) in all 3 sample(s) of the 10m window"
+    # running demand alone is not a shortage (the history cannot show the capacity deployed then)
+    assert h.short_in(win.samples[-1]) == {"1g.10gb", "2g.20gb"}
+    assert h.short_through(win, ["3g.40gb", "1g.10gb", "2g.20gb"]) == ("2g.20gb", "3g.40gb")
+    # capacity added for a profile nobody waits for now (3g.40gb: running only) is a by-product of
+    # re-carving a GPU: it does not hold back the change that serves the persisted 1g.10gb shortage
+    gate = h.window_gate(win, NOW, P, adds=["1g.10gb", "3g.40gb"])
+    assert gate.passed and gate.why.endswith("; 1g.10gb short in every one)")
+    # a change that adds nothing (a pure shrink) needs only the window covered
+    assert h.window_gate(win, NOW, P).passed
+    assert not h.window_gate(h.window((), shortage(0, {}), P), NOW, P).passed  # not covered
+
+
+def test_a_shortage_that_paused_inside_the_window_restarts_it() -> None:
+    # short at 11:48 and now, but nothing pending at 11:55: not persisted
+    hist: tuple[h.Sample, ...] = (shortage(12, {"1g.10gb": 2}), shortage(5, {}))
+    win = h.window(hist, shortage(0, {"1g.10gb": 2}), P)
+    assert win.covered and not h.window_gate(win, NOW, P, adds=["1g.10gb"]).passed
+    # the samples before the one in force at the window's start do not count: short since 11:50 is enough
+    hist = (shortage(20, {}), shortage(10, {"1g.10gb": 1}), shortage(5, {"1g.10gb": 1}))
+    win = h.window(hist, shortage(0, {"1g.10gb": 1}), P)
+    assert [x.at for x in win.samples] == [at(10), at(5), NOW]
+    assert h.window_gate(win, NOW, P, adds=["1g.10gb"]).passed
+    # a pending pod of any tenant makes the profile short
+    mixed = (h.sample(at(10), {("web", "1g.10gb"): [0, 1]}), h.sample(at(5), {("ml", "1g.10gb"): [2, 1]}))
+    win = h.window(mixed, h.sample(NOW, {("web", "1g.10gb"): [0, 2]}), P)
+    assert h.window_gate(win, NOW, P, adds=["1g.10gb"]).passed
+
+
+def test_the_window_gate_is_overridden_by_a_pod_past_max_wait_when_the_shortage_did_not_persist() -> None:
+    win = h.window((shortage(12, {}),), shortage(0, {"1g.10gb": 2}), P)
+    assert not h.window_gate(win, NOW, P, adds=["1g.10gb"]).passed
+    gate = h.window_gate(win, NOW, P, ("ml/late",), adds=["1g.10gb"])
+    assert gate.passed and gate.overridden
+    assert gate.why == (
+        "1g.10gb not short (no pending pod) in all 2 sample(s) of the 10m window, "
+        "overridden: 1 pod(s) past max-wait"
+    )

@@ -470,7 +470,7 @@ def recommend(
             else f"{len(rolling)} node(s) still rolling out: {', '.join(rolling[:5])}",
         ),
         *weighed,
-        h.window_gate(win, now, part, urgent),
+        h.window_gate(win, now, part, urgent, adds=g.added_profiles(cur_cap, new_cap)),
         g.min_dwell(changing, state.node_last_change(), now, part),
         g.daily_budget(len(changing), g.changes_last_day((t for _, t in state.changes), now), part),
         g.backoff(failures, last_failure, now, part),

@@ -94,22 +94,9 @@ def threshold(gain: float, policy: PartitionPolicy, urgent: Sequence[str] = ()) 
     return Gate("threshold", False, f"gain {gain:.1f}% <= reconfigurationThreshold {limit:g}%")
 
 
-def stabilization(
-    first_seen: dt.datetime | None, now: dt.datetime, policy: PartitionPolicy, urgent: Sequence[str] = ()
-) -> Gate:
-    """The same proposal has been wanted continuously since ``first_seen`` (None: first seen now)."""
-    window = policy.stabilization_seconds
-    age = 0.0 if first_seen is None else (now - first_seen).total_seconds()
-    if age >= window:
-        return Gate("stabilizationWindow", True, f"demand pattern stable for {_dur(age)} >= {_dur(window)}")
-    if urgent:
-        return Gate(
-            "stabilizationWindow",
-            True,
-            f"stable for {_dur(age)} < {_dur(window)}, overridden: {len(urgent)} pod(s) past max-wait",
-            overridden=True,
-        )
-    return Gate("stabilizationWindow", False, f"demand pattern stable for {_dur(age)} < {_dur(window)}")
+def added_profiles(current: Vector, proposed: Vector) -> tuple[str, ...]:
+    """Profiles ``proposed`` has more instances of than ``current`` (sorted): what a change adds."""
+    return tuple(sorted(p for p, n in proposed.items() if n > current.get(p, 0)))
 
 
 def min_dwell(

@@ -12,6 +12,9 @@ Each ``migc recommend`` run observes, per (tenant, profile), the running and pen
   lies before the gap is dropped.
 * **Covered**: the window is covered when a continuous sample is in force at its start, i.e. the
   demand has been watched for the whole window. Until then the stabilizationWindow gate blocks.
+* **Persisted shortage** (the stabilizationWindow gate, :func:`window_gate`): the window is covered
+  and every profile the proposal adds capacity for that is short now had a pending pod in every one
+  of the window's samples.
 * **Sizing** (per (tenant, profile), in instances; ``declared`` is what the Workloads ask for now):
   ``sized = clamp(declared, min, max)`` of running + pending over the window when it is covered,
   else ``declared``; then, when ``u`` pending pods of that key are past their max wait,
@@ -191,29 +194,63 @@ def sample_bytes(s: Sample) -> int:
     return 40 + sum(len(t) + len(p) + 27 for t, p, _, _ in s.counts)
 
 
-def window_gate(win: Window, now: dt.datetime, policy: PartitionPolicy, urgent: Iterable[str] = ()) -> g.Gate:
-    """stabilizationWindow: the demand history covers the whole window (or a pod past max-wait overrides)."""
+def short_in(sample: Sample) -> frozenset[str]:
+    """Profiles short in ``sample``: some pod of them (any tenant) was pending.
+
+    The one shortage the history can show honestly: it holds running and pending per (tenant,
+    profile), not the capacity deployed at the time.
+    """
+    return frozenset(c[1] for c in sample.counts if c[3] > 0)
+
+
+def short_through(win: Window, profiles: Iterable[str]) -> tuple[str, ...]:
+    """Of ``profiles``, those *not* short in every sample of the window (sorted)."""
+    short = [short_in(s) for s in win.samples]
+    return tuple(p for p in sorted(set(profiles)) if not all(p in x for x in short))
+
+
+def window_gate(
+    win: Window,
+    now: dt.datetime,
+    policy: PartitionPolicy,
+    urgent: Iterable[str] = (),
+    *,
+    adds: Iterable[str] = (),
+) -> g.Gate:
+    """stabilizationWindow: the shortage the proposal serves persisted through the whole window.
+
+    Passes when the history covers the window *and* every profile the proposal adds capacity for
+    (``adds``) that is short now (this run's sample has a pending pod of it) was short in every
+    sample of the window: the one in force at the window's start, every later one, and this run's.
+    A burst shorter than the window (in effect max(window, interval): a shortage must be seen by
+    consecutive runs) never passes. Capacity a proposal adds for a profile nobody waits for now is a
+    by-product of re-carving a GPU, not a shortage: it serves no pending pod (the threshold or the
+    disruption rule weighs it) and does not hold the change back. A pod past its max wait overrides.
+    One rule for ``migc recommend`` and ``migc simulate``'s default loop.
+    """
     w = policy.stabilization_seconds
     watched = (now - win.since).total_seconds()
     n = len(win.samples)
-    if win.covered:
-        return g.Gate(
-            "stabilizationWindow",
-            True,
-            f"demand watched for {g.duration_text(watched)} >= {g.duration_text(w)} "
-            f"({n} sample(s) in the window)",
-        )
     pods = tuple(urgent)
-    if pods:
-        return g.Gate(
-            "stabilizationWindow",
-            True,
-            f"demand watched for {g.duration_text(watched)} < {g.duration_text(w)}, overridden: "
-            f"{len(pods)} pod(s) past max-wait",
-            overridden=True,
+    now_short = short_in(win.samples[-1]) if win.samples else frozenset()
+    serves = sorted(p for p in set(adds) if p in now_short)
+    if win.covered:
+        brief = short_through(win, serves)
+        if not brief:
+            short = f"; {', '.join(serves)} short in every one" if serves else ""
+            return g.Gate(
+                "stabilizationWindow",
+                True,
+                f"demand watched for {g.duration_text(watched)} >= {g.duration_text(w)} "
+                f"({n} sample(s) in the window{short})",
+            )
+        why = (
+            f"{', '.join(brief)} not short (no pending pod) in all {n} sample(s) "
+            f"of the {g.duration_text(w)} window"
         )
-    return g.Gate(
-        "stabilizationWindow",
-        False,
-        f"demand watched for {g.duration_text(watched)} < {g.duration_text(w)}",
-    )
+    else:
+        why = f"demand watched for {g.duration_text(watched)} < {g.duration_text(w)}"
+    if pods:
+        text = f"{why}, overridden: {len(pods)} pod(s) past max-wait"
+        return g.Gate("stabilizationWindow", True, text, overridden=True)
+    return g.Gate("stabilizationWindow", False, why)

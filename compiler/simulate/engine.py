@@ -44,9 +44,12 @@ Model (documented in docs/simulate.md):
   the recommend loop every ``interval`` on the demand it observes then (running + pending instances
   per profile, like ``migc recommend``'s snapshot; or the peak over the ``stabilizationWindow`` with
   ``demand="peak"``), with the disruption rule (``disruption="expected"``; the gain threshold with
-  ``"off"``) and the real gates of :mod:`compiler.recommend.gates` (stabilizationWindow, minDwell,
-  dailyChangeBudget, backoff from the Failed nodes, max-wait urgency, rules) and recommend's rollout
-  gate; ``static-balanced`` keeps the model's all-balanced layout; ``static-optimal`` keeps the
+  ``"off"``) and the real gates of :mod:`compiler.recommend.gates` (minDwell, dailyChangeBudget,
+  backoff from the Failed nodes, max-wait urgency, rules), recommend's rollout gate and its
+  stabilizationWindow gate (:func:`compiler.recommend.history.window_gate`: the shortage of what the
+  change adds persisted through the window) on a demand history kept as recommend's state file keeps
+  it, one sample of running and pending instances per profile at each evaluation;
+  ``static-balanced`` keeps the model's all-balanced layout; ``static-optimal`` keeps the
   layout that covers the trace's time-averaged demand, scaled to the fleet. Dynamic policies start
   from all-balanced.
 * **Waits**: a pod's wait is the total time it spent pending (over all its attempts, when it was
@@ -498,8 +501,6 @@ class _Run:
         self.touched_nodes: set[int] = set()
         self.node_last_change: dict[str, dt.datetime] = {}
         self.change_log: list[dt.datetime] = []
-        self.first_seen: dt.datetime | None = None
-        self.pattern: tuple[str, ...] = ()
         self.applying: dict[int, dict[int, Layout]] = {}  # node → gpu → layout the MIG manager applies
         self.attempts: dict[int, int] = {}  # failed node → failed applies in a row
         self.failed_at: dict[int, float] = {}  # node → when its last apply failed
@@ -512,8 +513,7 @@ class _Run:
         self.drain_seq: dict[int, int] = {}  # draining node → seq of its grace deadline
         self.now_demand: Layout = {}  # running + pending instances per profile
         self.history: deque[tuple[float, Layout]] = deque()  # (since, demand) over the window
-        self.samples: tuple[h.Sample, ...] = ()  # demand="history": recommend's state-file history
-        self.window: h.Window | None = None  # demand="history": the window of the last evaluation
+        self.samples: tuple[h.Sample, ...] = ()  # the default loop's history, as recommend's state file
         self.interval = float(policy.interval_seconds)
         if baseline == "default":
             self.push(start + self.interval, _TICK, 0)
@@ -531,22 +531,29 @@ class _Run:
         if self.baseline == "default" and self.s.demand == "peak":
             self.history.append((now, dict(self.now_demand)))
 
-    def history_demand(self, now: float, waiting: Sequence[g.PendingPod]) -> Layout:
-        """``demand="history"``: what ``migc recommend`` sizes for (compiler/recommend/history.py).
-
-        One tenant; per profile the sample is running + pending instances now, the window is
-        recommend's (sample-and-hold over the stabilizationWindow, covered once a sample is in force
-        at its start) and each profile is sized for ``clamp(declared, min, max)``, ``declared``
-        standing for the latest revision's instances (what the Workloads provision), raised for the
-        pods past their max wait. Records this evaluation's sample as recommend's state file would.
-        """
-        when = EPOCH + dt.timedelta(seconds=now)
-        counts = {("sim", p): [n, 0] for p, n in self.now_demand.items() if n > 0}
+    def observe(self, when: dt.datetime) -> h.Window:
+        """One evaluation's observation, as a ``migc recommend`` run makes it: the sample (one tenant;
+        per profile the running and pending instances), the window over the history kept so far, and
+        the history recorded as recommend's state file would keep it (compiler/recommend/history.py)."""
+        counts: dict[tuple[str, str], list[int]] = {}
+        for p, n in self.now_demand.items():
+            if n > 0:
+                q = sum(self.pods[i].count for _, _, i in self.pending.get(p, ()))
+                counts[("sim", p)] = [n - q, q]
         current = h.sample(when, counts)
         win = h.window(self.samples, current, self.policy)
-        stats = h.stats(win, when, self.policy)
         self.samples = h.record(self.samples, current, self.policy)
-        self.window = win
+        return win
+
+    def history_demand(self, win: h.Window, when: dt.datetime, waiting: Sequence[g.PendingPod]) -> Layout:
+        """``demand="history"``: what ``migc recommend`` sizes for (compiler/recommend/history.py).
+
+        Per profile, over recommend's window (sample-and-hold over the stabilizationWindow, covered once
+        a sample is in force at its start), ``clamp(declared, min, max)``, ``declared`` standing for
+        the latest revision's instances (what the Workloads provision), raised for the pods past
+        their max wait.
+        """
+        stats = h.stats(win, when, self.policy)
         late: dict[str, int] = {}
         for w in waiting:
             if w.max_wait_seconds is not None and w.waited_seconds > w.max_wait_seconds:
@@ -902,14 +909,14 @@ class _Run:
         res.evaluations += 1
         when = EPOCH + dt.timedelta(seconds=now)
         self._seen_failures(when)
-        # demand="history": every evaluation observes and records a sample, as each recommend run does
-        sized = self.history_demand(now, self._waiting(now)) if self.s.demand == "history" else None
+        # every evaluation observes and records a sample, as each recommend run does (gates or not)
+        win = self.observe(when)
+        sized = self.history_demand(win, when, self._waiting(now)) if self.s.demand == "history" else None
         # migc recommend's rollout gate: no proposal while a node is out of Idle (Failed aside)
         if any(st in (DRAINING, RECONFIGURING) for st in fleet.state):
             res.blocked["rollout"] = res.blocked.get("rollout", 0) + 1
             return
-        if not self.pending:  # nothing waits: nothing is short, the pattern ends
-            self.first_seen, self.pattern = None, ()
+        if not self.pending:  # nothing waits: nothing is short
             return
         waiting = self._waiting(now)
         extra = self._rule_extra(waiting)
@@ -919,17 +926,9 @@ class _Run:
         for p, n in extra.items():
             want[p] = want.get(p, 0) + n
         weigh = self._weigh(now, want) if self.s.disruption == "expected" else None
-        held = res.blocked.get("disruption", 0)
         changes, new_cap = cover(fleet, d, self.node_order(now), extra, weigh, self.big_pods(now))
-        short = tuple(sorted(p for p, n in d.items() if n > cur.get(p, 0)))
         if not changes:
-            if res.blocked.get("disruption", 0) == held:  # nothing would help: the pattern ends
-                self.first_seen, self.pattern = None, ()
-            elif short != self.pattern:  # a change is wanted but not worth its disruption yet
-                self.pattern, self.first_seen = short, when
             return
-        if short != self.pattern:
-            self.pattern, self.first_seen = short, when
         gain = g.gain_pct(cur, new_cap, d, fleet.slices)
         urgent = g.urgent_pods(waiting, cur, new_cap)
         nodes = sorted({f"node-{fleet.node(gi)}" for gi in changes})
@@ -942,9 +941,9 @@ class _Run:
             g.threshold(gain, policy, urgent)
             if weigh is None
             else g.Gate("threshold", True, "disruption rule"),
-            g.stabilization(self.first_seen, when, policy, urgent)
-            if self.window is None
-            else h.window_gate(self.window, when, policy, urgent),
+            # migc recommend's stabilizationWindow gate: the shortage of every profile the change
+            # adds capacity for persisted through the whole window of the recorded history
+            h.window_gate(win, when, policy, urgent, adds=g.added_profiles(cur, new_cap)),
             g.min_dwell(nodes, self.node_last_change, when, policy),
             g.daily_budget(
                 len(nodes),
@@ -959,7 +958,6 @@ class _Run:
         if not failed:
             self.apply(changes, now)
             self.last_proposal = now
-            self.first_seen, self.pattern = None, ()
 
     # ---- events -------------------------------------------------------------------------------------
 

@@ -129,27 +129,7 @@ def hami_json(plan: Plan) -> dict[str, Any] | None:
                 "optimal": r.optimal,
                 "gpusTotal": len(r.gpus),
                 "gpusUsed": r.gpus_used,
-                "gpus": [
-                    {
-                        "node": g.node,
-                        "index": g.index,
-                        "memoryMiB": {"total": g.memory_mib, "used": g.used_memory_mib},
-                        "cores": {"total": g.cores, "used": g.used_cores},
-                        "slots": {"total": g.slots, "used": g.used_slots},
-                        "shares": [
-                            {
-                                "tenant": s.tenant,
-                                "workload": s.workload,
-                                "replicas": s.replicas,
-                                "memoryMiB": s.memory_mib,
-                                "cores": s.cores,
-                            }
-                            for s in g.shares
-                        ],
-                    }
-                    for g in r.gpus
-                    if g.shares
-                ],
+                "gpus": [g.document() for g in r.gpus if g.shares],
             }
             for r in plan.hami
         ],

@@ -82,26 +82,7 @@ def _pool_doc(pool: NodePool, result: HamiPoolResult) -> Obj:
         "nodeLabels": dict(NODE_LABELS),
         "podAnnotations": pod_annotations(pool),
         "optimal": result.optimal,
-        "gpus": [
-            {
-                "node": g.node,
-                "index": g.index,
-                "memoryMiB": {"total": g.memory_mib, "used": g.used_memory_mib},
-                "cores": {"total": g.cores, "used": g.used_cores},
-                "slots": {"total": g.slots, "used": g.used_slots},
-                "shares": [
-                    {
-                        "tenant": s.tenant,
-                        "workload": s.workload,
-                        "replicas": s.replicas,
-                        "memoryMiB": s.memory_mib,
-                        "cores": s.cores,
-                    }
-                    for s in g.shares
-                ],
-            }
-            for g in result.gpus
-        ],
+        "gpus": [g.document() for g in result.gpus],
     }
 
 
@@ -218,4 +199,3 @@ def hami_diagnostics(policy: Policy) -> list[Diagnostic]:
                 )
             )
     return out
-

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from compiler.diagnostics import Diagnostic
 from compiler.model import GpuLayout, NodeLayout
@@ -114,6 +115,26 @@ class HamiGpu:
     @property
     def used_slots(self) -> int:
         return sum(s.replicas for s in self.shares)
+
+    def document(self) -> dict[str, Any]:
+        """This GPU as the rendered HamiPlan and the plan JSON show it (one shape for both)."""
+        return {
+            "node": self.node,
+            "index": self.index,
+            "memoryMiB": {"total": self.memory_mib, "used": self.used_memory_mib},
+            "cores": {"total": self.cores, "used": self.used_cores},
+            "slots": {"total": self.slots, "used": self.used_slots},
+            "shares": [
+                {
+                    "tenant": s.tenant,
+                    "workload": s.workload,
+                    "replicas": s.replicas,
+                    "memoryMiB": s.memory_mib,
+                    "cores": s.cores,
+                }
+                for s in self.shares
+            ],
+        }
 
 
 @dataclass(frozen=True)

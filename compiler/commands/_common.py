@@ -22,6 +22,7 @@ from compiler.load import expand_paths, load_paths
 from compiler.model import Policy
 from compiler.observe import Observation, read_cluster, read_snapshots
 from compiler.observe.read import LIST_TIMEOUT_S
+from compiler.recommend import disruption
 from compiler.report import FORMATS
 from compiler.validate import unique_sorted, validate
 from compiler.validate.suppress import ignorable, suppress
@@ -146,6 +147,44 @@ def cluster_source_options(func: F) -> F:
     for option in reversed(options):
         decorated = option(decorated)
     return decorated
+
+
+def disruption_options(disruption_help: str, reconfigure_help: str) -> Callable[[F], F]:
+    """``--disruption``, ``--drain-grace`` and ``--reconfigure-seconds``: the inputs of the disruption
+    rule (compiler/recommend/disruption.py), one declaration for recommend and simulate."""
+
+    def decorate(func: F) -> F:
+        options = (
+            click.option(
+                "--disruption",
+                "disruption",
+                default="expected",
+                show_default=True,
+                type=click.Choice(disruption.MODELS),
+                help=disruption_help,
+            ),
+            click.option(
+                "--drain-grace",
+                default=disruption.DRAIN_GRACE_SECONDS,
+                show_default=True,
+                type=click.FloatRange(min=0),
+                help="Seconds the controller lets a cordoned node's GPU pods finish before evicting them "
+                "(controller --drain-grace-timeout).",
+            ),
+            click.option(
+                "--reconfigure-seconds",
+                default=disruption.RECONFIGURE_SECONDS,
+                show_default=True,
+                type=click.FloatRange(min=0),
+                help=reconfigure_help,
+            ),
+        )
+        decorated = func
+        for option in reversed(options):
+            decorated = option(decorated)
+        return decorated
+
+    return decorate
 
 
 def require_one_cluster_source(

@@ -16,6 +16,7 @@ import click
 from compiler.catalog import load_catalog
 from compiler.commands._common import (
     cluster_source_options,
+    disruption_options,
     emit_diagnostics,
     fail,
     observation_time,
@@ -29,8 +30,7 @@ from compiler.exitcodes import ExitCode
 from compiler.fsio import write_file_atomic
 from compiler.load import load_paths
 from compiler.observe import ObserveError
-from compiler.recommend.disruption import DRAIN_GRACE_SECONDS, RECONFIGURE_SECONDS
-from compiler.recommend.engine import DISRUPTION_MODELS, Recommendation, evidence_markdown, recommend
+from compiler.recommend.engine import Recommendation, evidence_markdown, recommend
 from compiler.recommend.state import KIND, STATE_FILE, dump_state, edit_replicas, read_state
 from compiler.validate import unique_sorted, validate
 
@@ -144,29 +144,10 @@ def _to_text(rec: Recommendation) -> str:
 )
 @click.option("--now", default=None, help="Time of the observation (RFC 3339, default: now).")
 @click.option("--dry-run", is_flag=True, help="Write nothing (neither the policy nor the state file).")
-@click.option(
-    "--disruption",
-    "disruption",
-    default="expected",
-    show_default=True,
-    type=click.Choice(DISRUPTION_MODELS),
-    help="Propose only when the pending GPU-time the change avoids beats the GPU-time its drains are "
+@disruption_options(
+    "Propose only when the pending GPU-time the change avoids beats the GPU-time its drains are "
     "expected to destroy by the reconfigurationThreshold (docs/recommend.md); off: the gain threshold.",
-)
-@click.option(
-    "--drain-grace",
-    default=DRAIN_GRACE_SECONDS,
-    show_default=True,
-    type=click.FloatRange(min=0),
-    help="Seconds the controller lets a cordoned node's GPU pods finish before evicting them "
-    "(controller --drain-grace-timeout).",
-)
-@click.option(
-    "--reconfigure-seconds",
-    default=RECONFIGURE_SECONDS,
-    show_default=True,
-    type=click.FloatRange(min=0),
-    help="Reconfiguration time per changed GPU (the node is out meanwhile).",
+    "Reconfiguration time per changed GPU (the node is out meanwhile).",
 )
 @result_format_option(["text", "markdown", "json"], "Format of the evidence on stdout.")
 def command(

@@ -15,16 +15,13 @@ from pathlib import Path
 import click
 
 from compiler.catalog import load_catalog
-from compiler.commands._common import fail, load_and_validate, result_format_option
+from compiler.commands._common import disruption_options, fail, load_and_validate, result_format_option
 from compiler.diagnostics import has_errors, make
 from compiler.exitcodes import ExitCode
 from compiler.model import PartitionPolicy
-from compiler.recommend.disruption import RECONFIGURE_SECONDS
 from compiler.simulate.engine import (
     BASELINES,
     DEMAND_MODELS,
-    DISRUPTION_MODELS,
-    DRAIN_GRACE_SECONDS,
     EVICTION_MODELS,
     Result,
     Settings,
@@ -161,12 +158,10 @@ def _duration(text: str | None, flag: str) -> int | None:
     type=click.Choice(["compute", "memory"]),
     help="Map a pod's GPU fraction to a profile by compute slices or by memory.",
 )
-@click.option(
-    "--reconfigure-seconds",
-    default=RECONFIGURE_SECONDS,
-    show_default=True,
-    type=click.FloatRange(min=0),
-    help="Reconfiguration cost per changed GPU (the node is out meanwhile).",
+@disruption_options(
+    "Default loop: re-carve a node only when the pending GPU-time its change avoids beats the "
+    "GPU-time its drain is expected to destroy (expected), or regardless (off).",
+    "Reconfiguration cost per changed GPU (the node is out meanwhile).",
 )
 @click.option(
     "--drain-seconds",
@@ -174,14 +169,6 @@ def _duration(text: str | None, flag: str) -> int | None:
     show_default=True,
     type=click.FloatRange(min=0),
     help="Fixed extra cost per reconfigured node (e.g. pausing the GPU operands).",
-)
-@click.option(
-    "--drain-grace",
-    default=DRAIN_GRACE_SECONDS,
-    show_default=True,
-    type=click.FloatRange(min=0),
-    help="Seconds the controller lets a cordoned node's GPU pods finish before evicting them "
-    "(controller --drain-grace-timeout).",
 )
 @click.option(
     "--eviction",
@@ -204,15 +191,6 @@ def _duration(text: str | None, flag: str) -> int | None:
     "--demand-window",
     default=None,
     help="How far back --demand peak looks (e.g. 6h) [default: the policy's stabilizationWindow].",
-)
-@click.option(
-    "--disruption",
-    "disruption",
-    default="expected",
-    show_default=True,
-    type=click.Choice(DISRUPTION_MODELS),
-    help="Default loop: re-carve a node only when the pending GPU-time its change avoids beats the "
-    "GPU-time its drain is expected to destroy (expected), or regardless (off).",
 )
 @click.option(
     "--failure-rate",

@@ -32,6 +32,8 @@ from collections.abc import Iterable, Sequence
 DRAIN_GRACE_SECONDS = 1800.0
 # the MIG manager's reconfiguration time per changed GPU: the 30–90 s per GPU seen in practice
 RECONFIGURE_SECONDS = 60.0
+# --disruption of recommend and simulate: apply the rule, or fall back to the gain threshold
+MODELS = ("expected", "off")
 
 
 def expected_loss(elapsed: float, grace: float) -> float:

@@ -44,7 +44,7 @@ from compiler.recommend.state import State
 from compiler.solve import solve
 from compiler.solve.result import Solution
 
-DISRUPTION_MODELS = ("expected", "off")  # as `migc simulate --disruption`
+DISRUPTION_MODELS = dis.MODELS  # as `migc simulate --disruption`
 
 
 @dataclass(frozen=True)

@@ -81,7 +81,7 @@ EPOCH = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
 BASELINES = ("naive", "default", "static-balanced", "static-optimal")
 EVICTION_MODELS = ("restart", "resume")
 DEMAND_MODELS = ("now", "peak", "history")
-DISRUPTION_MODELS = ("expected", "off")
+DISRUPTION_MODELS = dis.MODELS
 # controller/settings.py Settings.drain_grace_timeout (one constant, shared with migc recommend)
 DRAIN_GRACE_SECONDS = dis.DRAIN_GRACE_SECONDS
 # controller/settings.py failure_backoff and max_attempts: after the n-th failed apply the controller

@@ -338,6 +338,15 @@ def cover(
     return changes, {p: c for p, c in cap.items() if c}
 
 
+def _swap(cap: Layout, old: Mapping[str, int], new: Mapping[str, int], want: Mapping[str, int]) -> Layout:
+    """Replace ``old`` by ``new`` in the fleet capacity ``cap`` (in place); the spare capacity after it."""
+    for p, c in old.items():
+        cap[p] -= c
+    for p, c in new.items():
+        cap[p] = cap.get(p, 0) + c
+    return {p: max(0, c - want.get(p, 0)) for p, c in cap.items()}
+
+
 def _cover_node(
     fleet: _Fleet,
     node: int,
@@ -377,11 +386,7 @@ def _cover_node(
         if gain <= keep or new == old:
             continue
         changes[gi] = new
-        for p, c in old.items():
-            cap[p] -= c
-        for p, c in new.items():
-            cap[p] = cap.get(p, 0) + c
-        spare = {p: max(0, c - want.get(p, 0)) for p, c in cap.items()}
+        spare = _swap(cap, old, new, want)
         short = {p: n - cap.get(p, 0) for p, n in want.items() if n > cap.get(p, 0)}
     if changes:
         # The node is drained anyway: also re-carve its GPUs that serve nothing of the demand to
@@ -397,11 +402,7 @@ def _cover_node(
             if new == old:
                 continue
             changes[gi] = new
-            for p, c in old.items():
-                cap[p] -= c
-            for p, c in new.items():
-                cap[p] = cap.get(p, 0) + c
-            spare = {p: max(0, c - want.get(p, 0)) for p, c in cap.items()}
+            spare = _swap(cap, old, new, want)
     return cap, changes
 
 

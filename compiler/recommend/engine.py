@@ -44,8 +44,6 @@ from compiler.recommend.state import State
 from compiler.solve import solve
 from compiler.solve.result import Solution
 
-DISRUPTION_MODELS = dis.MODELS  # as `migc simulate --disruption`
-
 
 @dataclass(frozen=True)
 class NodeDisruption:
@@ -61,6 +59,12 @@ class NodeDisruption:
     @property
     def cost(self) -> float | None:
         return None if self.loss is None else self.loss + self.outage
+
+
+def total_cost(nodes: Sequence[NodeDisruption]) -> float | None:
+    """Σ of the nodes' costs; None when one is unknown."""
+    costs = [n.cost for n in nodes]
+    return None if any(c is None for c in costs) else sum(c for c in costs if c is not None)
 
 
 @dataclass(frozen=True)
@@ -99,8 +103,7 @@ class Recommendation:
     @property
     def cost(self) -> float | None:
         """Σ of the changed nodes' costs (None when one is unknown)."""
-        costs = [n.cost for n in self.node_costs]
-        return None if any(c is None for c in costs) else sum(c for c in costs if c is not None)
+        return total_cost(self.node_costs)
 
     @property
     def proposed_change(self) -> bool:
@@ -392,16 +395,15 @@ def recommend(
     current_sample = h.sample(now, demand)
     win = h.window(state.history, current_sample, part)
     headroom: list[tuple[Rule, Mapping[str, int]]] = []
+    tenants = {owner[ns] for pod in pending if (ns := pod.key.split("/", 1)[0]) in owner}
     for r in fired:  # a rule's headroom: its matched pending pods that persisted through the window
-        tenants = {owner[ns] for pod in pending if (ns := pod.key.split("/", 1)[0]) in owner}
         per_tenant = {t: h.pending_low(win, t, r.when.profile) for t in sorted(tenants)}
         headroom.append((r, per_tenant))
     stats = h.stats(win, now, part)
     late: dict[tuple[str, str], int] = defaultdict(int)
     for pod in pending:
         tenant = owner.get(pod.key.split("/", 1)[0])
-        limit = pod.max_wait_seconds
-        if tenant is not None and limit is not None and pod.waited_seconds > limit:
+        if tenant is not None and pod.late:
             late[(tenant, pod.profile)] += 1
     sized: dict[tuple[str, str], int] = {}
 
@@ -430,14 +432,10 @@ def recommend(
     urgent = g.urgent_pods(pending, cur_cap, new_cap)
 
     # backoff: a Failed rollout the controller recorded on a node counts once (by its time)
-    failures, last_failure = state.failures, state.last_failure
     failed = [
         n.rollout.since for n in obs.nodes if n.rollout.phase == "Failed" and n.rollout.since is not None
     ]
-    if failed and (last_failure is None or max(failed) > last_failure):
-        failures, last_failure = failures + 1, max(failed)
-    elif not failed and state.last_change and last_failure and state.last_change > last_failure:
-        failures = 0  # a later change went through
+    failures, last_failure = g.count_failures(state.failures, state.last_failure, failed, state.last_change)
     rolling = sorted(n.name for n in obs.nodes if n.rollout.in_progress and n.rollout.phase != "Failed")
 
     node_costs: tuple[NodeDisruption, ...] = ()
@@ -450,8 +448,7 @@ def recommend(
         benefit, served_pending = pending_benefit(
             pending_waits(policy, obs), observed, cur_cap, new_cap, slices
         )
-        costs = [d.cost for d in node_costs]
-        total = None if any(c is None for c in costs) else sum(c for c in costs if c is not None)
+        total = total_cost(node_costs)
         # the threshold is applied by the disruption rule to GPU-time saved vs destroyed; the share of
         # the shortage is not asked a second time (as in migc simulate's default loop)
         weighed = [

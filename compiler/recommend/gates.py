@@ -24,6 +24,7 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import TypeVar
 
 from compiler.model import PartitionPolicy, Rule
 from compiler.recommend import disruption as dis
@@ -52,6 +53,11 @@ class PendingPod:
     max_wait_seconds: int | None = None
     memory_gb: float | None = None
 
+    @property
+    def late(self) -> bool:
+        """Whether it has waited past its ``migc.dev/max-wait-time``."""
+        return self.max_wait_seconds is not None and self.waited_seconds > self.max_wait_seconds
+
 
 def served(capacity: Vector, demand: Vector, slices: Mapping[str, int]) -> int:
     """Compute slices of ``demand`` that ``capacity`` serves at once."""
@@ -70,13 +76,7 @@ def gain_pct(current: Vector, proposed: Vector, demand: Vector, slices: Mapping[
 def urgent_pods(pending: Iterable[PendingPod], current: Vector, proposed: Vector) -> tuple[str, ...]:
     """Pods past their max wait whose profile gains instances in the proposal (sorted keys)."""
     return tuple(
-        sorted(
-            p.key
-            for p in pending
-            if p.max_wait_seconds is not None
-            and p.waited_seconds > p.max_wait_seconds
-            and proposed.get(p.profile, 0) > current.get(p.profile, 0)
-        )
+        sorted(p.key for p in pending if p.late and proposed.get(p.profile, 0) > current.get(p.profile, 0))
     )
 
 
@@ -112,10 +112,12 @@ def min_dwell(
         return Gate(
             "minDwell",
             False,
-            f"{len(young)} node(s) changed less than {_dur(policy.min_dwell_seconds)} ago: "
+            f"{len(young)} node(s) changed less than {duration_text(policy.min_dwell_seconds)} ago: "
             f"{', '.join(young[:5])}",
         )
-    return Gate("minDwell", True, f"every changed node kept its layout >= {_dur(policy.min_dwell_seconds)}")
+    return Gate(
+        "minDwell", True, f"every changed node kept its layout >= {duration_text(policy.min_dwell_seconds)}"
+    )
 
 
 def changes_last_day(history: Iterable[dt.datetime], now: dt.datetime) -> int:
@@ -147,6 +149,27 @@ def backoff_seconds(failures: int, policy: PartitionPolicy) -> float:
     return float(min(wait, policy.backoff_max_seconds))
 
 
+_When = TypeVar("_When", dt.datetime, float)  # a time: recommend's datetimes, simulate's seconds
+
+
+def count_failures(
+    failures: int, last_failure: _When | None, failed_since: Sequence[_When], last_change: _When | None
+) -> tuple[int, _When | None]:
+    """The backoff's failure count and time of the last failure, after reading the nodes the controller
+    marks Failed (``failed_since``: when each went Failed): a new failure counts once (by its time); no
+    Failed node and a change after the last failure reset the count."""
+    if failed_since and (last_failure is None or max(failed_since) > last_failure):
+        return failures + 1, max(failed_since)
+    if (
+        not failed_since
+        and last_change is not None
+        and last_failure is not None
+        and last_change > last_failure
+    ):
+        return 0, last_failure
+    return failures, last_failure
+
+
 def backoff(
     failures: int, last_failure: dt.datetime | None, now: dt.datetime, policy: PartitionPolicy
 ) -> Gate:
@@ -156,11 +179,11 @@ def backoff(
     wait = backoff_seconds(failures, policy)
     ready = last_failure + dt.timedelta(seconds=wait)
     if now >= ready:
-        return Gate("backoff", True, f"{failures} failure(s); backoff {_dur(wait)} over")
+        return Gate("backoff", True, f"{failures} failure(s); backoff {duration_text(wait)} over")
     return Gate(
         "backoff",
         False,
-        f"{failures} failure(s); backoff {_dur(wait)} until {ready.strftime('%Y-%m-%dT%H:%M:%SZ')}",
+        f"{failures} failure(s); backoff {duration_text(wait)} until {ready.strftime('%Y-%m-%dT%H:%M:%SZ')}",
     )
 
 
@@ -220,10 +243,6 @@ def all_passed(gates: Iterable[Gate]) -> bool:
 
 def duration_text(seconds: float) -> str:
     """``90s``, ``15m``, ``1h05m``, ``3d2h``: how the gates write durations."""
-    return _dur(seconds)
-
-
-def _dur(seconds: float) -> str:
     s = int(seconds)
     if s < 120:
         return f"{s}s"

@@ -81,7 +81,6 @@ EPOCH = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
 BASELINES = ("naive", "default", "static-balanced", "static-optimal")
 EVICTION_MODELS = ("restart", "resume")
 DEMAND_MODELS = ("now", "peak", "history")
-DISRUPTION_MODELS = dis.MODELS
 # controller/settings.py Settings.drain_grace_timeout (one constant, shared with migc recommend)
 DRAIN_GRACE_SECONDS = dis.DRAIN_GRACE_SECONDS
 # controller/settings.py failure_backoff and max_attempts: after the n-th failed apply the controller
@@ -208,10 +207,10 @@ class _Fleet:
         """Whether the node's deployed layout is not what the latest revision wants."""
         return any(self.layout[gi] != self.target[gi] for gi in self.gpus(node))
 
-    def capacity(self, which: str = "target") -> Layout:
-        """Instances per profile of the latest revision (``target``) or deployed (``layout``)."""
+    def capacity(self) -> Layout:
+        """Instances per profile of the latest revision."""
         out: Layout = {}
-        for lay in self.target if which == "target" else self.layout:
+        for lay in self.target:
             for p, c in lay.items():
                 out[p] = out.get(p, 0) + c
         return out
@@ -303,9 +302,7 @@ def cover(
             node_changes = {gi: dict(whole) for gi in pick if lay(gi) != whole}
             after = dict(cap)
             for gi in node_changes:
-                for p, c in lay(gi).items():
-                    after[p] -= c
-                after[pod.profile] = after.get(pod.profile, 0) + 1
+                _replace(after, lay(gi), {pod.profile: 1})
             if weigh is not None and not weigh(node, cap, after, len(node_changes), pod.benefit):
                 continue
             changes.update(node_changes)
@@ -318,7 +315,7 @@ def cover(
     for gi in taken:
         for p, c in lay(gi).items():
             rest[p] -= c
-    short = {p: n - rest.get(p, 0) for p, n in want.items() if n > rest.get(p, 0)}
+    short = _short(want, rest)
     for node, _ in order:
         if not short:
             break
@@ -328,23 +325,30 @@ def cover(
         if weigh is not None and not weigh(node, rest, node_cap, len(node_changes), 0.0):
             continue  # what the drain is expected to destroy outweighs what the change serves
         for gi, new in node_changes.items():
-            for p, c in lay(gi).items():
-                cap[p] -= c
-            for p, c in new.items():
-                cap[p] = cap.get(p, 0) + c
+            _replace(cap, lay(gi), new)
         rest = node_cap
         changes.update(node_changes)
-        short = {p: n - rest.get(p, 0) for p, n in want.items() if n > rest.get(p, 0)}
+        short = _short(want, rest)
     return changes, {p: c for p, c in cap.items() if c}
 
 
-def _swap(cap: Layout, old: Mapping[str, int], new: Mapping[str, int], want: Mapping[str, int]) -> Layout:
-    """Replace ``old`` by ``new`` in the fleet capacity ``cap`` (in place); the spare capacity after it."""
+def _replace(cap: Layout, old: Mapping[str, int], new: Mapping[str, int]) -> None:
+    """Replace one GPU's ``old`` layout by ``new`` in the capacity ``cap`` (in place)."""
     for p, c in old.items():
         cap[p] -= c
     for p, c in new.items():
         cap[p] = cap.get(p, 0) + c
+
+
+def _swap(cap: Layout, old: Mapping[str, int], new: Mapping[str, int], want: Mapping[str, int]) -> Layout:
+    """:func:`_replace`, then the spare capacity after it."""
+    _replace(cap, old, new)
     return {p: max(0, c - want.get(p, 0)) for p, c in cap.items()}
+
+
+def _short(want: Mapping[str, int], cap: Mapping[str, int]) -> Layout:
+    """The demand ``cap`` leaves unserved, per profile."""
+    return {p: n - cap.get(p, 0) for p, n in want.items() if n > cap.get(p, 0)}
 
 
 def _cover_node(
@@ -387,7 +391,7 @@ def _cover_node(
             continue
         changes[gi] = new
         spare = _swap(cap, old, new, want)
-        short = {p: n - cap.get(p, 0) for p, n in want.items() if n > cap.get(p, 0)}
+        short = _short(want, cap)
     if changes:
         # The node is drained anyway: also re-carve its GPUs that serve nothing of the demand to
         # the layout serving the most of the whole demand (batching: one drain instead of several)
@@ -557,7 +561,7 @@ class _Run:
         stats = h.stats(win, when, self.policy)
         late: dict[str, int] = {}
         for w in waiting:
-            if w.max_wait_seconds is not None and w.waited_seconds > w.max_wait_seconds:
+            if w.late:
                 late[w.profile] = late.get(w.profile, 0) + 1
         cap = self.fleet.capacity()
         out: Layout = {}
@@ -856,8 +860,9 @@ class _Run:
             for _, t, i in waiting
         ]
 
-    def _weigh(self, now: float, want: Layout) -> Weigh:
-        """The disruption rule (compiler/recommend/disruption.py) for one evaluation at ``now``."""
+    def _weigh(self, now: float, want: Layout, losses: Mapping[int, float]) -> Weigh:
+        """The disruption rule (compiler/recommend/disruption.py) for one evaluation at ``now``;
+        ``losses``: each node's expected loss, as :meth:`node_order` computed it."""
         whole, slices = self.model.compute_slices, self.fleet.slices
         waits: dict[str, list[float]] = {}  # profile → waits of pending one-instance pods, queue order
         want = dict(want)
@@ -878,11 +883,7 @@ class _Run:
             outage = dis.outage(
                 self.s.gpus_per_node, changed, self.s.reconfigure_seconds, self.s.drain_seconds
             )
-            cost = dis.node_cost(
-                ((self.fraction(i), now - self.started[i]) for i in self.node_pods[node]),
-                self.s.drain_grace_seconds,
-                outage,
-            )
+            cost = losses[node] + outage
             ok = dis.worth(benefit, cost, threshold)
             if not ok:
                 self.res.blocked["disruption"] = self.res.blocked.get("disruption", 0) + 1
@@ -890,44 +891,43 @@ class _Run:
 
         return weigh
 
-    def _seen_failures(self, when: dt.datetime) -> None:
-        """What ``migc recommend`` reads from the Failed nodes (compiler/recommend/engine.py): a new
-        failure counts once (by its time); a later successful change resets the count."""
+    def _seen_failures(self) -> None:
+        """What ``migc recommend`` reads from the Failed nodes (``gates.count_failures``)."""
         failed = [self.failed_at[n] for n in range(self.s.nodes) if self.fleet.state[n] == FAILED]
-        if failed and (self.last_failure is None or max(failed) > self.last_failure):
-            self.failures, self.last_failure = self.failures + 1, max(failed)
-        elif (
-            not failed
-            and self.last_proposal is not None
-            and self.last_failure is not None
-            and self.last_proposal > self.last_failure
-        ):
-            self.failures = 0
+        self.failures, self.last_failure = g.count_failures(
+            self.failures, self.last_failure, failed, self.last_proposal
+        )
 
     def evaluate(self, now: float) -> None:
         """One recommend evaluation: the cover of the demand, applied where every gate passes."""
         res, policy, fleet = self.res, self.policy, self.fleet
         res.evaluations += 1
         when = EPOCH + dt.timedelta(seconds=now)
-        self._seen_failures(when)
+        self._seen_failures()
         # every evaluation observes and records a sample, as each recommend run does (gates or not)
         win = self.observe(when)
-        sized = self.history_demand(win, when, self._waiting(now)) if self.s.demand == "history" else None
+        waiting: list[g.PendingPod] | None = None
+        sized = None
+        if self.s.demand == "history":
+            waiting = self._waiting(now)
+            sized = self.history_demand(win, when, waiting)
         # migc recommend's rollout gate: no proposal while a node is out of Idle (Failed aside)
         if any(st in (DRAINING, RECONFIGURING) for st in fleet.state):
             res.blocked["rollout"] = res.blocked.get("rollout", 0) + 1
             return
         if not self.pending:  # nothing waits: nothing is short
             return
-        waiting = self._waiting(now)
+        if waiting is None:
+            waiting = self._waiting(now)
         extra = self._rule_extra(waiting)
         d = sized if sized is not None else self.window_demand(now)
         cur = fleet.capacity()
         want = dict(d)
         for p, n in extra.items():
             want[p] = want.get(p, 0) + n
-        weigh = self._weigh(now, want) if self.s.disruption == "expected" else None
-        changes, new_cap = cover(fleet, d, self.node_order(now), extra, weigh, self.big_pods(now))
+        order = self.node_order(now)
+        weigh = self._weigh(now, want, dict(order)) if self.s.disruption == "expected" else None
+        changes, new_cap = cover(fleet, d, order, extra, weigh, self.big_pods(now))
         if not changes:
             return
         gain = g.gain_pct(cur, new_cap, d, fleet.slices)

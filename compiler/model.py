@@ -48,6 +48,9 @@ class Span:
     path: str = ""
 
 
+HOSTNAME_KEY = "kubernetes.io/hostname"  # the node label every kubelet sets: one domain per node
+
+
 @dataclass(frozen=True, order=True)
 class GpuLayout:
     """What one physical GPU carries.

@@ -33,7 +33,7 @@ from __future__ import annotations
 from typing import Any
 
 from compiler.diagnostics import Diagnostic, at
-from compiler.model import WHOLE_GPU, Cluster, Policy, Workload
+from compiler.model import HOSTNAME_KEY, WHOLE_GPU, Cluster, Policy, Workload
 from compiler.render.hami import pod_annotations
 from compiler.render.quota import resource_name
 from compiler.solve.hami import pod_resources
@@ -42,7 +42,6 @@ from compiler.solve.result import Solution
 Obj = dict[str, Any]
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 WORKLOAD_LABEL = "migc.dev/workload"
-HOSTNAME_KEY = "kubernetes.io/hostname"
 LOCAL_QUEUE = "migc"
 
 

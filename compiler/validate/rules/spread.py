@@ -8,13 +8,20 @@ nodes or domains than the workload's pools have, and caps that cannot hold its r
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
+from compiler.model import HOSTNAME_KEY, Share, Spread
 from compiler.validate.common import PathT, listing
-from compiler.validate.context import Context, Obj, PoolInfo, default_tier, isolation, spread_applies
+from compiler.validate.context import (
+    Context,
+    Obj,
+    PoolInfo,
+    default_tier,
+    isolation,
+    spread_applies,
+    spread_from_raw,
+)
 from compiler.validate.registry import needs_fleet, rule
 
-HOSTNAME = "kubernetes.io/hostname"
 NODE_BY_NODE_NODES = 256  # above this, a per-node spread's node-by-node model is slow (bench/spread.py)
 
 
@@ -43,13 +50,6 @@ class _Subject:
         ctx.add(self.w.doc.at(code, message, path))
 
 
-def _share(raw: Any) -> tuple[int, int]:
-    """(count, percent) of a maxPerNode/maxPerDomain value."""
-    if isinstance(raw, str):
-        return 0, int(raw.rstrip("%"))
-    return int(raw), 0
-
-
 def _serving_pools(ctx: Context, w: Obj) -> list[PoolInfo] | None:
     """The pools of the workload's cluster it may use and whose GPUs can carry its replicas."""
     spec = w.spec
@@ -73,57 +73,57 @@ def _usable_nodes(pool: PoolInfo) -> int:
 def _check_kind(ctx: Context, subject: _Subject) -> bool:
     w = subject.w
     need = w.spec["need"]
-    if "hami" in need or isolation(w.spec) == "shared" or int(need.get("gpus", 1)) > 1:
+    if not spread_applies(w.spec):
         what = (
-            "a HAMi share" if "hami" in need
-            else "a time-sliced/MPS share" if isolation(w.spec) == "shared"
+            "a HAMi share"
+            if "hami" in need
+            else "a time-sliced/MPS share"
+            if isolation(w.spec) == "shared"
             else f"{need['gpus']} whole GPUs per replica"
         )
         subject.report(
             ctx,
-                "MIGC150",
-                f"workload '{w.name}': spread applies to MIG-instance and single-GPU workloads, not to "
-                f"{what}",
-                (),
-                key=True,
+            "MIGC150",
+            f"workload '{w.name}': spread applies to MIG-instance and single-GPU workloads, not to {what}",
+            (),
+            key=True,
         )
         return False
     return True
 
 
-def _check_nodes(ctx: Context, subject: _Subject, spread: dict[str, Any], pools: list[PoolInfo]) -> None:
+def _check_nodes(ctx: Context, subject: _Subject, spread: Spread, pools: list[PoolInfo]) -> None:
     w = subject.w
     replicas = int(w.spec["replicas"])
     nodes = sum(_usable_nodes(p) for p in pools)
     where = f"its pools ({listing(p.name for p in pools)})" if pools else "no pool it may use"
-    min_nodes = int(spread.get("minNodes", 0))
+    min_nodes = spread.min_nodes
     if min_nodes > nodes:
         subject.report(
             ctx,
-                "MIGC151",
-                f"workload '{w.name}': spread.minNodes is {min_nodes}, but {where} have {nodes} node(s) "
-                "that can carry it",
-                ("minNodes",),
+            "MIGC151",
+            f"workload '{w.name}': spread.minNodes is {min_nodes}, but {where} have {nodes} node(s) "
+            "that can carry it",
+            ("minNodes",),
         )
     elif min_nodes > replicas > 0 and not subject.tier:  # a tier's minNodes: each on its own node
         subject.report(
             ctx,
-                "MIGC151",
-                f"workload '{w.name}': spread.minNodes is {min_nodes}, more than its {replicas} replica(s)",
-                ("minNodes",),
+            "MIGC151",
+            f"workload '{w.name}': spread.minNodes is {min_nodes}, more than its {replicas} replica(s)",
+            ("minNodes",),
         )
-    if "maxPerNode" in spread and replicas > 0:
-        count, percent = _share(spread["maxPerNode"])
-        _check_cap(ctx, subject, ("maxPerNode",), count, percent, replicas, nodes, "node")
-    if (min_nodes > 1 or "maxPerNode" in spread) and nodes > NODE_BY_NODE_NODES:
+    if spread.max_per_node.is_set and replicas > 0:
+        _check_cap(ctx, subject, ("maxPerNode",), spread.max_per_node, replicas, nodes, "node")
+    if spread.per_node and nodes > NODE_BY_NODE_NODES:
         subject.report(
             ctx,
-                "MIGC156",
-                f"workload '{w.name}': its per-node spread makes the solver model {where} node by node, "
-                f"{nodes} nodes; expect a slower solve (11 s at 512 nodes in bench/spread.py, 0.05 s "
-                "without spread)",
-                (),
-                key=True,
+            "MIGC156",
+            f"workload '{w.name}': its per-node spread makes the solver model {where} node by node, "
+            f"{nodes} nodes; expect a slower solve (11 s at 512 nodes in bench/spread.py, 0.05 s "
+            "without spread)",
+            (),
+            key=True,
         )
 
 
@@ -131,23 +131,21 @@ def _check_cap(
     ctx: Context,
     subject: _Subject,
     path: PathT,
-    count: int,
-    percent: int,
+    share: Share,
     replicas: int,
     places: int,
     unit: str,
 ) -> None:
-    """A cap of ``count`` replicas or ``percent`` of those served per node/domain, ``places`` of them."""
+    """A cap of ``share`` (a count, or a percent of those served) per node/domain, ``places`` of them."""
     w = subject.w
+    count, percent = share.count, share.percent
     if percent and percent * replicas < 100:
         message = (
             f"{percent}% of its {replicas} replica(s) is less than one replica per {unit}, so no replica "
             "could be served"
         )
     elif percent and percent * places < 100:
-        message = (
-            f"at most {percent}% per {unit} on {places} {unit}(s) can never place every served replica"
-        )
+        message = f"at most {percent}% per {unit} on {places} {unit}(s) can never place every served replica"
     elif count and count * places < replicas:
         message = (
             f"at most {count} per {unit} on {places} {unit}(s) holds {count * places} of its {replicas} "
@@ -159,55 +157,51 @@ def _check_cap(
     subject.report(ctx, code, f"workload '{w.name}': {message}", path)
 
 
-def _check_domains(ctx: Context, subject: _Subject, spread: dict[str, Any], pools: list[PoolInfo]) -> None:
+def _check_domains(ctx: Context, subject: _Subject, spread: Spread, pools: list[PoolInfo]) -> None:
     w = subject.w
-    key = str(spread["topologyKey"])
+    key = spread.topology_key
     path: PathT = ("topologyKey",)
     carrying = [p for p in pools if key in pool_labels(p)]
     if not carrying:
         keys = sorted({k for p in pools for k in pool_labels(p)})
-        if key == HOSTNAME:
+        if key == HOSTNAME_KEY:
             extra = "; for one domain per node use spread.maxPerNode"
         else:
             extra = f"; they carry {', '.join(keys)}" if keys else "; they carry no labels"
         subject.report(
             ctx,
-                "MIGC153",
-                f"workload '{w.name}': no node of its pools ({listing(p.name for p in pools)}) carries the "
-                f"label {key} (a pool's nodes carry its selector's matchLabels and its labels){extra}",
-                path,
+            "MIGC153",
+            f"workload '{w.name}': no node of its pools ({listing(p.name for p in pools)}) carries the "
+            f"label {key} (a pool's nodes carry its selector's matchLabels and its labels){extra}",
+            path,
         )
         return
     lacking = [p.name for p in pools if p not in carrying]
     if lacking:
         subject.report(
             ctx,
-                "MIGC154",
-                f"workload '{w.name}': pool(s) {listing(lacking)} do not carry the label {key}; they "
-                "will not serve it (the scheduler keeps pods with a topology spread off nodes without "
-                "the key)",
-                path,
+            "MIGC154",
+            f"workload '{w.name}': pool(s) {listing(lacking)} do not carry the label {key}; they "
+            "will not serve it (the scheduler keeps pods with a topology spread off nodes without "
+            "the key)",
+            path,
         )
     replicas = int(w.spec["replicas"])
     if replicas > 0:
         domains = len({pool_labels(p)[key] for p in carrying})
-        count, percent = _share(spread["maxPerDomain"])
-        _check_cap(ctx, subject, ("maxPerDomain",), count, percent, replicas, domains, "domain")
+        _check_cap(ctx, subject, ("maxPerDomain",), spread.max_per_domain, replicas, domains, "domain")
 
 
-def _tier_spread(ctx: Context, w: Obj) -> tuple[str, dict[str, Any]] | None:
-    """The workload's tier and that tier's raw ``spread``, for a workload that sets none."""
+def _tier_spread(ctx: Context, w: Obj) -> tuple[str, Spread] | None:
+    """The workload's tier and that tier's ``spread``, for a workload that sets none."""
     tier = w.spec.get("priorityClass")
     if tier is None:
         tenant = next((t for t in ctx.tenants if t.name == w.spec["tenant"]), None)
         if tenant is None:
             return None  # workload-tenant reports it
         tier = tenant.spec.get("priorityClass", default_tier(ctx))
-    p = ctx.partition
-    for raw in p.spec.get("priorityTiers", []) if p is not None else []:
-        if raw["name"] == tier and "spread" in raw:
-            return str(tier), dict(raw["spread"])
-    return None
+    spread = next((t.spread for t in ctx.tiers if t.name == tier), None)
+    return None if spread is None else (str(tier), spread)
 
 
 @rule(
@@ -218,7 +212,7 @@ def _tier_spread(ctx: Context, w: Obj) -> tuple[str, dict[str, Any]] | None:
 def check_spread(ctx: Context) -> None:
     """A workload's spread applies to its need and can be met on the pools that may serve it."""
     for w in ctx.workloads:
-        spread = w.spec.get("spread")
+        spread = spread_from_raw(w.spec.get("spread"))
         subject = _Subject(w)
         if spread is None:
             from_tier = _tier_spread(ctx, w) if spread_applies(w.spec) else None
@@ -231,8 +225,8 @@ def check_spread(ctx: Context) -> None:
         pools = _serving_pools(ctx, w)
         if pools is None:
             continue  # no cluster: workload-placement reports it
-        if "topologyKey" in spread:
+        if spread.topology_key:
             _check_domains(ctx, subject, spread, pools)
-            pools = [p for p in pools if str(spread["topologyKey"]) in pool_labels(p)]
+            pools = [p for p in pools if spread.topology_key in pool_labels(p)]
         if pools:
             _check_nodes(ctx, subject, spread, pools)

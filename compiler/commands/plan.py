@@ -141,8 +141,10 @@ def command(
             diagnostics.append(exc.diagnostic)
         except (OSError, SnapshotError) as exc:
             diagnostics.append(snapshot_diagnostic(snapshot, exc))
+    spread = None
     if result.policy is not None and result.solution is not None:
-        diagnostics.extend(spread_warnings(result.policy, spread_rows(result.policy, result.solution)))
+        spread = spread_rows(result.policy, result.solution)
+        diagnostics.extend(spread_warnings(result.policy, spread))
     diagnostics = suppress(diagnostics, ignore)  # warnings and notes only; errors always stay
     if result.failed or result.policy is None or result.solution is None or has_errors(diagnostics):
         return fail(diagnostics, summary="plan")
@@ -164,6 +166,7 @@ def command(
         pods=pods,
         solution_dict=solution_to_dict(result.solution),
         recorded=recorded,
+        spread=spread,
     )
     plan = dataclasses.replace(plan, other_order=other.result())
     if svg_dir is not None:

@@ -19,7 +19,7 @@ import numpy as np
 from compiler.catalog import Catalog, GpuModel
 from compiler.current import RecordedCapacity
 from compiler.model import WHOLE_GPU, CurrentState, GpuLayout, NodeLayout, NodePool, Policy
-from compiler.plan.data import CapacityRow, Cost, NodeChange, Plan, RemovedNode, TenantRow, Unmet
+from compiler.plan.data import CapacityRow, Cost, NodeChange, Plan, RemovedNode, SpreadRow, TenantRow, Unmet
 from compiler.plan.hami import hami_requests
 from compiler.plan.snapshot import evictions_on
 from compiler.plan.spread import spread_rows
@@ -213,8 +213,10 @@ def build_plan(
     pods: Sequence[Mapping[str, Any]] | None = None,
     solution_dict: Mapping[str, Any] | None = None,
     recorded: RecordedCapacity | None = None,
+    spread: Sequence[SpreadRow] | None = None,
 ) -> Plan:
-    """The plan of ``solution`` against ``current``; ``recorded`` gives the exact tenant "before"."""
+    """The plan of ``solution`` against ``current``; ``recorded`` gives the exact tenant "before";
+    ``spread``: :func:`spread_rows` of the solution when the caller has them already."""
     deployed = current.as_dict()
     recorded = recorded if recorded is not None else RecordedCapacity()
     changes: list[NodeChange] = []
@@ -397,7 +399,7 @@ def build_plan(
         costs=tuple(costs),
         snapshot_given=pods is not None,
         solution=dict(solution_dict or {}),
-        spread=spread_rows(policy, solution),
+        spread=tuple(spread) if spread is not None else spread_rows(policy, solution),
         hami=solution.hami,
         hami_requests=hami_requests(policy),
     )

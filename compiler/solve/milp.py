@@ -97,9 +97,7 @@ def job_patterns(sizes: Sequence[int], gpus_per_node: int) -> list[Pattern]:
     return sorted(out)
 
 
-def _columns(
-    model: GpuModel, allowed: set[str], current_layouts: set[GpuLayout]
-) -> list[GpuLayout]:
+def _columns(model: GpuModel, allowed: set[str], current_layouts: set[GpuLayout]) -> list[GpuLayout]:
     """Maximal layouts made of the profiles this pool may carry, plus the deployed ones.
 
     Only maximal layouts (no allowed instance can be added) are needed: served demand is bounded by
@@ -204,7 +202,15 @@ def solve_cluster(
         gs = [g for g in guarantees if g.pools and g.pools[0] in names]
         deadline = started + time_limit
         part = _solve_component(
-            members, catalog, items, ids, gs, current, deadline, burst or {}, objective=objective,
+            members,
+            catalog,
+            items,
+            ids,
+            gs,
+            current,
+            deadline,
+            burst or {},
+            objective=objective,
             metrics_only=metrics_only,
         )
         if part.result is None:
@@ -297,7 +303,14 @@ def _solve_component(
     b.close_guarantees()
     burst_vars = b.add_burst()
     levels = _levels(
-        items, item_ids, b.pv, b.shortfall_vars, burst_vars, b.covered, b.covered_by, objective,
+        items,
+        item_ids,
+        b.pv,
+        b.shortfall_vars,
+        burst_vars,
+        b.covered,
+        b.covered_by,
+        objective,
         metrics_only=metrics_only,
     )
     result = b.m.solve(levels, time_limit=deadline - time.perf_counter())
@@ -453,6 +466,7 @@ class _ComponentModel:
         gpn = pool.gpus_per_node
         fixed = self.fixed.get(pool.name)
         v.per_node = True
+        counts = {lay: lay.counts() for lay in v.columns}  # the same for every node
         link: dict[int, dict[int, float]] = {}
         for lay in v.columns:
             link[v.n[lay]] = {v.n[lay]: -1}
@@ -494,7 +508,7 @@ class _ComponentModel:
             m.row(cap, ub=gpn)
             for res, row in sorted(per_res.items()):
                 for lay in v.columns:
-                    count = lay.counts().get(res, 0)
+                    count = counts[lay].get(res, 0)
                     if count:
                         row[v.nn[(node, lay)]] = -count
                 m.row(row, ub=0)

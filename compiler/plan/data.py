@@ -122,6 +122,7 @@ class SpreadRow:
     cluster: str
     workload: str
     spread: str  # as the policy asks it, e.g. "maxPerNode 50%"
+    topology_key: str  # the spread's node label for domains ("" when none)
     requested: int
     served: int
     by_node: tuple[tuple[str, str, int], ...]

@@ -7,14 +7,10 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from compiler.diagnostics import Diagnostic, at
-from compiler.model import NodePool, Policy, Workload
+from compiler.model import Policy, Workload
 from compiler.plan.data import SpreadRow
 from compiler.solve.demand import node_labels
-from compiler.solve.result import Solution
-
-
-def _pools(policy: Policy, cluster: str) -> dict[str, NodePool]:
-    return {p.name: p for c in policy.clusters if c.name == cluster for p in c.pools}
+from compiler.solve.result import PoolResult, Solution
 
 
 def most_per_node(w: Workload, served: int) -> int:
@@ -30,12 +26,15 @@ def most_per_node(w: Workload, served: int) -> int:
 def spread_rows(policy: Policy, solution: Solution) -> tuple[SpreadRow, ...]:
     """One row per workload with a spread, sorted by (cluster, workload)."""
     rows = []
+    results_of: dict[str, list[PoolResult]] = {}
+    for r in solution.pools:
+        results_of.setdefault(r.cluster, []).append(r)
     for w in sorted(policy.workloads, key=lambda w: (w.cluster, w.name)):
         spread = w.spread
         if spread is None or w.need.hami is not None:
             continue
-        pools = _pools(policy, w.cluster)
-        results = [r for r in solution.pools if r.cluster == w.cluster]
+        pools = {p.name: p for p in policy.cluster(w.cluster).pools}
+        results = results_of.get(w.cluster, [])
         per_pool: dict[str, int] = {}
         for r in results:
             for d in r.demand:
@@ -61,6 +60,7 @@ def spread_rows(policy: Policy, solution: Solution) -> tuple[SpreadRow, ...]:
                 cluster=w.cluster,
                 workload=w.name,
                 spread=spread.text(),
+                topology_key=spread.topology_key,
                 requested=w.replicas,
                 served=served,
                 by_node=by_node,
@@ -100,6 +100,5 @@ def spread_text(row: SpreadRow) -> str:
     if row.by_node:
         parts.append("per node " + ", ".join(f"{node} {count}" for _p, node, count in row.by_node))
     if row.by_domain:
-        key = row.spread.rsplit(" of ", 1)[-1]
-        parts.append(f"per {key} " + ", ".join(f"{d or '(none)'} {c}" for d, c in row.by_domain))
+        parts.append(f"per {row.topology_key} " + ", ".join(f"{d or '(none)'} {c}" for d, c in row.by_domain))
     return "; ".join(parts)

@@ -139,18 +139,17 @@ def _solve_cluster(
         outcome = greedy_cluster(cluster, catalog, items, guarantees, current)
     elapsed = time.perf_counter() - started
     greedy_pools = set(outcome.unsolved) if method == "exact" else {p.name for p in cluster.pools}
-    spread_sev = Severity.ERROR if policy.partition.unmet_demand == "error" else Severity.WARNING
+    unmet_sev = Severity.ERROR if policy.partition.unmet_demand == "error" else Severity.WARNING
     diags.extend(_greedy_spread(policy, cluster, items, greedy_pools))
     if method == "exact" and not outcome.unsolved and not metrics_only:
         diags.extend(
-            _spread_cost(policy, cluster, catalog, items, guarantees, current, outcome, budget, spread_sev)
+            _spread_cost(policy, cluster, catalog, items, guarantees, current, outcome, budget, unmet_sev)
         )
 
     diags.extend(_guarantee_diagnostics(policy, cluster.name, guarantees, outcome))
 
     results: list[PoolResult] = []
     rows = _demand_rows(items, outcome.decisions)
-    unmet_sev = Severity.ERROR if policy.partition.unmet_demand == "error" else Severity.WARNING
     workloads = {w.name: w for w in policy.workloads if w.cluster == cluster.name}
     for item in items:
         if item.options:

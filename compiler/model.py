@@ -361,6 +361,8 @@ class PartitionPolicy:
     interval_seconds: int = 900
     reconfiguration_threshold_pct: float = 20.0
     stabilization_seconds: int = 600
+    # capacity is shrunk only to the peak over this window (HPA's scale-down stabilization window)
+    scale_down_seconds: int = 86400
     min_dwell_seconds: int = 3600
     backoff_initial_seconds: int = 300
     backoff_max_seconds: int = 7200

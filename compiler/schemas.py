@@ -569,6 +569,11 @@ def _partition_policy() -> dict[str, Any]:
                 type="number", minimum=0, maximum=100),
             "stabilizationWindow": _s("Demand must persist this long before it counts (default 10m).",
                                       **{"$ref": "#/$defs/duration"}),
+            "scaleDownWindow": _s(
+                "Capacity is given back only down to the most a (tenant, profile) ran and waited for at "
+                "any sample of this window (default 24h; Kubernetes HPA's scale-down stabilization window): "
+                "demand that comes back within it finds its capacity still there. Shorter than "
+                "stabilizationWindow it has no effect (MIGC182).", **{"$ref": "#/$defs/duration"}),
             "minDwell": _s("Minimum time a layout stays before it may change again (default 1h).",
                            **{"$ref": "#/$defs/duration"}),
             "backoff": _s(

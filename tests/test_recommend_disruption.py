@@ -130,7 +130,7 @@ def test_a_young_running_pod_lets_the_change_through(tmp_path: Path) -> None:
     assert _gate(rec).passed and rec.proposed_change  # 2057 > 81.4 × 1.2
     assert "benefit 2,057 GPU-s > cost 81 GPU-s x 1.2" in _gate(rec).why
     md = evidence_markdown(rec)
-    assert "| node-a | 1 | 1 | 21 | 60 | 81 |" in md and "**Verdict:** worth it" in md
+    assert "| node-a | 1 | 1 | 21 | 60 | 0 | 81 |" in md and "**Verdict:** worth it" in md
 
 
 def test_a_months_old_running_pod_blocks_it(tmp_path: Path) -> None:
@@ -175,7 +175,7 @@ def test_without_start_time_the_creation_time_is_an_upper_bound(tmp_path: Path) 
     rec = _recommend(tmp_path / "b", _running(None, created=None))
     assert rec.cost is None and rec.node_costs[0].loss is None
     assert not _gate(rec).passed and "cost unknown" in _gate(rec).why
-    assert "| node-a | 1 | 1 | unknown | 60 | unknown |" in evidence_markdown(rec)
+    assert "| node-a | 1 | 1 | unknown | 60 | 0 | unknown |" in evidence_markdown(rec)
 
 
 def test_disruption_off_is_the_gain_threshold(tmp_path: Path) -> None:
@@ -191,3 +191,36 @@ def test_grace_and_reconfigure_time_are_options(tmp_path: Path) -> None:
         tmp_path, _running("2026-12-01T05:50:00Z"), drain_grace_seconds=0, reconfigure_seconds=90
     )
     assert rec.cost == pytest.approx(600 / 7 + 90)
+
+
+def test_displaced_by_hand() -> None:
+    """The wait a change imposes on the running pods it leaves without an instance on the node."""
+    # a pod holding 8 whole GPUs that waited 27,000 s before it started; the node keeps no 7g
+    assert dis.displaced([("7g.80gb", 8, 8.0, 27_000.0)], {"4g.40gb": 2}) == pytest.approx(216_000.0)
+    # two 4g pods, the node keeps one 4g instance: the one that waited least (50 s) is counted
+    two = [("4g.40gb", 1, 4 / 7, 100.0), ("4g.40gb", 1, 4 / 7, 50.0)]
+    assert dis.displaced(two, {"4g.40gb": 1}) == pytest.approx(4 / 7 * 50)
+    assert dis.displaced(two, {"4g.40gb": 2, "3g.40gb": 1}) == 0.0  # both keep an instance
+    assert dis.displaced(two, {}) == pytest.approx(4 / 7 * 150)
+
+
+def _three_g(created: str) -> dict[str, Any]:
+    obj = pod("run-0", "search", "nvidia.com/mig-3g.40gb", node="node-a", created=created)
+    obj["status"]["startTime"] = "2026-12-01T05:50:00Z"  # E = 600 s
+    return obj
+
+
+def test_a_change_that_displaces_a_pod_that_waited_long_is_charged_its_wait(tmp_path: Path) -> None:
+    """node-a's running 3g pod has no 3g instance in the proposal (7 x 1g): it goes back to the queue,
+    expected to wait again what it waited before it started (W0 = startTime - creationTimestamp)."""
+    (tmp_path / "a").mkdir()
+    short = _recommend(tmp_path / "a", _three_g("2026-12-01T05:00:00Z"))  # W0 = 3000 s
+    (node,) = short.node_costs
+    assert node.displaced == pytest.approx(3 / 7 * 3000)  # 1,285.7 GPU-s
+    assert short.cost == pytest.approx(3 / 7 * 150 + 60 + 3 / 7 * 3000)  # 1,410 GPU-s
+    assert _gate(short).passed  # 2,057 > 1,410 x 1.2
+    (tmp_path / "b").mkdir()
+    long = _recommend(tmp_path / "b", _three_g("2026-12-01T04:00:00Z"))  # W0 = 6600 s
+    assert long.node_costs[0].displaced == pytest.approx(3 / 7 * 6600)  # 2,828.6 GPU-s
+    assert not _gate(long).passed and not long.proposed_change  # 2,057 <= 2,953 x 1.2
+    assert "| node-a | 1 | 1 | 64 | 60 | 2,829 | 2,953 |" in evidence_markdown(long)

@@ -105,9 +105,14 @@ def test_record_stores_at_most_one_sample_per_half_interval() -> None:
 
 
 def test_record_prunes_to_the_window_and_caps_the_count() -> None:
-    hist = h.record((s(14, 1), s(12, 2), s(9, 3), s(4, 4)), s(0, 5), P)
+    short = PartitionPolicy(
+        mode="dynamic", interval_seconds=300, stabilization_seconds=600, scale_down_seconds=600
+    )
+    hist = h.record((s(14, 1), s(12, 2), s(9, 3), s(4, 4)), s(0, 5), short)
     assert [x.total(KEY) for x in hist] == [2, 3, 4, 5]  # 11:48 is in force at 11:50; 11:46 is not
-    day = PartitionPolicy(mode="dynamic", interval_seconds=60, stabilization_seconds=86400)
+    day = PartitionPolicy(
+        mode="dynamic", interval_seconds=60, stabilization_seconds=86400, scale_down_seconds=86400
+    )
     assert h.spacing(day) == 900  # 24h / 96: at most ~97 samples in the window
     many = tuple(h.sample(NOW - dt.timedelta(minutes=m), {KEY: [m, 0]}) for m in range(600, 0, -1))
     kept = h.record(many, s(0, 1), day)  # samples a minute apart (written by hand, say)
@@ -127,7 +132,9 @@ def test_sample_bytes_is_at_least_what_a_sample_takes_in_the_state_file() -> Non
 
 def test_a_history_too_big_for_the_state_file_drops_its_oldest_samples() -> None:
     tenants = {(f"tenant-{i:04d}", p): [3, 1] for i in range(40) for p in ("1g.10gb", "3g.40gb")}
-    long = PartitionPolicy(mode="dynamic", stabilization_seconds=8 * 3600)  # 15m interval, 8h window
+    long = PartitionPolicy(
+        mode="dynamic", stabilization_seconds=8 * 3600, scale_down_seconds=8 * 3600
+    )  # 15m interval, 8h window
     hist = tuple(h.sample(at(m), tenants) for m in range(490, 0, -10))  # every 10m: 49 samples
     per = h.sample_bytes(hist[0])
     kept = h.record(hist, h.sample(NOW, tenants), long, max_bytes=30 * per)
@@ -209,3 +216,45 @@ def test_the_window_gate_is_overridden_by_a_pod_past_max_wait_when_the_shortage_
         "1g.10gb not short (no pending pod) in all 2 sample(s) of the 10m window, "
         "overridden: 1 pod(s) past max-wait"
     )
+
+
+def test_the_scale_down_window_keeps_the_peak_of_older_samples_merged_into_buckets() -> None:
+    """Samples older than the stabilizationWindow's in-force one serve only the scaleDownWindow peak:
+    they are merged per bucket (the most of each key) and pruned past the scaleDownWindow."""
+    hours = PartitionPolicy(
+        mode="dynamic", interval_seconds=300, stabilization_seconds=600, scale_down_seconds=7200
+    )
+    assert h.bucket(hours) == 300  # max(interval, 2h / 50)
+    # every 5 minutes for 3 hours; a peak of 9 two hours ago (between the 5-minute samples it is one)
+    many = tuple(s(m, 9 if m == 115 else 2, 1 if m == 115 else 0) for m in range(180, 0, -5))
+    kept = h.record(many, s(0, 3), hours)
+    assert kept[0].at <= at(120) < kept[1].at  # the one in force at the scaleDownWindow's start first
+    assert all(x.at > at(125) for x in kept[1:])  # older ones pruned
+    peak, covered = h.peaks(kept, s(0, 3), hours)
+    assert covered and peak[KEY] == 10  # 9 running + 1 pending, 115 minutes ago
+    # merging: two samples in one bucket become one with the most of each count, at the older time
+    one = h.merged((s(44, 1, 5), s(41, 4, 0)), 3600.0)
+    assert [x.counts for x in one] == [(("ml", "1g.10gb", 4, 5),)] and one[0].at == at(44)
+
+
+def test_the_scale_down_window_holds_capacity_at_its_peak() -> None:
+    """HPA's scale-down stabilization: demand fell 3 -> 1 an hour ago; the 2h window keeps 3."""
+    hours = PartitionPolicy(
+        mode="dynamic", interval_seconds=300, stabilization_seconds=600, scale_down_seconds=7200
+    )
+    hist = tuple(s(m, 3 if m > 60 else 1) for m in range(150, 0, -5))
+    cur = s(0, 1)
+    win = h.window(hist, cur, hours)
+    st = h.stats(win, NOW, hours)[KEY]
+    assert (st.low, st.high) == (1, 1)
+    assert h.sized(3, st, win.covered, 1, 0) == 1  # the stabilizationWindow alone gives it back
+    keep = h.peaks(hist, cur, hours)
+    assert keep == ({KEY: 3}, True)
+    assert h.sized(3, st, win.covered, 1, 0, (keep[0][KEY], keep[1])) == 3
+    # an hour of history only: the window is not covered, so nothing shrinks below what is declared
+    young = h.peaks(hist[-12:], cur, hours)
+    assert young[1] is False
+    assert h.sized(3, st, win.covered, 1, 0, (young[0][KEY], young[1])) == 3
+    assert h.sized(2, st, win.covered, 1, 0, (young[0][KEY], young[1])) == 2
+    # growth is untouched: it still needs the shortage to persist through the stabilizationWindow
+    assert h.sized(0, st, win.covered, 1, 0, (keep[0][KEY], keep[1])) == 1

@@ -30,6 +30,7 @@ from compiler.exitcodes import ExitCode
 from compiler.fsio import write_file_atomic
 from compiler.load import load_paths
 from compiler.observe import ObserveError
+from compiler.recommend import gates as g
 from compiler.recommend.engine import Recommendation, evidence_markdown, recommend
 from compiler.recommend.state import KIND, STATE_FILE, dump_state, edit_replicas, read_state
 from compiler.validate import unique_sorted, validate
@@ -59,6 +60,11 @@ def _to_json(rec: Recommendation) -> str:
                 for t, p, r, q, n, lo, mean, hi, s in rec.window
             ],
         },
+        "scaleDownWindow": {
+            "seconds": rec.keep_seconds,
+            "covered": rec.keep_covered,
+            "kept": [{"tenant": t, "profile": p, "instances": n} for t, p, n in rec.keep],
+        },
         "capacity": {"current": dict(rec.current), "proposed": dict(rec.proposed)},
         "gates": [
             {"name": x.name, "passed": x.passed, "overridden": x.overridden, "why": x.why} for x in rec.gates
@@ -87,6 +93,7 @@ def _to_json(rec: Recommendation) -> str:
                     "running": d.running,
                     "loss": None if d.loss is None else round(d.loss, 3),
                     "outage": round(d.outage, 3),
+                    "displaced": round(d.displaced, 3),
                     "cost": None if d.cost is None else round(d.cost, 3),
                 }
                 for d in rec.node_costs
@@ -103,6 +110,9 @@ def _to_text(rec: Recommendation) -> str:
         f"max {hi}; sized for {s}"
         for t, p, r, q, n, lo, mean, hi, s in rec.window
     ]
+    kept = ", ".join(f"{t}/{p} {n}" for t, p, n in rec.keep) or "nothing"
+    cover = "" if rec.keep_covered else ", not covered yet: nothing shrinks below what is declared"
+    out.append(f"scale-down window {g.duration_text(rec.keep_seconds)}{cover}; kept: {kept}")
     out += [f"{'ok ' if x.passed else 'NO '} {x.name}: {x.why}" for x in rec.gates]
     if rec.disruption == "expected":
         cost = "unknown" if rec.cost is None else f"{rec.cost:,.0f}"

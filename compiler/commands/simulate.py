@@ -180,7 +180,7 @@ def _duration(text: str | None, flag: str) -> int | None:
 @click.option(
     "--demand",
     "demand_model",
-    default="now",
+    default="history",
     show_default=True,
     type=click.Choice(DEMAND_MODELS),
     help="Demand the default loop plans for: the demand at each evaluation (what recommend observes), "

@@ -55,10 +55,13 @@ class NodeDisruption:
     running: int  # GPU pods running on it: every one blocks the drain
     loss: float | None  # GPU-seconds its running pods are expected to lose; None: a start is unknown
     outage: float  # GPU-seconds the node is out
+    # GPU-seconds of further wait expected for the running pods the change leaves without an instance
+    # (dis.displaced; a pod without startTime or creationTimestamp counts 0: a lower bound)
+    displaced: float = 0.0
 
     @property
     def cost(self) -> float | None:
-        return None if self.loss is None else self.loss + self.outage
+        return None if self.loss is None else self.loss + self.outage + self.displaced
 
 
 def total_cost(nodes: Sequence[NodeDisruption]) -> float | None:
@@ -91,6 +94,11 @@ class Recommendation:
     window: tuple[tuple[str, str, int, int, int, int, float, int, int], ...] = ()
     covered: bool = False  # the history covers the whole stabilization window
     window_seconds: int = 0  # the stabilizationWindow
+    # per (tenant, profile) the most running + pending at any sample of the scaleDownWindow: capacity
+    # is shrunk no lower (until the history covers that window, no lower than declared either)
+    keep: tuple[tuple[str, str, int], ...] = ()
+    keep_covered: bool = False
+    keep_seconds: int = 0  # the longer of scaleDownWindow and stabilizationWindow
     # the disruption rule ("expected"; "off": the gain threshold instead): the pending GPU-seconds the
     # proposal avoids, the pending instances it serves, and each changed node's expected cost
     disruption: str = "off"
@@ -266,12 +274,8 @@ def capacity(solution: Solution, which: str) -> dict[str, int]:
     out: dict[str, int] = defaultdict(int)
     for pool in solution.pools:
         for node in pool.nodes:
-            layout = node.gpus if which == "target" else (node.current or ())
-            for gpu in layout:
-                if not gpu.mig_enabled:
-                    out["gpu"] += 1
-                for name, n in gpu.profiles:
-                    out[name] += n
+            for name, n in layout_counts(node.gpus if which == "target" else (node.current or ())).items():
+                out[name] += n
     return dict(sorted(out.items()))
 
 
@@ -324,7 +328,8 @@ def node_disruption(
 
     A running pod's run time ``E`` is ``now − status.startTime``; without a startTime, ``now −
     creationTimestamp`` (an upper bound: the pod cannot have started before it was created, so its
-    cost is over- rather than under-estimated); with neither, the node's cost is unknown.
+    cost is over- rather than under-estimated); with neither, the node's cost is unknown. The wait
+    before it started, for the displaced term, is ``startTime − creationTimestamp`` (0 without both).
     """
     out: list[NodeDisruption] = []
     on: dict[str, list[ObservedPod]] = defaultdict(list)  # node → its GPU pods (one pass, large fleets)
@@ -346,8 +351,31 @@ def node_disruption(
                 loss += gpu_fraction(p, slices) * dis.expected_loss(elapsed, grace_seconds)
             changed = len(n.changed_gpus)
             outage = dis.outage(len(n.gpus), changed, reconfigure_seconds)
-            out.append(NodeDisruption(n.name, len(n.gpus), changed, len(running), loss, outage))
+            moved = dis.displaced(_holding(running, slices), layout_counts(n.gpus))
+            out.append(NodeDisruption(n.name, len(n.gpus), changed, len(running), loss, outage, moved))
     return tuple(sorted(out, key=lambda d: (d.cost is None, d.cost or 0.0, d.node)))
+
+
+def layout_counts(layout: Sequence[GpuLayout]) -> dict[str, int]:
+    """Instances per resource of a node's layout (``gpu`` for a whole GPU)."""
+    out: dict[str, int] = defaultdict(int)
+    for gpu in layout:
+        if not gpu.mig_enabled:
+            out["gpu"] += 1
+        for name, n in gpu.profiles:
+            out[name] += n
+    return dict(out)
+
+
+def _holding(pods: Sequence[ObservedPod], slices: Mapping[str, int]) -> list[tuple[str, int, float, float]]:
+    """Per running pod and resource it holds: (resource, instances, GPU fraction, wait before it started)."""
+    out: list[tuple[str, int, float, float]] = []
+    for p in pods:
+        waited = (p.started - p.created).total_seconds() if p.started and p.created else 0.0
+        for resource, n in p.requests:
+            name = profile_of(resource) or "gpu"
+            out.append((name, n, n * slices.get(name, 7) / 7, waited))
+    return out
 
 
 def pending_benefit(
@@ -400,6 +428,7 @@ def recommend(
         per_tenant = {t: h.pending_low(win, t, r.when.profile) for t in sorted(tenants)}
         headroom.append((r, per_tenant))
     stats = h.stats(win, now, part)
+    keep, keep_covered = h.peaks(state.history, current_sample, part)
     late: dict[tuple[str, str], int] = defaultdict(int)
     for pod in pending:
         tenant = owner.get(pod.key.split("/", 1)[0])
@@ -409,7 +438,14 @@ def recommend(
 
     def size(key: tuple[str, str], declared: int) -> int:
         running, pend = demand.get(key, [0, 0])
-        sized[key] = h.sized(declared, stats.get(key), win.covered, running + pend, late.get(key, 0))
+        sized[key] = h.sized(
+            declared,
+            stats.get(key),
+            win.covered,
+            running + pend,
+            late.get(key, 0),
+            (keep.get(key, 0), keep_covered),
+        )
         return sized[key]
 
     known = {**{k: [0, 0] for k in stats}, **demand}
@@ -418,7 +454,9 @@ def recommend(
     for key, st in stats.items():  # keys no Workload describes: sized as if nothing were declared
         if key not in sized:
             running, pend = demand.get(key, [0, 0])
-            sized[key] = h.sized(0, st, win.covered, running + pend, late.get(key, 0))
+            sized[key] = h.sized(
+                0, st, win.covered, running + pend, late.get(key, 0), (keep.get(key, 0), keep_covered)
+            )
     new_workloads = tuple(replace(w, replicas=wanted.get(w.name, w.replicas)) for w in policy.workloads)
     proposed_policy = replace(policy, workloads=new_workloads)
     solution = solve(proposed_policy, catalog, current, time_limit_s=time_limit_s)
@@ -499,6 +537,9 @@ def recommend(
         since=win.since,
         covered=win.covered,
         window_seconds=part.stabilization_seconds,
+        keep=tuple((t, p, n) for (t, p), n in sorted(keep.items())),
+        keep_covered=keep_covered,
+        keep_seconds=h.longest(part),
         disruption=disruption,
         benefit=benefit,
         served_pending=served_pending,
@@ -534,19 +575,22 @@ def disruption_markdown(rec: Recommendation) -> list[str]:
         "",
         f"**Cost** per changed node: Σ over its running GPU pods of f × E² / (E + G), G = {grace} "
         f"(the controller's drain grace), plus the outage (its GPUs × {rec.reconfigure_seconds:g} s × "
-        "GPUs changed).",
+        "GPUs changed), plus the wait it displaces: Σ f × W₀ over the running pods the node keeps no "
+        "instance for, W₀ how long each waited before it started.",
         "",
-        "| node | GPUs changed | running GPU pods | expected loss (GPU-s) | outage (GPU-s) | cost (GPU-s) |",
-        "|---|---:|---:|---:|---:|---:|",
+        "| node | GPUs changed | running GPU pods | expected loss (GPU-s) | outage (GPU-s) "
+        "| displaced wait (GPU-s) | cost (GPU-s) |",
+        "|---|---:|---:|---:|---:|---:|---:|",
     ]
     for d in rec.node_costs[:MAX_PLAN_ROWS]:
         loss = "unknown" if d.loss is None else f"{d.loss:,.0f}"
         cost = "unknown" if d.cost is None else f"{d.cost:,.0f}"
-        lines.append(f"| {d.node} | {d.changed_gpus} | {d.running} | {loss} | {d.outage:,.0f} | {cost} |")
+        cells = (d.node, d.changed_gpus, d.running, loss, f"{d.outage:,.0f}", f"{d.displaced:,.0f}", cost)
+        lines.append("| " + " | ".join(str(c) for c in cells) + " |")
     if len(rec.node_costs) > MAX_PLAN_ROWS:
-        lines.append(f"| … {len(rec.node_costs) - MAX_PLAN_ROWS} more node(s) | | | | | |")
+        lines.append(f"| … {len(rec.node_costs) - MAX_PLAN_ROWS} more node(s) | | | | | | |")
     if not rec.node_costs:
-        lines.append("| – | 0 | 0 | 0 | 0 | 0 |")
+        lines.append("| – | 0 | 0 | 0 | 0 | 0 | 0 |")
     gate = next((x for x in rec.gates if x.name == "disruption"), None)
     if gate is not None:
         verdict = "worth it" if gate.passed else "**not worth it**"
@@ -569,13 +613,18 @@ def evidence_markdown(rec: Recommendation, sources: Sequence[str] = ()) -> str:
         f"Now, and running + pending over the {g.duration_text(rec.window_seconds)} stabilization window "
         "(samples of earlier runs, held until the next; mean weighted by time).",
         "",
-        "| tenant | profile | running | pending | samples | min | mean | max | sized for |",
-        "|---|---|---:|---:|---:|---:|---:|---:|---:|",
+        f"*kept* is the most over the {g.duration_text(rec.keep_seconds)} scaleDownWindow"
+        + ("" if rec.keep_covered else " (not covered yet: nothing shrinks below what is declared)")
+        + ": capacity is given back no lower.",
+        "",
+        "| tenant | profile | running | pending | samples | min | mean | max | kept | sized for |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
+    kept = {(t, p): n for t, p, n in rec.keep}
     lines += [
-        f"| {t} | {p} | {r} | {q} | {n} | {lo} | {mean:.1f} | {hi} | {s} |"
+        f"| {t} | {p} | {r} | {q} | {n} | {lo} | {mean:.1f} | {hi} | {kept.get((t, p), 0)} | {s} |"
         for t, p, r, q, n, lo, mean, hi, s in rec.window
-    ] or ["| – | – | 0 | 0 | 1 | 0 | 0.0 | 0 | 0 |"]
+    ] or ["| – | – | 0 | 0 | 1 | 0 | 0.0 | 0 | 0 | 0 |"]
     if rec.since is not None:
         since = rec.since.strftime("%Y-%m-%d %H:%M UTC")
         watched = g.duration_text((rec.now - rec.since).total_seconds())

@@ -16,15 +16,21 @@ Each ``migc recommend`` run observes, per (tenant, profile), the running and pen
   and every profile the proposal adds capacity for that is short now had a pending pod in every one
   of the window's samples.
 * **Sizing** (per (tenant, profile), in instances; ``declared`` is what the Workloads ask for now):
-  ``sized = clamp(declared, min, max)`` of running + pending over the window when it is covered,
-  else ``declared``; then, when ``u`` pending pods of that key are past their max wait,
+  ``sized = clamp(declared, min, max(max, keep))``, ``min`` / ``max`` of running + pending over the
+  window when it is covered (else ``sized = declared``) and ``keep`` the most running + pending at any
+  sample of the last ``scaleDownWindow`` (:func:`peaks`; ``max(keep, declared)`` until the history
+  covers that window); then, when ``u`` pending pods of that key are past their max wait,
   ``sized = max(sized, min(now, min + u))``. Capacity therefore grows only to the demand that
   persisted for the whole window (a burst shorter than the window never counts) and shrinks only to
-  the peak of the window (a dip shorter than the window never counts).
+  the peak of the scaleDownWindow (Kubernetes HPA's scale-down stabilization: demand that comes back
+  within a day finds its capacity there, so a daily peak does not re-carve nodes twice a day).
 * **Bounds**: a sample is stored at most every :func:`spacing` (half an interval, at least
   window / (MAX_SAMPLES − 4)); a run sooner than that still evaluates its own observation (which
   only widens the window's min–max) but stores nothing. Samples older than the one in force at the
-  window's start are pruned; at most MAX_SAMPLES are kept, and only keys with demand are written.
+  window's start only serve the scaleDownWindow peak: they are merged into buckets of
+  :func:`bucket` seconds (aligned to the epoch; a bucket's counts are the most of each key, its time
+  its oldest sample's), and those older than the one in force at the scaleDownWindow's start are
+  pruned; at most MAX_SAMPLES are kept, and only keys with demand are written.
   Should a history still exceed MAX_HISTORY_BYTES (a very large fleet), the oldest samples are
   dropped: the window is then not covered and no change is proposed (safe, and the gate says why).
 """
@@ -119,6 +125,30 @@ def continuous(history: Sequence[Sample], now: dt.datetime, policy: PartitionPol
     return tuple(reversed(kept))
 
 
+def longest(policy: PartitionPolicy) -> int:
+    """The history must reach back this far: the longer of the two windows."""
+    return max(policy.stabilization_seconds, policy.scale_down_seconds)
+
+
+def bucket(policy: PartitionPolicy) -> float:
+    """Width of the buckets older samples are merged into (only their peak is used)."""
+    return max(policy.interval_seconds, longest(policy) / (MAX_SAMPLES // 2))
+
+
+def peaks(history: Sequence[Sample], current: Sample, policy: PartitionPolicy) -> tuple[dict[Key, int], bool]:
+    """Per (tenant, profile), the most running + pending at any sample of the scaleDownWindow (the one
+    in force at its start, every later one, this run's), and whether the history covers that window."""
+    hist = [s for s in continuous(history, current.at, policy) if s.at < current.at]
+    start = current.at - dt.timedelta(seconds=longest(policy))
+    before = [s for s in hist if s.at <= start]
+    samples = ([before[-1]] if before else []) + [s for s in hist if s.at > start] + [current]
+    out: dict[Key, int] = {}
+    for s in samples:
+        for key, n in s.totals().items():
+            out[key] = max(out.get(key, 0), n)
+    return out, bool(before) or longest(policy) == 0
+
+
 def window(history: Sequence[Sample], current: Sample, policy: PartitionPolicy) -> Window:
     """The window at ``current.at`` over the continuous ``history`` plus this run's ``current`` sample."""
     hist = [s for s in continuous(history, current.at, policy) if s.at < current.at]
@@ -147,10 +177,23 @@ def stats(win: Window, now: dt.datetime, policy: PartitionPolicy) -> dict[Key, S
     return out
 
 
-def sized(declared: int, st: Stats | None, covered: bool, now_total: int, urgent: int) -> int:
-    """Instances a (tenant, profile) is sized for (the rule in the module docstring)."""
+def sized(
+    declared: int,
+    st: Stats | None,
+    covered: bool,
+    now_total: int,
+    urgent: int,
+    keep: tuple[int, bool] | None = None,
+) -> int:
+    """Instances a (tenant, profile) is sized for (the rule in the module docstring).
+
+    ``keep``: the key's peak over the scaleDownWindow and whether the history covers that window
+    (:func:`peaks`); None: no scale-down window (the stabilizationWindow's peak alone)."""
     low = st.low if st is not None else now_total
     high = st.high if st is not None else now_total
+    if keep is not None:
+        peak, whole = keep
+        high = max(high, peak if whole else max(peak, declared))
     out = min(max(declared, low), high) if covered else declared
     if urgent > 0:
         out = max(out, min(now_total, low + urgent))
@@ -177,16 +220,40 @@ def record(
     hist = [s for s in continuous(history, current.at, policy) if s.at < current.at]
     if not hist or (current.at - hist[-1].at).total_seconds() >= spacing(policy):
         hist.append(current)
+    far = current.at - dt.timedelta(seconds=longest(policy))
+    far_before = [i for i, s in enumerate(hist) if s.at <= far]
+    if far_before:
+        hist = hist[far_before[-1] :]
     start = current.at - dt.timedelta(seconds=policy.stabilization_seconds)
     before = [i for i, s in enumerate(hist) if s.at <= start]
-    if before:
-        hist = hist[before[-1] :]
+    if before:  # older than the window's in-force sample: only their peak is used
+        cut = before[-1]
+        hist = merged(hist[:cut], bucket(policy)) + hist[cut:]
     hist = hist[-MAX_SAMPLES:]
     size = sum(sample_bytes(s) for s in hist)
     while len(hist) > 1 and size > max_bytes:
         size -= sample_bytes(hist[0])
         hist = hist[1:]
     return tuple(hist)
+
+
+def merged(samples: Sequence[Sample], width: float) -> list[Sample]:
+    """``samples`` (oldest first) merged per bucket of ``width`` seconds since the epoch: the bucket's
+    time is its oldest sample's, its counts the most of each key's running and pending."""
+    out: list[Sample] = []
+    slot: float | None = None
+    for s in samples:
+        b = s.at.timestamp() // width
+        if out and b == slot:
+            most: dict[Key, tuple[int, int]] = {(t, p): (r, q) for t, p, r, q in out[-1].counts}
+            for t, p, r, q in s.counts:
+                r0, q0 = most.get((t, p), (0, 0))
+                most[(t, p)] = (max(r0, r), max(q0, q))
+            out[-1] = Sample(out[-1].at, tuple(sorted((t, p, r, q) for (t, p), (r, q) in most.items())))
+        else:
+            out.append(s)
+            slot = b
+    return out
 
 
 def sample_bytes(s: Sample) -> int:

@@ -103,7 +103,7 @@ class Settings:
     max_wait_seconds: int | None = None  # migc.dev/max-wait-time given to every pod (None: no hint)
     # what the default loop plans for: the demand now (a snapshot, what `migc recommend` observes),
     # or the peak over the window (measured in an earlier round: no better; see docs/simulate.md)
-    demand: str = "now"
+    demand: str = "history"
     demand_window_seconds: float = 0.0  # how far back the peak looks (0: the stabilizationWindow)
     # default loop: re-carve a node only when the pending GPU-time its change avoids beats the
     # GPU-time its drain is expected to destroy by the reconfigurationThreshold
@@ -231,9 +231,20 @@ def _best_layout(model: GpuModel, need: tuple[tuple[str, int], ...]) -> tuple[tu
     return best[2] if best else ()
 
 
-Weigh = Callable[[int, Layout, Layout, int, float], bool]
+Weigh = Callable[[int, Layout, Layout, int, float, Layout], bool]
 """(node, capacity before, capacity after its change, GPUs it changes, benefit of the multi-GPU pods it
-places) → whether the change is worth it."""
+places, the node's instances per profile after its change) → whether the change is worth it."""
+
+
+def _node_after(
+    fleet: _Fleet, node: int, lay: Callable[[int], Layout], changes: Mapping[int, Layout]
+) -> Layout:
+    """The node's instances per profile once ``changes`` are made (``lay``: a GPU's layout so far)."""
+    out: Layout = {}
+    for gi in fleet.gpus(node):
+        for p, c in changes.get(gi, lay(gi)).items():
+            out[p] = out.get(p, 0) + c
+    return out
 
 
 @dataclass(frozen=True)
@@ -303,7 +314,8 @@ def cover(
             after = dict(cap)
             for gi in node_changes:
                 _replace(after, lay(gi), {pod.profile: 1})
-            if weigh is not None and not weigh(node, cap, after, len(node_changes), pod.benefit):
+            mine = _node_after(fleet, node, lay, node_changes)
+            if weigh is not None and not weigh(node, cap, after, len(node_changes), pod.benefit, mine):
                 continue
             changes.update(node_changes)
             taken.update(pick)
@@ -322,7 +334,8 @@ def cover(
         node_cap, node_changes = _cover_node(fleet, node, want, dict(rest), short, lay, taken)
         if not node_changes:
             continue
-        if weigh is not None and not weigh(node, rest, node_cap, len(node_changes), 0.0):
+        mine = _node_after(fleet, node, lay, node_changes)
+        if weigh is not None and not weigh(node, rest, node_cap, len(node_changes), 0.0, mine):
             continue  # what the drain is expected to destroy outweighs what the change serves
         for gi, new in node_changes.items():
             _replace(cap, lay(gi), new)
@@ -496,6 +509,9 @@ class _Run:
         self.dep_seq: dict[int, int] = {}  # running pod → seq of its departure event (stale ones are dropped)
         self.queued_at: dict[int, float] = {}  # pending pod → since when
         self.waited = [0.0] * len(pods)  # time spent pending, over all attempts
+        # how long the running attempt waited: status.startTime − creationTimestamp of the pod object
+        # (an evicted pod is re-created by its controller, so an earlier attempt's wait is not seen)
+        self.last_wait = [0.0] * len(pods)
         self.remaining = [p.src.duration for p in pods]  # run time left (eviction "resume")
         self.ever_ran: set[int] = set()
         self.multi = [i for i, p in enumerate(pods) if 1 < p.count <= s.gpus_per_node]  # multi-GPU pods
@@ -519,6 +535,7 @@ class _Run:
         self.now_demand: Layout = {}  # running + pending instances per profile
         self.history: deque[tuple[float, Layout]] = deque()  # (since, demand) over the window
         self.samples: tuple[h.Sample, ...] = ()  # the default loop's history, as recommend's state file
+        self.keep: tuple[dict[h.Key, int], bool] = ({}, False)  # its scaleDownWindow peaks (h.peaks)
         self.interval = float(policy.interval_seconds)
         if baseline == "default":
             self.push(start + self.interval, _TICK, 0)
@@ -547,6 +564,7 @@ class _Run:
                 counts[("sim", p)] = [n - q, q]
         current = h.sample(when, counts)
         win = h.window(self.samples, current, self.policy)
+        self.keep = h.peaks(self.samples, current, self.policy)
         self.samples = h.record(self.samples, current, self.policy)
         return win
 
@@ -554,9 +572,9 @@ class _Run:
         """``demand="history"``: what ``migc recommend`` sizes for (compiler/recommend/history.py).
 
         Per profile, over recommend's window (sample-and-hold over the stabilizationWindow, covered once
-        a sample is in force at its start), ``clamp(declared, min, max)``, ``declared`` standing for
-        the latest revision's instances (what the Workloads provision), raised for the pods past
-        their max wait.
+        a sample is in force at its start), ``clamp(declared, min, max(max, kept))``, ``kept`` the peak
+        over the scaleDownWindow, ``declared`` standing for the latest revision's instances (what the
+        Workloads provision), raised for the pods past their max wait.
         """
         stats = h.stats(win, when, self.policy)
         late: dict[str, int] = {}
@@ -565,8 +583,13 @@ class _Run:
                 late[w.profile] = late.get(w.profile, 0) + 1
         cap = self.fleet.capacity()
         out: Layout = {}
-        for (_, p), st in stats.items():
-            n = h.sized(cap.get(p, 0), st, win.covered, self.now_demand.get(p, 0), late.get(p, 0))
+        peaks, whole = self.keep
+        for key in sorted(set(stats) | set(peaks)):
+            p = key[1]
+            keep = (peaks.get(key, 0), whole)
+            n = h.sized(
+                cap.get(p, 0), stats.get(key), win.covered, self.now_demand.get(p, 0), late.get(p, 0), keep
+            )
             if n > 0:
                 out[p] = n
         return out
@@ -613,7 +636,8 @@ class _Run:
             self.started[i] = now
             self.ever_ran.add(i)
             self.busy_slices += fleet.slices[p.profile] * p.count
-            self.waited[i] += now - self.queued_at.pop(i)
+            self.last_wait[i] = now - self.queued_at.pop(i)
+            self.waited[i] += self.last_wait[i]
             run = p.src.duration if self.s.eviction == "restart" else self.remaining[i]
             self.dep_seq[i] = self.push(now + run, _DEPARTURE, i)
             return True
@@ -874,7 +898,7 @@ class _Run:
                     want[prof] = want.get(prof, 0) - self.pods[i].count
         threshold = self.policy.reconfiguration_threshold_pct
 
-        def weigh(node: int, before: Layout, after: Layout, changed: int, bonus: float) -> bool:
+        def weigh(node: int, before: Layout, after: Layout, changed: int, bonus: float, mine: Layout) -> bool:
             benefit = bonus
             for p, w in waits.items() if not bonus else ():
                 served = dis.newly_served(w, want.get(p, 0), before.get(p, 0), after.get(p, 0))
@@ -883,7 +907,12 @@ class _Run:
             outage = dis.outage(
                 self.s.gpus_per_node, changed, self.s.reconfigure_seconds, self.s.drain_seconds
             )
-            cost = losses[node] + outage
+            pods = self.pods
+            running = [
+                (pods[i].profile, pods[i].count, self.fraction(i), self.last_wait[i])
+                for i in self.node_pods[node]
+            ]
+            cost = losses[node] + outage + dis.displaced(running, mine)
             ok = dis.worth(benefit, cost, threshold)
             if not ok:
                 self.res.blocked["disruption"] = self.res.blocked.get("disruption", 0) + 1

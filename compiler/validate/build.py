@@ -285,6 +285,7 @@ def _build_partition(ctx: Context, pricing: dict[str, float]) -> PartitionPolicy
             spec.get("reconfigurationThreshold", defaults.reconfiguration_threshold_pct)
         ),
         stabilization_seconds=_seconds(spec.get("stabilizationWindow"), defaults.stabilization_seconds),
+        scale_down_seconds=_seconds(spec.get("scaleDownWindow"), defaults.scale_down_seconds),
         min_dwell_seconds=_seconds(spec.get("minDwell"), defaults.min_dwell_seconds),
         backoff_initial_seconds=_seconds(backoff.get("initial"), defaults.backoff_initial_seconds),
         backoff_max_seconds=_seconds(backoff.get("max"), defaults.backoff_max_seconds),

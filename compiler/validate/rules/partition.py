@@ -30,7 +30,7 @@ def check_durations(ctx: Context) -> None:
     p = ctx.partition
     assert p is not None
     spec = p.spec
-    for key in ("interval", "stabilizationWindow", "minDwell"):
+    for key in ("interval", "stabilizationWindow", "scaleDownWindow", "minDwell"):
         if key in spec:
             _positive_duration(ctx, p, ("spec", key))
     backoff = spec.get("backoff", {})
@@ -72,7 +72,15 @@ def check_unique_names(ctx: Context) -> None:
 # Fields only `migc recommend` and `migc simulate` read, and they only act in mode dynamic (see the
 # field table in docs/recommend.md). dailyChangeBudget is not here: compile and plan check it in
 # every mode (MIGC423). unmetDemand, allowMediaExtensions, objective and priorityTiers act in compile.
-DYNAMIC_ONLY = ("interval", "reconfigurationThreshold", "stabilizationWindow", "minDwell", "backoff", "rules")
+DYNAMIC_ONLY = (
+    "interval",
+    "reconfigurationThreshold",
+    "stabilizationWindow",
+    "scaleDownWindow",
+    "minDwell",
+    "backoff",
+    "rules",
+)
 
 
 @rule("partition-static-ignores-dynamic-fields", codes=("MIGC180",), when=_has_partition)
@@ -96,3 +104,26 @@ def check_static_mode_fields(ctx: Context) -> None:
                     key=True,
                 )
             )
+
+
+@rule("partition-scale-down-window", codes=("MIGC182",), when=_has_partition)
+def check_scale_down_window(ctx: Context) -> None:
+    """A scaleDownWindow shorter than the stabilizationWindow has no effect: say so."""
+    p = ctx.partition
+    assert p is not None
+    spec = p.spec
+    if "scaleDownWindow" not in spec:
+        return
+    down = parse_duration(str(spec["scaleDownWindow"]))
+    stab = parse_duration(str(spec.get("stabilizationWindow", "10m")))
+    if down is None or stab is None or down <= 0 or down >= stab:
+        return
+    ctx.add(
+        p.doc.at(
+            "MIGC182",
+            f"spec.scaleDownWindow ({spec['scaleDownWindow']}) is shorter than the stabilizationWindow "
+            f"({spec.get('stabilizationWindow', '10m')}): capacity already shrinks only to the peak of "
+            "the stabilizationWindow, so it has no effect",
+            ("spec", "scaleDownWindow"),
+        )
+    )

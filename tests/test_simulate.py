@@ -533,3 +533,33 @@ def test_a_multi_gpu_pod_gets_its_whole_gpus_on_one_node() -> None:
     res = simulate(trace, A100, Settings(nodes=2, gpus_per_node=2), "naive", NAIVE)
     assert (res.reconfigurations, res.gpu_reconfigurations, res.evictions) == (1, 2, 0)
     assert waits(res) == {"1g": [(0.0, False)], "2x7g": [(0.0, False), (120.0, False)]}
+
+
+def _one_gpu_run(bound_waited: float) -> _Run:
+    """1 node x 1 GPU carved 7g: a whole-GPU pod queued at 5500 - ``bound_waited`` and bound at 5500;
+    a 1g pod pending since 0. The replay's weighing is asked at 6000 about re-carving to 7 x 1g."""
+    assert A100 is not None
+    s = Settings(nodes=1, gpus_per_node=1)
+    big, small = pod("big", 0, 100_000), pod("small", 0, 100, milli=100)
+    pods = [_Pod(p, 0.0, *profile_for(p, A100, s.mapping), "x") for p in (big, small)]
+    run = _Run(pods, A100, s, "default", NAIVE, _Fleet(A100, s, {"7g.80gb": 1}), Result("d", 0.0), 0.0)
+    run.enqueue(0, 5500.0 - bound_waited)
+    assert run.try_bind(0, 5500.0)
+    del run.pending["7g.80gb"]  # what schedule() does with a pod it bound
+    run.enqueue(1, 0.0)
+    return run
+
+
+@pytest.mark.parametrize(("bound_waited", "worth"), [(100.0, True), (5500.0, False)])
+def test_the_replay_charges_a_change_the_wait_it_displaces(bound_waited: float, worth: bool) -> None:
+    """Benefit: the 1g pod's wait, 6000 / 7 = 857 GPU-s. Cost: the whole-GPU pod (E = 500 s) is
+    expected to lose 500² / 2300 = 109 GPU-s, the outage is 60 GPU-s, and it loses its instance, so it
+    is charged the wait it had before it started: 100 s (cost 269 x 1.2 < 857: worth it) or 5500 s
+    (cost 5669: not) -- compiler/recommend/disruption.py::displaced, as migc recommend charges it."""
+    run = _one_gpu_run(bound_waited)
+    order = run.node_order(6000.0)
+    assert order[0][1] == pytest.approx(500 * 500 / 2300)
+    weigh = run._weigh(6000.0, {"7g.80gb": 1, "1g.10gb": 1}, dict(order))
+    assert weigh(0, {"7g.80gb": 1}, {"1g.10gb": 7}, 1, 0.0, {"1g.10gb": 7}) is worth
+    # a change that keeps the pod's instance displaces nothing
+    assert weigh(0, {"7g.80gb": 1}, {"7g.80gb": 1}, 1, 0.0, {"7g.80gb": 1}) is False  # serves nobody

@@ -55,6 +55,7 @@ def _row(r: Result) -> dict[str, object]:
         "hours": round(r.hours, 2),
         "reconfigurations": r.reconfigurations,
         "reconfigurationsPerHour": round(r.per_hour, 4),
+        "traceHours": round(r.trace_hours, 2),
         "gpuReconfigurations": r.gpu_reconfigurations,
         "gpusTouched": r.gpus_touched,
         "nodesTouched": r.nodes_touched,

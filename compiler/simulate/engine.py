@@ -137,9 +137,15 @@ class Result:
     retargets: int = 0  # nodes in flight whose target a new revision changed (controller: step.retarget)
     failures: int = 0  # failed MIG manager applies (--failure-rate)
 
+    # first to last arrival: the same for every baseline of a trace, so rates compare the same period
+    # (the replay's own length grows with the work a policy throws away and runs again)
+    trace_hours: float = 0.0
+
     @property
     def per_hour(self) -> float:
-        return self.reconfigurations / self.hours if self.hours > 0 else 0.0
+        """Re-carves per hour of the trace (first to last arrival)."""
+        hours = self.trace_hours or self.hours
+        return self.reconfigurations / hours if hours > 0 else 0.0
 
     @property
     def utilisation(self) -> float:
@@ -1083,6 +1089,7 @@ def simulate(
     run.run(progress)
     end = run.last_t
     res.hours = max(end - start, 1.0) / 3600
+    res.trace_hours = span / 3600
     for i, p in enumerate(pods):
         if p.count > s.gpus_per_node:  # never fits a node: censored from its arrival
             res.waits.setdefault(p.size, []).append((max(0.0, end - p.arrival), True))

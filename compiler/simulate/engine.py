@@ -41,9 +41,10 @@ Model (documented in docs/simulate.md):
   the demand get the layout serving the most of the whole demand: one drain instead of several later.
 * **Policies** (``--baseline``): ``naive`` makes a new revision whenever the latest one leaves a pod
   without capacity (no gate at all: the rollout gate is ``migc recommend``'s own); ``default`` runs
-  the recommend loop every ``interval`` on the demand it observes then (running + pending instances
-  per profile, like ``migc recommend``'s snapshot; or the peak over the ``stabilizationWindow`` with
-  ``demand="peak"``), with the disruption rule (``disruption="expected"``; the gain threshold with
+  the recommend loop every ``interval``, sized as ``migc recommend`` sizes from its history (the
+  default ``demand="history"``: the window's clamp and the scaleDownWindow's peak; ``"now"``: the
+  running + pending instances observed then; ``"peak"``: the peak over the window), with the
+  disruption rule (its displaced wait included) (``disruption="expected"``; the gain threshold with
   ``"off"``) and the real gates of :mod:`compiler.recommend.gates` (minDwell, dailyChangeBudget,
   backoff from the Failed nodes, max-wait urgency, rules), recommend's rollout gate and its
   stabilizationWindow gate (:func:`compiler.recommend.history.window_gate`: the shortage of what the
@@ -101,8 +102,9 @@ class Settings:
     eviction: str = "restart"  # restart: an evicted pod runs its full duration again; resume: the rest
     max_unavailable: int = 1
     max_wait_seconds: int | None = None  # migc.dev/max-wait-time given to every pod (None: no hint)
-    # what the default loop plans for: the demand now (a snapshot, what `migc recommend` observes),
-    # or the peak over the window (measured in an earlier round: no better; see docs/simulate.md)
+    # what the default loop plans for: "history", migc recommend's sizing on the replay's history
+    # (compiler/recommend/history.py: the window's clamp and the scaleDownWindow's peak); "now", the
+    # demand of the moment; "peak", the peak over the window (docs/simulate.md)
     demand: str = "history"
     demand_window_seconds: float = 0.0  # how far back the peak looks (0: the stabilizationWindow)
     # default loop: re-carve a node only when the pending GPU-time its change avoids beats the

@@ -308,12 +308,19 @@ def pending_waits(policy: Policy, obs: Observation) -> dict[str, list[float]]:
     return {p: sorted(w, reverse=True) for p, w in sorted(out.items())}
 
 
+def held(pod: ObservedPod, slices: Mapping[str, int]) -> list[tuple[str, int, float]]:
+    """Per resource ``pod`` asks for: (profile, or ``gpu``; instances; fraction of one GPU they make:
+    slices / 7 per MIG instance, 1 per whole GPU)."""
+    out: list[tuple[str, int, float]] = []
+    for resource, n in pod.requests:
+        name = profile_of(resource)
+        out.append((name or "gpu", n, n * (slices.get(name, 7) / 7 if name is not None else 1.0)))
+    return out
+
+
 def gpu_fraction(pod: ObservedPod, slices: Mapping[str, int]) -> float:
-    """The fraction of one GPU ``pod`` holds: slices / 7 per MIG instance, 1 per whole GPU."""
-    return sum(
-        n * (slices.get(p, 7) / 7 if (p := profile_of(resource)) is not None else 1.0)
-        for resource, n in pod.requests
-    )
+    """The fraction of one GPU ``pod`` holds (:func:`held`, summed)."""
+    return sum(f for _, _, f in held(pod, slices))
 
 
 def node_disruption(
@@ -372,9 +379,7 @@ def _holding(pods: Sequence[ObservedPod], slices: Mapping[str, int]) -> list[tup
     out: list[tuple[str, int, float, float]] = []
     for p in pods:
         waited = (p.started - p.created).total_seconds() if p.started and p.created else 0.0
-        for resource, n in p.requests:
-            name = profile_of(resource) or "gpu"
-            out.append((name, n, n * slices.get(name, 7) / 7, waited))
+        out += [(name, n, f, waited) for name, n, f in held(p, slices)]
     return out
 
 
@@ -451,12 +456,9 @@ def recommend(
     known = {**{k: [0, 0] for k in stats}, **demand}
     wanted, more, effects = wanted_replicas(policy, catalog, known, headroom, size)
     diags.extend(more)
-    for key, st in stats.items():  # keys no Workload describes: sized as if nothing were declared
+    for key in stats:  # keys no Workload describes: sized as if nothing were declared
         if key not in sized:
-            running, pend = demand.get(key, [0, 0])
-            sized[key] = h.sized(
-                0, st, win.covered, running + pend, late.get(key, 0), (keep.get(key, 0), keep_covered)
-            )
+            size(key, 0)
     new_workloads = tuple(replace(w, replicas=wanted.get(w.name, w.replicas)) for w in policy.workloads)
     proposed_policy = replace(policy, workloads=new_workloads)
     solution = solve(proposed_policy, catalog, current, time_limit_s=time_limit_s)

@@ -135,29 +135,38 @@ def bucket(policy: PartitionPolicy) -> float:
     return max(policy.interval_seconds, longest(policy) / (MAX_SAMPLES // 2))
 
 
+def _in_force_at(hist: Sequence[Sample], at: dt.datetime) -> int | None:
+    """Index of the sample of ``hist`` (oldest first) in force at ``at``: the newest at or before it."""
+    i = bisect.bisect_right([s.at for s in hist], at)
+    return i - 1 if i else None
+
+
+def _span(
+    history: Sequence[Sample], current: Sample, policy: PartitionPolicy, seconds: int
+) -> tuple[list[Sample], tuple[Sample, ...], bool]:
+    """The continuous history before ``current``; the samples of the last ``seconds`` (the one in force
+    at their start, every later one, ``current``); whether a sample is in force at the start."""
+    hist = [s for s in continuous(history, current.at, policy) if s.at < current.at]
+    first = _in_force_at(hist, current.at - dt.timedelta(seconds=seconds))
+    # nothing in force at the start: every sample is after it
+    return hist, (*hist[first or 0 :], current), first is not None or seconds == 0
+
+
 def peaks(history: Sequence[Sample], current: Sample, policy: PartitionPolicy) -> tuple[dict[Key, int], bool]:
     """Per (tenant, profile), the most running + pending at any sample of the scaleDownWindow (the one
     in force at its start, every later one, this run's), and whether the history covers that window."""
-    hist = [s for s in continuous(history, current.at, policy) if s.at < current.at]
-    start = current.at - dt.timedelta(seconds=longest(policy))
-    before = [s for s in hist if s.at <= start]
-    samples = ([before[-1]] if before else []) + [s for s in hist if s.at > start] + [current]
+    _, samples, covered = _span(history, current, policy, longest(policy))
     out: dict[Key, int] = {}
     for s in samples:
         for key, n in s.totals().items():
             out[key] = max(out.get(key, 0), n)
-    return out, bool(before) or longest(policy) == 0
+    return out, covered
 
 
 def window(history: Sequence[Sample], current: Sample, policy: PartitionPolicy) -> Window:
     """The window at ``current.at`` over the continuous ``history`` plus this run's ``current`` sample."""
-    hist = [s for s in continuous(history, current.at, policy) if s.at < current.at]
-    start = current.at - dt.timedelta(seconds=policy.stabilization_seconds)
-    before = [s for s in hist if s.at <= start]
-    inside = [s for s in hist if s.at > start]
-    samples = ([before[-1]] if before else []) + inside + [current]
-    since = hist[0].at if hist else current.at
-    return Window(tuple(samples), bool(before) or policy.stabilization_seconds == 0, since)
+    hist, samples, covered = _span(history, current, policy, policy.stabilization_seconds)
+    return Window(samples, covered, hist[0].at if hist else current.at)
 
 
 def stats(win: Window, now: dt.datetime, policy: PartitionPolicy) -> dict[Key, Stats]:
@@ -220,14 +229,10 @@ def record(
     hist = [s for s in continuous(history, current.at, policy) if s.at < current.at]
     if not hist or (current.at - hist[-1].at).total_seconds() >= spacing(policy):
         hist.append(current)
-    far = current.at - dt.timedelta(seconds=longest(policy))
-    far_before = [i for i, s in enumerate(hist) if s.at <= far]
-    if far_before:
-        hist = hist[far_before[-1] :]
-    start = current.at - dt.timedelta(seconds=policy.stabilization_seconds)
-    before = [i for i, s in enumerate(hist) if s.at <= start]
-    if before:  # older than the window's in-force sample: only their peak is used
-        cut = before[-1]
+    far = _in_force_at(hist, current.at - dt.timedelta(seconds=longest(policy)))
+    hist = hist[far or 0 :]
+    cut = _in_force_at(hist, current.at - dt.timedelta(seconds=policy.stabilization_seconds))
+    if cut:  # older than the window's in-force sample: only their peak is used
         hist = merged(hist[:cut], bucket(policy)) + hist[cut:]
     hist = hist[-MAX_SAMPLES:]
     size = sum(sample_bytes(s) for s in hist)

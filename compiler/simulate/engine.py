@@ -322,8 +322,9 @@ def cover(
             after = dict(cap)
             for gi in node_changes:
                 _replace(after, lay(gi), {pod.profile: 1})
-            mine = _node_after(fleet, node, lay, node_changes)
-            if weigh is not None and not weigh(node, cap, after, len(node_changes), pod.benefit, mine):
+            if weigh is not None and not weigh(
+                node, cap, after, len(node_changes), pod.benefit, _node_after(fleet, node, lay, node_changes)
+            ):
                 continue
             changes.update(node_changes)
             taken.update(pick)
@@ -342,8 +343,9 @@ def cover(
         node_cap, node_changes = _cover_node(fleet, node, want, dict(rest), short, lay, taken)
         if not node_changes:
             continue
-        mine = _node_after(fleet, node, lay, node_changes)
-        if weigh is not None and not weigh(node, rest, node_cap, len(node_changes), 0.0, mine):
+        if weigh is not None and not weigh(
+            node, rest, node_cap, len(node_changes), 0.0, _node_after(fleet, node, lay, node_changes)
+        ):
             continue  # what the drain is expected to destroy outweighs what the change serves
         for gi, new in node_changes.items():
             _replace(cap, lay(gi), new)

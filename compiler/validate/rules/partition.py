@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from compiler.load import json_path
+from compiler.model import PartitionPolicy
 from compiler.validate.common import PathT, parse_duration, value_at
 from compiler.validate.context import Context, Obj
 from compiler.validate.registry import rule
@@ -115,15 +116,19 @@ def check_scale_down_window(ctx: Context) -> None:
     if "scaleDownWindow" not in spec:
         return
     down = parse_duration(str(spec["scaleDownWindow"]))
-    stab = parse_duration(str(spec.get("stabilizationWindow", "10m")))
+    stab = (
+        parse_duration(str(spec["stabilizationWindow"]))
+        if "stabilizationWindow" in spec
+        else PartitionPolicy().stabilization_seconds
+    )
     if down is None or stab is None or down <= 0 or down >= stab:
         return
     ctx.add(
         p.doc.at(
             "MIGC182",
             f"spec.scaleDownWindow ({spec['scaleDownWindow']}) is shorter than the stabilizationWindow "
-            f"({spec.get('stabilizationWindow', '10m')}): capacity already shrinks only to the peak of "
-            "the stabilizationWindow, so it has no effect",
+            f"({spec.get('stabilizationWindow', f'default {stab} s')}): capacity already shrinks only to the "
+            "peak of the stabilizationWindow, so it has no effect",
             ("spec", "scaleDownWindow"),
         )
     )

@@ -156,7 +156,8 @@ def _to_text(rec: Recommendation) -> str:
 @click.option("--dry-run", is_flag=True, help="Write nothing (neither the policy nor the state file).")
 @disruption_options(
     "Propose only when the pending GPU-time the change avoids beats the GPU-time its drains are "
-    "expected to destroy by the reconfigurationThreshold (docs/recommend.md); off: the gain threshold.",
+    "expected to destroy plus the wait it displaces, by the reconfigurationThreshold "
+    "(docs/recommend.md); off: the gain threshold.",
     "Reconfiguration time per changed GPU (the node is out meanwhile).",
 )
 @result_format_option(["text", "markdown", "json"], "Format of the evidence on stdout.")

@@ -161,7 +161,8 @@ def _duration(text: str | None, flag: str) -> int | None:
 )
 @disruption_options(
     "Default loop: re-carve a node only when the pending GPU-time its change avoids beats the "
-    "GPU-time its drain is expected to destroy (expected), or regardless (off).",
+    "GPU-time its drain is expected to destroy plus the wait it displaces (expected), or regardless "
+    "(off).",
     "Reconfiguration cost per changed GPU (the node is out meanwhile).",
 )
 @click.option(

@@ -20,10 +20,10 @@ from compiler.render import emit
 pytestmark = pytest.mark.skipif(emit._FastDumper is None, reason="PyYAML built without libyaml")
 
 # Characters that exercise YAML's quoting, escaping and block-scalar rules.
-_TRICKY = list(" \t\n\r-:#'\"|>ab1.\\{}[],&*!%@`_/+\u2028\u2029\ufeff\x00\x1f\x7f\x85\xa0é") + ["\U0001f600"]
+_TRICKY = [*" \t\n\r-:#'\"|>ab1.\\{}[],&*!%@`_/+\u2028\u2029\ufeff\x00\x1f\x7f\x85\xa0é", "\U0001f600"]
 
 _text = st.one_of(
-    st.text(st.characters(blacklist_categories=("Cs",)), max_size=30),
+    st.text(st.characters(exclude_categories=["Cs"]), max_size=30),
     st.text(alphabet=st.sampled_from(_TRICKY), max_size=20),
 )
 _scalar = st.one_of(_text, st.integers(), st.floats(allow_nan=False), st.booleans(), st.none())

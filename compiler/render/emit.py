@@ -75,7 +75,7 @@ if _CSafeDumper is not None:
 # Keys both emitters write as the same plain or quoted simple key.
 _SIMPLE_KEY = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._/+\-]{0,126}")
 # Characters libyaml escapes where PyYAML writes them (NEL and every non-BMP character).
-_EMITTERS_DIFFER = re.compile("[\x85\U00010000-\U0010FFFF]")
+_EMITTERS_DIFFER = re.compile("[\x85\U00010000-\U0010ffff]")
 
 
 def _libyaml_safe(data: Any) -> bool:

@@ -2,7 +2,10 @@
 
 The source of truth is the NodeAssignment each cluster's ``migc-system/configmap-migc-assignment.yaml``
 carries (``schema/assignment.schema.json``): per node its config, per config the layout of every
-GPU. ``compile`` and ``plan`` pass the result to the solver so it keeps nodes as they are where it
+GPU. A large assignment is sharded (``pools[].nodeShards``): its named nodes lie in shard ConfigMap
+files beside it, which are put back with the controller's own ``assemble``, so ``plan`` and the
+controller read one assignment the same way.
+``compile`` and ``plan`` pass the result to the solver so it keeps nodes as they are where it
 can (minimum disruption), and ``plan`` diffs against it.
 
 Selector pools list no node names, only how many matching nodes carry each config. Their nodes are
@@ -28,6 +31,8 @@ import yaml
 from compiler.diagnostics import Diagnostic, make
 from compiler.fsio import ASSIGNMENT_LIMIT, CAPACITY_LIMIT, ReadRefused, read_bounded
 from compiler.model import CurrentState, GpuLayout, NodeLayout, Policy, frozen_counts
+from controller.assignment import SHARD_KEY, assemble, shard_names
+from controller.errors import ControllerError
 
 # libyaml's safe loader where PyYAML was built with it: the rendered ConfigMaps carry one large
 # block scalar (the JSON document), which the pure-Python scanner reads ~10x slower (0.25 s of an
@@ -67,15 +72,34 @@ def read_assignment(path: Path) -> dict[str, Any]:
     Raises :class:`ReadRefused` (a coded error) when the path is not a regular file or is larger
     than ``ASSIGNMENT_LIMIT``; ``_Unreadable`` when its content is not an assignment.
     """
-    raw = _read(path, ASSIGNMENT_LIMIT, "an assignment ConfigMap")
+    text = _configmap_value(path, ASSIGNMENT_KEY, "an assignment ConfigMap")
     try:
-        cm = _safe_load(raw.decode("utf-8"))
-        doc = json.loads(cm["data"][ASSIGNMENT_KEY])
-    except (yaml.YAMLError, ValueError, KeyError, TypeError, RecursionError) as exc:
+        shards = {name: _shard(path.parent / f"configmap-{name}.yaml") for name in shard_names(text)}
+        doc = assemble(text, shards)
+    except ControllerError as exc:
         raise _Unreadable(str(exc)) from exc
     if not isinstance(doc, dict) or doc.get("kind") != "NodeAssignment":
         raise _Unreadable("not a NodeAssignment")
     return doc
+
+
+def _shard(path: Path) -> str:
+    try:
+        return _configmap_value(path, SHARD_KEY, "an assignment shard")
+    except _Unreadable as exc:
+        raise _Unreadable(f"shard {path.name}: {exc}") from exc
+
+
+def _configmap_value(path: Path, key: str, what: str) -> str:
+    """Key ``key`` of the rendered ConfigMap file ``path`` (bounded read, safe YAML)."""
+    raw = _read(path, ASSIGNMENT_LIMIT, what)
+    try:
+        value = _safe_load(raw.decode("utf-8"))["data"][key]
+    except (yaml.YAMLError, ValueError, KeyError, TypeError, RecursionError) as exc:
+        raise _Unreadable(f"{path.name}: {exc}") from exc
+    if not isinstance(value, str):
+        raise _Unreadable(f"{path.name}: data.{key} is not a string")
+    return value
 
 
 def _read(path: Path, limit: int, what: str) -> bytes:

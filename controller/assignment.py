@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import datetime as dt
 import functools
+import hashlib
 import json
 import re
 from collections.abc import Iterable, Mapping
@@ -18,9 +19,13 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import jsonschema
 
-from controller.errors import InvalidAssignmentError, WrongClusterError
+from controller.errors import IncompleteAssignmentError, InvalidAssignmentError, WrongClusterError
 
 ASSIGNMENT_KEY = "assignment.json"
+SHARD_KEY = "nodes.json"
+# A sharded assignment names at most this many shards (each checked like the index: at most 1 MiB);
+# at the compiler's 128 KiB a shard that is room for well over 500,000 typical nodes.
+MAX_SHARDS = 1024
 _DAYS = ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")
 
 # Limits checked before the document is parsed at all. A ConfigMap holds at most 1 MiB, and the
@@ -39,6 +44,7 @@ _TIME = re.compile(r"([01][0-9]|2[0-3]):[0-5][0-9]")
 # config names into nvidia.com/mig.config and nvidia.com/device-plugin.config.
 _LABEL_VALUE = re.compile(r"(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?")
 _LABEL_VALUE_MAX = 63
+_OBJECT_NAME = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
 _STRINGS = re.compile(r'"(?:[^"\\]|\\.)*"', re.S)
 _BRACKETS = re.compile(r"[\[\]{}]")
 
@@ -156,18 +162,18 @@ def _window(doc: Mapping[str, Any], where: str) -> Window:
     )
 
 
-def check_shape(text: str) -> None:
+def check_shape(text: str, key: str = ASSIGNMENT_KEY, limit: int = MAX_BYTES) -> None:
     """Size and nesting limits, checked on the raw text before any parser recurses into it."""
     size = len(text.encode("utf-8", "surrogatepass"))
-    if size > MAX_BYTES:
-        raise InvalidAssignmentError(f"{ASSIGNMENT_KEY}: {size} bytes, more than the limit of {MAX_BYTES}")
+    if size > limit:
+        raise InvalidAssignmentError(f"{key}: {size} bytes, more than the limit of {limit}")
     depth = deepest = 0
     for m in _BRACKETS.finditer(_STRINGS.sub("", text)):
         depth += 1 if m.group() in "[{" else -1
         deepest = max(deepest, depth)
         if deepest > MAX_DEPTH:
             raise InvalidAssignmentError(
-                f"{ASSIGNMENT_KEY}: nested deeper than {MAX_DEPTH} levels (an assignment needs 6)"
+                f"{key}: nested deeper than {MAX_DEPTH} levels (an assignment needs 6)"
             )
 
 
@@ -193,24 +199,121 @@ def _configs(doc: Mapping[str, Any]) -> dict[str, ConfigSpec]:
     return configs
 
 
-def parse(text: str, *, cluster: str | None = None) -> Assignment:
-    """Parse and validate; every problem is an ``InvalidAssignmentError`` (permanent, not retried).
-
-    ``cluster``: this controller's cluster identity; a document addressed to another cluster is
-    refused. None accepts any cluster name.
-    """
-    check_shape(text)
+def _load(text: str, key: str) -> Any:
+    check_shape(text, key)
     try:
-        doc = json.loads(text)
+        return json.loads(text)
     except (ValueError, RecursionError) as exc:
-        raise InvalidAssignmentError(f"{ASSIGNMENT_KEY}: not JSON: {exc}") from exc
-    validator = jsonschema.Draft202012Validator(schema())
+        raise InvalidAssignmentError(f"{key}: not JSON: {exc}") from exc
+
+
+def _check_schema(doc: Any, sub: Mapping[str, Any], key: str) -> None:
+    validator = jsonschema.Draft202012Validator(sub)
     errors = sorted(validator.iter_errors(doc), key=lambda e: (list(map(str, e.absolute_path)), e.message))
     if errors:
         first = errors[0]
         where = "/".join(map(str, first.absolute_path)) or "(root)"
         more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
-        raise InvalidAssignmentError(f"{ASSIGNMENT_KEY}: {where}: {first.message[:512]}{more}")
+        raise InvalidAssignmentError(f"{key}: {where}: {first.message[:512]}{more}")
+
+
+def shard_names(text: str) -> tuple[str, ...]:
+    """The shard ConfigMaps a (possibly sharded) assignment document names, in document order;
+    empty for the single-ConfigMap form. Only the names are looked at here: the whole document is
+    checked against the schema once its shards are back (``assemble``, ``parse_document``)."""
+    doc = _load(text, ASSIGNMENT_KEY)
+    pools = doc.get("pools") if isinstance(doc, dict) else None
+    names: list[str] = []
+    for pool in pools if isinstance(pools, list) else ():
+        listed = pool.get("nodeShards") if isinstance(pool, dict) else None
+        if listed is None:
+            continue
+        if not isinstance(listed, list) or not all(isinstance(n, str) and is_object_name(n) for n in listed):
+            raise InvalidAssignmentError(f"{ASSIGNMENT_KEY}: nodeShards: not a list of ConfigMap names")
+        names.extend(listed)
+    if len(names) > MAX_SHARDS:
+        raise InvalidAssignmentError(
+            f"{ASSIGNMENT_KEY}: {len(names)} shards, more than the limit of {MAX_SHARDS}"
+        )
+    if len(set(names)) != len(names):
+        raise InvalidAssignmentError(f"{ASSIGNMENT_KEY}: nodeShards: a shard is named twice")
+    return tuple(names)
+
+
+def is_object_name(value: str) -> bool:
+    """A DNS-1123 subdomain (apimachinery validation.IsDNS1123Subdomain): a ConfigMap name."""
+    return len(value) <= 253 and _OBJECT_NAME.fullmatch(value) is not None
+
+
+def content_revision(doc: Mapping[str, Any]) -> str:
+    """SHA-256 of the canonical JSON of everything but ``revision`` (how ``migc compile`` makes it)."""
+    rest = {k: v for k, v in doc.items() if k != "revision"}
+    canonical = json.dumps(rest, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+
+
+def assemble(text: str, shards: Mapping[str, str | None]) -> dict[str, Any]:
+    """A sharded assignment put back into the single-document form (for ``parse_document``).
+
+    ``shards``: the ``nodes.json`` text of every shard ConfigMap the index names (None: not there
+    yet). A missing shard, or shards of another revision than the index (a GitOps sync applies
+    objects one by one), is an ``IncompleteAssignmentError``: transient, wait for the sync. A shard
+    that is malformed or belongs to another pool or cluster is an ``InvalidAssignmentError``.
+    The single-ConfigMap form comes back as it is.
+    """
+    names = shard_names(text)
+    doc: dict[str, Any] = _load(text, ASSIGNMENT_KEY)
+    if not names:
+        return doc
+    _check_schema(doc, schema(), ASSIGNMENT_KEY)
+    missing = [n for n in names if shards.get(n) is None]
+    if missing:
+        more = f" (and {len(missing) - 1} more)" if len(missing) > 1 else ""
+        raise IncompleteAssignmentError(f"shard ConfigMap {missing[0]} is not there yet{more}")
+    shard_schema = schema()["$defs"]["shard"]
+    for pool in doc["pools"]:
+        if not pool.get("nodeShards"):
+            continue
+        if pool["nodes"]:
+            raise InvalidAssignmentError(f"pool {_short(pool['name'])}: both nodes and nodeShards")
+        nodes: dict[str, str] = {}
+        for name in pool.pop("nodeShards"):
+            key = f"{name}/{SHARD_KEY}"
+            shard = _load(str(shards[name]), key)
+            _check_schema(shard, shard_schema, key)
+            if shard["cluster"] != doc["cluster"] or shard["pool"] != pool["name"]:
+                raise InvalidAssignmentError(
+                    f"{key}: belongs to cluster {_short(shard['cluster'])} pool {_short(shard['pool'])}, "
+                    f"the index names it for cluster {_short(doc['cluster'])} pool {_short(pool['name'])}"
+                )
+            for node, config in shard["nodes"].items():
+                if node in nodes:
+                    raise InvalidAssignmentError(f"{key}: node {_short(node)} is in two shards")
+                nodes[node] = config
+        pool["nodes"] = [{"name": n, "config": nodes[n]} for n in sorted(nodes)]
+    if content_revision(doc) != doc["revision"]:
+        raise IncompleteAssignmentError(
+            f"the shards do not add up to revision {str(doc['revision'])[:12]} "
+            "(index and shards from different revisions: a sync in progress)"
+        )
+    return doc
+
+
+def parse(text: str, *, cluster: str | None = None) -> Assignment:
+    """Parse and validate; every problem is an ``InvalidAssignmentError`` (permanent, not retried).
+
+    ``text``: the single-ConfigMap form (a sharded one goes through ``assemble`` and
+    ``parse_document``). ``cluster``: this controller's cluster identity; a document addressed to
+    another cluster is refused. None accepts any cluster name.
+    """
+    return parse_document(_load(text, ASSIGNMENT_KEY), cluster=cluster)
+
+
+def parse_document(doc: Any, *, cluster: str | None = None) -> Assignment:
+    """``parse`` of a loaded (or assembled) document."""
+    _check_schema(doc, schema(), ASSIGNMENT_KEY)
+    if any(p.get("nodeShards") for p in doc["pools"]):
+        raise InvalidAssignmentError(f"{ASSIGNMENT_KEY}: sharded, and its shards were not put back")
     if cluster is not None and doc["cluster"] != cluster:
         raise WrongClusterError(
             f"{ASSIGNMENT_KEY}: addressed to cluster {_short(doc['cluster'])}, "

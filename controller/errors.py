@@ -9,9 +9,10 @@ from __future__ import annotations
 import http.client
 import json
 import socket
+from typing import TYPE_CHECKING
 
-import urllib3.exceptions
-from kubernetes.client.exceptions import ApiException
+if TYPE_CHECKING:
+    from kubernetes.client.exceptions import ApiException
 
 # Non-JSON error bodies can be anything (proxies, HTML pages); keep only a short head of them.
 _BODY_LIMIT = 256
@@ -27,6 +28,11 @@ class TemporaryError(ControllerError):
     def __init__(self, message: str, *, status: int | None = None) -> None:
         super().__init__(message)
         self.status = status
+
+
+class IncompleteAssignmentError(TemporaryError):
+    """A sharded assignment whose shards are not all there, or not all of the index's revision
+    (a GitOps sync applies objects one by one): wait for the next pass."""
 
 
 class PermanentError(ControllerError):
@@ -64,7 +70,15 @@ def _reason(exc: ApiException) -> str:
 
 
 def translate(exc: BaseException, what: str) -> ControllerError:
-    """Map a client-side exception to the taxonomy; ``what`` names the call for the message."""
+    """Map a client-side exception to the taxonomy; ``what`` names the call for the message.
+
+    The client's modules are imported here, not at the top: the taxonomy itself (and
+    ``controller.assignment``, which ``migc plan`` reads sharded assignments with) must import
+    without the ``controller`` extra.
+    """
+    import urllib3.exceptions
+    from kubernetes.client.exceptions import ApiException
+
     if isinstance(exc, ApiException):
         status = int(exc.status or 0)
         message = f"{what}: HTTP {status}: {_reason(exc)}"

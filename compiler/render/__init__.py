@@ -102,7 +102,7 @@ def render(
         configs = manifests.collect_configs(cluster, solution, catalog)
         objects.append(manifests.system_namespace())
         assignment = manifests.assignment_document(cluster, solution, configs)
-        objects.append(manifests.assignment_configmap(assignment))
+        objects.extend(manifests.assignment_configmaps(assignment))
         objects.append(capacity_configmap(capacity_document(cluster, solution, str(assignment["revision"]))))
         objects.append(manifests.mig_parted_configmap(cluster, configs, catalog))
         objects.append(

@@ -26,6 +26,14 @@ ASSIGNMENT_KEY = "assignment.json"
 MIG_CONFIGMAP = "migc-mig-parted-config"
 DEVICE_PLUGIN_CONFIGMAP = "migc-device-plugin-config"
 ASSIGNMENT_PATH = f"{SYSTEM_NAMESPACE}/configmap-{ASSIGNMENT_NAME}.yaml"
+SHARD_KEY = "nodes.json"
+# The assignment ConfigMap stays one object while its data fits in SHARD_BYTES; above that, the
+# named nodes of each pool move into shard ConfigMaps of at most SHARD_BYTES each. The bound is
+# well under the API server's 1 MiB per object and under the 256 KiB that client-side apply
+# (Argo CD's default, kubectl's last-applied-configuration annotation) can carry: Kubernetes caps
+# the total size of an object's annotations at 256 KiB (apimachinery, validation/objectmeta.go,
+# TotalAnnotationSizeLimitB).
+SHARD_BYTES = 128 * 1024
 
 Obj = dict[str, Any]
 
@@ -330,6 +338,81 @@ def assignment_configmap(doc: Mapping[str, Any]) -> tuple[str, Obj]:
         ASSIGNMENT_NAME, ASSIGNMENT_KEY, doc, "migc.dev/revision", str(doc["revision"])
     )
     return ASSIGNMENT_PATH, obj
+
+
+def assignment_configmaps(doc: Mapping[str, Any]) -> list[tuple[str, Obj]]:
+    """The assignment as ConfigMaps: one while it fits in ``SHARD_BYTES``, else an index and shards.
+
+    Sharded form (``schema/assignment.schema.json``, ``nodeShards``): the index keeps everything
+    but the named nodes, and names per pool the shard ConfigMaps that hold them
+    (``NodeAssignmentShard``, key ``nodes.json``, one node a line). A node lands in shard
+    ``h(name) mod k`` (h: the first 8 bytes of SHA-256; k: the smallest power of two that keeps
+    every shard within ``SHARD_BYTES``), so changing one node's config touches one shard, and adding
+    or removing a node touches one shard unless k doubles. The revision stays the content hash of
+    the whole document with the nodes inline: a reader that puts the shards back recomputes it, so
+    a half-synced set (index and shards from different revisions) is seen, never acted on.
+    """
+    single = assignment_configmap(doc)
+    if len(single[1]["data"][ASSIGNMENT_KEY].encode("utf-8")) <= SHARD_BYTES:
+        return [single]
+    revision = str(doc["revision"])
+    index = dict(doc)
+    pools: list[dict[str, Any]] = []
+    shards: list[tuple[str, Obj]] = []
+    for pool in doc["pools"]:
+        nodes = pool.get("nodes") or []
+        if not nodes:
+            pools.append(dict(pool))
+            continue
+        buckets = _shard_buckets(nodes)
+        names = []
+        for i, bucket in enumerate(buckets):
+            name = f"{ASSIGNMENT_NAME}-{pool['name']}-{i}-of-{len(buckets)}"
+            names.append(name)
+            shard = _shard_document(str(doc["cluster"]), str(pool["name"]), bucket)
+            obj = system_json_configmap(name, SHARD_KEY, shard, "migc.dev/revision", revision)
+            # The shard's annotation names the revision it was rendered with, but a shard whose
+            # nodes did not change is the same object in the next revision: keep it byte-stable.
+            del obj["metadata"]["annotations"]
+            obj["metadata"]["labels"] = labels({"migc.dev/assignment-shard-of": ASSIGNMENT_NAME})
+            shards.append((f"{SYSTEM_NAMESPACE}/configmap-{name}.yaml", obj))
+        pools.append({**pool, "nodes": [], "nodeShards": names})
+    index["pools"] = pools
+    return [assignment_configmap(index), *shards]
+
+
+def _shard_of(name: str, k: int) -> int:
+    return int.from_bytes(hashlib.sha256(name.encode("utf-8")).digest()[:8], "big") % k
+
+
+def _shard_document(cluster: str, pool: str, nodes: Iterable[Mapping[str, str]]) -> dict[str, Any]:
+    return {
+        "apiVersion": API_VERSION,
+        "kind": "NodeAssignmentShard",
+        "cluster": cluster,
+        "pool": pool,
+        "nodes": {n["name"]: n["config"] for n in sorted(nodes, key=lambda n: n["name"])},
+    }
+
+
+def _shard_buckets(nodes: list[Mapping[str, str]]) -> list[list[Mapping[str, str]]]:
+    """Nodes per shard for the smallest power-of-two shard count that keeps each within the bound."""
+    # One node's line in the shard: 4 spaces, two quoted strings, ": ", ",\n" (json.dumps escapes
+    # nothing in a valid node or config name), plus the envelope of the shard document.
+    envelope = 512
+    sizes = [len(n["name"].encode("utf-8")) + len(n["config"].encode("utf-8")) + 12 for n in nodes]
+    k = 1
+    while True:
+        totals = [envelope] * k
+        for node, size in zip(nodes, sizes, strict=True):
+            totals[_shard_of(node["name"], k)] += size
+        if max(totals) <= SHARD_BYTES or k >= len(nodes):
+            break
+        k *= 2
+    buckets: list[list[Mapping[str, str]]] = [[] for _ in range(k)]
+    for node in nodes:
+        buckets[_shard_of(node["name"], k)].append(node)
+    return buckets
 
 
 def system_namespace() -> tuple[str, Obj]:

@@ -13,8 +13,13 @@ import logging
 from dataclasses import dataclass
 
 from controller import state as st
-from controller.assignment import ASSIGNMENT_KEY, Assignment, parse
-from controller.errors import InvalidAssignmentError, NotFoundError, WrongClusterError
+from controller.assignment import ASSIGNMENT_KEY, SHARD_KEY, Assignment, assemble, parse_document, shard_names
+from controller.errors import (
+    IncompleteAssignmentError,
+    InvalidAssignmentError,
+    NotFoundError,
+    WrongClusterError,
+)
 from controller.logs import log
 from controller.reconciler.context import Context, truthy
 
@@ -32,6 +37,7 @@ class AssignmentSource:
         self._parsed: tuple[str, Assignment] | None = None
         self._last_valid: Assignment | None = None
         self._reported_invalid: str | None = None
+        self._names: tuple[str, tuple[str, ...]] | None = None  # (index digest, shard names)
 
     def load(self, now: dt.datetime) -> Loaded:
         ctx = self.ctx
@@ -45,21 +51,25 @@ class AssignmentSource:
             return Loaded(self._last_valid, False, False)
         paused = truthy(((cm.get("metadata") or {}).get("annotations") or {}).get(st.PAUSED))
         text = (cm.get("data") or {}).get(ASSIGNMENT_KEY)
-        digest = hashlib.sha256(str(text).encode("utf-8", "surrogatepass")).hexdigest()
-        if self._parsed is not None and self._parsed[0] == digest:
-            return Loaded(self._parsed[1], True, paused)
+        hasher = hashlib.sha256(str(text).encode("utf-8", "surrogatepass"))
         try:
             if not isinstance(text, str):
                 raise InvalidAssignmentError(f"ConfigMap {ns}/{name} has no key {ASSIGNMENT_KEY}")
-            assignment = parse(text, cluster=ctx.s.cluster)
+            shards = self._shards(text, hasher.hexdigest())
         except Exception as exc:
-            # Permanent: retrying the same content cannot help. Report once per content, keep
-            # finishing in-flight nodes, admit nothing until a valid revision arrives. Any
-            # exception counts: the run loop must survive whatever one document holds.
-            if self._reported_invalid != digest:
-                self._reported_invalid = digest
-                self._refuse(exc, now)
-            return Loaded(self._last_valid, False, paused)
+            return self._refused(exc, hasher.hexdigest(), now, paused)
+        for shard_name in sorted(shards):
+            value = str(shards[shard_name]).encode("utf-8", "surrogatepass")
+            hasher.update(b"\0" + shard_name.encode() + b"\0" + value)
+        digest = hasher.hexdigest()
+        if self._parsed is not None and self._parsed[0] == digest:
+            return Loaded(self._parsed[1], True, paused)
+        try:
+            assignment = parse_document(assemble(text, shards), cluster=ctx.s.cluster)
+        except IncompleteAssignmentError as exc:
+            return self._waiting(exc, paused)
+        except Exception as exc:
+            return self._refused(exc, digest, now, paused)
         self._parsed = (digest, assignment)
         self._last_valid = assignment
         log(
@@ -78,6 +88,46 @@ class AssignmentSource:
                 cluster=assignment.cluster,
             )
         return Loaded(assignment, True, paused)
+
+    def _shards(self, text: str, digest: str) -> dict[str, str | None]:
+        """The ``nodes.json`` of every shard ConfigMap a sharded assignment names (None: absent);
+        empty for the single-ConfigMap form. The names are read once per index content."""
+        if self._names is None or self._names[0] != digest:
+            self._names = (digest, shard_names(text))
+        out: dict[str, str | None] = {}
+        for shard_name in self._names[1]:
+            try:
+                cm = self.ctx.kube.get_configmap(self.ctx.s.namespace, shard_name)
+            except NotFoundError:
+                out[shard_name] = None
+                continue
+            value = (cm.get("data") or {}).get(SHARD_KEY)
+            if not isinstance(value, str):
+                where = f"{self.ctx.s.namespace}/{shard_name}"
+                raise InvalidAssignmentError(f"ConfigMap {where} has no key {SHARD_KEY}")
+            out[shard_name] = value
+        return out
+
+    def _waiting(self, exc: Exception, paused: bool) -> Loaded:
+        """Shards missing or of another revision: a sync in progress. In-flight nodes finish with
+        the last valid assignment; no node is admitted; nothing is refused (it is not wrong yet)."""
+        self.ctx.once(
+            ("assignment-incomplete", str(exc)),
+            logging.INFO,
+            "assignment incomplete; waiting for the sync",
+            configmap=f"{self.ctx.s.namespace}/{self.ctx.s.assignment_name}",
+            reason=str(exc)[:512],
+        )
+        return Loaded(self._last_valid, False, paused)
+
+    def _refused(self, exc: Exception, key: str, now: dt.datetime, paused: bool) -> Loaded:
+        # Permanent: retrying the same content cannot help. Report once per content, keep
+        # finishing in-flight nodes, admit nothing until a valid revision arrives. Any
+        # exception counts: the run loop must survive whatever one document holds.
+        if self._reported_invalid != key:
+            self._reported_invalid = key
+            self._refuse(exc, now)
+        return Loaded(self._last_valid, False, paused)
 
     def _refuse(self, exc: Exception, now: dt.datetime) -> None:
         """A refused assignment: a log line, a metric and an Event on the ConfigMap."""

@@ -139,6 +139,8 @@ def test_the_rbac_model_follows_the_documented_authorizer_rules() -> None:
         _call("patch", "nodes", name="n0"),  # ClusterRole: any node
         _call("create", "pods", sub="eviction", ns="ml", name="train-0"),  # any namespace
         _call("get", "configmaps", ns="migc-system", name="migc-assignment"),
+        # a shard of a sharded assignment: names vary with the fleet, so get is not name-limited
+        _call("get", "configmaps", ns="migc-system", name="migc-assignment-a100-0-of-4"),
         _call("watch", "configmaps", ns="migc-system", params=by_name),
         # create cannot be limited by name: the Role's unrestricted create rule allows it
         _call("create", "leases", group=coord, ns="migc-system", name="migc-controller"),
@@ -146,7 +148,8 @@ def test_the_rbac_model_follows_the_documented_authorizer_rules() -> None:
     ]
     refused = [
         _call("delete", "nodes", name="n0"),  # verb not granted
-        _call("get", "configmaps", ns="migc-system", name="other"),  # resourceNames
+        _call("watch", "configmaps", ns="migc-system", name="other"),  # resourceNames
+        _call("list", "configmaps", ns="migc-system"),  # verb not granted
         _call("get", "configmaps", ns="default", name="migc-assignment"),  # Role is namespaced
         _call("watch", "configmaps", ns="migc-system"),  # name-restricted watch needs the field selector
         _call("list", "configmaps", ns="migc-system", params={"fieldSelector": "metadata.name=other"}),

@@ -427,3 +427,40 @@ def test_the_target_patch_asks_the_scheduler_to_spread_the_pods(tmp_path: Path) 
     assert template["metadata"]["labels"] == {"app": "inference", "migc.dev/workload": "inference"}
     assert template["spec"]["topologySpreadConstraints"][0]["topologyKey"] == "kubernetes.io/hostname"
     kubernetes_validate.validate(deploy, "1.31.0", strict=True)
+
+
+def _unsatisfiable(tmp_path: Path, unmet: str | None) -> Path:
+    """The two-node case with a cap of 6 per node for 18 replicas: the fleet holds 12 of them."""
+    policy_dir = tmp_path / f"p-{unmet}"
+    shutil.copytree(TWO_NODE, policy_dir)
+    workloads = policy_dir / "workloads.yaml"
+    workloads.write_text(workloads.read_text().replace('maxPerNode: "50%"', "maxPerNode: 6"))
+    if unmet is not None:
+        (policy_dir / "partition.yaml").write_text(
+            "apiVersion: migc.dev/v1alpha1\nkind: PartitionPolicy\nmetadata: {name: default}\n"
+            f"spec:\n  unmetDemand: {unmet}\n"
+        )
+    return policy_dir
+
+
+@pytest.mark.parametrize("unmet", [None, "warning"])
+def test_an_unsatisfiable_spread_serves_what_it_allows_and_warns_at_the_spread(
+    tmp_path: Path, unmet: str | None
+) -> None:
+    """Issue 26: spread is a scheduling constraint (DoNotSchedule): 6 per node on 2 nodes serves
+    12 of 18 replicas, the other 6 stay pending; a warning at spread.maxPerNode says so."""
+    pol, diags = load_and_validate([_unsatisfiable(tmp_path, unmet)])
+    assert pol is not None
+    (d,) = [d for d in diags if d.code == "MIGC152"]
+    assert str(d.severity) == "warning" and d.file.endswith("workloads.yaml")
+    assert (d.path, d.line, d.col) == ("$.spec.spread.maxPerNode", 11, 17)
+    assert "holds 12 of its 18 replicas" in d.message and "stay pending" in d.message
+    assert _per_node(solve(pol, CAT), "inference") == {"h100-a": 6, "h100-b": 6}
+    assert main(["compile", str(tmp_path / f"p-{unmet}"), "--out", str(tmp_path / "out")]) == 0
+
+
+def test_an_unsatisfiable_spread_is_an_error_under_unmet_demand_error(tmp_path: Path) -> None:
+    pol, diags = load_and_validate([_unsatisfiable(tmp_path, "error")])
+    assert pol is None
+    (d,) = [d for d in diags if d.code == "MIGC152"]
+    assert str(d.severity) == "error" and "stay pending" not in d.message

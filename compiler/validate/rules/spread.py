@@ -3,12 +3,21 @@
 The solver treats spread as hard constraints (``compiler.solve.milp``); what no layout could ever
 satisfy is reported here, at the field, before solving: a spread on a need it cannot apply to, more
 nodes or domains than the workload's pools have, and caps that cannot hold its replicas.
+
+Spread is a scheduling constraint, as Kubernetes' ``whenUnsatisfiable: DoNotSchedule`` is: where the
+fleet is too small for it (``minNodes`` above the nodes, a cap times the nodes or domains below the
+replicas), the solver serves the most replicas the spread allows and the rest stay pending. Under
+``unmetDemand: warning`` (the default) those findings are warnings that say how many can be served;
+under ``unmetDemand: error`` they stay errors, like any unmet demand. A spread that contradicts
+itself whatever the fleet (a percentage under one replica, ``minNodes`` above the replicas, a need
+spread cannot apply to) is always an error.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
+from compiler.diagnostics import Severity
 from compiler.model import HOSTNAME_KEY, Share, Spread
 from compiler.validate.common import PathT, listing
 from compiler.validate.context import (
@@ -41,13 +50,29 @@ class _Subject:
     w: Obj
     tier: str = ""  # set when the spread is the tier's default
 
-    def report(self, ctx: Context, code: str, message: str, field: PathT, key: bool = False) -> None:
+    def report(
+        self, ctx: Context, code: str, message: str, field: PathT, key: bool = False, *, fleet: bool = False
+    ) -> None:
+        """``fleet``: the finding is about the fleet's size, so it follows ``unmetDemand``."""
+        if fleet and not strict_unmet(ctx):
+            message += (
+                "; the replicas it cannot place stay pending (spread is a scheduling constraint; "
+                "unmetDemand: error makes this an error)"
+            )
         if not self.tier:
-            ctx.add(self.w.doc.at(code, message, ("spec", "spread", *field), key=key))
-            return
-        path: PathT = ("spec", "priorityClass") if "priorityClass" in self.w.spec else ("metadata", "name")
-        message += f" (its tier {self.tier}'s spread; set the workload's own spec.spread to override)"
-        ctx.add(self.w.doc.at(code, message, path))
+            d = self.w.doc.at(code, message, ("spec", "spread", *field), key=key)
+        else:
+            tiered = "priorityClass" in self.w.spec
+            path: PathT = ("spec", "priorityClass") if tiered else ("metadata", "name")
+            message += f" (its tier {self.tier}'s spread; set the workload's own spec.spread to override)"
+            d = self.w.doc.at(code, message, path)
+        ctx.add(replace(d, severity=Severity.WARNING) if fleet and not strict_unmet(ctx) else d)
+
+
+def strict_unmet(ctx: Context) -> bool:
+    """Whether the PartitionPolicy makes unmet demand an error (``unmetDemand: error``)."""
+    p = ctx.partition
+    return p is not None and p.spec.get("unmetDemand", "warning") == "error"
 
 
 def _serving_pools(ctx: Context, w: Obj) -> list[PoolInfo] | None:
@@ -103,8 +128,10 @@ def _check_nodes(ctx: Context, subject: _Subject, spread: Spread, pools: list[Po
             ctx,
             "MIGC151",
             f"workload '{w.name}': spread.minNodes is {min_nodes}, but {where} have {nodes} node(s) "
-            "that can carry it",
+            f"that can carry it, so at most {min(nodes, replicas)} of its {replicas} replica(s) can be "
+            "served (one a node)",
             ("minNodes",),
+            fleet=True,
         )
     elif min_nodes > replicas > 0 and not subject.tier:  # a tier's minNodes: each on its own node
         subject.report(
@@ -139,13 +166,18 @@ def _check_cap(
     """A cap of ``share`` (a count, or a percent of those served) per node/domain, ``places`` of them."""
     w = subject.w
     count, percent = share.count, share.percent
+    fleet = True
     if percent and percent * replicas < 100:
+        fleet = False  # whatever the fleet: not even one replica fits the percentage
         message = (
             f"{percent}% of its {replicas} replica(s) is less than one replica per {unit}, so no replica "
             "could be served"
         )
     elif percent and percent * places < 100:
-        message = f"at most {percent}% per {unit} on {places} {unit}(s) can never place every served replica"
+        message = (
+            f"at most {percent}% per {unit} on {places} {unit}(s) can never place every served replica, "
+            "so none of its replicas can be served"
+        )
     elif count and count * places < replicas:
         message = (
             f"at most {count} per {unit} on {places} {unit}(s) holds {count * places} of its {replicas} "
@@ -154,7 +186,7 @@ def _check_cap(
     else:
         return
     code = "MIGC152" if unit == "node" else "MIGC155"
-    subject.report(ctx, code, f"workload '{w.name}': {message}", path)
+    subject.report(ctx, code, f"workload '{w.name}': {message}", path, fleet=fleet)
 
 
 def _check_domains(ctx: Context, subject: _Subject, spread: Spread, pools: list[PoolInfo]) -> None:

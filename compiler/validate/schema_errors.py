@@ -2,6 +2,14 @@
 
 Unknown field → MIGC031 with a did-you-mean, bad name → MIGC109, wrong type → MIGC032, and so on;
 unions (``need``, ``nodes``, ``maxUnavailable``) are answered from the branch the value meant.
+
+Speed: most documents are valid, and finding that out is all a valid document needs. Where the
+``jsonschema-rs`` wheel is installed (a dependency; Rust, draft 2020-12) it answers "valid?" first,
+about 100x faster than walking the errors (0.56 s -> 0.005 s of CPU for the 2,001 documents of an
+80,000-GPU policy); only a document it rejects, or cannot take, goes through ``jsonschema``'s
+``iter_errors`` for the diagnostics. So every diagnostic still comes from ``jsonschema``, and the fast
+path can only skip work on a document ``jsonschema`` accepts too: the two agree on every schema
+keyword migc uses, and a differential property test (tests/test_validate_fast_schema.py) holds it.
 """
 
 from __future__ import annotations
@@ -68,7 +76,31 @@ def _validators() -> dict[str, jsonschema.protocols.Validator]:
     return {kind: _Validator(schema) for kind, schema in kind_schemas().items()}
 
 
+@functools.cache
+def _fast_validators() -> dict[str, Any]:
+    """jsonschema-rs validators per kind; empty where the package is not installed."""
+    try:
+        import jsonschema_rs
+    except ImportError:  # a platform without its wheel: every document takes iter_errors
+        return {}
+    return {kind: jsonschema_rs.validator_for(schema) for kind, schema in kind_schemas().items()}
+
+
+def fast_valid(kind: str, data: Any) -> bool:
+    """Whether jsonschema-rs accepts ``data`` as a ``kind``; False when it is absent or cannot take
+    the value (then ``jsonschema`` decides)."""
+    validator = _fast_validators().get(kind)
+    if validator is None:
+        return False
+    try:
+        return bool(validator.is_valid(data))
+    except (ValueError, TypeError, OverflowError, RecursionError):
+        return False
+
+
 def schema_diagnostics(doc: LoadedDocument, kind: str, profiles: Sequence[str]) -> list[Diagnostic]:
+    if fast_valid(kind, doc.data):
+        return []
     out: list[Diagnostic] = []
     errors = sorted(
         _validators()[kind].iter_errors(doc.data),

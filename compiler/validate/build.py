@@ -100,6 +100,9 @@ def _pool(ctx: Context, fleet: Obj, pricing: dict[str, float], cname: str, ci: i
         price_per_gpu_hour=pricing.get(info.model.model),
         labels=tuple(sorted((str(k), str(v)) for k, v in raw.get("labels", {}).items())),
         span=fleet.span(("spec", "clusters", ci, "nodePools", pi)),
+        allocation=raw.get("allocation", "device-plugin"),
+        dra_mig=raw.get("dra", {}).get("mig", "static"),
+        mig_mode_enabled=bool(raw.get("dra", {}).get("migModeEnabled", False)),
     )
 
 

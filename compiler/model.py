@@ -438,6 +438,8 @@ class CurrentState:
     nodes: tuple[tuple[tuple[str, str, str], NodeLayout], ...] = ()
     # HAMi shares deployed: ((cluster, pool, node, GPU index, workload), replicas), sorted
     hami: tuple[tuple[tuple[str, str, str, int, str], int], ...] = ()
+    # how each deployed pool was allocated: ((cluster, pool), "device-plugin" | "dra-static" | "dra-dynamic")
+    backends: tuple[tuple[tuple[str, str], str], ...] = ()
 
     def as_dict(self) -> dict[tuple[str, str, str], NodeLayout]:
         return dict(self.nodes)

@@ -10,10 +10,12 @@
   (deviceinfo.go:260-263), are named ``gpu-<minor>-mig-<profile without dots>-<id>-<start>``
   (mig.go:111-114); full GPUs carry type 'gpu' (deviceinfo.go:170-196); DynamicMIG devices carry the
   same attributes (partitions.go:175-176) and consume ``memory-slice-<i>`` counters of their GPU's
-  counter set (partitions.go:209-214, 239-243);
+  counter set (partitions.go:209-214, memory-slice names 251-253);
 * quota keys follow the API server's claim evaluator (kubernetes pkg/quota/v1/evaluator/core/
-  resource_claims.go @ 95f08499, ``Usage`` lines 126-176: one ``<class>.deviceclass.resource.k8s.io/devices``
-  per class, a firstAvailable request charged its largest count per class, every class);
+  resource_claims.go @ 95f08499: ``V1ResourceByDeviceClass`` line 41, ``Usage`` from line 107, its
+  firstAvailable branch from line 117: one ``<class>.deviceclass.resource.k8s.io/devices`` per class, a
+  firstAvailable request charged its largest count per class, every class; the suffix is
+  ``ResourceClaimsPerClass``, kubernetes/api @ 10b39a39 core/v1/types.go:8135);
 * the patches, applied by the real ``kubectl kustomize`` to a Deployment, give a pod template that
   asks for the claim and validates.
 """
@@ -257,7 +259,7 @@ def test_selector_refuses_other_drivers_full_gpus_and_near_names() -> None:
 
 
 def claim_usage(spec: Obj) -> dict[str, int]:
-    """resource_claims.go Usage (lines 126-176): per request, ExactCount counts; firstAvailable takes the
+    """resource_claims.go Usage (from line 107): per request, ExactCount counts; firstAvailable takes the
     largest count per class over its subrequests and charges every class."""
     out: dict[str, int] = {"count/resourceclaims.resource.k8s.io": 1}
     for request in spec["devices"]["requests"]:

@@ -220,6 +220,8 @@ class Tenant:
     burst: Quota = field(default_factory=Quota)
     create_namespaces: bool = True
     span: Span = field(default_factory=Span, compare=False)
+    # rewrite nvidia.com/gpu: 1 + hint annotations to a MIG profile at admission (compiler/render/hints.py)
+    rewrite_gpu_requests: bool = False
 
 
 @dataclass(frozen=True)

@@ -395,6 +395,14 @@ def _tenant() -> dict[str, Any]:
                              **{"$ref": "#/$defs/quota"}),
             "burst": _s("Upper limit the tenant may use when capacity is free (ResourceQuota limits).",
                         **{"$ref": "#/$defs/quota"}),
+            "rewriteGpuRequests": _s(
+                "Pods of the tenant that ask nvidia.com/gpu: 1 with a migc.dev/profile-preference "
+                "annotation (\"1g.10gb,2g.20gb\") or a migc.dev/gpu-memory-gb annotation are rewritten at "
+                "admission to the first preferred, else the smallest fitting, MIG profile the tenant's quota "
+                "names on device-plugin pools (a MutatingAdmissionPolicy; Kubernetes >= 1.34; no "
+                "availability check). See docs/dra.md.",
+                type="boolean",
+            ),
         },
     )
     return _kind_schema("Tenant", "migc Tenant", "A tenant: namespaces, priority, quotas.", spec)

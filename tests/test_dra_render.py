@@ -45,7 +45,7 @@ from compiler.solve.result import Solution
 ROOT = Path(__file__).resolve().parents[1]
 KUBECTL = shutil.which("kubectl")
 DRIVER = "gpu.nvidia.com"
-VERSIONS = {"east": "1.34.0", "west": "1.36.0"}  # examples/dra's kubernetesVersion per cluster
+VERSIONS = {"east": "1.36.0", "west": "1.36.0"}  # examples/dra's kubernetesVersion per cluster
 Obj = dict[str, Any]
 
 
@@ -415,7 +415,7 @@ def test_kubectl_kustomize_gives_pods_the_claim(files: dict[str, bytes], tmp_pat
     assert spec["resourceClaims"] == [{"name": "migc-gpu", "resourceClaimTemplateName": "migc-embedder"}]
     assert spec["containers"][0]["resources"]["claims"] == [{"name": "migc-gpu"}]
     assert "limits" not in spec["containers"][0]["resources"]  # no nvidia.com/mig-* on a DRA pool
-    kubernetes_validate.validate(deploy, "1.34.0", strict=True)
+    kubernetes_validate.validate(deploy, "1.36.0", strict=True)
     ranker = next(d for d in yaml.safe_load_all(done.stdout) if d and d["metadata"]["name"] == "ranker")
     # the same namespace's workload on the device-plugin pool keeps its extended-resource limit
     assert ranker["spec"]["template"]["spec"]["containers"][0]["resources"] == {

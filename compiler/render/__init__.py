@@ -44,6 +44,7 @@ from compiler.render.dra import dra_objects
 from compiler.render.dra import settings_files as dra_settings_files
 from compiler.render.emit import dump_json, dump_yaml, header
 from compiler.render.hami import hami_objects
+from compiler.render.hints import hint_objects
 from compiler.render.kueue import kueue_objects
 from compiler.render.monitoring import monitoring_objects
 from compiler.render.operator import SETTINGS_DIR, settings_files
@@ -118,6 +119,7 @@ def render(
         objects.extend(cluster_admission(policy, cluster, catalog))
         objects.extend(hami_objects(policy, cluster, solution))  # sharing: hami pools
         objects.extend(dra_objects(policy, cluster, solution, catalog))  # allocation: dra pools
+        objects.extend(hint_objects(policy, cluster, catalog))  # Tenant rewriteGpuRequests
         if with_kueue:
             objects.extend(kueue_objects(policy, cluster))
         if with_monitoring:

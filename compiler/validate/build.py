@@ -166,6 +166,7 @@ def _tenants(ctx: Context) -> tuple[Tenant, ...]:
                     burst=_quota(t.spec.get("burst")),
                     create_namespaces=bool(t.spec.get("createNamespaces", True)),
                     span=t.span(("metadata", "name")),
+                    rewrite_gpu_requests=bool(t.spec.get("rewriteGpuRequests", False)),
                 )
                 for t in ctx.tenants
             ),

@@ -251,3 +251,57 @@ def check_target_backends(ctx: Context) -> None:
                     ("spec", "pools") if allowed else ("spec", "target"),
                 )
             )
+
+
+MAP_BETA, MAP_GA = (1, 34), (1, 36)  # MutatingAdmissionPolicy: v1beta1 (gate off by default), v1
+
+
+@rule("hints-admission", codes=("MIGC191", "MIGC192", "MIGC193"), when=needs_fleet)
+def check_hints(ctx: Context) -> None:
+    """``rewriteGpuRequests``: a MutatingAdmissionPolicy its clusters serve, and a profile to rewrite to."""
+    assert ctx.fleet is not None
+    versions = {str(c["name"]): str(c.get("kubernetesVersion", "1.31")) for c in ctx.fleet.spec["clusters"]}
+    for t in ctx.tenants:
+        if not t.spec.get("rewriteGpuRequests"):
+            continue
+        where = ("spec", "rewriteGpuRequests")
+        used = sorted(
+            {
+                str(w.spec.get("cluster", ctx.clusters[0]))
+                for w in ctx.workloads
+                if w.spec.get("tenant") == t.name
+            }
+        ) or sorted(versions)
+        old = [c for c in used if c in versions and _minor(versions[c]) < MAP_BETA]
+        beta = [c for c in used if c in versions and MAP_BETA <= _minor(versions[c]) < MAP_GA]
+        if old:
+            ctx.add(
+                t.doc.at(
+                    "MIGC191",
+                    f"tenant '{t.name}': clusters {', '.join(old)} run Kubernetes older "
+                    "than 1.34, which serves no MutatingAdmissionPolicy migc renders",
+                    where,
+                )
+            )
+        if beta:
+            ctx.add(
+                t.doc.at(
+                    "MIGC192",
+                    f"tenant '{t.name}': on clusters {', '.join(beta)} (1.34-1.35) the "
+                    "MutatingAdmissionPolicy is v1beta1, off unless its feature gate and API are enabled",
+                    where,
+                )
+            )
+        quota = {
+            **t.spec.get("guaranteed", {}).get("profiles", {}),
+            **t.spec.get("burst", {}).get("profiles", {}),
+        }
+        if not any(int(v) > 0 for v in quota.values()):
+            ctx.add(
+                t.doc.at(
+                    "MIGC193",
+                    f"tenant '{t.name}': rewriteGpuRequests, but its quota names no MIG "
+                    "profile to rewrite nvidia.com/gpu to",
+                    where,
+                )
+            )

@@ -38,7 +38,7 @@ from compiler.catalog import load_catalog
 from compiler.commands._common import load_and_validate
 from compiler.model import Policy
 from compiler.render import render
-from compiler.render.dra import QUOTA_SUFFIX, selector
+from compiler.render.dra import QUOTA_SUFFIX, dra_diagnostics, selector
 from compiler.solve.pipeline import solve
 from compiler.solve.result import Solution
 
@@ -421,3 +421,32 @@ def test_kubectl_kustomize_gives_pods_the_claim(files: dict[str, bytes], tmp_pat
     assert ranker["spec"]["template"]["spec"]["containers"][0]["resources"] == {
         "limits": {"nvidia.com/mig-1g.10gb": "1"}
     }
+
+
+def _diagnostics(tmp_path: Path, old: str, new: str) -> list[tuple[str, str]]:
+    src = tmp_path / "policy"
+    shutil.copytree(ROOT / "examples" / "dra", src)
+    text = (src / "tenants.yaml").read_text()
+    assert old in text
+    (src / "tenants.yaml").write_text(text.replace(old, new))
+    policy, _ = load_and_validate([src])
+    assert policy is not None
+    catalog = load_catalog()
+    return [(d.code, d.message) for d in dra_diagnostics(policy, solve(policy, catalog), catalog)]
+
+
+def test_compile_warns_where_the_quota_evaluator_limits_a_prioritized_claim(tmp_path: Path) -> None:
+    # embedder: 4 replicas, first available of 1g.10gb / 2g.20gb; a hard limit of 2 on 2g.20gb admits 2 claims
+    diags = _diagnostics(
+        tmp_path,
+        "burst: {profiles: {1g.10gb: 14, 2g.20gb: 4}}",
+        "burst: {profiles: {1g.10gb: 14, 2g.20gb: 2}}",
+    )
+    assert any(c == "MIGC331" and "admits 2 of its 4 replicas" in m for c, m in diags)
+    codes = {c for c, _ in diags}
+    assert {"MIGC330", "MIGC332"} <= codes  # two quota counters in east; Kueue refuses firstAvailable
+
+
+def test_no_prioritized_claim_warning_when_every_alternative_admits_the_replicas(tmp_path: Path) -> None:
+    diags = _diagnostics(tmp_path, "2g.20gb: 4}}\n", "2g.20gb: 4}}\n")
+    assert "MIGC331" not in {c for c, _ in diags}

@@ -3,6 +3,7 @@ a DynamicMIG pool's fit and worst-case fragmentation; the previous backend read 
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
@@ -10,6 +11,7 @@ from compiler.catalog import load_catalog
 from compiler.commands._common import load_and_validate
 from compiler.current import read_current
 from compiler.model import CurrentState, Policy
+from compiler.plan import build_plan, to_json, to_markdown, to_text
 from compiler.plan.dra import _blockers, dra_pools, dra_text
 from compiler.render import render
 from compiler.solve.pipeline import solve
@@ -96,3 +98,24 @@ def test_a_dynamic_pool_that_cannot_hold_its_demand_says_so(tmp_path: Path) -> N
     )
     assert h200.fits is False
     assert "do NOT fit" in dra_text((h200,))
+
+
+def test_migc_plan_shows_the_migration_in_every_format(tmp_path: Path) -> None:
+    """What a reviewer reads: the previous output rendered with east/h100 on the device plugin."""
+    before = _policy(
+        tmp_path / "before", [("fleet.yaml", "          allocation: dra\n          dra: {mig: static}\n", "")]
+    )
+    _write(before, tmp_path / "out")
+    policy = _policy(tmp_path / "after")
+    catalog = load_catalog()
+    current, diags = read_current(tmp_path / "out", policy)
+    assert diags == []
+    plan = build_plan(policy, solve(policy, catalog, current), catalog, current)
+    rows = {(r["cluster"], r["pool"]): r for r in json.loads(to_json(plan))["dra"]}
+    east = rows[("east", "h100")]
+    assert (east["before"], east["after"]) == ("device-plugin", "dra-static")
+    assert east["steps"][1] == "label nvidia.com/gpu.deploy.device-plugin=false (device plugin off)"
+    assert east["podTemplatesChanging"] == ["embedder", "finetune"]
+    assert rows[("west", "h200")]["before"] == "dra-dynamic" and rows[("west", "h200")]["steps"] == []
+    assert "### DRA pools" in to_markdown(plan) and "migrating from `device-plugin`" in to_markdown(plan)
+    assert "east/h100: dra-static (migrating from device-plugin" in to_text(plan)

@@ -37,7 +37,7 @@ import yaml
 from compiler.catalog import load_catalog
 from compiler.commands._common import load_and_validate
 from compiler.model import Policy
-from compiler.render import render
+from compiler.render import check_quotas, render
 from compiler.render.dra import QUOTA_SUFFIX, dra_diagnostics, selector
 from compiler.solve.pipeline import solve
 from compiler.solve.result import Solution
@@ -450,3 +450,22 @@ def test_compile_warns_where_the_quota_evaluator_limits_a_prioritized_claim(tmp_
 def test_no_prioritized_claim_warning_when_every_alternative_admits_the_replicas(tmp_path: Path) -> None:
     diags = _diagnostics(tmp_path, "2g.20gb: 4}}\n", "2g.20gb: 4}}\n")
     assert "MIGC331" not in {c for c, _ in diags}
+
+
+def test_dynamic_pool_bursts_are_measured_against_what_the_driver_could_carve(tmp_path: Path) -> None:
+    """genai may burst to 8 x 2g.35gb, which the solver's carve-up of west has none of: the driver can carve
+    up to 3 per H200 (catalog maxCount) x 32 GPUs; only a burst above that is unreachable (MIGC255)."""
+    catalog = load_catalog()
+    policy, _ = load_and_validate([ROOT / "examples" / "dra"])
+    assert policy is not None
+    solution = solve(policy, catalog)
+    assert not any(r.resource == "2g.35gb" and r.served for p in solution.pools for r in p.demand)
+    assert [d for d in check_quotas(policy, solution, catalog) if d.code == "MIGC255"] == []
+    src = tmp_path / "policy"
+    shutil.copytree(ROOT / "examples" / "dra", src)
+    text = (src / "tenants.yaml").read_text()
+    (src / "tenants.yaml").write_text(text.replace("2g.35gb: 8", "2g.35gb: 97"))
+    policy, _ = load_and_validate([src])
+    assert policy is not None
+    over = [d for d in check_quotas(policy, solve(policy, catalog), catalog) if d.code == "MIGC255"]
+    assert len(over) == 1 and "97 2g.35gb" in over[0].message and "only 96" in over[0].message

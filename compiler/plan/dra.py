@@ -228,3 +228,51 @@ def dra_text(rows: tuple[DraPool, ...]) -> str:
             )
             out.append(f"    {r.fragmentation}")
     return "\n".join(out) + "\n"
+
+
+def dra_markdown(rows: tuple[DraPool, ...]) -> list[str]:
+    """The same as :func:`dra_text`, as a markdown section (the PR review)."""
+    if not rows:
+        return []
+    out = ["", "### DRA pools"]
+    for r in rows:
+        head = f"**{r.cluster}/{r.pool}**: `{r.after}`"
+        if r.steps:
+            head += f", migrating from `{r.before}`, {r.batch} node(s) at a time"
+        out += ["", head]
+        if r.guard:
+            out += ["", f"> guarantee guard: {r.guard}"]
+        if r.steps:
+            out.append("")
+            out += [f"{i}. {step}" for i, step in enumerate(r.steps, 1)]
+        if r.templates:
+            out += ["", f"Pod templates that change: {', '.join(f'`{t}`' for t in r.templates)}"]
+        if r.fits is not None:
+            verdict = "fit" if r.fits else "**do not fit**"
+            out += [
+                "",
+                f"Demand and guarantees {verdict} the pool's GPUs (solver: {r.gpus_used} of "
+                f"{r.gpus_total} GPUs); {r.fragmentation}.",
+            ]
+    return out
+
+
+def dra_json(rows: tuple[DraPool, ...]) -> list[dict[str, object]]:
+    """JSON key ``dra``: one object per DRA pool or pool switching backend."""
+    return [
+        {
+            "cluster": r.cluster,
+            "pool": r.pool,
+            "before": r.before or None,
+            "after": r.after,
+            "steps": list(r.steps),
+            "podTemplatesChanging": list(r.templates),
+            "nodesAtOnce": r.batch if r.steps else None,
+            "guarantee": r.guard or None,
+            "fits": r.fits,
+            "gpusUsed": r.gpus_used,
+            "gpusTotal": r.gpus_total,
+            "fragmentation": r.fragmentation or None,
+        }
+        for r in rows
+    ]

@@ -469,3 +469,20 @@ def test_dynamic_pool_bursts_are_measured_against_what_the_driver_could_carve(tm
     assert policy is not None
     over = [d for d in check_quotas(policy, solve(policy, catalog), catalog) if d.code == "MIGC255"]
     assert len(over) == 1 and "97 2g.35gb" in over[0].message and "only 96" in over[0].message
+
+
+def test_on_kubernetes_1_34_every_object_validates_there(tmp_path: Path) -> None:
+    """resource.k8s.io/v1 is GA from 1.34: the same objects, rendered for a 1.34 cluster, validate at 1.34."""
+    src = tmp_path / "policy"
+    shutil.copytree(ROOT / "examples" / "dra", src)
+    (src / "fleet.yaml").write_text((src / "fleet.yaml").read_text().replace('"1.36"', '"1.34"'))
+    policy, diags = load_and_validate([src])
+    assert policy is not None
+    assert sorted({d.code for d in diags}) == ["MIGC162", "MIGC192"]  # DynamicMIG gate, beta admission API
+    catalog = load_catalog()
+    kinds = set()
+    for _, doc in _objects(render(policy, solve(policy, catalog), catalog, source_label="x")):
+        if not doc["apiVersion"].startswith("migc.dev/"):
+            kubernetes_validate.validate(doc, "1.34.0", strict=True)
+            kinds.add(doc["kind"])
+    assert {"DeviceClass", "ResourceClaimTemplate", "MutatingAdmissionPolicy"} <= kinds

@@ -316,10 +316,11 @@ def test_static_dra_nodes_are_laid_out_and_verified_with_the_device_plugin_off(
     dra_configs = {n["config"] for n in pools["h100"]["nodes"]}
     for name in dra_configs:
         cfg = assignment["configs"][name]
-        assert cfg["devicePluginConfig"] == "migc-dra"
+        mixed = cfg["migStrategy"] == "mixed"
+        assert cfg["devicePluginConfig"] == ("migc-dra-mixed" if mixed else "migc-dra")
         assert cfg["resources"] == {"nvidia.com/gpu": 0}  # a running device plugin fails verification
     for node in pools["a100"]["nodes"]:
-        assert assignment["configs"][node["config"]]["devicePluginConfig"] != "migc-dra"
+        assert not assignment["configs"][node["config"]]["devicePluginConfig"].startswith("migc-dra")
     plan = json.loads(yaml.safe_load(files["east/migc-system/configmap-migc-dra.yaml"])["data"]["dra.json"])
     assert plan["pools"][0]["nodeLabels"] == {"nvidia.com/gpu.deploy.device-plugin": "false"}
 

@@ -209,12 +209,16 @@ def mig_parted_configmap(
 # ------------------------------------------------------------------------------------- device plugin
 
 
-DRA_DEVICE_PLUGIN_CONFIG = "migc-dra"  # DRA nodes: the device plugin is kept off (docs/dra.md)
+# DRA nodes: the device plugin is kept off (docs/dra.md); the name only says which strategy a plugin
+# that ran by mistake would use (the cluster's), so the NodeAssignment's migStrategy agrees with it.
+DRA_DEVICE_PLUGIN_CONFIG = "migc-dra"
+DRA_DEVICE_PLUGIN_CONFIG_MIXED = "migc-dra-mixed"
 
 
 def node_device_plugin_config(pool: NodePool, layout: NodeLayout) -> str:
     if pool.is_dra:
-        return DRA_DEVICE_PLUGIN_CONFIG
+        mixed = any(g.mig_enabled for g in layout)
+        return DRA_DEVICE_PLUGIN_CONFIG_MIXED if mixed else DRA_DEVICE_PLUGIN_CONFIG
     any_mig = any(g.mig_enabled for g in layout)
     mode = pool.sharing.mode if pool.is_shared else "none"
     return names.device_plugin_config_name(any_mig, mode, pool.sharing.replicas)
@@ -222,8 +226,8 @@ def node_device_plugin_config(pool: NodePool, layout: NodeLayout) -> str:
 
 def _device_plugin_body(name: str) -> Obj:
     body: Obj = {"version": "v1"}
-    if name == DRA_DEVICE_PLUGIN_CONFIG:  # never used by a running plugin: MIG devices stay unadvertised
-        body["flags"] = {"migStrategy": "none"}
+    if name in (DRA_DEVICE_PLUGIN_CONFIG, DRA_DEVICE_PLUGIN_CONFIG_MIXED):  # no plugin runs on DRA nodes
+        body["flags"] = {"migStrategy": "mixed" if name == DRA_DEVICE_PLUGIN_CONFIG_MIXED else "none"}
         return body
     if name == "migc-mig-mixed":
         body["flags"] = {"migStrategy": "mixed"}

@@ -487,3 +487,14 @@ def test_on_kubernetes_1_34_every_object_validates_there(tmp_path: Path) -> None
             kubernetes_validate.validate(doc, "1.34.0", strict=True)
             kinds.add(doc["kind"])
     assert {"DeviceClass", "ResourceClaimTemplate", "MutatingAdmissionPolicy"} <= kinds
+
+
+def test_every_dra_plan_follows_its_schema(files: dict[str, bytes]) -> None:
+    import jsonschema
+
+    schema = json.loads((ROOT / "schema" / "draplan.schema.json").read_text(encoding="utf-8"))
+    for cluster in VERSIONS:
+        cm = yaml.safe_load(files[f"{cluster}/migc-system/configmap-migc-dra.yaml"])
+        doc = json.loads(cm["data"]["dra.json"])
+        assert list(jsonschema.Draft202012Validator(schema).iter_errors(doc)) == []
+        assert cm["metadata"]["annotations"]["migc.dev/revision"] == doc["revision"]

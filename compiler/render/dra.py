@@ -14,7 +14,8 @@ What is rendered per cluster with DRA pools (docs/dra.md explains each choice an
 * ``tenants/<t>/<ns>/resourcequota-migc-dra.yaml``: the tenant's hard limits on the quota keys the
   API server's claim evaluator charges, ``<class>.deviceclass.resource.k8s.io/devices``
   (kubernetes ``pkg/quota/v1/evaluator/core/resource_claims.go``, see :data:`QUOTA_SUFFIX`).
-* ``migc-system/configmap-migc-dra.yaml`` (``dra.json``, kind ``DraPlan``): per DRA pool its mode,
+* ``migc-system/configmap-migc-dra.yaml`` (``dra.json``, kind ``DraPlan``,
+  ``schema/draplan.schema.json``): per DRA pool its mode,
   the node labels the pool needs (device plugin off; for DynamicMIG the MIG manager off too), and,
   for static pools, the devices per profile each node's ResourceSlices must publish.
 * ``dra-settings/`` (not objects, outside the kustomization): Helm values for the DRA driver and the

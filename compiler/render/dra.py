@@ -122,11 +122,9 @@ def alternatives(workload: Workload, served: dict[str, int], catalog: Catalog, c
     what the solution served, most served first. At most :data:`FIRST_AVAILABLE_MAX`.
     """
     offered = _model_profiles(dra_pools(cluster), catalog)
-    if workload.need.kind == "profiles":
-        wanted = [p for p in workload.need.profiles if p in offered]
-    else:
-        wanted = sorted(served, key=lambda r: (-served[r], r))
-    return wanted[:FIRST_AVAILABLE_MAX]
+    by_served = sorted(served, key=lambda r: (-served[r], r))
+    wanted = [p for p in workload.need.profiles if p in offered] if workload.need.kind == "profiles" else []
+    return (wanted or by_served)[:FIRST_AVAILABLE_MAX]
 
 
 def _used_resources(policy: Policy, cluster: Cluster, solution: Solution, catalog: Catalog) -> set[str]:

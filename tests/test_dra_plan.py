@@ -119,3 +119,22 @@ def test_migc_plan_shows_the_migration_in_every_format(tmp_path: Path) -> None:
     assert rows[("west", "h200")]["before"] == "dra-dynamic" and rows[("west", "h200")]["steps"] == []
     assert "### DRA pools" in to_markdown(plan) and "migrating from `device-plugin`" in to_markdown(plan)
     assert "east/h100: dra-static (migrating from device-plugin" in to_text(plan)
+
+
+def test_a_broken_previous_dra_plan_is_a_diagnostic_not_a_traceback(tmp_path: Path) -> None:
+    _write(_policy(tmp_path), tmp_path / "out")
+    plan_file = tmp_path / "out" / "east" / "migc-system" / "configmap-migc-dra.yaml"
+    for broken in (
+        "data: {dra.json: '{not json'}\n",
+        'data: {dra.json: \'{"cluster": "east", "pools": [{"name": "h100", "mig": "sideways"}]}\'}\n',
+        "- a list\n",
+        "data: [\n",
+    ):
+        plan_file.write_text(broken)
+        current, diags = read_current(tmp_path / "out")
+        assert [d.code for d in diags] == ["MIGC303"], broken
+        assert "cannot read the previous DRA plan" in diags[0].message
+        assert ("east", "h100") in dict(current.backends)  # from the assignment: the device plugin
+        assert (
+            dict(current.backends)[("west", "h200")] == "dra-dynamic"
+        )  # the other cluster's plan still read

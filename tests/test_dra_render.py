@@ -231,6 +231,7 @@ def test_each_device_class_selects_exactly_its_profile_on_static_slices(files: d
         expression = doc["spec"]["selectors"][0]["cel"]["expression"]
         hit = [d for d in devices if matches(expression, DRIVER, d)]
         want = [d for d in devices if d["attributes"].get("profile", {}).get("string") == profile]
+        assert hit, f"{profile}: the class matches no advertised device"
         assert hit == want, profile
         laid_out = sum(n["devices"].get(profile, 0) for n in nodes)
         assert len(hit) == laid_out  # the class sees every instance the layout carries, and only those

@@ -164,7 +164,41 @@ def read_current(out: Path | None, policy: Policy | None = None) -> tuple[Curren
             diagnostics.append(exc.diagnostic)
         except (_Unreadable, KeyError, TypeError, ValueError, AttributeError, yaml.YAMLError) as exc:
             diagnostics.append(make("MIGC303", f"cannot read the previous HAMi plan: {exc}", file=str(path)))
-    return CurrentState(nodes=tuple(sorted(nodes.items())), hami=tuple(sorted(hami.items()))), diagnostics
+    backends = deployed_backends(Path(out), diagnostics)
+    state = CurrentState(
+        nodes=tuple(sorted(nodes.items())), hami=tuple(sorted(hami.items())), backends=backends
+    )
+    return state, diagnostics
+
+
+DRA_PLAN_FILE = "migc-system/configmap-migc-dra.yaml"
+
+
+def deployed_backends(out: Path, diagnostics: list[Diagnostic]) -> tuple[tuple[tuple[str, str], str], ...]:
+    """(cluster, pool) → backend of the previous output: a pool in its cluster's DraPlan
+    (compiler/render/dra.py) was DRA static or dynamic; one only in the assignment, the device plugin."""
+    found: dict[tuple[str, str], str] = {}
+    for path in sorted(out.glob(f"*/{ASSIGNMENT_FILE}")):
+        try:
+            doc = read_assignment(path)
+            cluster = str(doc["cluster"])
+            found.update(((cluster, str(p["name"])), "device-plugin") for p in doc.get("pools", []))
+        except (ReadRefused, _Unreadable, KeyError, TypeError, ValueError, AttributeError):
+            continue  # reported by read_current already
+    for path in sorted(out.glob(f"*/{DRA_PLAN_FILE}")):
+        try:
+            cm = _safe_load(_read(path, ASSIGNMENT_LIMIT, "a DRA plan ConfigMap").decode("utf-8"))
+            doc = json.loads(cm["data"]["dra.json"])
+            for pool in doc["pools"]:
+                mode = str(pool["mig"])
+                if mode not in ("static", "dynamic"):
+                    raise ValueError(f"pool {pool['name']}: mig {mode!r}")
+                found[(str(doc["cluster"]), str(pool["name"]))] = f"dra-{mode}"
+        except ReadRefused as exc:
+            diagnostics.append(exc.diagnostic)
+        except (_Unreadable, KeyError, TypeError, ValueError, AttributeError, yaml.YAMLError) as exc:
+            diagnostics.append(make("MIGC303", f"cannot read the previous DRA plan: {exc}", file=str(path)))
+    return tuple(sorted(found.items()))
 
 
 HAMI_PLAN_FILE = "migc-system/configmap-migc-hami.yaml"

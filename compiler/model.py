@@ -23,6 +23,8 @@ SharingMode = Literal["none", "time-slicing", "mps", "hami"]
 HamiMode = Literal["hami-core", "mig"]
 HamiPolicy = Literal["binpack", "spread"]
 PartitionMode = Literal["static", "dynamic"]
+Allocation = Literal["device-plugin", "dra"]
+DraMig = Literal["static", "dynamic"]
 Strictness = Literal["error", "warning"]
 
 WHOLE_GPU = "gpu"
@@ -144,6 +146,21 @@ class NodePool:
     price_per_gpu_hour: float | None = None
     labels: tuple[tuple[str, str], ...] = ()
     span: Span = field(default_factory=Span, compare=False)
+    # How pods get the pool's GPUs (docs/dra.md): the NVIDIA device plugin (nvidia.com/mig-* extended
+    # resources), or Kubernetes DRA through NVIDIA's DRA driver, with layouts migc solves and the MIG
+    # manager applies (dra_mig "static") or instances the driver creates per claim ("dynamic", DynamicMIG).
+    allocation: Allocation = "device-plugin"
+    dra_mig: DraMig = "static"
+    mig_mode_enabled: bool = False  # dra.migModeEnabled: MIG mode already on (Ampere DynamicMIG)
+
+    @property
+    def is_dra(self) -> bool:
+        return self.allocation == "dra"
+
+    @property
+    def dra_dynamic(self) -> bool:
+        """DynamicMIG: no migc layout; the DRA driver creates an instance per prepared claim."""
+        return self.allocation == "dra" and self.dra_mig == "dynamic"
 
     @property
     def uses_selector(self) -> bool:
@@ -203,6 +220,8 @@ class Tenant:
     burst: Quota = field(default_factory=Quota)
     create_namespaces: bool = True
     span: Span = field(default_factory=Span, compare=False)
+    # rewrite nvidia.com/gpu: 1 + hint annotations to a MIG profile at admission (compiler/render/hints.py)
+    rewrite_gpu_requests: bool = False
 
 
 @dataclass(frozen=True)
@@ -421,6 +440,8 @@ class CurrentState:
     nodes: tuple[tuple[tuple[str, str, str], NodeLayout], ...] = ()
     # HAMi shares deployed: ((cluster, pool, node, GPU index, workload), replicas), sorted
     hami: tuple[tuple[tuple[str, str, str, int, str], int], ...] = ()
+    # how each deployed pool was allocated: ((cluster, pool), "device-plugin" | "dra-static" | "dra-dynamic")
+    backends: tuple[tuple[tuple[str, str], str], ...] = ()
 
     def as_dict(self) -> dict[tuple[str, str, str], NodeLayout]:
         return dict(self.nodes)

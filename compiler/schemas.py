@@ -300,6 +300,31 @@ def _fleet() -> dict[str, Any]:
                     "then": {"required": ["replicas"]},
                 },
             ),
+            "allocation": _s(
+                "How pods get the pool's GPUs: device-plugin (default: the NVIDIA device plugin's "
+                "nvidia.com/mig-<profile> and nvidia.com/gpu resources) or dra (Kubernetes Dynamic "
+                "Resource Allocation, resource.k8s.io/v1, through NVIDIA's DRA driver; Kubernetes >= 1.34). "
+                "See docs/dra.md.",
+                enum=["device-plugin", "dra"],
+            ),
+            "dra": _s(
+                "DRA settings of an allocation: dra pool.",
+                type="object",
+                additionalProperties=False,
+                properties={
+                    "mig": _s(
+                        "static (default): migc solves the layouts and the MIG manager applies them; the "
+                        "DRA driver advertises the instances. dynamic: the driver's DynamicMIG feature "
+                        "creates an instance when a claim is prepared; migc renders no layout.",
+                        enum=["static", "dynamic"],
+                    ),
+                    "migModeEnabled": _s(
+                        "The GPUs already have MIG mode on (set out of band). Required for dynamic on "
+                        "Ampere (A100, A30): the driver cannot toggle MIG mode there without a GPU reset.",
+                        type="boolean",
+                    ),
+                },
+            ),
             "labels": _s(
                 "Extra node labels migc may rely on for this pool (informational).",
                 type="object",
@@ -370,6 +395,14 @@ def _tenant() -> dict[str, Any]:
                              **{"$ref": "#/$defs/quota"}),
             "burst": _s("Upper limit the tenant may use when capacity is free (ResourceQuota limits).",
                         **{"$ref": "#/$defs/quota"}),
+            "rewriteGpuRequests": _s(
+                "Pods of the tenant that ask nvidia.com/gpu: 1 with a migc.dev/profile-preference "
+                "annotation (\"1g.10gb,2g.20gb\") or a migc.dev/gpu-memory-gb annotation are rewritten at "
+                "admission to the first preferred, else the smallest fitting, MIG profile the tenant's quota "
+                "names on device-plugin pools (a MutatingAdmissionPolicy; Kubernetes >= 1.34; no "
+                "availability check). See docs/dra.md.",
+                type="boolean",
+            ),
         },
     )
     return _kind_schema("Tenant", "migc Tenant", "A tenant: namespaces, priority, quotas.", spec)

@@ -41,6 +41,7 @@ def objects(files: dict[str, bytes]) -> dict[str, dict[str, Any]]:
         if path.endswith(".yaml")
         and not path.endswith("kustomization.yaml")
         and "/gpu-operator-settings/" not in path
+        and "/dra-settings/" not in path  # Helm values and Kueue's Configuration (compiler/render/dra.py)
         and "/patches/" not in path  # partial objects a kustomization merges (tests/test_hami_targets.py)
     }
 
@@ -196,6 +197,8 @@ def assert_valid_tree(files: dict[str, bytes], versions: Sequence[str] = ()) -> 
             f"{cluster}/.migc-index.json",
             f"{cluster}/gpu-operator-settings/values.yaml",
             f"{cluster}/gpu-operator-settings/clusterpolicy-patch.yaml",
+            f"{cluster}/dra-settings/dra-driver-values.yaml",  # DRA pools: settings, not objects
+            f"{cluster}/dra-settings/kueue-configuration.yaml",
         }
         assert listed == expected
         index = json.loads(files[f"{cluster}/.migc-index.json"])

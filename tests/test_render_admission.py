@@ -85,7 +85,8 @@ def _matches_pod_create(policy_obj: Mapping[str, Any]) -> bool:
 
 def admit(files: Mapping[str, bytes], namespace: str, pod: Mapping[str, Any]) -> Verdict:
     """Run every rendered policy whose binding selects ``namespace`` on a pod CREATE."""
-    objs = [yaml.safe_load(data) for path, data in files.items() if path.endswith(".yaml")]
+    docs = (yaml.safe_load(data) for path, data in files.items() if path.endswith(".yaml"))
+    objs = [o for o in docs if isinstance(o, dict)]  # not the JSON 6902 patches (lists) beside them
     policies = {o["metadata"]["name"]: o for o in objs if o.get("kind") == "ValidatingAdmissionPolicy"}
     bindings = [o for o in objs if o.get("kind") == "ValidatingAdmissionPolicyBinding"]
     ns_labels = {"kubernetes.io/metadata.name": namespace}

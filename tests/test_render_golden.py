@@ -32,6 +32,7 @@ CASES = {
     "ci-cd": ("examples/ci-cd/policy",),
     "inference-autoscaling": ("examples/inference-autoscaling/policy",),
     "hami": ("examples/hami",),
+    "dra": ("examples/dra",),
 }
 
 

@@ -32,6 +32,7 @@ from compiler.fsio import refuse_symlink
 from compiler.load import display_path
 from compiler.model import CurrentState, Policy
 from compiler.render import check_quotas, manifest_stream, oversized, render
+from compiler.render.dra import dra_diagnostics
 from compiler.render.hami import hami_diagnostics
 from compiler.render.targets import target_diagnostics
 from compiler.render.writer import compare, write_tree
@@ -95,6 +96,7 @@ def compile_policy(paths: Sequence[str], against: Path | None, label_base: Path 
         diagnostics.extend(check_quotas(policy, solution, catalog))
         diagnostics.extend(hami_diagnostics(policy))
         diagnostics.extend(target_diagnostics(policy, solution))
+        diagnostics.extend(dra_diagnostics(policy, solution, catalog))
         diagnostics.extend(change_budget(policy, solution))
     return Compiled(policy, solution, catalog, current, tuple(diagnostics), label)
 

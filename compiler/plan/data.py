@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from compiler.model import NodeLayout
+from compiler.plan.dra import DraPool
 from compiler.solve.result import HamiPoolResult
 
 
@@ -159,6 +160,7 @@ class Plan:
     other_order: OrderCost | None = None  # set by `migc plan` against a deployed layout
     hami: tuple[HamiPoolResult, ...] = ()  # the packing of every `sharing: hami` pool
     hami_requests: tuple[HamiRequest, ...] = ()  # per workload with a HAMi need, sorted by name
+    dra: tuple[DraPool, ...] = ()  # DRA pools and backend migrations (compiler/plan/dra.py)
 
     @property
     def has_changes(self) -> bool:

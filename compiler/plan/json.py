@@ -7,6 +7,7 @@ from typing import Any
 
 from compiler.model import NodeLayout
 from compiler.plan.data import Plan
+from compiler.plan.dra import dra_json
 from compiler.plan.formatting import order_line, summary
 from compiler.plan.hami import hami_json
 
@@ -79,6 +80,7 @@ def to_json(plan: Plan) -> str:
             for r in plan.spread
         ],
         "hami": hami_json(plan),
+        "dra": dra_json(plan.dra),
     }
     # Compact separators and no indent: the C encoder then writes the whole document in one pass
     # (an indented dump runs the pure-Python encoder, 9x slower on an 80k-GPU plan). Keys stay

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from compiler.plan.data import Plan
+from compiler.plan.dra import dra_text
 from compiler.plan.formatting import (
     capacity_changes,
     estimate_note,
@@ -100,4 +101,4 @@ def to_text(plan: Plan, *, detail: bool = False) -> str:
                 f"{cost.gpus_balanced} GPUs, {money(cost.per_hour_balanced)}, "
                 f"{cost.unmet_balanced} demanded instances unserved"
             )
-    return "\n".join(out) + "\n" + hami_text(plan)
+    return "\n".join(out) + "\n" + hami_text(plan) + dra_text(plan.dra)

@@ -39,8 +39,12 @@ from compiler.model import Policy
 from compiler.render import manifests
 from compiler.render.admission import cluster_admission
 from compiler.render.capacity import capacity_configmap, capacity_document
+from compiler.render.dra import SETTINGS_DIR as DRA_SETTINGS_DIR
+from compiler.render.dra import dra_objects
+from compiler.render.dra import settings_files as dra_settings_files
 from compiler.render.emit import dump_json, dump_yaml, header
 from compiler.render.hami import hami_objects
+from compiler.render.hints import hint_objects
 from compiler.render.kueue import kueue_objects
 from compiler.render.monitoring import monitoring_objects
 from compiler.render.operator import SETTINGS_DIR, settings_files
@@ -62,7 +66,9 @@ INDEX_NAME = ".migc-index.json"
 KUSTOMIZATION = "kustomization.yaml"
 
 # Kustomize and Argo CD order objects themselves; this order only makes the file list read top-down.
-_FOLDER_ORDER = {"migc-system": 0, "cluster": 1, "gpu-operator": 2, "hami": 3, "kueue": 3, "tenants": 4}
+_FOLDER_ORDER = {
+    "migc-system": 0, "cluster": 1, "gpu-operator": 2, "hami": 3, "dra": 3, "kueue": 3, "tenants": 4
+}
 
 
 def default_source_label(policy: Policy) -> str:
@@ -74,7 +80,7 @@ def _file_order(path: str) -> tuple[int, str]:
 
 
 def _is_settings(path: str) -> bool:
-    return path.startswith(SETTINGS_DIR + "/")
+    return path.startswith((SETTINGS_DIR + "/", DRA_SETTINGS_DIR + "/"))
 
 
 def _object_bytes(obj: Mapping[str, Any], banner: str) -> bytes:
@@ -112,6 +118,8 @@ def render(
         objects.extend(manifests.tenant_objects(policy, cluster))
         objects.extend(cluster_admission(policy, cluster, catalog))
         objects.extend(hami_objects(policy, cluster, solution))  # sharing: hami pools
+        objects.extend(dra_objects(policy, cluster, solution, catalog))  # allocation: dra pools
+        objects.extend(hint_objects(policy, cluster, catalog))  # Tenant rewriteGpuRequests
         if with_kueue:
             objects.extend(kueue_objects(policy, cluster))
         if with_monitoring:
@@ -124,7 +132,8 @@ def render(
             seen.add(path)
             cluster_files[path] = _object_bytes(obj, banner)
         ordered = sorted(cluster_files, key=_file_order)
-        for path, usage, doc in settings_files(cluster):
+        settings = [*settings_files(cluster), *dra_settings_files(policy, cluster, solution, catalog)]
+        for path, usage, doc in settings:
             # Not objects to apply: written next to the tree, left out of the kustomization.
             cluster_files[path] = (banner + f"# {usage}\n" + dump_yaml(doc)).encode("utf-8")
         kustomization = {

@@ -30,7 +30,9 @@ CAPACITY_PATH = f"{SYSTEM_NAMESPACE}/configmap-{CAPACITY_NAME}.yaml"
 def capacity_document(cluster: Cluster, solution: Solution, assignment_revision: str) -> dict[str, Any]:
     """The CapacityReport of one cluster (``schema/capacity.schema.json``)."""
     pools = []
-    for result in sorted((p for p in solution.pools if p.cluster == cluster.name), key=lambda p: p.pool):
+    dynamic = {p.name for p in cluster.pools if p.dra_dynamic}  # no layout: in no assignment (docs/dra.md)
+    mine = (p for p in solution.pools if p.cluster == cluster.name and p.pool not in dynamic)
+    for result in sorted(mine, key=lambda p: p.pool):
         pools.append(
             {
                 "name": result.pool,

@@ -133,7 +133,9 @@ def config_for(configs: Mapping[str, MigConfig], pool: NodePool, layout: NodeLay
 
 
 def _pool_results(cluster: Cluster, solution: Solution) -> list[PoolResult]:
-    return [p for p in solution.pools if p.cluster == cluster.name]
+    """The pools migc lays out: DynamicMIG pools (the DRA driver carves per claim) have no config."""
+    dynamic = {p.name for p in cluster.pools if p.dra_dynamic}
+    return [p for p in solution.pools if p.cluster == cluster.name and p.pool not in dynamic]
 
 
 def _pool(cluster: Cluster, name: str) -> NodePool:
@@ -215,7 +217,16 @@ def mig_parted_configmap(
 # ------------------------------------------------------------------------------------- device plugin
 
 
+# DRA nodes: the device plugin is kept off (docs/dra.md); the name only says which strategy a plugin
+# that ran by mistake would use (the cluster's), so the NodeAssignment's migStrategy agrees with it.
+DRA_DEVICE_PLUGIN_CONFIG = "migc-dra"
+DRA_DEVICE_PLUGIN_CONFIG_MIXED = "migc-dra-mixed"
+
+
 def node_device_plugin_config(pool: NodePool, layout: NodeLayout) -> str:
+    if pool.is_dra:
+        mixed = any(g.mig_enabled for g in layout)
+        return DRA_DEVICE_PLUGIN_CONFIG_MIXED if mixed else DRA_DEVICE_PLUGIN_CONFIG
     any_mig = any(g.mig_enabled for g in layout)
     mode = pool.sharing.mode if pool.is_shared else "none"
     return names.device_plugin_config_name(any_mig, mode, pool.sharing.replicas)
@@ -223,6 +234,9 @@ def node_device_plugin_config(pool: NodePool, layout: NodeLayout) -> str:
 
 def _device_plugin_body(name: str) -> Obj:
     body: Obj = {"version": "v1"}
+    if name in (DRA_DEVICE_PLUGIN_CONFIG, DRA_DEVICE_PLUGIN_CONFIG_MIXED):  # no plugin runs on DRA nodes
+        body["flags"] = {"migStrategy": "mixed" if name == DRA_DEVICE_PLUGIN_CONFIG_MIXED else "none"}
+        return body
     if name == "migc-mig-mixed":
         body["flags"] = {"migStrategy": "mixed"}
         return body
@@ -255,7 +269,13 @@ def device_plugin_configmap(cluster: Cluster, used: Iterable[str]) -> tuple[str,
 
 
 def expected_resources(pool: NodePool, layout: NodeLayout) -> dict[str, int]:
-    """Allocatable counts the controller verifies once the node is configured (mixed strategy)."""
+    """Allocatable counts the controller verifies once the node is configured (mixed strategy).
+
+    On a DRA pool the device plugin must not run, so nothing is allocatable: ``nvidia.com/gpu`` 0 (and,
+    as on every node, no ``nvidia.com/mig-*`` not expected); its devices are in ResourceSlices.
+    """
+    if pool.is_dra:
+        return {"nvidia.com/gpu": 0}
     out: dict[str, int] = {}
     whole = sum(1 for g in layout if not g.mig_enabled)
     any_mig = any(g.mig_enabled for g in layout)

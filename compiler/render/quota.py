@@ -72,13 +72,16 @@ def reserved_gpus(cluster: Cluster, pool_name: str) -> int:
 
 
 def cluster_capacity(
-    policy: Policy, solution: Solution, catalog: Catalog, cluster: Cluster
+    policy: Policy, solution: Solution, catalog: Catalog, cluster: Cluster, *, dynamic_room: bool = False
 ) -> dict[str, float]:
     """What tenants can be given in a cluster: instances per profile, whole GPUs, memory GB, compute slices.
 
     Reserved whole GPUs are not capacity (they are kept out of demand). A whole GPU of a
     time-sliced or MPS pool counts once per replica: that is how many ``nvidia.com/gpu`` the device
     plugin advertises and therefore what a ResourceQuota on ``requests.nvidia.com/gpu`` counts.
+    ``dynamic_room``: a DynamicMIG pool (no layout; the DRA driver carves per claim) counts, per
+    profile, the most instances its GPUs could hold of that profile alone, instead of the solver's
+    carve-up; that is what a burst limit can reach there.
     """
     out: dict[str, float] = {}
     pools = {p.name: p for p in cluster.pools}
@@ -87,6 +90,11 @@ def cluster_capacity(
             continue
         pool = pools[result.pool]
         model = catalog.get(result.gpu_model)
+        if dynamic_room and pool.dra_dynamic and model is not None:
+            for each in model.profiles:
+                out[each.name] = out.get(each.name, 0) + each.max_count * pool.total_gpus
+            out[WHOLE_GPU] = out.get(WHOLE_GPU, 0) + pool.total_gpus
+            continue
         whole = 0
         for node in result.nodes:
             for gpu in node.gpus:
@@ -224,7 +232,11 @@ def check_quotas(policy: Policy, solution: Solution, catalog: Catalog) -> list[D
                 _FIELD.get(resource, f"spec.guaranteed.profiles.{resource}"),
             )
         )
-    diagnostics.extend(_unreachable_bursts(policy, placement, capacities))
+    room = {
+        c.name: cluster_capacity(policy, solution, catalog, c, dynamic_room=True)
+        for c in sorted(policy.clusters, key=lambda c: c.name)
+    }
+    diagnostics.extend(_unreachable_bursts(policy, placement, room))
     diagnostics.extend(check_unlimited(policy, solution))
     return diagnostics
 

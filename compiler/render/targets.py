@@ -34,6 +34,7 @@ from typing import Any
 
 from compiler.diagnostics import Diagnostic, at
 from compiler.model import HOSTNAME_KEY, WHOLE_GPU, Cluster, Policy, Workload
+from compiler.render import dra
 from compiler.render.hami import pod_annotations
 from compiler.render.quota import resource_name
 from compiler.solve.hami import pod_resources
@@ -136,6 +137,20 @@ def first_container_ops(kind: str, resources: dict[str, str]) -> list[Obj]:
     ]
 
 
+def _selector(w: Workload) -> Obj:
+    """The kustomize patch target of a JSON 6902 patch: the workload's target object."""
+    t = w.target
+    assert t is not None
+    group, _, version = t.api_version.rpartition("/")
+    return {
+        **({"group": group} if group else {}),
+        "version": version,
+        "kind": t.kind,
+        "name": t.name,
+        "namespace": t.namespace,
+    }
+
+
 def target_files(
     policy: Policy, cluster: Cluster, solution: Solution, with_kueue: bool
 ) -> tuple[dict[str, Obj | list[Obj]], list[Diagnostic]]:
@@ -160,6 +175,16 @@ def target_files(
                 )
             )
             continue
+        t = w.target
+        stem = f"{t.kind.lower()}-{t.name}" + (f"-{t.container}" if t.container else "")
+        if dra.workload_on_dra(w, cluster, solution):  # resourceClaims instead of limits (docs/dra.md)
+            patch, ops = dra.target_patch(w, strategic_patch(w, {}, {}, with_kueue))
+            files[f"patches/{t.namespace}/{stem}.yaml"] = patch
+            entries.setdefault(t.namespace, []).append({"path": f"{stem}.yaml"})
+            if ops is not None:
+                files[f"patches/{t.namespace}/{stem}-claims.yaml"] = ops
+                entries[t.namespace].append({"path": f"{stem}-claims.yaml", "target": _selector(w)})
+            continue
         if others:
             diags.append(
                 at(
@@ -174,21 +199,11 @@ def target_files(
             usable = [pools[p] for p in sorted(hami_pool) if not w.pools or p in w.pools]
             if usable:
                 annotations = pod_annotations(usable[0])
-        t = w.target
-        stem = f"{t.kind.lower()}-{t.name}" + (f"-{t.container}" if t.container else "")
         files[f"patches/{t.namespace}/{stem}.yaml"] = strategic_patch(w, resources, annotations, with_kueue)
         entries.setdefault(t.namespace, []).append({"path": f"{stem}.yaml"})
         if not t.container:
             files[f"patches/{t.namespace}/{stem}-limits.yaml"] = first_container_ops(t.kind, resources)
-            group, _, version = t.api_version.rpartition("/")
-            selector = {
-                **({"group": group} if group else {}),
-                "version": version,
-                "kind": t.kind,
-                "name": t.name,
-                "namespace": t.namespace,
-            }
-            entries[t.namespace].append({"path": f"{stem}-limits.yaml", "target": selector})
+            entries[t.namespace].append({"path": f"{stem}-limits.yaml", "target": _selector(w)})
     for ns, items in sorted(entries.items()):
         files[f"patches/{ns}/kustomization.yaml"] = {
             "apiVersion": "kustomize.config.k8s.io/v1alpha1",

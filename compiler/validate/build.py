@@ -100,6 +100,9 @@ def _pool(ctx: Context, fleet: Obj, pricing: dict[str, float], cname: str, ci: i
         price_per_gpu_hour=pricing.get(info.model.model),
         labels=tuple(sorted((str(k), str(v)) for k, v in raw.get("labels", {}).items())),
         span=fleet.span(("spec", "clusters", ci, "nodePools", pi)),
+        allocation=raw.get("allocation", "device-plugin"),
+        dra_mig=raw.get("dra", {}).get("mig", "static"),
+        mig_mode_enabled=bool(raw.get("dra", {}).get("migModeEnabled", False)),
     )
 
 
@@ -163,6 +166,7 @@ def _tenants(ctx: Context) -> tuple[Tenant, ...]:
                     burst=_quota(t.spec.get("burst")),
                     create_namespaces=bool(t.spec.get("createNamespaces", True)),
                     span=t.span(("metadata", "name")),
+                    rewrite_gpu_requests=bool(t.spec.get("rewriteGpuRequests", False)),
                 )
                 for t in ctx.tenants
             ),

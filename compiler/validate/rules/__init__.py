@@ -4,11 +4,12 @@ Rules do not depend on each other's order: diagnostics are sorted afterwards, an
 expand something over a limit checks the limit itself. The families: sizes and numbers (limits),
 the PartitionPolicy, the Fleet's clusters and pools, tenants, workloads, and the PartitionPolicy's
 rules, which refer to pools and workloads; and what the output's consumers (Kubernetes admission,
-the NVIDIA device plugin) accept.
+the NVIDIA device plugin) accept; and pools allocated through Kubernetes DRA (docs/dra.md).
 """
 
 from compiler.validate.rules import (
     consumers,
+    dra,
     fleet,
     hami,
     limits,
@@ -19,4 +20,4 @@ from compiler.validate.rules import (
     workloads,
 )
 
-FAMILIES = (limits, partition, fleet, tenants, workloads, policy_rules, consumers, hami, spread)
+FAMILIES = (limits, partition, fleet, tenants, workloads, policy_rules, consumers, hami, spread, dra)

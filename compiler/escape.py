@@ -64,22 +64,18 @@ MARKDOWN_CELL_LIMIT = 300  # characters of one escaped value; longer ones end in
 GITHUB_BODY_LIMIT = 65536  # characters GitHub accepts in a pull-request or issue body
 
 _MD_ENTITIES = {
-    "&": "&amp;",
-    "<": "&lt;",
-    ">": "&gt;",
-    "|": "&#124;",  # a raw or backslash-escaped pipe can still split a table cell
-    "`": "&#96;",
-    "[": "&#91;",
+    "|": "&#124;",  # a raw or backslash-escaped pipe splits a table cell; an entity does not
+    "`": "&#96;",  # a code span would swallow the cells after it
+    "[": "&#91;",  # links and images
     "]": "&#93;",
-    "\\": "&#92;",
-    "*": "&#42;",
+    "\\": "&#92;",  # a backslash would escape whatever follows it
+    "*": "&#42;",  # emphasis that runs into the next cell
     "_": "&#95;",
     "~": "&#126;",
-    "#": "&#35;",
-    "!": "&#33;",
-    "(": "&#40;",
-    ")": "&#41;",
 }
+# raw HTML and autolinks start with "<" and a letter, "/", "!" or "?" (CommonMark 0.31 §6.6, §6.5):
+# <img onerror>, <details>, <!-- a comment that hides the rest -->; "<=" stays as it is
+_TAG_OPEN = re.compile(r"<(?=[A-Za-z/!?])")
 _ZWSP = "\u200b"  # breaks @mentions, #references and autolinks without changing what a reader sees
 _AUTOLINK = re.compile(r"(?i)(www)\.|(:)(//)")
 
@@ -88,15 +84,16 @@ def markdown_cell(value: object, limit: int = MARKDOWN_CELL_LIMIT) -> str:
     """``value`` as literal text inside one GitHub-flavoured markdown table cell or list item.
 
     Markup characters become entities (no emphasis, code span, link, image, raw HTML or cell split);
-    ``@`` is followed by a zero-width space (no mention or team ping) and so are ``www.`` and ``://``
-    (no autolink); newlines, controls and bidi overrides are shown as ``U+XXXX``; at most ``limit``
-    characters of ``value`` are kept (then ``…``).
+    ``@`` and ``#`` are followed by a zero-width space (no mention, team ping or cross-reference) and
+    so are ``www.`` and ``://`` (no autolink); newlines, controls and bidi overrides are shown as
+    ``U+XXXX``; at most ``limit`` characters of ``value`` are kept (then ``…``).
     """
     text = terminal(str(value), keep_newlines=False)
     if len(text) > limit:
         text = text[: max(0, limit - 1)] + "…"
     text = "".join(_MD_ENTITIES.get(c, c) for c in text)
-    text = text.replace("@", "@" + _ZWSP)
+    text = _TAG_OPEN.sub("&lt;", text)
+    text = text.replace("@", "@" + _ZWSP).replace("#", "#" + _ZWSP)
     return _AUTOLINK.sub(lambda m: f"www{_ZWSP}." if m.group(1) else f":{_ZWSP}//", text)
 
 

@@ -24,6 +24,7 @@ import fcntl
 import os
 import stat
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 from types import TracebackType
 
@@ -138,16 +139,49 @@ def refuse_symlink(path: Path, option: str) -> Diagnostic | None:
     return None
 
 
-def write_file_atomic(path: Path, data: bytes) -> None:
+def current_umask() -> int:
+    """The process's umask (read from /proc where it can be, else set and restored at once)."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as status:
+            for line in status:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def new_file_mode(path: Path) -> int:
+    """The mode a rewrite of ``path`` gets: the mode of the regular file there now (a user's file keeps
+    its mode), else what any editor would create, ``0o666`` less the umask."""
+    try:
+        st = os.stat(path, follow_symlinks=False)
+        if stat.S_ISREG(st.st_mode):
+            return stat.S_IMODE(st.st_mode)
+    except OSError:
+        pass
+    return 0o666 & ~current_umask()
+
+
+def write_file_atomic(path: Path, data: bytes, check: Callable[[bytes], None] | None = None) -> None:
     """Write ``data`` to ``path``: a new temporary file in the same directory, then a rename over ``path``.
 
     Whatever ``path`` was (a file, a symlink to anywhere) is replaced by the new regular file; the
-    target of a link is never opened.
+    target of a link is never opened. The new file has :func:`new_file_mode`. ``check``, when given,
+    is called with the bytes read back from the temporary file before the rename; whatever it
+    raises leaves ``path`` as it was.
     """
+    mode = new_file_mode(path)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".migc-tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
+            handle.flush()
+            os.fchmod(handle.fileno(), mode)
+        if check is not None:
+            check(Path(tmp).read_bytes())
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)

@@ -53,6 +53,8 @@ ATTEMPTS = "migc.dev/attempts"
 LAST_ERROR = "migc.dev/last-error"
 APPLIED = "migc.dev/applied-config"
 PAUSED = "migc.dev/paused"
+STARTED_AT = "migc.dev/started-at"
+PREVIOUS = "migc.dev/previous-config"
 # Hints users put on pods (issue 11): a profile preference list and a maximum wait.
 PROFILE_PREFERENCE = "migc.dev/profile-preference"
 MAX_WAIT = "migc.dev/max-wait-time"
@@ -385,6 +387,8 @@ def parse_node(
         attempts=attempts or 0,
         last_error=ann.get(LAST_ERROR, ""),
         paused=ann.get(PAUSED, "").strip().lower() in ("true", "1", "yes"),
+        started=_time_field(ann.get(STARTED_AT), f"node {name}: {STARTED_AT}", diags, file),
+        previous_config=ann.get(PREVIOUS, "")[:MAX_NAME_CHARS],
     )
     node = ObservedNode(
         name=name,

@@ -14,8 +14,8 @@ import click
 import yaml
 
 from compiler import discover, report
-from compiler.catalog import load_catalog
-from compiler.diagnostics import Diagnostic, has_errors
+from compiler.catalog import CatalogError, load_catalog
+from compiler.diagnostics import Diagnostic, has_errors, make
 from compiler.exitcodes import ExitCode
 
 
@@ -91,7 +91,12 @@ def run(*, fmt: str, compare: bool, gpu: int | None, output_format: str, quiet: 
     differences: list[Diagnostic] = []
     for model in models:
         known = discover.find_in_catalog(model, catalog)
-        entries.append(discover.to_entry(model, known))
+        try:
+            entries.append(discover.to_entry(model, known))
+        except CatalogError as exc:  # NVML's numbers make no valid catalog entry
+            bad = make("MIGC909", f"GPU {model.source_gpu}: {exc}")
+            _print_diagnostics([*diagnostics, bad], output_format)
+            return ExitCode.INVALID
         if compare:
             differences.extend(discover.compare(model, known))
     if fmt == "json":

@@ -345,3 +345,26 @@ def test_html_escapes_every_field(tmp_path: Path) -> None:
     assert set(tags.attrs) == set(clean_tags.attrs)
     assert page.count("&lt;x-inject") >= 10  # the payload is shown as text, many times over
     assert to_text(poison(clean)).count("\x1b") == 0
+
+
+@pytest.mark.usefixtures("at_repo_root")
+def test_html_page_follows_the_umask_and_keeps_an_existing_mode(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import os
+    import stat
+
+    page = tmp_path / "page.html"
+    old = os.umask(0o022)
+    try:
+        assert run_status(tmp_path, sf.fleet(), capsys, "--html", str(page)).exit_code == 0
+        assert stat.S_IMODE(page.stat().st_mode) == 0o644  # not mkstemp's 0600
+        os.chmod(page, 0o600)  # the user's choice is kept on the next write
+        assert run_status(tmp_path, sf.fleet(), capsys, "--html", str(page)).exit_code == 0
+        assert stat.S_IMODE(page.stat().st_mode) == 0o600
+        os.umask(0o077)
+        page.unlink()
+        assert run_status(tmp_path, sf.fleet(), capsys, "--html", str(page)).exit_code == 0
+        assert stat.S_IMODE(page.stat().st_mode) == 0o600
+    finally:
+        os.umask(old)

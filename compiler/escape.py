@@ -29,6 +29,7 @@ _ESCAPE_SEQUENCE = re.compile(
 # Characters that reorder or hide text (Trojan Source, CVE-2021-42574) or break lines.
 BIDI_CONTROLS = frozenset("\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
 _KEEP = frozenset("\n\t")
+_SUSPECT = re.compile(r"[^\x20-\x7e]")  # only these need a look (most output is printable ASCII)
 
 
 def _visible(ch: str) -> str:
@@ -49,9 +50,16 @@ def terminal(text: str, *, keep_newlines: bool = True) -> str:
 
     Newlines and tabs stay when ``keep_newlines`` (a multi-line message), else they too are shown.
     """
+    if text.isascii() and text.isprintable():  # the common case: nothing to do
+        return text
     text = _ESCAPE_SEQUENCE.sub("", text)
     keep = _KEEP if keep_newlines else frozenset()
-    return "".join(_visible(c) if c not in keep and _unsafe(c) else c for c in text)
+
+    def shown(m: re.Match[str]) -> str:
+        ch = m.group()
+        return _visible(ch) if ch not in keep and _unsafe(ch) else ch
+
+    return _SUSPECT.sub(shown, text)
 
 
 def html_text(value: object) -> str:

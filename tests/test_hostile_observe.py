@@ -368,3 +368,13 @@ def test_html_page_follows_the_umask_and_keeps_an_existing_mode(
         assert stat.S_IMODE(page.stat().st_mode) == 0o600
     finally:
         os.umask(old)
+
+
+def test_all_pods_together_are_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("compiler.observe.parse.MAX_OBSERVED_INSTANCES", 2500)
+    items = [
+        ({**gpu_pod("1000"), "metadata": {"name": f"p{i}", "namespace": "search"}}, "") for i in range(4)
+    ]
+    _, pods, diags = parse_objects(items, NOW)
+    assert [p.name for p in pods] == ["p0", "p1"]  # namespace/name order: deterministic
+    assert [d.code for d in diags] == ["MIGC402"] and "2 GPU pod(s) left out" in diags[0].message

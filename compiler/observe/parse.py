@@ -12,7 +12,9 @@ can write it, so it is bounded and validated here, at the edge, before status or
 * quantities: Kubernetes quantities (:mod:`compiler.observe.quantity`), whole, at most
   :data:`MAX_POD_INSTANCES` per resource of a pod and :data:`MAX_NODE_INSTANCES` per resource of a
   node; ``nvidia.com/gpu.count`` at most :data:`MAX_GPUS_PER_NODE`; ``migc.dev/attempts`` at most
-  :data:`MAX_ATTEMPTS`; anything else is a MIGC402 warning and the value is left out;
+  :data:`MAX_ATTEMPTS`; anything else is a MIGC402 warning and the value is left out; all pods
+  together at most :data:`MAX_OBSERVED_INSTANCES` instances (pods past it, in namespace/name order,
+  are left out with one MIGC402), so what status and recommend build per instance stays bounded;
 * timestamps: RFC 3339 exactly as the API writes it (``2026-12-01T06:00:00Z``, optional fraction
   and offset), years :data:`MIN_YEAR`–:data:`MAX_YEAR`; anything else is a warning and unknown.
 """
@@ -70,6 +72,7 @@ MAX_POD_INSTANCES = 1024  # instances of one resource one pod asks for
 MAX_NODE_INSTANCES = 4096  # allocatable instances of one resource on one node
 MAX_GPUS_PER_NODE = 64  # nvidia.com/gpu.count
 MAX_ATTEMPTS = 1_000_000  # migc.dev/attempts
+MAX_OBSERVED_INSTANCES = 1_000_000  # GPU instances all pods of one observation ask for, together
 MAX_NAME_CHARS = 253  # a Kubernetes object name (DNS subdomain)
 MIN_YEAR, MAX_YEAR = 1970, 2999
 MAX_DURATION_SECONDS = 366 * 86400  # migc.dev/max-wait-time
@@ -426,11 +429,25 @@ def parse_objects(
             if pod is not None:
                 pods[(pod.namespace, pod.name)] = pod
     diags.extend(unknown.diagnostics())
-    return (
-        tuple(nodes[k] for k in sorted(nodes)),
-        tuple(pods[k] for k in sorted(pods)),
-        diags,
-    )
+    kept: list[ObservedPod] = []
+    total = 0
+    left_out = 0
+    for key in sorted(pods):
+        n = sum(c for _, c in pods[key].requests)
+        if total + n > MAX_OBSERVED_INSTANCES:
+            left_out += 1
+            continue
+        total += n
+        kept.append(pods[key])
+    if left_out:
+        diags.append(
+            make(
+                "MIGC402",
+                f"{left_out} GPU pod(s) left out: together the pods ask for more than "
+                f"{MAX_OBSERVED_INSTANCES:,} GPU instances",
+            )
+        )
+    return tuple(nodes[k] for k in sorted(nodes)), tuple(kept), diags
 
 
 def whole_gpu(resource: str) -> bool:

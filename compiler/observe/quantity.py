@@ -38,13 +38,20 @@ def parse_count(value: Any, limit: int) -> tuple[int | None, str]:
     if isinstance(value, bool):
         return None, "is not a quantity"
     if isinstance(value, int):
-        exact = Fraction(value)
+        return (
+            (value, "")
+            if 0 <= value <= limit
+            else (None, "is negative" if value < 0 else f"is more than {limit:,}")
+        )
     elif isinstance(value, float):
         if not math.isfinite(value):
             return None, "is not a finite number"
         exact = Fraction(value)
     elif isinstance(value, str):
         text = value.strip()
+        if 0 < len(text) <= 18 and text.isascii() and text.isdigit():  # what the API serves: "1"
+            n = int(text)
+            return (n, "") if n <= limit else (None, f"is more than {limit:,}")
         if len(text) > MAX_QUANTITY_CHARS:
             return None, f"is not a quantity (longer than {MAX_QUANTITY_CHARS} characters)"
         m = _QUANTITY.match(text)

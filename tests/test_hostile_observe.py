@@ -378,3 +378,27 @@ def test_all_pods_together_are_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
     _, pods, diags = parse_objects(items, NOW)
     assert [p.name for p in pods] == ["p0", "p1"]  # namespace/name order: deterministic
     assert [d.code for d in diags] == ["MIGC402"] and "2 GPU pod(s) left out" in diags[0].message
+
+
+@pytest.mark.parametrize(
+    "name", ["late\x1b]0;pwned\x07", "a\nb", "<img src=x>", "UPPER", "x" * 254, "-a", "a..b", "", "\u202eabc"]
+)
+def test_names_that_no_api_server_admits_are_skipped(name: str) -> None:
+    p = gpu_pod("1")
+    p["metadata"]["name"] = name
+    pod, diags = parse_pod(p, NOW)
+    assert pod is None and [d.code for d in diags] == ["MIGC402"] and "\n" not in diags[0].message
+    p = gpu_pod("1")
+    p["metadata"]["namespace"] = name if name else "a.b"  # a dot is no namespace either
+    assert parse_pod(p, NOW)[0] is None
+    node, diags = parse_node(node_with() | {"metadata": {"name": name}})
+    assert node is None and [d.code for d in diags] == ["MIGC402"]
+    p = gpu_pod("1", node=name or "a b")
+    assert parse_pod(p, NOW)[0] is None
+
+
+def test_real_names_are_kept() -> None:
+    p = gpu_pod("1", node="ip-10-0-0-1.ec2.internal")
+    p["metadata"]["name"] = "trainer-7f9c4-x2x.v1"
+    pod, diags = parse_pod(p, NOW)
+    assert pod is not None and not diags

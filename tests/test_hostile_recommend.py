@@ -369,5 +369,55 @@ def test_recommend_markdown_escapes_pod_names_and_fits_a_pull_request(
     out, err = capsys.readouterr()
     assert len(out) <= GITHUB_BODY_LIMIT
     for raw in ("<img", "@octocat", "](https", "\u202e"):
-        assert raw not in out and raw not in err
+        assert raw not in out
+    assert "\u202e" not in err and "\x1b" not in err  # stderr is for a terminal: no control characters
     assert "more" in out  # the list of pods past their max wait is summarized
+
+
+MD_PAYLOAD = "<img src=x onerror=alert(1)>|@octocat [a](https://e.vil) `x` \u202e"
+
+
+def md_poison(value: Any) -> Any:
+    """``value`` with MD_PAYLOAD before every string it holds (the disruption model and state kept)."""
+    from dataclasses import fields, is_dataclass, replace
+
+    if isinstance(value, str):
+        return MD_PAYLOAD + value
+    if isinstance(value, tuple):
+        return tuple(md_poison(v) for v in value)
+    if is_dataclass(value) and not isinstance(value, type):
+        keep = {"disruption", "state", "diagnostics", "now"}
+        return replace(
+            value, **{f.name: md_poison(getattr(value, f.name)) for f in fields(value) if f.name not in keep}
+        )
+    return value
+
+
+def test_every_field_of_the_pr_body_is_escaped(
+    tmp_path: Path, compiled: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from compiler.recommend import engine
+
+    real = engine.evidence_markdown
+    seen: list[str] = []
+
+    def poisoned(rec: Any, sources: Any = ()) -> str:
+        clean = real(rec)
+        body = real(md_poison(rec))
+        seen.extend([clean, body])
+        return body
+
+    monkeypatch.setattr("compiler.commands.recommend.evidence_markdown", poisoned)
+    base = setup(tmp_path, compiled, urgent=True)
+    assert run(base, "06:20", "--dry-run", "-o", "markdown") == ExitCode.DRIFT
+    out = capsys.readouterr().out
+    clean, body = seen
+    assert out == body and body.count("&lt;img") >= 10  # the payload is there, many times, as text
+    for raw in ("<img", "@octocat", "](https", "`x`", "\u202e", "|@"):
+        assert raw not in body
+
+    # no payload added a table cell: every table row has as many cells as in the clean body
+    def cells(text: str) -> list[int]:
+        return [line.count("|") for line in text.splitlines() if line.startswith("|")]
+
+    assert cells(body) == cells(clean)

@@ -74,6 +74,21 @@ MAX_GPUS_PER_NODE = 64  # nvidia.com/gpu.count
 MAX_ATTEMPTS = 1_000_000  # migc.dev/attempts
 MAX_OBSERVED_INSTANCES = 1_000_000  # GPU instances all pods of one observation ask for, together
 MAX_NAME_CHARS = 253  # a Kubernetes object name (DNS subdomain)
+# Names as the API server admits them (apimachinery pkg/util/validation IsDNS1123Subdomain/Label):
+# pods and nodes are DNS-1123 subdomains, namespaces DNS-1123 labels. A snapshot can hold anything;
+# a name that is neither cannot be a real object, and would carry newlines or escapes into output.
+_LABEL = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?"
+_SUBDOMAIN = re.compile(rf"^{_LABEL}(\.{_LABEL})*$")
+_NAMESPACE = re.compile(rf"^{_LABEL}$")
+
+
+def valid_name(name: object, namespace: bool = False) -> bool:
+    """Whether ``name`` is a Kubernetes object name (a DNS-1123 label for a namespace)."""
+    if not isinstance(name, str) or not 0 < len(name) <= (63 if namespace else MAX_NAME_CHARS):
+        return False
+    return bool((_NAMESPACE if namespace else _SUBDOMAIN).match(name))
+
+
 MIN_YEAR, MAX_YEAR = 1970, 2999
 MAX_DURATION_SECONDS = 366 * 86400  # migc.dev/max-wait-time
 _RFC3339 = re.compile(
@@ -274,14 +289,16 @@ def parse_pod(
     meta = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
     assert isinstance(meta, dict)
     name, namespace = meta.get("name"), meta.get("namespace") or "default"
-    if (
-        not isinstance(name, str)
-        or not name
-        or not isinstance(namespace, str)
-        or len(name) > MAX_NAME_CHARS
-        or len(namespace) > MAX_NAME_CHARS
-    ):
-        return None, [make("MIGC402", "a Pod without a usable name or namespace was skipped", file=file)]
+    if not valid_name(name) or not valid_name(namespace, namespace=True):
+        return None, [
+            make(
+                "MIGC402",
+                f"a Pod named {_shown(name)} in namespace {_shown(namespace)} was skipped: not a "
+                "Kubernetes object name (lower-case letters, digits, '-' and '.')",
+                file=file,
+            )
+        ]
+    assert isinstance(name, str) and isinstance(namespace, str)
     where = f"pod {namespace}/{name}"
     spec = obj.get("spec") if isinstance(obj.get("spec"), dict) else {}
     status = obj.get("status") if isinstance(obj.get("status"), dict) else {}
@@ -323,6 +340,11 @@ def parse_pod(
                 )
             )
     node = spec.get("nodeName") if isinstance(spec.get("nodeName"), str) and spec.get("nodeName") else None
+    if node is not None and not valid_name(node):
+        diags.append(
+            make("MIGC402", f"{where}: spec.nodeName {_shown(node)} is no node name; skipped", file=file)
+        )
+        return None, diags
     created = _time_field(meta.get("creationTimestamp"), f"{where}: creationTimestamp", diags, file)
     pending_for = None
     if node is None and phase == "Pending" and created is not None:
@@ -349,8 +371,16 @@ def parse_node(
     meta = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
     assert isinstance(meta, dict)
     name = meta.get("name")
-    if not isinstance(name, str) or not name or len(name) > MAX_NAME_CHARS:
-        return None, [make("MIGC402", "a Node without a name was skipped", file=file)]
+    if not valid_name(name):
+        return None, [
+            make(
+                "MIGC402",
+                f"a Node named {_shown(name)} was skipped: not a Kubernetes object name "
+                "(lower-case letters, digits, '-' and '.')",
+                file=file,
+            )
+        ]
+    assert isinstance(name, str)
     labels = _str_map(meta.get("labels"))
     ann = _str_map(meta.get("annotations"))
     spec = obj.get("spec") if isinstance(obj.get("spec"), dict) else {}

@@ -186,3 +186,10 @@ def test_discover_refuses_a_placement_count_beyond_the_bound(monkeypatch: pytest
     capture["gpus"][0]["profiles"][0]["placements"] = [[i % 7, 1] for i in range(1000)]
     result = run_discover(monkeypatch, capture)
     assert result.exit_code == ExitCode.INVALID and "placement count" in result.output
+
+
+def test_discover_strips_control_sequences_from_nvml_names(monkeypatch: pytest.MonkeyPatch) -> None:
+    capture = copy.deepcopy(fakenvml.load_capture("h100-80gb"))
+    capture["gpus"][0]["name"] = "NVIDIA H100\x1b]0;pwned\x07 80GB HBM3"
+    result = run_discover(monkeypatch, capture, "--format", "json")
+    assert "\x1b" not in result.output and "\x07" not in result.output

@@ -16,6 +16,7 @@ import yaml
 from compiler import discover, report
 from compiler.catalog import CatalogError, load_catalog
 from compiler.diagnostics import Diagnostic, has_errors, make
+from compiler.escape import terminal
 from compiler.exitcodes import ExitCode
 
 
@@ -78,7 +79,7 @@ def run(*, fmt: str, compare: bool, gpu: int | None, output_format: str, quiet: 
         return ExitCode.INVALID
     if not quiet:
         for line in discover.layout_lines(cap):
-            click.echo(line, err=True)
+            click.echo(terminal(line, keep_newlines=False), err=True)  # NVML's strings are input too
     if fmt == "capture":
         data = discover.capture_to_dict(cap)
         click.echo(yaml.safe_dump(data, sort_keys=False, default_flow_style=None, width=120), nl=False)

@@ -24,7 +24,7 @@ import fcntl
 import os
 import stat
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from types import TracebackType
 
@@ -173,18 +173,31 @@ def write_file_atomic(path: Path, data: bytes, check: Callable[[bytes], None] | 
     is called with the bytes read back from the temporary file before the rename; whatever it
     raises leaves ``path`` as it was.
     """
-    mode = new_file_mode(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".migc-tmp", dir=path.parent)
+    write_files_atomic([(path, data, check)])
+
+
+def write_files_atomic(files: Sequence[tuple[Path, bytes, Callable[[bytes], None] | None]]) -> None:
+    """Write several files as nearly one step: every temporary file is written, read back and checked
+    first; only then are they renamed over their targets, in the order given, one rename after the
+    other. A failure before the renames changes nothing; the temporary files are removed.
+    """
+    staged: list[tuple[str, Path]] = []
     try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fchmod(handle.fileno(), mode)
-        if check is not None:
-            check(Path(tmp).read_bytes())
-        os.replace(tmp, path)
+        for path, data, check in files:
+            mode = new_file_mode(path)
+            fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".migc-tmp", dir=path.parent)
+            staged.append((tmp, path))
+            with os.fdopen(fd, "wb") as handle:
+                handle.write(data)
+                handle.flush()
+                os.fchmod(handle.fileno(), mode)
+            if check is not None:
+                check(Path(tmp).read_bytes())
+        for tmp, path in staged:
+            os.replace(tmp, path)
     except BaseException:
-        Path(tmp).unlink(missing_ok=True)
+        for tmp, _ in staged:
+            Path(tmp).unlink(missing_ok=True)
         raise
 
 

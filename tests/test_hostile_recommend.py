@@ -274,20 +274,41 @@ def test_a_run_killed_between_the_writes_leaves_the_change_recorded(
 ) -> None:
     base = setup(tmp_path, compiled, urgent=True)
     workloads = base / "pol" / "workloads.yaml"
-    real = write_file_atomic
+    real = os.replace
 
-    def killed(path: Path, data: bytes, check: Any = None) -> None:
-        if path.name == "workloads.yaml":
+    def killed(src: str, dst: Path) -> None:
+        if Path(dst).name == "workloads.yaml":
             raise KeyboardInterrupt  # the process dies after the first rename
-        real(path, data, check)
+        real(src, dst)
 
-    monkeypatch.setattr("compiler.commands.recommend.write_file_atomic", killed)
-    monkeypatch.setattr("compiler.recommend.state.write_file_atomic", killed)
+    monkeypatch.setattr("compiler.fsio.os.replace", killed)
     assert run(base, "06:20") != ExitCode.DRIFT  # main() reports the interrupt
-    # the state already holds the change; the Workloads are untouched
+    # the state already holds the change; the Workloads are untouched; no temporary file is left
     saved = (base / "pol" / "observed-demand.yaml").read_text()
     assert "changes:" in saved and "lastChange" in saved
     assert "replicas: 10" in workloads.read_text()
+    assert not list((base / "pol").glob("*.migc-tmp")) and not list((base / "pol").glob(".*.migc-tmp"))
+
+
+def test_a_failed_check_writes_neither_file(
+    tmp_path: Path, compiled: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from compiler.recommend import state as state_module
+
+    base = setup(tmp_path, compiled, urgent=True)
+    before = (base / "pol" / "workloads.yaml").read_text()
+    real = state_module.dump_state
+    calls = {"n": 0}
+
+    def drifting(state: State, now: dt.datetime, name: str = "observed-demand") -> str:
+        calls["n"] += 1  # the second dump (of what was read back) differs: as a writer bug would
+        return real(state, now, name) + ("# drift\n" if calls["n"] > 1 else "")
+
+    monkeypatch.setattr(state_module, "dump_state", drifting)
+    assert run(base, "06:20") == ExitCode.INVALID
+    assert "MIGC446" in capsys.readouterr().err
+    assert (base / "pol" / "workloads.yaml").read_text() == before
+    assert not (base / "pol" / "observed-demand.yaml").exists()
 
 
 # --- file modes -----------------------------------------------------------------------------------

@@ -30,7 +30,7 @@ from compiler.current import read_current
 from compiler.diagnostics import Diagnostic, has_errors, make
 from compiler.escape import bound_markdown, terminal
 from compiler.exitcodes import ExitCode
-from compiler.fsio import write_file_atomic
+from compiler.fsio import write_files_atomic
 from compiler.load import load_paths
 from compiler.observe import ObserveError
 from compiler.recommend import gates as g
@@ -42,9 +42,9 @@ from compiler.recommend.state import (
     StateLock,
     StateNotWritten,
     edit_replicas,
+    prepare_state,
     read_state,
     rebuild_from_cluster,
-    write_state,
 )
 from compiler.validate import unique_sorted, validate
 
@@ -330,13 +330,15 @@ def _recommend(
                 except (OSError, ValueError, UnicodeDecodeError) as exc:
                     emit_diagnostics([make("MIGC427", f"{file}: {exc}", file=file)], "text", to_stderr=True)
                     return ExitCode.INVALID
-        # Every file is prepared in memory first (all or nothing), then the state goes first: a run
-        # killed between the two renames leaves the change recorded (minDwell and the budget hold)
-        # with the Workloads unedited, never Workloads edited with no record of the change.
+        # Both files as nearly one step: every temporary file written and the state read back first,
+        # then the renames back to back, the state first — a run killed between two renames leaves
+        # the change recorded (minDwell and the budget hold) with the Workloads unedited, never
+        # Workloads edited with no record of the change.
         try:
-            warned = write_state(state_file, rec.state, moment)
-            for path, text in edited.items():
-                write_file_atomic(path, text.encode("utf-8"))
+            data, check, warned = prepare_state(state_file, rec.state, moment)
+            write_files_atomic(
+                [(state_file, data, check), *((p, text.encode("utf-8"), None) for p, text in edited.items())]
+            )
         except StateNotWritten as exc:
             return fail([exc.diagnostic])
         except OSError as exc:

@@ -32,7 +32,7 @@ import io
 import os
 import re
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import TracebackType
@@ -297,12 +297,11 @@ class StateNotWritten(Exception):
         self.diagnostic = diagnostic
 
 
-def write_state(path: Path, state: State, now: dt.datetime) -> list[Diagnostic]:
-    """Write ``state`` to ``path`` atomically, only in a form :func:`parse_state` reads back unchanged.
-
-    Returns the warnings (MIGC445 for refused keys); raises :class:`StateNotWritten` (MIGC446) when
-    the text read back from the temporary file differs from what was meant (nothing is renamed).
-    """
+def prepare_state(
+    path: Path, state: State, now: dt.datetime
+) -> tuple[bytes, Callable[[bytes], None], list[Diagnostic]]:
+    """What :func:`write_state` writes: the bytes, the read-back check for the temporary file (raises
+    :class:`StateNotWritten`, MIGC446) and the warnings (MIGC445 for refused keys)."""
     text = dump_state(state, now)
     warned = []
     refused = refused_keys(state)
@@ -329,7 +328,17 @@ def write_state(path: Path, state: State, now: dt.datetime) -> list[Diagnostic]:
                 make("MIGC446", f"recommender state {path} not written: {why}", file=str(path))
             )
 
-    write_file_atomic(path, text.encode("utf-8"), check)
+    return text.encode("utf-8"), check, warned
+
+
+def write_state(path: Path, state: State, now: dt.datetime) -> list[Diagnostic]:
+    """Write ``state`` to ``path`` atomically, only in a form :func:`parse_state` reads back unchanged.
+
+    Returns the warnings (MIGC445 for refused keys); raises :class:`StateNotWritten` (MIGC446) when
+    the text read back from the temporary file differs from what was meant (nothing is renamed).
+    """
+    data, check, warned = prepare_state(path, state, now)
+    write_file_atomic(path, data, check)
     return warned
 
 

@@ -9,7 +9,10 @@ below; the policy loader keeps its own 4 MiB (``compiler.load.MAX_FILE_BYTES``, 
 
 Writing: :func:`write_file_atomic` writes into a fresh temporary file (``O_CREAT | O_EXCL``, which
 never follows a link) in the target's directory and renames it over the target, so a symlink at
-the target is replaced, never written through, and a reader never sees half a file.
+the target is replaced, never written through, and a reader never sees half a file. A new file
+gets ``0666 & ~umask`` as an editor's would, a rewritten one keeps its mode; an optional check sees
+the bytes read back before the rename. :func:`write_files_atomic` stages several files and renames
+them back to back only once all are written and checked.
 :func:`refuse_symlink` is the check for output *directories* given on the command line: migc
 does not write through a symlinked ``--out`` or ``--svg`` directory (MIGC320).
 

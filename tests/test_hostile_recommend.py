@@ -442,3 +442,14 @@ def test_every_field_of_the_pr_body_is_escaped(
         return [line.count("|") for line in text.splitlines() if line.startswith("|")]
 
     assert cells(body) == cells(clean)
+
+
+def test_demand_counts_and_failures_in_the_state_are_bounded() -> None:
+    huge = "9" * 30
+    good = dump_state(State(history=(Sample(NOW, (("ml", "1g.10gb", 1, 1), ("ml", "gpu", 2, 0))),)), NOW)
+    text = good.replace("ml/gpu: [2, 0]", f"ml/gpu: [{huge}, 0]")
+    assert huge in text
+    state, diags = parse_state(with_spec(text, failures=int(huge)), "s.yaml", NOW, P)
+    assert [d.code for d in diags] == ["MIGC445"] and "more than 1,000,000" in diags[0].message
+    assert state.history == (Sample(NOW, (("ml", "1g.10gb", 1, 1),)),)
+    assert state.failures == 1_000_000

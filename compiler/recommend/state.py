@@ -11,8 +11,9 @@ degrades to "no change proposed yet":
   MIGC421 warning; the history is dropped (the window starts over) while ``changes`` and ``failures``
   are kept — they only ever make the recommender more careful.
 * **entries it cannot trust** (a timestamp that is no date, before 1970 or after 2999, or later
-  than now plus :data:`CLOCK_SKEW_S`): MIGC445 warning; those entries are dropped and the rest kept
-  (a ``changes`` entry dated in the future would otherwise hold minDwell for good).
+  than now plus :data:`CLOCK_SKEW_S`; a demand count over :data:`MAX_COUNT`): MIGC445 warning;
+  those entries are dropped and the rest kept (a ``changes`` entry dated in the future would
+  otherwise hold minDwell for good; a count of 10^30 would size a Workload for it).
 
 A lost or corrupt state is rebuilt from what the cluster shows (:func:`rebuild_from_cluster`): the
 controller's ``migc.dev/*`` annotations date every node change of the last day, so minDwell, the
@@ -56,6 +57,7 @@ TIME_FORMAT = "%Y-%m-%dT%H:%M:%SZ"
 MIN_YEAR, MAX_YEAR = 1970, 2999
 CLOCK_SKEW_S = 300  # an entry up to five minutes ahead of now is another machine's clock, not the future
 DAY_S = 86400
+MAX_COUNT = 1_000_000  # instances of one demand key, and failures (observe's bound on all pods together)
 # The schema's ``tenant/profile`` key (schema/observeddemand.schema.json, history[].demand)
 KEY = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?/([1-8]g\.[0-9]+gb(\+me)?|gpu)$")
 LOCK_WAIT_S = 120.0  # a second recommend run waits this long for the first, then MIGC447
@@ -160,7 +162,7 @@ def parse_state(
                 if (t := dropped.time(c["at"], f"changes[{c['node']!r}]")) is not None
             )
         ),
-        failures=int(spec.get("failures", 0)),
+        failures=min(int(spec.get("failures", 0)), MAX_COUNT),
         last_failure=dropped.time(spec.get("lastFailure"), "lastFailure"),
     )
     warned = dropped.diagnostics(file)
@@ -192,6 +194,9 @@ def _history(items: list[Any], dropped: _Dropped) -> tuple[Sample, ...]:
         rows = []
         for key, (running, pending) in (item.get("demand") or {}).items():
             tenant, profile = str(key).split("/", 1)
+            if int(running) > MAX_COUNT or int(pending) > MAX_COUNT:
+                dropped.what.append(f"history[{i}] {key} counts more than {MAX_COUNT:,} instances")
+                continue
             rows.append((tenant, profile, int(running), int(pending)))
         out.append(Sample(at, tuple(sorted(rows))))
     return tuple(sorted(out, key=lambda s: s.at))

@@ -7,7 +7,9 @@ JSON) goes to stdout; diagnostics to stderr.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
+import functools
 import json
 from collections import defaultdict
 from pathlib import Path
@@ -200,46 +202,33 @@ def command(
         return fail([moment])
     root = Path(policy_path)
     state_file = Path(state_path) if state_path else (root if root.is_dir() else root.parent) / STATE_FILE
-    if dry_run or not state_file.parent.is_dir():
-        return _recommend(
-            policy_path,
-            snapshots,
-            kubeconfig,
-            context,
-            in_cluster,
-            against,
-            state_file,
-            moment,
-            dry_run,
-            disruption,
-            drain_grace,
-            reconfigure_seconds,
-            fmt,
-        )
-    try:
-        # one run at a time per state file, from reading the policy to writing both files
-        with StateLock(state_file):
-            return _recommend(
-                policy_path,
-                snapshots,
-                kubeconfig,
-                context,
-                in_cluster,
-                against,
-                state_file,
-                moment,
-                dry_run,
-                disruption,
-                drain_grace,
-                reconfigure_seconds,
-                fmt,
-            )
-    except StateBusy as exc:
-        return fail([exc.diagnostic])
-    except OSError as exc:  # the lock file cannot be created (read-only directory …)
-        return fail(
-            [make("MIGC447", f"cannot lock {state_file}: {exc.strerror or exc}", file=str(state_file))]
-        )
+    go = functools.partial(
+        _recommend,
+        policy_path,
+        snapshots,
+        kubeconfig,
+        context,
+        in_cluster,
+        against,
+        state_file,
+        moment,
+        dry_run,
+        disruption,
+        drain_grace,
+        reconfigure_seconds,
+        fmt,
+    )
+    if dry_run or not state_file.parent.is_dir():  # writes nothing (or cannot): no lock to take
+        return go()
+    with contextlib.ExitStack() as stack:
+        try:  # one run at a time per state file, from reading the policy to writing both files
+            stack.enter_context(StateLock(state_file))
+        except StateBusy as exc:
+            return fail([exc.diagnostic])
+        except OSError as exc:  # the lock file cannot be created (read-only directory …)
+            why = exc.strerror or str(exc)
+            return fail([make("MIGC447", f"cannot lock {state_file}: {why}", file=str(state_file))])
+        return go()
 
 
 def _recommend(

@@ -402,3 +402,23 @@ def test_real_names_are_kept() -> None:
     p["metadata"]["name"] = "trainer-7f9c4-x2x.v1"
     pod, diags = parse_pod(p, NOW)
     assert pod is not None and not diags
+
+
+def test_an_endless_list_from_a_live_api_server_is_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
+    from compiler.observe import ObserveError, read
+
+    monkeypatch.setattr(read, "MAX_SNAPSHOT_BYTES", 10_000)
+    pages = {"n": 0}
+
+    class Page:
+        data = json.dumps(
+            {"items": [{"metadata": {"name": "x"}}], "metadata": {"continue": "again"}}
+        ).encode()
+
+    def endless(**kwargs: Any) -> Page:
+        pages["n"] += 1
+        return Page()
+
+    with pytest.raises(ObserveError) as info:
+        read._list_all(endless, "Pod", 1.0)
+    assert info.value.diagnostic.code == "MIGC403" and pages["n"] < 10_000

@@ -18,6 +18,8 @@ from hypothesis import strategies as st
 from compiler.cli import main
 from compiler.exitcodes import ExitCode
 
+pytestmark = pytest.mark.slow  # property tests over whole commands (~30 s); CI runs them
+
 ROOT = Path(__file__).resolve().parents[1]
 LAB = ROOT / "examples" / "lab"
 DYNAMIC = (

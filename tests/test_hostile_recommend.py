@@ -453,3 +453,25 @@ def test_demand_counts_and_failures_in_the_state_are_bounded() -> None:
     assert [d.code for d in diags] == ["MIGC445"] and "more than 1,000,000" in diags[0].message
     assert state.history == (Sample(NOW, (("ml", "1g.10gb", 1, 1),)),)
     assert state.failures == 1_000_000
+
+
+def test_a_state_an_earlier_version_poisoned_keeps_everything_but_the_key() -> None:
+    """The file the issue's run wrote: `students/foo` beside real history, changes and failures."""
+    good = dump_state(
+        State(
+            history=(Sample(NOW, (("students", "1g.10gb", 2, 1),)),),
+            changes=(("n1", NOW - dt.timedelta(minutes=16)),),
+            last_change=NOW - dt.timedelta(minutes=16),
+            failures=1,
+            last_failure=NOW - dt.timedelta(hours=1),
+        ),
+        NOW,
+    )
+    poisoned = good.replace(
+        "students/1g.10gb: [2, 1]", "students/1g.10gb: [2, 1]\n      students/foo: [0, 1]"
+    )
+    assert "students/foo" in poisoned
+    state, diags = parse_state(poisoned, "s.yaml", NOW, P)
+    assert [d.code for d in diags] == ["MIGC445"] and "students/foo" in diags[0].message
+    assert state.changes == (("n1", NOW - dt.timedelta(minutes=16)),) and state.failures == 1
+    assert state.history == (Sample(NOW, (("students", "1g.10gb", 2, 1),)),)

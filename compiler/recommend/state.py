@@ -143,6 +143,8 @@ def parse_state(
         return _lost("corrupt"), [
             make("MIGC420", f"recommender state {file}: not an {API_VERSION} {KIND} document", file=file)
         ]
+    dropped = _Dropped(now)
+    _drop_bad_keys(data, dropped)  # what an earlier migc wrote (mig-foo) costs that key, not the state
     errors = [d for d in schema_diagnostics(doc, KIND, ()) if d.severity.name == "ERROR"]
     if errors:
         e = errors[0]
@@ -150,7 +152,6 @@ def parse_state(
             make("MIGC420", f"recommender state {file}: {e.message}", file=e.file, line=e.line, col=e.col)
         ]
     spec = data["spec"]
-    dropped = _Dropped(now)
     state = State(
         updated=dropped.time(spec.get("updated"), "updated"),
         history=_history(spec.get("history") or [], dropped),
@@ -182,6 +183,21 @@ def parse_state(
             ),
         ]
     return state, warned
+
+
+def _drop_bad_keys(data: dict[str, Any], dropped: _Dropped) -> None:
+    """Remove the ``history[].demand`` keys the schema refuses (in place), noting each in ``dropped``."""
+    spec = data.get("spec")
+    history = spec.get("history") if isinstance(spec, dict) else None
+    if not isinstance(history, list):
+        return
+    for i, item in enumerate(history):
+        demand = item.get("demand") if isinstance(item, dict) else None
+        if not isinstance(demand, dict):
+            continue
+        for key in [k for k in demand if not (isinstance(k, str) and KEY.match(k))]:
+            dropped.what.append(f"history[{i}] key {str(key)[:80]!r} is no tenant/profile")
+            del demand[key]
 
 
 def _history(items: list[Any], dropped: _Dropped) -> tuple[Sample, ...]:

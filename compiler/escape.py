@@ -99,9 +99,9 @@ def markdown_cell(value: object, limit: int = MARKDOWN_CELL_LIMIT) -> str:
     text = terminal(str(value), keep_newlines=False)
     if len(text) > limit:
         text = text[: max(0, limit - 1)] + "…"
+    text = text.replace("@", "@" + _ZWSP).replace("#", "#" + _ZWSP)  # before the entities add "#"
+    text = _TAG_OPEN.sub("&lt;", text)  # before the entities add "&"… none of them holds "<"
     text = "".join(_MD_ENTITIES.get(c, c) for c in text)
-    text = _TAG_OPEN.sub("&lt;", text)
-    text = text.replace("@", "@" + _ZWSP).replace("#", "#" + _ZWSP)
     return _AUTOLINK.sub(lambda m: f"www{_ZWSP}." if m.group(1) else f":{_ZWSP}//", text)
 
 

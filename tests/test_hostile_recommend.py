@@ -475,3 +475,9 @@ def test_a_state_an_earlier_version_poisoned_keeps_everything_but_the_key() -> N
     assert [d.code for d in diags] == ["MIGC445"] and "students/foo" in diags[0].message
     assert state.changes == (("n1", NOW - dt.timedelta(minutes=16)),) and state.failures == 1
     assert state.history == (Sample(NOW, (("students", "1g.10gb", 2, 1),)),)
+
+
+def test_markdown_entities_stay_whole() -> None:
+    cell = markdown_cell("a|b `c` #1 @d [e]")
+    assert "&#124;" in cell and "&#96;" in cell and "&#91;" in cell  # no zero-width space inside one
+    assert re.fullmatch(r"[^&]*(&(#[0-9]+|lt);[^&]*)*", cell)  # every & starts a complete entity

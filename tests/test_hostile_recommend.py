@@ -22,6 +22,7 @@ import pytest
 import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from markdown_it import MarkdownIt
 from statusfleet import pod
 from test_recommend_cli import compiled, run, setup
 
@@ -442,6 +443,23 @@ def test_every_field_of_the_pr_body_is_escaped(
         return [line.count("|") for line in text.splitlines() if line.startswith("|")]
 
     assert cells(body) == cells(clean)
+    # parsed as CommonMark with GFM tables: the same table cells, and not one link, image, code span,
+    # emphasis or raw HTML more than the clean body has
+    parser = MarkdownIt("commonmark", {"html": True}).enable("table").enable("strikethrough")
+
+    def shape(text: str) -> tuple[int, dict[str, int]]:
+        tokens = parser.parse(text)
+        inline = [c.type for t in tokens if t.type == "inline" for c in t.children or []]
+        blocks = [t.type for t in tokens]
+        counted = ("link_open", "image", "code_inline", "html_inline", "em_open", "strong_open", "s_open")
+        kinds = {k: inline.count(k) for k in counted} | {"html_block": blocks.count("html_block")}
+        return blocks.count("td_open") + blocks.count("th_open"), kinds
+
+    (cells_body, kinds_body), (cells_clean, kinds_clean) = shape(body), shape(clean)
+    assert cells_body == cells_clean
+    # (a poisoned gate name hides the verdict line, so the poisoned body may have less, never more)
+    assert all(kinds_body[k] <= kinds_clean[k] for k in kinds_clean), (kinds_body, kinds_clean)
+    assert kinds_clean["html_inline"] == kinds_clean["link_open"] == kinds_body["html_inline"] == 0
 
 
 def test_demand_counts_and_failures_in_the_state_are_bounded() -> None:

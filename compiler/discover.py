@@ -73,6 +73,31 @@ class DiscoverError(Exception):
         self.diagnostic = diagnostic
 
 
+# What NVML may answer (anything else is MIGC909, before any buffer is sized by it): a GPU has at
+# most 8 compute slices and 8 memory slices today; the bounds leave room for larger parts.
+MAX_SLICES = 64  # sliceCount, placement start + size, memory slices
+MAX_INSTANCES = 64  # instanceCount of one profile, placements of one profile
+MAX_MEMORY_BYTES = 1 << 50  # 1 PiB of device memory
+MAX_MULTIPROCESSORS = 1 << 16
+
+
+def _bounded(value: Any, low: int, high: int, what: str, gpu: int) -> int:
+    """``int(value)`` when it lies in ``low..high``; else MIGC909 naming the field."""
+    try:
+        n = int(value)
+    except (TypeError, ValueError, OverflowError):
+        n = None
+    if n is None or not low <= n <= high:
+        raise DiscoverError(
+            make(
+                "MIGC909",
+                f"GPU {gpu}: NVML reports {what} = {str(value)[:40]}, outside {low}..{high}",
+                path=f"gpu[{gpu}]",
+            )
+        )
+    return n
+
+
 # --- what NVML said, uninterpreted ------------------------------------------------------------------
 
 
@@ -226,9 +251,10 @@ def _read_gpu(reader: _Reader, index: int, notes: list[Diagnostic]) -> RawGpu:
     name = _text(reader.call("reading the name", "nvmlDeviceGetName", handle, gpu=index))
     pci = reader.call("reading PCI info", "nvmlDeviceGetPciInfo", handle, gpu=index)
     memory = reader.call("reading memory info", "nvmlDeviceGetMemoryInfo", handle, gpu=index)
+    total = _bounded(memory.total, 1, MAX_MEMORY_BYTES, "memoryTotalBytes", index)
     mode, err = reader.probe("nvmlDeviceGetMigMode", handle)
     if err is not None and _code(err) == _ERR_NOT_SUPPORTED:
-        return RawGpu(index, name, int(pci.pciDeviceId), int(memory.total), None, None, None, (), None)
+        return RawGpu(index, name, int(pci.pciDeviceId), total, None, None, None, (), None)
     if err is not None:
         raise _fail(reader.nvml, err, "reading the MIG mode", index)
     current, pending = int(mode[0]), int(mode[1])
@@ -249,7 +275,7 @@ def _read_gpu(reader: _Reader, index: int, notes: list[Diagnostic]) -> RawGpu:
         index=index,
         name=name,
         pci_device_id=int(pci.pciDeviceId),
-        memory_total_bytes=int(memory.total),
+        memory_total_bytes=total,
         mig_current=current,
         mig_pending=pending,
         max_mig_devices=None if max_devices is None else int(max_devices),
@@ -277,14 +303,19 @@ def _read_profiles(reader: _Reader, handle: Any, gpu: int) -> tuple[RawProfile, 
         if err is not None:
             raise _fail(reader.nvml, err, f"reading GPU-instance profile index {index}", gpu)
         name = _text(info.name).strip() if version == 2 else None
+        what = f"profile index {index}"
         found.append(
             RawProfile(
                 index=index,
                 id=int(info.id),
-                slice_count=int(info.sliceCount),
-                instance_count=int(info.instanceCount),
-                multiprocessor_count=int(info.multiprocessorCount),
-                memory_size_mb=int(info.memorySizeMB),
+                slice_count=_bounded(info.sliceCount, 1, MAX_SLICES, f"{what} sliceCount", gpu),
+                instance_count=_bounded(info.instanceCount, 0, MAX_INSTANCES, f"{what} instanceCount", gpu),
+                multiprocessor_count=_bounded(
+                    info.multiprocessorCount, 0, MAX_MULTIPROCESSORS, f"{what} multiprocessorCount", gpu
+                ),
+                memory_size_mb=_bounded(
+                    info.memorySizeMB, 1, MAX_MEMORY_BYTES >> 20, f"{what} memorySizeMB", gpu
+                ),
                 name=name or None,
                 placements=_read_placements(reader, handle, int(info.id), gpu),
             )
@@ -308,6 +339,7 @@ def _read_placements(reader: _Reader, handle: Any, profile_id: int, gpu: int) ->
     )
     if count.value == 0:
         return ()
+    _bounded(count.value, 0, MAX_INSTANCES, f"the placement count of profile id {profile_id}", gpu)
     buffer = (nvml.c_nvmlGpuInstancePlacement_t * count.value)()
     reader.call(
         what,
@@ -318,7 +350,17 @@ def _read_placements(reader: _Reader, handle: Any, profile_id: int, gpu: int) ->
         ctypes.byref(count),
         gpu=gpu,
     )
-    return tuple(sorted((int(buffer[i].start), int(buffer[i].size)) for i in range(count.value)))
+    n = _bounded(count.value, 0, MAX_INSTANCES, f"the placement count of profile id {profile_id}", gpu)
+    where = f"a placement of profile id {profile_id}"
+    return tuple(
+        sorted(
+            (
+                _bounded(buffer[i].start, 0, MAX_SLICES, f"{where} start", gpu),
+                _bounded(buffer[i].size, 1, MAX_SLICES, f"{where} size", gpu),
+            )
+            for i in range(n)
+        )
+    )
 
 
 def _read_instances(

@@ -9,7 +9,10 @@ below; the policy loader keeps its own 4 MiB (``compiler.load.MAX_FILE_BYTES``, 
 
 Writing: :func:`write_file_atomic` writes into a fresh temporary file (``O_CREAT | O_EXCL``, which
 never follows a link) in the target's directory and renames it over the target, so a symlink at
-the target is replaced, never written through, and a reader never sees half a file.
+the target is replaced, never written through, and a reader never sees half a file. A new file
+gets ``0666 & ~umask`` as an editor's would, a rewritten one keeps its mode; an optional check sees
+the bytes read back before the rename. :func:`write_files_atomic` stages several files and renames
+them back to back only once all are written and checked.
 :func:`refuse_symlink` is the check for output *directories* given on the command line: migc
 does not write through a symlinked ``--out`` or ``--svg`` directory (MIGC320).
 
@@ -24,6 +27,7 @@ import fcntl
 import os
 import stat
 import tempfile
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from types import TracebackType
 
@@ -138,19 +142,65 @@ def refuse_symlink(path: Path, option: str) -> Diagnostic | None:
     return None
 
 
-def write_file_atomic(path: Path, data: bytes) -> None:
+def current_umask() -> int:
+    """The process's umask (read from /proc where it can be, else set and restored at once)."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as status:
+            for line in status:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def new_file_mode(path: Path) -> int:
+    """The mode a rewrite of ``path`` gets: the mode of the regular file there now (a user's file keeps
+    its mode), else what any editor would create, ``0o666`` less the umask."""
+    try:
+        st = os.stat(path, follow_symlinks=False)
+        if stat.S_ISREG(st.st_mode):
+            return stat.S_IMODE(st.st_mode)
+    except OSError:
+        pass
+    return 0o666 & ~current_umask()
+
+
+def write_file_atomic(path: Path, data: bytes, check: Callable[[bytes], None] | None = None) -> None:
     """Write ``data`` to ``path``: a new temporary file in the same directory, then a rename over ``path``.
 
     Whatever ``path`` was (a file, a symlink to anywhere) is replaced by the new regular file; the
-    target of a link is never opened.
+    target of a link is never opened. The new file has :func:`new_file_mode`. ``check``, when given,
+    is called with the bytes read back from the temporary file before the rename; whatever it
+    raises leaves ``path`` as it was.
     """
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".migc-tmp", dir=path.parent)
+    write_files_atomic([(path, data, check)])
+
+
+def write_files_atomic(files: Sequence[tuple[Path, bytes, Callable[[bytes], None] | None]]) -> None:
+    """Write several files as nearly one step: every temporary file is written, read back and checked
+    first; only then are they renamed over their targets, in the order given, one rename after the
+    other. A failure before the renames changes nothing; the temporary files are removed.
+    """
+    staged: list[tuple[str, Path]] = []
     try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-        os.replace(tmp, path)
+        for path, data, check in files:
+            mode = new_file_mode(path)
+            fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".migc-tmp", dir=path.parent)
+            staged.append((tmp, path))
+            with os.fdopen(fd, "wb") as handle:
+                handle.write(data)
+                handle.flush()
+                os.fchmod(handle.fileno(), mode)
+            if check is not None:
+                check(Path(tmp).read_bytes())
+        for tmp, path in staged:
+            os.replace(tmp, path)
     except BaseException:
-        Path(tmp).unlink(missing_ok=True)
+        for tmp, _ in staged:
+            Path(tmp).unlink(missing_ok=True)
         raise
 
 

@@ -13,6 +13,7 @@ from typing import Any, Literal, TextIO
 
 from compiler import __version__
 from compiler.diagnostics import Diagnostic, Severity, registry, sort_key
+from compiler.escape import terminal
 
 OutputFormat = Literal["text", "json", "github", "sarif"]
 FORMATS: tuple[OutputFormat, ...] = ("text", "json", "github", "sarif")
@@ -35,10 +36,10 @@ def _location(d: Diagnostic) -> str:
 def format_text(diagnostics: Sequence[Diagnostic]) -> str:
     """``path:line:col: CODE severity: message`` then ``  hint: ...`` (gcc style: clickable in editors)."""
     lines: list[str] = []
-    for d in _sorted(diagnostics):
-        lines.append(f"{_location(d)}: {d.code} {d.severity}: {d.message}")
+    for d in _sorted(diagnostics):  # messages quote cluster data: no control sequence reaches a terminal
+        lines.append(terminal(f"{_location(d)}: {d.code} {d.severity}: {d.message}", keep_newlines=False))
         if d.hint:
-            lines.append(f"  hint: {d.hint}")
+            lines.append(terminal(f"  hint: {d.hint}", keep_newlines=False))
     return "\n".join(lines) + ("\n" if lines else "")
 
 

@@ -56,13 +56,19 @@ def test_corrupt_state_warns_and_is_empty(tmp_path: Path) -> None:
         dump_state(State(), NOW).replace("updated:", "updatedd:"),
         sampled.replace("[3, 2]", "[3, -2]"),  # a negative count
         sampled.replace("[3, 2]", "[3]"),  # running without pending
-        sampled.replace("ml/1g.10gb", "ml/1g.10gib"),  # not a profile
-        sampled.replace("ml/1g.10gb", "1g.10gb"),  # no tenant
     )
     for text in broken:
         state, diags = parse_state(text, "s.yaml", NOW, P)
         assert [d.code for d in diags] == ["MIGC420"], text
         assert state.history == () and state.failures == 0 and state.notes == ("corrupt",)
+    # a key the schema refuses costs that key (MIGC445), not the state (issue 24)
+    for text in (
+        sampled.replace("ml/1g.10gb", "ml/1g.10gib"),  # not a profile
+        sampled.replace("ml/1g.10gb", "1g.10gb"),  # no tenant
+    ):
+        state, diags = parse_state(text, "s.yaml", NOW, P)
+        assert [d.code for d in diags] == ["MIGC445"], text
+        assert state.history == (Sample(t(60), ()),) and state.notes == ()
     bad = tmp_path / "observed-demand.yaml"
     bad.write_bytes(b"\xff\xfe")
     assert [d.code for d in read_state(bad, NOW, P)[1]] == ["MIGC420"]

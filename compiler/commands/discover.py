@@ -14,8 +14,9 @@ import click
 import yaml
 
 from compiler import discover, report
-from compiler.catalog import load_catalog
-from compiler.diagnostics import Diagnostic, has_errors
+from compiler.catalog import CatalogError, load_catalog
+from compiler.diagnostics import Diagnostic, has_errors, make
+from compiler.escape import terminal
 from compiler.exitcodes import ExitCode
 
 
@@ -78,7 +79,7 @@ def run(*, fmt: str, compare: bool, gpu: int | None, output_format: str, quiet: 
         return ExitCode.INVALID
     if not quiet:
         for line in discover.layout_lines(cap):
-            click.echo(line, err=True)
+            click.echo(terminal(line, keep_newlines=False), err=True)  # NVML's strings are input too
     if fmt == "capture":
         data = discover.capture_to_dict(cap)
         click.echo(yaml.safe_dump(data, sort_keys=False, default_flow_style=None, width=120), nl=False)
@@ -91,7 +92,12 @@ def run(*, fmt: str, compare: bool, gpu: int | None, output_format: str, quiet: 
     differences: list[Diagnostic] = []
     for model in models:
         known = discover.find_in_catalog(model, catalog)
-        entries.append(discover.to_entry(model, known))
+        try:
+            entries.append(discover.to_entry(model, known))
+        except CatalogError as exc:  # NVML's numbers make no valid catalog entry
+            bad = make("MIGC909", f"GPU {model.source_gpu}: {exc}")
+            _print_diagnostics([*diagnostics, bad], output_format)
+            return ExitCode.INVALID
         if compare:
             differences.extend(discover.compare(model, known))
     if fmt == "json":

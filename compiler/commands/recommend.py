@@ -7,6 +7,9 @@ JSON) goes to stdout; diagnostics to stderr.
 
 from __future__ import annotations
 
+import contextlib
+import datetime as dt
+import functools
 import json
 from collections import defaultdict
 from pathlib import Path
@@ -15,6 +18,7 @@ import click
 
 from compiler.catalog import load_catalog
 from compiler.commands._common import (
+    cannot_write,
     cluster_source_options,
     disruption_options,
     emit_diagnostics,
@@ -26,13 +30,24 @@ from compiler.commands._common import (
 )
 from compiler.current import read_current
 from compiler.diagnostics import Diagnostic, has_errors, make
+from compiler.escape import bound_markdown, terminal
 from compiler.exitcodes import ExitCode
-from compiler.fsio import write_file_atomic
+from compiler.fsio import write_files_atomic
 from compiler.load import load_paths
 from compiler.observe import ObserveError
 from compiler.recommend import gates as g
 from compiler.recommend.engine import Recommendation, evidence_markdown, recommend
-from compiler.recommend.state import KIND, STATE_FILE, dump_state, edit_replicas, read_state
+from compiler.recommend.state import (
+    KIND,
+    STATE_FILE,
+    StateBusy,
+    StateLock,
+    StateNotWritten,
+    edit_replicas,
+    prepare_state,
+    read_state,
+    rebuild_from_cluster,
+)
 from compiler.validate import unique_sorted, validate
 
 
@@ -187,6 +202,50 @@ def command(
         return fail([moment])
     root = Path(policy_path)
     state_file = Path(state_path) if state_path else (root if root.is_dir() else root.parent) / STATE_FILE
+    go = functools.partial(
+        _recommend,
+        policy_path,
+        snapshots,
+        kubeconfig,
+        context,
+        in_cluster,
+        against,
+        state_file,
+        moment,
+        dry_run,
+        disruption,
+        drain_grace,
+        reconfigure_seconds,
+        fmt,
+    )
+    if dry_run or not state_file.parent.is_dir():  # writes nothing (or cannot): no lock to take
+        return go()
+    with contextlib.ExitStack() as stack:
+        try:  # one run at a time per state file, from reading the policy to writing both files
+            stack.enter_context(StateLock(state_file))
+        except StateBusy as exc:
+            return fail([exc.diagnostic])
+        except OSError as exc:  # the lock file cannot be created (read-only directory …)
+            why = exc.strerror or str(exc)
+            return fail([make("MIGC447", f"cannot lock {state_file}: {why}", file=str(state_file))])
+        return go()
+
+
+def _recommend(
+    policy_path: str,
+    snapshots: tuple[str, ...],
+    kubeconfig: str | None,
+    context: str | None,
+    in_cluster: bool,
+    against: str,
+    state_file: Path,
+    moment: dt.datetime,
+    dry_run: bool,
+    disruption: str,
+    drain_grace: float,
+    reconfigure_seconds: float,
+    fmt: str,
+) -> int:
     catalog = load_catalog()
     docs, load_diags = load_paths([policy_path])
     # the machine-owned state never blocks the recommender: it is read (and judged) on its own below
@@ -223,6 +282,8 @@ def command(
     diagnostics.extend(obs.warnings)
     state, more = read_state(state_file, moment, policy.partition)
     diagnostics.extend(more)
+    state, more = rebuild_from_cluster(state, obs, moment)
+    diagnostics.extend(more)
     rec = recommend(
         policy,
         catalog,
@@ -239,14 +300,18 @@ def command(
     if has_errors(rec.diagnostics):
         return ExitCode.INVALID
     body = {"markdown": evidence_markdown, "json": _to_json, "text": _to_text}[fmt](rec)
+    if fmt == "markdown":
+        body = bound_markdown(body)  # the forge refuses a pull-request body over 65,536 characters
+    elif fmt == "text":
+        body = terminal(body)
     click.echo(body, nl=False)
     if not dry_run:
+        edited: dict[Path, str] = {}
         if rec.proposed_change:
             by_file: dict[str, dict[tuple[str, str], int]] = defaultdict(dict)
             spans = {w.name: w.span.file for w in policy.workloads}
             for name, _, new in rec.replicas:
                 by_file[spans[name]][("Workload", name)] = new
-            edited: dict[Path, str] = {}
             for file, changes in sorted(by_file.items()):
                 path = Path(file)
                 try:
@@ -254,9 +319,20 @@ def command(
                 except (OSError, ValueError, UnicodeDecodeError) as exc:
                     emit_diagnostics([make("MIGC427", f"{file}: {exc}", file=file)], "text", to_stderr=True)
                     return ExitCode.INVALID
-            for path, text in edited.items():  # every file edited in memory first: all or nothing
-                write_file_atomic(path, text.encode("utf-8"))
-        write_file_atomic(state_file, dump_state(rec.state, moment).encode("utf-8"))
+        # Both files as nearly one step: every temporary file written and the state read back first,
+        # then the renames back to back, the state first — a run killed between two renames leaves
+        # the change recorded (minDwell and the budget hold) with the Workloads unedited, never
+        # Workloads edited with no record of the change.
+        try:
+            data, check, warned = prepare_state(state_file, rec.state, moment)
+            write_files_atomic(
+                [(state_file, data, check), *((p, text.encode("utf-8"), None) for p, text in edited.items())]
+            )
+        except StateNotWritten as exc:
+            return fail([exc.diagnostic])
+        except OSError as exc:
+            return fail([cannot_write(str(exc.filename or state_file), exc)])
+        emit_diagnostics(warned, "text", to_stderr=True)
     click.echo(
         ("change proposed" if rec.proposed_change else "no change proposed")
         + (" (dry run: nothing written)" if dry_run else f"; state in {state_file}"),

@@ -56,6 +56,8 @@ class Rollout:
     attempts: int = 0
     last_error: str = ""
     paused: bool = False
+    started: dt.datetime | None = None  # migc.dev/started-at: when the current reconfiguration began
+    previous_config: str = ""  # migc.dev/previous-config: kept after a reconfiguration finished
 
     @property
     def in_progress(self) -> bool:

@@ -1,7 +1,11 @@
 """GPU usage from Prometheus: the DCGM exporter's per-GPU and per-MIG-instance metrics.
 
 One instant query per metric through the HTTP API (``GET /api/v1/query``, Prometheus
-``web/api/v1/api.go``), with a timeout. The DCGM exporter (NVIDIA/dcgm-exporter ``internal/pkg/
+``web/api/v1/api.go``), with a total deadline: ``timeout`` bounds the whole exchange (connect,
+headers and body), not each read, so a server that sends one byte every second cannot hold the
+command past it. The request runs in a daemon thread that is abandoned at the deadline.
+
+The DCGM exporter (NVIDIA/dcgm-exporter ``internal/pkg/
 counters``, 3.x/4.x) labels every sample with ``Hostname`` (the node), ``gpu`` (the device index)
 and, for a MIG instance, ``GPU_I_ID`` and ``GPU_I_PROFILE``; with Kubernetes pod mapping enabled
 also ``namespace`` and ``pod``. Metrics used:
@@ -14,6 +18,7 @@ from __future__ import annotations
 
 import json
 import math
+import threading
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -43,19 +48,39 @@ class PrometheusError(Exception):
     pass
 
 
+def _fetch(url: str, base_url: str, promql: str, timeout: float) -> bytes:
+    """The body at ``url``, all of it within ``timeout`` seconds (at most MAX_RESPONSE_BYTES + 1)."""
+    result: list[bytes] = []
+    failure: list[PrometheusError] = []
+
+    def get() -> None:
+        try:
+            with urllib.request.urlopen(url, timeout=timeout) as resp:
+                result.append(resp.read(MAX_RESPONSE_BYTES + 1))
+        except urllib.error.HTTPError as exc:
+            failure.append(PrometheusError(f"HTTP {exc.code} for {promql}"))
+        except (urllib.error.URLError, OSError, ValueError) as exc:
+            reason = getattr(exc, "reason", exc)
+            failure.append(PrometheusError(f"cannot reach {base_url}: {reason}"))
+        except Exception as exc:  # http.client's own errors (a malformed status line …)
+            failure.append(PrometheusError(f"cannot read {base_url}: {type(exc).__name__}: {exc}"))
+
+    worker = threading.Thread(target=get, name="migc-prometheus", daemon=True)
+    worker.start()
+    worker.join(timeout)
+    if worker.is_alive():
+        raise PrometheusError(f"no complete answer to {promql} within {timeout:g}s")
+    if failure:
+        raise failure[0]
+    return result[0]
+
+
 def query(base_url: str, promql: str, timeout: float) -> list[tuple[dict[str, str], float]]:
     """An instant vector: ``[(labels, value)]``; raises :class:`PrometheusError` on any failure."""
     url = base_url.rstrip("/") + "/api/v1/query?" + urllib.parse.urlencode({"query": promql})
     if not url.startswith(("http://", "https://")):
         raise PrometheusError(f"{base_url!r} is not an http(s) URL")
-    try:
-        with urllib.request.urlopen(url, timeout=timeout) as resp:
-            raw = resp.read(MAX_RESPONSE_BYTES + 1)
-    except urllib.error.HTTPError as exc:
-        raise PrometheusError(f"HTTP {exc.code} for {promql}") from exc
-    except (urllib.error.URLError, OSError) as exc:
-        reason = getattr(exc, "reason", exc)
-        raise PrometheusError(f"cannot reach {base_url}: {reason}") from exc
+    raw = _fetch(url, base_url, promql, timeout)
     if len(raw) > MAX_RESPONSE_BYTES:
         raise PrometheusError(f"the answer to {promql} is larger than {MAX_RESPONSE_BYTES} bytes")
     try:

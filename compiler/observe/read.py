@@ -102,15 +102,29 @@ def read_snapshots(paths: Sequence[str | os.PathLike[str]], now: dt.datetime) ->
 
 
 def _list_all(call: Any, kind: str, timeout: float) -> list[Mapping[str, Any]]:
-    """Every object of a paginated list call, as the API's JSON (camelCase, like kubectl's)."""
+    """Every object of a paginated list call, as the API's JSON (camelCase, like kubectl's).
+
+    Bounded like a snapshot: at most MAX_SNAPSHOT_BYTES of answers over all pages of one kind (an
+    endless ``continue`` chain ends there), else :class:`ObserveError` (MIGC403).
+    """
     out: list[Mapping[str, Any]] = []
     token: str | None = None
+    total = 0
     while True:
         kwargs: dict[str, Any] = {"limit": PAGE_SIZE, "_preload_content": False, "_request_timeout": timeout}
         if token:
             kwargs["_continue"] = token
         resp = call(**kwargs)
-        body = json.loads(resp.data)
+        data = resp.data
+        total += len(data)
+        if total > MAX_SNAPSHOT_BYTES:
+            raise ObserveError(
+                make(
+                    "MIGC403",
+                    f"the {kind} list is larger than the {MAX_SNAPSHOT_BYTES} bytes a snapshot may be",
+                )
+            )
+        body = json.loads(data)
         for item in body.get("items") or []:
             if isinstance(item, dict):
                 out.append({**item, "kind": kind})
@@ -150,8 +164,10 @@ def read_cluster(
     try:
         nodes = _list_all(api.list_node, "Node", timeout)
         pods = _list_all(api.list_pod_for_all_namespaces, "Pod", timeout)
+    except ObserveError:
+        raise
     except Exception as exc:  # ApiException, urllib3 errors, bad JSON
-        reason = getattr(exc, "reason", None) or str(exc).splitlines()[0]
+        reason = getattr(exc, "reason", None) or (str(exc).splitlines() or [type(exc).__name__])[0]
         raise ObserveError(make("MIGC403", f"cannot list nodes and pods at {cfg.host}: {reason}")) from exc
     parsed_nodes, parsed_pods, diags = parse_objects([(o, "") for o in [*nodes, *pods]], now)
     return Observation(

@@ -34,6 +34,7 @@ from dataclasses import dataclass, replace
 
 from compiler.catalog import Catalog
 from compiler.diagnostics import Diagnostic, make
+from compiler.escape import markdown_cell as _md
 from compiler.model import CurrentState, GpuLayout, Policy, Rule, Workload
 from compiler.observe import Observation, ObservedPod
 from compiler.observe.model import profile_of
@@ -588,7 +589,7 @@ def disruption_markdown(rec: Recommendation) -> list[str]:
         loss = "unknown" if d.loss is None else f"{d.loss:,.0f}"
         cost = "unknown" if d.cost is None else f"{d.cost:,.0f}"
         cells = (d.node, d.changed_gpus, d.running, loss, f"{d.outage:,.0f}", f"{d.displaced:,.0f}", cost)
-        lines.append("| " + " | ".join(str(c) for c in cells) + " |")
+        lines.append("| " + " | ".join(_md(c) for c in cells) + " |")
     if len(rec.node_costs) > MAX_PLAN_ROWS:
         lines.append(f"| … {len(rec.node_costs) - MAX_PLAN_ROWS} more node(s) | | | | | | |")
     if not rec.node_costs:
@@ -596,7 +597,7 @@ def disruption_markdown(rec: Recommendation) -> list[str]:
     gate = next((x for x in rec.gates if x.name == "disruption"), None)
     if gate is not None:
         verdict = "worth it" if gate.passed else "**not worth it**"
-        lines += ["", f"**Verdict:** {verdict}: {gate.why}."]
+        lines += ["", f"**Verdict:** {verdict}: {_md(gate.why, 2000)}."]
     return [*lines, ""]
 
 
@@ -624,7 +625,7 @@ def evidence_markdown(rec: Recommendation, sources: Sequence[str] = ()) -> str:
     ]
     kept = {(t, p): n for t, p, n in rec.keep}
     lines += [
-        f"| {t} | {p} | {r} | {q} | {n} | {lo} | {mean:.1f} | {hi} | {kept.get((t, p), 0)} | {s} |"
+        f"| {_md(t)} | {_md(p)} | {r} | {q} | {n} | {lo} | {mean:.1f} | {hi} | {kept.get((t, p), 0)} | {s} |"
         for t, p, r, q, n, lo, mean, hi, s in rec.window
     ] or ["| – | – | 0 | 0 | 1 | 0 | 0.0 | 0 | 0 | 0 |"]
     if rec.since is not None:
@@ -643,7 +644,7 @@ def evidence_markdown(rec: Recommendation, sources: Sequence[str] = ()) -> str:
         ]
     cur, new = dict(rec.current), dict(rec.proposed)
     lines += ["", "### Capacity (instances)", "", "| profile | current | proposed |", "|---|---:|---:|"]
-    lines += [f"| {p} | {cur.get(p, 0)} | {new.get(p, 0)} |" for p in sorted(set(cur) | set(new))]
+    lines += [f"| {_md(p)} | {cur.get(p, 0)} | {new.get(p, 0)} |" for p in sorted(set(cur) | set(new))]
     lines += [
         "",
         f"**Gain:** the proposal serves {rec.gain:.1f}% of the slice-weighted demand the current "
@@ -659,26 +660,29 @@ def evidence_markdown(rec: Recommendation, sources: Sequence[str] = ()) -> str:
     ]
     for gate in rec.gates:
         res = "overridden" if gate.overridden else ("passed" if gate.passed else "**blocked**")
-        lines.append(f"| {gate.name} | {res} | {gate.why} |")
+        lines.append(f"| {_md(gate.name)} | {res} | {_md(gate.why, 2000)} |")
     lines += ["", "### Rules fired", ""]
     for name in rec.rules:
         effects = [e for e in rec.rule_effects if e[0] == name]
         lines += [
-            f"- {name}: tenant {tenant}: +{n} x {profile} on Workload {workload}"
+            f"- {_md(name)}: tenant {_md(tenant)}: +{n} x {_md(profile)} on Workload {_md(workload)}"
             if workload
-            else f"- {name}: tenant {tenant}: no Workload asking for {profile} can take it "
+            else f"- {_md(name)}: tenant {_md(tenant)}: no Workload asking for {_md(profile)} can take it "
             "(in the rule's pools); nothing added (MIGC428)"
             for _, tenant, profile, workload, n in effects
-        ] or [f"- {name}: nothing added (no pending pod it matches waited through the whole window)"]
+        ] or [f"- {_md(name)}: nothing added (no pending pod it matches waited through the whole window)"]
     if not rec.rules:
         lines.append("- none")
     if rec.urgent:
-        lines += ["", "### Pods past their max wait", ""] + [f"- {k}" for k in rec.urgent]
+        lines += ["", "### Pods past their max wait", ""]
+        lines += [f"- {_md(k)}" for k in rec.urgent[:MAX_PLAN_ROWS]]
+        if len(rec.urgent) > MAX_PLAN_ROWS:
+            lines.append(f"- … {len(rec.urgent) - MAX_PLAN_ROWS} more pod(s)")
     lines += ["", "### Change", ""]
-    lines += [f"- Workload {w}: replicas {a} → {b}" for w, a, b in rec.replicas] or ["- none"]
+    lines += [f"- Workload {_md(w)}: replicas {a} → {b}" for w, a, b in rec.replicas] or ["- none"]
     if rec.nodes:
         lines.append(
-            f"- nodes reconfigured: {len(rec.nodes)} ({', '.join(rec.nodes[:10])}"
+            f"- nodes reconfigured: {len(rec.nodes)} ({', '.join(_md(n) for n in rec.nodes[:10])}"
             f"{', …' if len(rec.nodes) > 10 else ''})"
         )
     if rec.node_plan:
@@ -689,7 +693,7 @@ def evidence_markdown(rec: Recommendation, sources: Sequence[str] = ()) -> str:
             "| node | GPUs reconfigured | deployed | proposed |",
             "|---|---:|---|---|",
         ]
-        lines += [f"| {n} | {k} | {a} | {b} |" for n, k, a, b in rec.node_plan[:MAX_PLAN_ROWS]]
+        lines += [f"| {_md(n)} | {k} | {_md(a)} | {_md(b)} |" for n, k, a, b in rec.node_plan[:MAX_PLAN_ROWS]]
         if len(rec.node_plan) > MAX_PLAN_ROWS:
             lines.append(f"| … {len(rec.node_plan) - MAX_PLAN_ROWS} more node(s) | | | |")
     return "\n".join(lines) + "\n"

@@ -19,12 +19,18 @@ Mapping a fraction ``f`` of a GPU to a MIG profile (``--mapping``):
 
 ``num_gpu = k`` ≥ 2 (and ``f = 1``) maps to ``k`` instances of the full-GPU profile on one node.
 Media-extension (+me) profiles are never used.
+
+Every value is checked where it is read (MIGC425 with the line and column of the bad field): times
+must be finite numbers of seconds in ``[0, MAX_TRACE_SECONDS]`` (``inf``, ``nan`` or ``1e300``
+would make the replay run for ever or overflow), ``num_gpu`` a whole number ``0..MAX_POD_GPUS`` and
+``gpu_milli`` ``0..1000``.
 """
 
 from __future__ import annotations
 
 import csv
 import io
+import math
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -33,6 +39,8 @@ from compiler.diagnostics import make
 from compiler.fsio import ReadRefused, read_bounded
 
 TRACE_LIMIT = 256 * 1024 * 1024
+MAX_TRACE_SECONDS = 366 * 86400  # a year; the openb traces span 149 days (1.3e7 s)
+MAX_POD_GPUS = 64  # num_gpu of one pod (openb: at most 8)
 COLUMNS = ("name", "num_gpu", "gpu_milli", "qos", "creation_time", "deletion_time", "scheduled_time")
 # openb qos classes; LS = latency-sensitive is served first, BE = best effort last
 PRIORITY = {"LS": 3, "Guaranteed": 2, "Burstable": 1, "BE": 0}
@@ -61,8 +69,61 @@ class Trace:
     skipped_never_ran: int
 
 
-def _fail(path: str, why: str, line: int = 0) -> TraceError:
-    return TraceError(make("MIGC425", f"trace {path}: {why}", file=path, line=line))
+def _fail(path: str, why: str, line: int = 0, col: int = 0) -> TraceError:
+    return TraceError(make("MIGC425", f"trace {path}: {why}", file=path, line=line, col=col))
+
+
+def _columns(raw_line: str) -> list[int]:
+    """1-based column where each comma-separated field of ``raw_line`` starts (quotes respected)."""
+    starts, quoted = [1], False
+    for i, ch in enumerate(raw_line):
+        if ch == '"':
+            quoted = not quoted
+        elif ch == "," and not quoted:
+            starts.append(i + 2)
+    return starts
+
+
+class _Row:
+    """One CSV record with the position of each field, for MIGC425 at line:column."""
+
+    def __init__(self, path: str, row: dict[str, str], header: list[str], line: int, raw_line: str) -> None:
+        self.path, self.row, self.line = path, row, line
+        self.index = {name: i for i, name in enumerate(header)}
+        self.starts = _columns(raw_line)
+
+    def fail(self, name: str, why: str) -> TraceError:
+        i = self.index.get(name, 0)
+        col = self.starts[i] if i < len(self.starts) else 1
+        value = str(self.row.get(name) or "")[:40]
+        return _fail(self.path, f"line {self.line}, column {name}: {value!r} {why}", self.line, col)
+
+    def text(self, name: str) -> str:
+        value = self.row.get(name)
+        return value.strip() if isinstance(value, str) else ""
+
+    def whole(self, name: str, low: int, high: int, default: int | None = None) -> int:
+        text = self.text(name)
+        if not text and default is not None:
+            return default
+        if len(text) > 20 or not text.lstrip("-").isascii() or not text.lstrip("-").isdigit():
+            raise self.fail(name, f"is not a whole number (expected {low}..{high})")
+        n = int(text)
+        if not low <= n <= high:
+            raise self.fail(name, f"is outside {low}..{high}")
+        return n
+
+    def seconds(self, name: str, optional: bool = False) -> float | None:
+        text = self.text(name)
+        if not text and optional:
+            return None
+        try:
+            t = float(text) if len(text) <= 40 else math.nan
+        except ValueError:
+            t = math.nan
+        if not math.isfinite(t) or not 0 <= t <= MAX_TRACE_SECONDS:
+            raise self.fail(name, f"is not a time in seconds between 0 and {MAX_TRACE_SECONDS} (a year)")
+        return t
 
 
 def read_trace(path: Path) -> Trace:
@@ -77,24 +138,32 @@ def read_trace(path: Path) -> Trace:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise _fail(shown, "not UTF-8") from exc
+    lines = text.splitlines()
     reader = csv.DictReader(io.StringIO(text))
-    missing = [c for c in COLUMNS if c not in (reader.fieldnames or ())]
+    try:
+        header = list(reader.fieldnames or ())
+    except csv.Error as exc:
+        raise _fail(shown, f"not CSV: {exc}", 1, 1) from exc
+    missing = [c for c in COLUMNS if c not in header]
     if missing:
-        raise _fail(shown, f"missing column(s) {', '.join(missing)}", 1)
+        raise _fail(shown, f"missing column(s) {', '.join(missing)}", 1, 1)
     pods: list[TracePod] = []
     no_gpu = never = 0
-    for row in reader:
-        line = reader.line_num
+    while True:
         try:
-            num_gpu = int(row["num_gpu"])
-            milli = int(row["gpu_milli"] or 0)
-            created = float(row["creation_time"])
-            sched = row["scheduled_time"].strip()
-            deleted = row["deletion_time"].strip()
-            start = float(sched) if sched else None
-            end = float(deleted) if deleted else None
-        except (ValueError, TypeError, AttributeError) as exc:
-            raise _fail(shown, f"line {line}: {exc}", line) from exc
+            row = next(reader)
+        except StopIteration:
+            break
+        except csv.Error as exc:  # a NUL byte, an unterminated quote …
+            raise _fail(shown, f"line {reader.line_num}: not CSV: {exc}", reader.line_num, 1) from exc
+        line = reader.line_num
+        r = _Row(shown, row, header, line, lines[line - 1] if 0 < line <= len(lines) else "")
+        num_gpu = r.whole("num_gpu", 0, MAX_POD_GPUS)
+        milli = r.whole("gpu_milli", 0, 1000, default=0)
+        created = r.seconds("creation_time")
+        assert created is not None
+        start = r.seconds("scheduled_time", optional=True)
+        end = r.seconds("deletion_time", optional=True)
         if num_gpu <= 0:
             no_gpu += 1
             continue

@@ -171,7 +171,7 @@ def _gpu_views(
     pool: NodePool,
     model: GpuModel | None,
     devices: list[Mapping[str, Any]] | None,
-    occupants: dict[str, list[tuple[str, str]]],
+    occupants: dict[str, list[tuple[str, str, int]]],
     usage: Sequence[InstanceUsage],
 ) -> tuple[GpuView, ...]:
     shares = _Shares(pool, model)
@@ -184,7 +184,11 @@ def _gpu_views(
     views = []
     for index, dev in enumerate(devices):
         raw_profiles = dev.get("profiles") or {}
-        profiles = {str(k): int(v) for k, v in raw_profiles.items()} if isinstance(raw_profiles, dict) else {}
+        profiles = (
+            {str(k): v for k, v in raw_profiles.items() if isinstance(v, int) and not isinstance(v, bool)}
+            if isinstance(raw_profiles, dict)
+            else {}
+        )
         mig = bool(dev.get("migEnabled"))
         gpu_usage = sorted(by_gpu.get(index, []), key=lambda u: (u.profile, _id_order(u.instance)))
         slots: list[tuple[str, float, float]] = []
@@ -200,7 +204,7 @@ def _gpu_views(
                 for name, count in sorted(profiles.items()):
                     prof = model.profile(name)
                     size = prof.memory_slices if prof else 1
-                    for _ in range(count):
+                    for _ in range(max(0, min(count, model.memory_slices))):  # a GPU holds no more
                         placed.append((name, pos, size))
                         pos += size
             for name, start, size in placed:
@@ -215,7 +219,11 @@ def _gpu_views(
         for resource, left, span in sorted(slots, key=lambda s: s[1]):
             tenant, pod = "", ""
             if resource and occupants.get(resource):
-                tenant, pod = occupants[resource].pop(0)
+                tenant, pod, left_over = occupants[resource][0]
+                if left_over > 1:
+                    occupants[resource][0] = (tenant, pod, left_over - 1)
+                else:
+                    occupants[resource].pop(0)
             active = mem = None
             want_profile = profile_of(resource) or ""
             for i, u in enumerate(gpu_usage):
@@ -442,10 +450,11 @@ class _StatusBuilder:
 
     def _add_pods(
         self, pods: Sequence[tuple[str, str, Counts]], shares: _Shares, price: float | None
-    ) -> tuple[dict[str, int], dict[str, list[tuple[str, str]]]]:
-        """A node's allocation and per-resource (tenant, pod) occupants; credits each pod's tenant."""
+    ) -> tuple[dict[str, int], dict[str, list[tuple[str, str, int]]]]:
+        """A node's allocation and per-resource (tenant, pod, instances) occupants, in pod order (one
+        entry per pod, not per instance); credits each pod's tenant."""
         n_alloc: dict[str, int] = {}
-        occupants: dict[str, list[tuple[str, str]]] = {}
+        occupants: dict[str, list[tuple[str, str, int]]] = {}
         for key, tenant, requests in pods:
             _add(n_alloc, requests)
             _add(self.tenant_alloc.setdefault(tenant, {}), requests)
@@ -457,7 +466,7 @@ class _StatusBuilder:
                 self.tenant_cost[tenant] = self.tenant_cost.get(tenant, 0.0) + shares.total(requests) * price
                 self.cost_whole += sum(n for _, n in requests) * price
             for r, n in requests:
-                occupants.setdefault(r, []).extend([(tenant, key)] * n)
+                occupants.setdefault(r, []).append((tenant, key, n))
         return n_alloc, occupants
 
     def _add_node(

@@ -8,8 +8,7 @@ each slot's ``title`` and ``data-*`` attributes (``data-resource``, ``data-tenan
 
 from __future__ import annotations
 
-import html
-
+from compiler.escape import html_text
 from compiler.status.model import FleetStatus, GpuView, NodeStatus, Slot
 from compiler.status.report import fmt_counts, fmt_duration, fmt_triple, money, short
 
@@ -70,7 +69,8 @@ CSS = (
 
 
 def _e(v: object) -> str:
-    return html.escape(str(v), quote=True)
+    """Every value interpolated into the page goes through here (compiler.escape.html_text)."""
+    return html_text(v)
 
 
 def tenant_colours(s: FleetStatus) -> dict[str, str]:
@@ -97,13 +97,14 @@ def _slot(node: NodeStatus, gpu: GpuView, slot: Slot, colours: dict[str, str]) -
     usage = ""
     if slot.engine_active is not None:
         title += f", engine active {slot.engine_active:.0%}"
-        usage += f' data-engine-active="{slot.engine_active:.4f}"'
+        usage += f' data-engine-active="{_e(f"{slot.engine_active:.4f}")}"'
     if slot.memory_used_mib is not None:
         title += f", memory used {slot.memory_used_mib:.0f} MiB"
-        usage += f' data-memory-used-mib="{slot.memory_used_mib:.0f}"'
+        usage += f' data-memory-used-mib="{_e(f"{slot.memory_used_mib:.0f}")}"'
     title = f"{node.name} GPU {gpu.index}: {title}"
     return (
-        f'<div class="{cls}" style="left:{slot.start * 100:.4f}%;width:{slot.width * 100:.4f}%;'
+        f'<div class="{cls}" style="left:{_e(f"{slot.start * 100:.4f}")}%;'
+        f'width:{_e(f"{slot.width * 100:.4f}")}%;'
         f'background:{background}" title="{_e(title)}" data-resource="{_e(slot.resource)}" '
         f'data-tenant="{_e(slot.tenant)}" data-pod="{_e(slot.pod)}" data-share="{slot.share:.4f}"{usage}>'
         f"{_e(label)}</div>"
@@ -117,10 +118,10 @@ def _gpu(node: NodeStatus, gpu: GpuView, colours: dict[str, str]) -> str:
         else f'<div class="unknown">layout of {_e(node.config or "?")} unknown</div>'
     )
     return (
-        f'<div class="gpu" data-node="{_e(node.name)}" data-gpu="{gpu.index}" '
+        f'<div class="gpu" data-node="{_e(node.name)}" data-gpu="{_e(gpu.index)}" '
         f'data-model="{_e(node.gpu_model)}" '
         f'data-mig="{str(gpu.mig_enabled).lower()}" data-known="{str(gpu.known).lower()}">'
-        f'<span class="idx">{gpu.index}</span>{inner}</div>'
+        f'<span class="idx">{_e(gpu.index)}</span>{inner}</div>'
     )
 
 
@@ -201,7 +202,7 @@ def to_html(s: FleetStatus) -> str:
     for t in s.tenants:
         notes = []
         if t.above_guarantee:
-            notes.append("above guarantee: " + ", ".join(short(r) for r in t.above_guarantee))
+            notes.append("above guarantee: " + _e(", ".join(short(r) for r in t.above_guarantee)))
         if t.starved:
             notes.append(
                 '<span class="warn">starved: ' + _e(", ".join(short(r) for r in t.starved)) + "</span>"
@@ -213,10 +214,10 @@ def to_html(s: FleetStatus) -> str:
                     _e(fmt_counts(t.allocated)),
                     _e(fmt_counts(t.guaranteed)),
                     _e(fmt_counts(t.burst)),
-                    f"{t.allocated_share:.2f}",
-                    fmt_triple(t.memory_gb),
-                    fmt_triple(t.compute_slices),
-                    str(t.pending),
+                    _e(f"{t.allocated_share:.2f}"),
+                    _e(fmt_triple(t.memory_gb)),
+                    _e(fmt_triple(t.compute_slices)),
+                    _e(t.pending),
                     _e(money(t.cost_per_hour)),
                     "; ".join(notes) or "-",
                 ]
@@ -246,11 +247,11 @@ def to_html(s: FleetStatus) -> str:
                 [
                     _e(p.name),
                     _e(p.gpu_model),
-                    f"{p.nodes_seen}/{p.nodes}",
-                    str(p.gpus),
-                    f"{p.allocated_share:.2f}",
-                    f"{p.free_share:.2f}",
-                    f"{p.fragmented_share:.2f}",
+                    _e(f"{p.nodes_seen}/{p.nodes}"),
+                    _e(p.gpus),
+                    _e(f"{p.allocated_share:.2f}"),
+                    _e(f"{p.free_share:.2f}"),
+                    _e(f"{p.fragmented_share:.2f}"),
                     _e(money(p.price_per_gpu_hour)),
                     _e(money(p.cost_per_hour)),
                     _e(money(p.idle_cost_per_hour)),
@@ -260,16 +261,17 @@ def to_html(s: FleetStatus) -> str:
     c = s.cost
     balanced = f"{money(c.savings_vs_balanced_per_hour)}/h vs all-balanced on every MIG GPU"
     out.append(
-        f'</table><p id="cost">Cost {money(c.per_hour)}/h, allocated {money(c.allocated_per_hour)}/h, idle '
-        f"{money(c.idle_per_hour)}/h. Savings {money(c.savings_vs_whole_gpu_per_hour)}/h vs one whole "
+        f'</table><p id="cost">Cost {_e(money(c.per_hour))}/h, '
+        f"allocated {_e(money(c.allocated_per_hour))}/h, idle {_e(money(c.idle_per_hour))}/h. "
+        f"Savings {_e(money(c.savings_vs_whole_gpu_per_hour))}/h vs one whole "
         f"GPU per instance requested; {_e(balanced)}.</p>"
     )
-    out.append(f'<h2>Pending GPU pods ({len(s.pending)})</h2><table id="pending">')
+    out.append(f'<h2>Pending GPU pods ({_e(len(s.pending))})</h2><table id="pending">')
     out.append(_row(["Pod", "Tenant", "Requests", "Pending for", "Max wait"], True))
     for w in s.pending:
-        wait = fmt_duration(w.pending_seconds)
+        wait = _e(fmt_duration(w.pending_seconds))
         if w.over_max_wait:
-            wait = f'<span class="warn">{_e(wait)}</span>'
+            wait = f'<span class="warn">{wait}</span>'
         out.append(
             _row(
                 [

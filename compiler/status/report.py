@@ -7,6 +7,7 @@ import datetime as dt
 import json
 from typing import Any
 
+from compiler.escape import terminal
 from compiler.observe.model import Counts, profile_of
 from compiler.status.model import FleetStatus
 
@@ -48,7 +49,13 @@ def money(v: float | None) -> str:
     return "-" if v is None else f"${v:,.2f}"
 
 
+def _cell(value: str) -> str:
+    """One table cell or name for a terminal: control sequences removed, newlines shown."""
+    return terminal(value, keep_newlines=False)
+
+
 def _table(header: list[str], rows: list[list[str]]) -> list[str]:
+    rows = [[_cell(c) for c in r] for r in rows]
     widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(header)]
     out = ["  ".join(h.ljust(w) for h, w in zip(header, widths, strict=True)).rstrip()]
     out += ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows]
@@ -157,15 +164,17 @@ def to_text(s: FleetStatus) -> str:
     lines += ["", f"Nodes mid-rollout: {len(rolling)}"]
     for n in rolling:
         since = "" if n.phase_since is None else f" since {n.phase_since.strftime('%Y-%m-%dT%H:%M:%SZ')}"
-        err = f" — {n.last_error}" if n.last_error else ""
-        lines.append(f"  {n.name}: {n.phase} (mig.config.state {n.mig_state or '-'}){since}{err}")
+        err = f" — {_cell(n.last_error)}" if n.last_error else ""
+        lines.append(
+            f"  {_cell(n.name)}: {_cell(n.phase)} (mig.config.state {_cell(n.mig_state or '-')}){since}{err}"
+        )
     drifted = [n for n in s.nodes if n.drift]
     lines += ["", f"Drift: {len(drifted)} node(s)"]
-    lines += [f"  {n.name}: {'; '.join(n.drift)}" for n in drifted]
+    lines += [f"  {_cell(n.name)}: {_cell('; '.join(n.drift))}" for n in drifted]
     if s.missing_nodes:
-        lines += ["", "Not found in the cluster: " + ", ".join(s.missing_nodes)]
+        lines += ["", "Not found in the cluster: " + _cell(", ".join(s.missing_nodes))]
     if s.unmanaged_nodes:
-        lines += ["", "GPU nodes no pool selects: " + ", ".join(s.unmanaged_nodes)]
+        lines += ["", "GPU nodes no pool selects: " + _cell(", ".join(s.unmanaged_nodes))]
     c = s.cost
     lines += [
         "",
@@ -174,7 +183,7 @@ def to_text(s: FleetStatus) -> str:
         f"Savings: {money(c.savings_vs_whole_gpu_per_hour)}/h vs one whole GPU per instance requested; "
         + f"{money(c.savings_vs_balanced_per_hour)}/h vs all-balanced on every MIG GPU",
     ]
-    return "\n".join(lines) + "\n"
+    return terminal("\n".join(lines) + "\n")  # the source and anything above, once more
 
 
 def _jsonable(value: Any) -> Any:

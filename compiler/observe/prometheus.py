@@ -55,7 +55,10 @@ def _fetch(url: str, base_url: str, promql: str, timeout: float) -> bytes:
 
     def get() -> None:
         try:
-            with urllib.request.urlopen(url, timeout=timeout) as resp:
+            # The socket's per-read timeout is longer than the total deadline, so a silent server
+            # is always reported by the deadline below ("no complete answer ... within"), never by a
+            # read timeout that would race it.
+            with urllib.request.urlopen(url, timeout=timeout + 1.0) as resp:
                 result.append(resp.read(MAX_RESPONSE_BYTES + 1))
         except urllib.error.HTTPError as exc:
             failure.append(PrometheusError(f"HTTP {exc.code} for {promql}"))

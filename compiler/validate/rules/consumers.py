@@ -4,6 +4,9 @@ see docs/ARCHITECTURE.md ("Per-pod limits, enforceable quotas and the GPU Operat
 
 from __future__ import annotations
 
+from typing import Any
+
+from compiler.model import WHOLE_GPU
 from compiler.validate.context import Context, Obj
 from compiler.validate.registry import needs_fleet, rule
 
@@ -104,3 +107,109 @@ def check_kubernetes_version(ctx: Context) -> None:
                     ("spec", "clusters", ci, "kubernetesVersion"),
                 )
             )
+
+
+def hard_limit_field(spec: dict[str, object], resource: str) -> tuple[str, ...] | None:
+    """Where the tenant's hard limit for a countable resource is written (burst beats guaranteed).
+
+    ``resource`` is a profile name or ``"gpu"``; mirrors ``compiler.render.quota.hard_limits``.
+    """
+    for key in ("burst", "guaranteed"):
+        quota = spec.get(key)
+        if not isinstance(quota, dict):
+            continue
+        if resource == WHOLE_GPU:
+            if quota.get("gpus"):
+                return ("spec", key, "gpus")
+        elif resource in (quota.get("profiles") or {}):
+            return ("spec", key, "profiles", resource)
+    return None
+
+
+def _limit_at(spec: dict[str, Any], path: tuple[str, ...]) -> int:
+    value: Any = spec
+    for part in path[1:]:
+        value = value[part]
+    return int(value)
+
+
+def _exact_demand(need: dict[str, Any]) -> tuple[str, int] | None:
+    """(resource, instances per replica) of a need whose resource is known before solving."""
+    if "profile" in need:
+        return str(need["profile"]), 1
+    if "profiles" in need and len(need["profiles"]) == 1:
+        return str(need["profiles"][0]), 1
+    if "gpus" in need:
+        return WHOLE_GPU, int(need["gpus"])
+    return None
+
+
+@rule("quota-covers-demand", codes=("MIGC134",))
+def check_demand_within_quota(ctx: Context) -> None:
+    """MIGC134: a tenant's workloads ask for more of a resource than its ResourceQuota admits.
+
+    The rendered ResourceQuota's ``hard`` is the burst (else the guarantee) of each named resource
+    (``compiler.render.quota.hard_limits``); pods past it are refused by the API server's quota
+    admission, so a plan that provisions them would promise what the cluster refuses. Checked here for
+    needs whose resource is known before solving (one profile, whole GPUs); ``migc compile`` checks the
+    resources the solver picks (preference lists, GPU memory) after solving, under the same code.
+    A tenant's quota is rendered into each cluster it runs in, so demand is summed per cluster.
+    """
+    if ctx.incomplete:
+        return
+    tenants = {t.name: t for t in ctx.tenants}
+    one_cluster = ctx.clusters[0] if len(ctx.clusters) == 1 else None
+    asked: dict[tuple[str, str, str], list[tuple[Obj, int]]] = {}
+    for w in sorted(ctx.workloads, key=lambda w: (w.doc.file, w.doc.index)):
+        exact = _exact_demand(w.spec["need"])
+        cluster = w.spec.get("cluster", one_cluster)
+        if exact is None or cluster is None or w.spec["tenant"] not in tenants:
+            continue
+        resource, per_replica = exact
+        count = int(w.spec["replicas"]) * per_replica
+        if count:
+            asked.setdefault((str(w.spec["tenant"]), str(cluster), resource), []).append((w, count))
+    for (tenant_name, cluster, resource), rows in sorted(asked.items()):
+        tenant = tenants[tenant_name]
+        path = hard_limit_field(tenant.spec, resource)
+        if path is None:
+            continue  # no limit at all: MIGC310 (compile) says so
+        limit = _limit_at(tenant.spec, path)
+        total = sum(c for _, c in rows)
+        if total <= limit:
+            continue
+        ctx.add(
+            tenant.doc.at(
+                "MIGC134",
+                demand_above_quota_message(
+                    tenant_name,
+                    cluster if len(ctx.clusters) > 1 else "",
+                    resource,
+                    total,
+                    limit,
+                    ".".join(path[1:3]),
+                    [(w.name, w.where(), c) for w, c in rows],
+                ),
+                path,
+            )
+        )
+
+
+def demand_above_quota_message(
+    tenant: str,
+    cluster: str,
+    resource: str,
+    total: int,
+    limit: int,
+    field: str,
+    rows: list[tuple[str, str, int]],
+) -> str:
+    """The MIGC134 message, shared with compile's post-solve check (``compiler.render.quota``)."""
+    name = "nvidia.com/gpu" if resource == WHOLE_GPU else f"nvidia.com/mig-{resource}"
+    where = f"cluster {cluster}: " if cluster else ""
+    who = ", ".join(f"{n} {c}" + (f" ({at})" if at else "") for n, at, c in rows)
+    return (
+        f"{where}tenant '{tenant}': its workloads ask for {total} {name} ({who}), but its quota admits "
+        f"{limit} ({field}), so the ResourceQuota would refuse pods asking for {total - limit} of them; "
+        f"raise the burst to at least {total} or lower the replicas"
+    )

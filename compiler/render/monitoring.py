@@ -215,12 +215,20 @@ def dashboard(cluster: Cluster) -> Obj:
     }
 
 
-def _rule(alert: str, expr: str, duration: str, severity: str, summary: str, description: str) -> Obj:
+def _rule(
+    alert: str,
+    expr: str,
+    duration: str,
+    severity: str,
+    summary: str,
+    description: str,
+    labels: dict[str, str] | None = None,
+) -> Obj:
     return {
         "alert": alert,
         "expr": expr,
         "for": duration,
-        "labels": {"severity": severity},
+        "labels": {"severity": severity, **(labels or {})},
         "annotations": {"summary": summary, "description": description},
     }
 
@@ -296,6 +304,9 @@ def rules(policy: Policy, cluster: Cluster) -> list[Obj]:
                     f"Tenant {tenant.name} waits for {profile} below its guarantee while others borrow",
                     f"{tenant.name} holds fewer than its guaranteed {amount} {resource} and has pods "
                     "pending for it, while another tenant holds more than its own guarantee of it.",
+                    # One rule per (tenant, resource): the labels keep them distinct, so Alertmanager
+                    # does not merge two starving tenants into one alert (promtool --lint duplicates).
+                    {"tenant": tenant.name, "resource": resource},
                 )
             )
     for r in out:

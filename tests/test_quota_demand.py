@@ -60,8 +60,8 @@ def test_validate_refuses_an_exact_profile_demand_above_the_guarantee(
     out = capsys.readouterr().out
     assert "tenants.yaml:9:" in out  # at the 1g.10gb guarantee, the limit the fix raises
     assert "MIGC134 error" in out
-    assert "ask for 24 nvidia.com/mig-1g.10gb (bert 24" in out
-    assert "its quota admits 20 (guaranteed.profiles)" in out
+    assert "in namespace search ask for 24 nvidia.com/mig-1g.10gb (bert 24" in out
+    assert "its quota admits 20 per namespace (guaranteed.profiles)" in out
     assert "raise the burst to at least 24" in out
 
 
@@ -76,7 +76,7 @@ def test_compile_refuses_a_solver_picked_profile_above_the_quota(
     assert main(["compile", str(policy), "--out", str(out_dir)]) == 1
     out = capsys.readouterr().out
     assert "MIGC134 error" in out
-    assert "ask for 24 nvidia.com/mig-1g.10gb (bert 24)" in out
+    assert "in namespace search ask for 24 nvidia.com/mig-1g.10gb (bert 24)" in out
     assert not out_dir.exists()  # no partial output
 
 

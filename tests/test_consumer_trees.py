@@ -33,7 +33,7 @@ def kustomize(path: Path) -> list[dict[str, Any]]:
 
 def stand_in(patch: dict[str, Any]) -> dict[str, Any]:
     """The object a strategic-merge patch targets, with bare containers (no resources)."""
-    obj = yaml.safe_load(yaml.safe_dump(patch))
+    obj: dict[str, Any] = yaml.safe_load(yaml.safe_dump(patch))
     spec = obj["spec"]["jobTemplate"]["spec"] if obj["kind"] == "CronJob" else obj["spec"]
     pod = spec["template"]["spec"]
     named = [c["name"] for c in pod.get("containers", [])]

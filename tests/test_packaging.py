@@ -115,6 +115,21 @@ def test_no_code_reads_data_relative_to_the_source_checkout() -> None:
     assert offenders == [], offenders
 
 
+def test_no_developer_machine_path_ships_in_the_packages() -> None:
+    """Text a user reads (codes' fixes, help, messages) names no path of a developer's machine: the
+    MIGC425 fix once pointed at ``/work/shared/data/README.md``, which no installed wheel has."""
+    pattern = re.compile(r"/work/|/home/[a-z]|/tmp/migc|\.\./shared|shared/data")
+    offenders = [
+        f"{path.relative_to(REPO)}:{n}"
+        for pkg in ("compiler", "controller")
+        for path in sorted((REPO / pkg).rglob("*"))
+        if path.is_file() and path.suffix in {".py", ".yaml", ".json", ".md", ".txt", ".csv"}
+        for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+        if pattern.search(line)
+    ]
+    assert offenders == [], offenders
+
+
 # --- one version source --------------------------------------------------------------------------------
 
 

@@ -21,7 +21,8 @@ EXAMPLES = sorted(
     p.parent.relative_to(ROOT / "examples").as_posix()
     for p in [*(ROOT / "examples").glob("*/fleet.yaml"), *(ROOT / "examples").glob("*/*/fleet.yaml")]
 )
-pytestmark = pytest.mark.skipif(KUBECTL is None, reason="kubectl not on PATH (.ci/run installs it)")
+needs_kubectl = pytest.mark.skipif(KUBECTL is None, reason="kubectl not on PATH (.ci/run installs it)")
+DEPLOY = ROOT / "controller" / "deploy"
 
 
 def kustomize(path: Path) -> list[dict[str, Any]]:
@@ -42,6 +43,7 @@ def stand_in(patch: dict[str, Any]) -> dict[str, Any]:
     return obj
 
 
+@needs_kubectl
 @pytest.mark.parametrize(
     "example", [e if e in ("lab", "hami") else pytest.param(e, marks=pytest.mark.slow) for e in EXAMPLES]
 )
@@ -76,3 +78,27 @@ def test_every_tree_and_component_builds_with_kubectl_kustomize(example: str, tm
                     for k in c.get("resources", {}).get("limits", {})
                 }
                 assert any(k.startswith("nvidia.com/") for k in limits), d["metadata"]["name"]
+
+
+def test_the_controller_kustomization_lists_every_manifest_and_the_servicemonitor_is_optional() -> None:
+    """controller/deploy/kustomization.yaml names every manifest of the folder; the ServiceMonitor
+    (a Prometheus Operator CRD, absent from many clusters) is only in its component (issue 25, item 17)."""
+    listed = yaml.safe_load((DEPLOY / "kustomization.yaml").read_text())["resources"]
+    assert sorted(listed) == sorted(p.name for p in DEPLOY.glob("*.yaml") if p.name != "kustomization.yaml")
+    assert not any("ServiceMonitor" in (DEPLOY / name).read_text() for name in listed)
+    component = yaml.safe_load((DEPLOY / "servicemonitor" / "kustomization.yaml").read_text())
+    assert component["kind"] == "Component"
+    assert "kind: ServiceMonitor" in (DEPLOY / "servicemonitor" / component["resources"][0]).read_text()
+
+
+@needs_kubectl
+def test_the_controller_deploy_builds_with_and_without_the_servicemonitor(tmp_path: Path) -> None:
+    kinds = [d["kind"] for d in kustomize(DEPLOY)]
+    assert "Deployment" in kinds and "ServiceMonitor" not in kinds
+    overlay = tmp_path / "overlay"
+    shutil.copytree(ROOT / "controller" / "deploy", tmp_path / "deploy")
+    overlay.mkdir()
+    (overlay / "kustomization.yaml").write_text(
+        "resources: [../deploy]\ncomponents: [../deploy/servicemonitor]\n", encoding="utf-8"
+    )
+    assert sorted(d["kind"] for d in kustomize(overlay)) == sorted([*kinds, "ServiceMonitor"])

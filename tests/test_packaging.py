@@ -130,6 +130,21 @@ def test_no_developer_machine_path_ships_in_the_packages() -> None:
     assert offenders == [], offenders
 
 
+# Dockerfiles whose base image is pinned by digest. controller/Dockerfile belongs on this list too
+# (issue 25, item 17); its pin is the controller owners' change.
+PINNED_DOCKERFILES = ("examples/discover/Dockerfile", "examples/recommend/Dockerfile")
+
+
+@pytest.mark.parametrize("path", PINNED_DOCKERFILES)
+def test_dockerfile_bases_are_pinned_by_digest(path: str) -> None:
+    """A tag moves; a digest does not: every ``FROM`` names ``image:tag@sha256:<64 hex>``."""
+    lines = (REPO / path).read_text(encoding="utf-8").splitlines()
+    froms = [line.split()[1] for line in lines if line.startswith("FROM ")]
+    assert froms
+    for image in froms:
+        assert re.fullmatch(r"[\w./-]+:[\w.-]+@sha256:[0-9a-f]{64}", image), (path, image)
+
+
 # --- one version source --------------------------------------------------------------------------------
 
 

@@ -132,7 +132,11 @@ def test_no_developer_machine_path_ships_in_the_packages() -> None:
 
 # Dockerfiles whose base image is pinned by digest. controller/Dockerfile belongs on this list too
 # (issue 25, item 17); its pin is the controller owners' change.
-PINNED_DOCKERFILES = ("examples/discover/Dockerfile", "examples/recommend/Dockerfile")
+PINNED_DOCKERFILES = (
+    "examples/argocd/cmp/Dockerfile",
+    "examples/discover/Dockerfile",
+    "examples/recommend/Dockerfile",
+)
 
 
 @pytest.mark.parametrize("path", PINNED_DOCKERFILES)
@@ -173,7 +177,8 @@ PINNED = [
     ("examples/discover/daemonset.yaml", r"image: registry\.example\.com/migc:(\S+)"),
     ("examples/discover/job.yaml", r"image: registry\.example\.com/migc:(\S+)"),
     ("examples/discover/Dockerfile", r"-t registry\.example\.com/migc:(\S+) \."),
-    ("examples/argocd/cmp-plugin.yaml", r"^\s+version: v(\S+)"),
+    ("examples/argocd/cmp/repo-server-patch.yaml", r"image: registry\.example\.com/argocd-cmp-migc:(\S+)"),
+    ("examples/argocd/cmp/Dockerfile", r"-t registry\.example\.com/argocd-cmp-migc:(\S+) \."),
     ("examples/github-actions/migc.yml", r"git\+https://github\.com/migc-dev/migc@v([^\"\s]+)"),
     ("examples/recommend/github-actions.yml", r"git\+https://github\.com/migc-dev/migc@v([^\"\s]+)"),
     ("examples/recommend/cronjob.yaml", r"image: registry\.example\.com/migc-recommend:(\S+)"),

@@ -138,16 +138,32 @@ def refuse_symlink(path: Path, option: str) -> Diagnostic | None:
     return None
 
 
+def _new_file_mode(path: Path) -> int:
+    try:
+        st = os.lstat(path)
+    except OSError:
+        st = None
+    if st is not None and stat.S_ISREG(st.st_mode):
+        return stat.S_IMODE(st.st_mode)
+    mask = os.umask(0o022)  # read the umask (it can only be read by setting it) and put it back
+    os.umask(mask)
+    return 0o666 & ~mask
+
+
 def write_file_atomic(path: Path, data: bytes) -> None:
     """Write ``data`` to ``path``: a new temporary file in the same directory, then a rename over ``path``.
 
     Whatever ``path`` was (a file, a symlink to anywhere) is replaced by the new regular file; the
     target of a link is never opened.
     """
+    mode = _new_file_mode(path)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".migc-tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
+            # mkstemp creates 0600; the file gets the mode a plain `open(path, "w")` would give it:
+            # the replaced regular file's, else 0666 less the umask (0644 usually), like output/'s files
+            os.fchmod(handle.fileno(), mode)
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)

@@ -402,4 +402,9 @@ def build_plan(
         spread=tuple(spread) if spread is not None else spread_rows(policy, solution),
         hami=solution.hami,
         hami_requests=hami_requests(policy),
+        pool_kinds={
+            (c.name, p.name): (p.mig, p.sharing.mode if p.is_shared else "none", p.shares_per_gpu)
+            for c in policy.clusters
+            for p in c.pools
+        },
     )

@@ -148,11 +148,11 @@ def to_text(s: FleetStatus) -> str:
                 fmt_counts(p.requests),
                 fmt_duration(p.pending_seconds),
                 fmt_duration(p.max_wait_seconds) if p.max_wait_seconds else "-",
-                "OVER MAX WAIT" if p.over_max_wait else "-",
+                "yes" if p.over_max_wait else "-",
             ]
             for p in s.pending
         ]
-        lines += _table(["POD", "TENANT", "REQUESTS", "PENDING", "MAX-WAIT", ""], rows)
+        lines += _table(["POD", "TENANT", "REQUESTS", "PENDING", "MAX-WAIT", "OVER-MAX"], rows)
     rolling = [n for n in s.nodes if n.rolling_out]
     lines += ["", f"Nodes mid-rollout: {len(rolling)}"]
     for n in rolling:

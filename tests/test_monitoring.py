@@ -23,7 +23,10 @@ from controller.metrics import Metrics
 ROOT = Path(__file__).resolve().parents[1]
 # PromQL functions and aggregation operators the queries may use (prometheus promql/parser/functions.go,
 # promql/parser/lex.go).
-FUNCTIONS = {"sum", "avg", "max", "min", "count", "quantile", "rate", "time", "vector", "histogram_quantile"}
+FUNCTIONS = {
+    "sum", "avg", "max", "min", "count", "quantile", "rate", "time", "vector", "histogram_quantile",
+    "label_replace",
+}  # fmt: skip
 KEYWORDS = {"and", "or", "unless", "bool", "by", "without", "on", "ignoring", "group_left", "group_right"}
 
 
@@ -231,4 +234,59 @@ def test_promtool_lint_fatal_accepts_every_rendered_rule_file(tmp_path: Path) ->
         text=True,
         check=False,
     )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+HOST_PANEL = "Utilisation per MIG instance (graphics engine active)"
+
+
+def test_the_per_instance_panel_reads_both_spellings_of_the_host_label(files: dict[str, bytes]) -> None:
+    """dcgm-exporter releases label the node ``Hostname``, its main branch ``hostname``
+    (NVIDIA/dcgm-exporter d5e5f510, #655): the panel groups by a label built from either."""
+    (panel,) = [p for p in dashboard(files)["panels"] if p["title"] == HOST_PANEL]
+    expr = panel["targets"][0]["expr"]
+    assert '"Hostname", "(.+)"' in expr and '"hostname", "(.+)"' in expr
+    assert expr.startswith("avg by (gpu_host, gpu, GPU_I_ID, GPU_I_PROFILE)")
+    assert panel["targets"][0]["legendFormat"].startswith("{{gpu_host}} ")
+
+
+@pytest.mark.skipif(shutil.which("promtool") is None, reason="promtool not installed (.ci/run installs it)")
+def test_promtool_evaluates_the_host_panel_on_old_and_new_exporter_series(
+    files: dict[str, bytes], tmp_path: Path
+) -> None:
+    """Prometheus itself (``promtool test rules``, promql_expr_test) evaluates the panel's query over
+    one series of each spelling: both nodes come out under ``gpu_host``."""
+    (panel,) = [p for p in dashboard(files)["panels"] if p["title"] == HOST_PANEL]
+    metric = "DCGM_FI_PROF_GR_ENGINE_ACTIVE"
+    rest = 'gpu="0",GPU_I_ID="1",GPU_I_PROFILE="1g.10gb"'
+    spec = {
+        "rule_files": [],
+        "evaluation_interval": "1m",
+        "tests": [
+            {
+                "interval": "1m",
+                "input_series": [
+                    {"series": f'{metric}{{Hostname="old-node",{rest}}}',
+                     "values": "0.5x5"},
+                    {"series": f'{metric}{{hostname="new-node",{rest}}}',
+                     "values": "0.25x5"},
+                ],
+                "promql_expr_test": [
+                    {
+                        "expr": panel["targets"][0]["expr"],
+                        "eval_time": "2m",
+                        "exp_samples": [
+                            {"labels": f'{{gpu_host="old-node",{rest}}}',
+                             "value": 0.5},
+                            {"labels": f'{{gpu_host="new-node",{rest}}}',
+                             "value": 0.25},
+                        ],
+                    }
+                ],
+            }
+        ],
+    }  # fmt: skip
+    test_file = tmp_path / "panel_test.yaml"
+    test_file.write_text(yaml.safe_dump(spec), encoding="utf-8")
+    proc = subprocess.run(["promtool", "test", "rules", str(test_file)], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stdout + proc.stderr

@@ -90,3 +90,16 @@ def test_recommend_gives_no_verdict_on_a_change_that_does_not_exist(
     md = capsys.readouterr().out
     assert "not worth it" not in md
     assert "**Verdict:** nothing to weigh: the proposal reconfigures no node." in md
+
+
+def test_status_prints_markdown_with_the_text_report_s_content(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    snap = write_snapshot(tmp_path / "cluster.json")
+    assert main(status_argv("--snapshot", str(snap), "-o", "markdown")) == 0
+    md = capsys.readouterr().out
+    assert md.startswith("## migc status — ")
+    headings = ("### Nodes", "### Pools", "### Tenants", "### Pending GPU pods: 0", "### Drift: 0 node(s)")
+    assert all(h in md for h in headings)
+    rows = [line for line in md.splitlines() if line.startswith("| gpu-")]
+    assert len(rows) == 11 and all(row.count(" | ") == 7 for row in rows)  # 8 cells per node row

@@ -55,13 +55,32 @@ def _table(header: list[str], rows: list[list[str]]) -> list[str]:
     return out
 
 
-def to_text(s: FleetStatus) -> str:
-    lines = [
+def _md_table(header: list[str], rows: list[list[str]]) -> list[str]:
+    def cell(c: str) -> str:
+        return c.replace("\\", "\\\\").replace("|", "\\|") or " "
+
+    out = ["| " + " | ".join(cell(h) for h in header) + " |", "|" + "---|" * len(header)]
+    out += ["| " + " | ".join(cell(c) for c in r) + " |" for r in rows]
+    return out
+
+
+def to_markdown(s: FleetStatus) -> str:
+    """The same report as :func:`to_text`, as markdown (headings, tables) for a PR comment or an issue."""
+    return to_text(s, markdown=True)
+
+
+def to_text(s: FleetStatus, *, markdown: bool = False) -> str:
+    table = _md_table if markdown else _table
+    item = "- " if markdown else "  "
+
+    def head(title: str) -> list[str]:
+        return ["", f"### {title}", ""] if markdown else ["", title]
+
+    title = (
         f"migc status — {s.source} at {s.taken_at.strftime('%Y-%m-%dT%H:%M:%SZ')}; "
-        f"expected layouts from {s.expected_from}",
-        "",
-        "Nodes",
-    ]
+        f"expected layouts from {s.expected_from}"
+    )
+    lines = [f"## {title}" if markdown else title, *head("Nodes")]
     rows = []
     for n in s.nodes:
         used = (
@@ -82,8 +101,8 @@ def to_text(s: FleetStatus) -> str:
                 "; ".join(n.drift) or "-",
             ]
         )
-    lines += _table(["NODE", "POOL", "CAPACITY", "ALLOCATED", "FREE", "USED", "STATE", "DRIFT"], rows)
-    lines += ["", "Pools"]
+    lines += table(["NODE", "POOL", "CAPACITY", "ALLOCATED", "FREE", "USED", "STATE", "DRIFT"], rows)
+    lines += head("Pools")
     rows = []
     for p in s.pools:
         rows.append(
@@ -99,10 +118,10 @@ def to_text(s: FleetStatus) -> str:
                 money(p.idle_cost_per_hour),
             ]
         )
-    lines += _table(
+    lines += table(
         ["POOL", "MODEL", "NODES", "GPUS", "ALLOCATED", "FREE", "FRAGMENTED", "COST/H", "IDLE/H"], rows
     )
-    lines += ["", "Tenants (GPU shares; memory GB and compute slices as held/guaranteed/burst)"]
+    lines += head("Tenants (GPU shares; memory GB and compute slices as held/guaranteed/burst)")
     rows = []
     for t in s.tenants:
         flags = []
@@ -124,7 +143,7 @@ def to_text(s: FleetStatus) -> str:
                 "; ".join(flags) or "-",
             ]
         )
-    lines += _table(
+    lines += table(
         [
             "TENANT",
             "ALLOCATED",
@@ -139,7 +158,7 @@ def to_text(s: FleetStatus) -> str:
         ],
         rows,
     )
-    lines += ["", f"Pending GPU pods: {len(s.pending)}"]
+    lines += head(f"Pending GPU pods: {len(s.pending)}")
     if s.pending:
         rows = [
             [
@@ -152,16 +171,16 @@ def to_text(s: FleetStatus) -> str:
             ]
             for p in s.pending
         ]
-        lines += _table(["POD", "TENANT", "REQUESTS", "PENDING", "MAX-WAIT", "OVER-MAX"], rows)
+        lines += table(["POD", "TENANT", "REQUESTS", "PENDING", "MAX-WAIT", "OVER-MAX"], rows)
     rolling = [n for n in s.nodes if n.rolling_out]
-    lines += ["", f"Nodes mid-rollout: {len(rolling)}"]
+    lines += head(f"Nodes mid-rollout: {len(rolling)}")
     for n in rolling:
         since = "" if n.phase_since is None else f" since {n.phase_since.strftime('%Y-%m-%dT%H:%M:%SZ')}"
         err = f" — {n.last_error}" if n.last_error else ""
-        lines.append(f"  {n.name}: {n.phase} (mig.config.state {n.mig_state or '-'}){since}{err}")
+        lines.append(f"{item}{n.name}: {n.phase} (mig.config.state {n.mig_state or '-'}){since}{err}")
     drifted = [n for n in s.nodes if n.drift]
-    lines += ["", f"Drift: {len(drifted)} node(s)"]
-    lines += [f"  {n.name}: {'; '.join(n.drift)}" for n in drifted]
+    lines += head(f"Drift: {len(drifted)} node(s)")
+    lines += [f"{item}{n.name}: {'; '.join(n.drift)}" for n in drifted]
     if s.missing_nodes:
         lines += ["", "Not found in the cluster: " + ", ".join(s.missing_nodes)]
     if s.unmanaged_nodes:

@@ -51,8 +51,8 @@ CSS = (
     # each GPU's index sits 14px above its box: every row of boxes keeps that room (padding-top for
     # the first, row-gap for wrapped ones), so an index never covers a box or the next node's heading
     ".gpus{display:flex;flex-wrap:wrap;column-gap:6px;row-gap:18px;padding-top:14px}"
-    # 34px per memory slice (7 or 8 per GPU): a 1g instance's label fits, on two lines if it must
-    ".gpu{position:relative;width:272px;height:28px;border:1px solid #999;background:#fafafa}"
+    # 37px per memory slice (8 per GPU), 42px of 7: a 1g instance's label fits, on two lines if it must
+    ".gpu{position:relative;width:296px;height:28px;border:1px solid #999;background:#fafafa}"
     ".gpu .idx{position:absolute;left:-1px;top:-14px;font-size:10px;line-height:12px;color:#666}"
     ".slot{position:absolute;"
     "top:0;"
@@ -60,8 +60,8 @@ CSS = (
     "box-sizing:border-box;"
     "border-right:1px solid #fff;"
     "color:#fff;"
-    "font-size:9px;"
-    "line-height:10px;"
+    "font-size:8px;"
+    "line-height:9px;"
     "overflow:hidden;"
     "overflow-wrap:anywhere;"
     "display:flex;"

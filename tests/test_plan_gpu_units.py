@@ -1,6 +1,6 @@
-"""A pool's ``gpu`` counts one way in the plan: what the device plugin advertises, so a time-sliced
-pool's units are its shares (as ``migc status`` and the ResourceQuota count them) and are labelled
-so; a GPU that cannot run MIG is not "MIG off" (issue 25, item 12)."""
+"""A pool's ``gpu`` counts one way in the plan and the status: what the device plugin advertises,
+so a time-sliced pool's units are its shares (as the ResourceQuota counts them) and are labelled so;
+a GPU that cannot run MIG is not "MIG off" (issue 25, item 12)."""
 
 from __future__ import annotations
 
@@ -40,3 +40,11 @@ def test_a_gpu_without_mig_is_not_mig_off(tmp_path: Path, capsys: pytest.Capture
     out = capsys.readouterr().out
     block = out.split("(pool l40s", 1)[1].split("\n  ", 2)[1]
     assert "whole GPU" in block and "MIG off" not in block
+
+
+def test_status_says_a_shared_pool_s_gpu_counts_are_shares(capsys: pytest.CaptureFixture[str]) -> None:
+    snapshot = ROOT / "examples" / "snapshots" / "prod-east.json"
+    assert main(["status", str(ROOT / "examples" / "prod"), "--snapshot", str(snapshot)]) == 0
+    out = capsys.readouterr().out
+    assert "  l40s: 8 GPUs advertised as 32 nvidia.com/gpu (shared, 4 per GPU)" in out  # 16 per node
+    assert "a100: " not in out.split("Pools", 1)[1].split("Tenants", 1)[0]  # whole GPUs need no note

@@ -121,6 +121,15 @@ def to_text(s: FleetStatus, *, markdown: bool = False) -> str:
     lines += table(
         ["POOL", "MODEL", "NODES", "GPUS", "ALLOCATED", "FREE", "FRAGMENTED", "COST/H", "IDLE/H"], rows
     )
+    for p in s.pools:
+        # a time-sliced or MPS pool advertises more nvidia.com/gpu than it has GPUs: say what gpu×N counts
+        advertised = dict(p.capacity).get("nvidia.com/gpu", 0)
+        if p.gpus and advertised > p.gpus:
+            lines.append(
+                f"{item}{p.name}: {p.gpus} GPUs advertised as {advertised} nvidia.com/gpu (shared, "
+                f"{advertised // p.gpus} per GPU): its gpu×N above and below counts those shares, as its "
+                "ResourceQuota does"
+            )
     lines += head("Tenants (GPU shares; memory GB and compute slices as held/guaranteed/burst)")
     rows = []
     for t in s.tenants:

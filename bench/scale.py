@@ -220,7 +220,8 @@ def _validated_policy(paths: Sequence[Path]) -> tuple[Any, str]:
         via = "compiler.load.load_paths + compiler.validate.validate"
     errors = [d for d in diagnostics if d.severity >= Severity.ERROR]
     if policy is None or errors:
-        raise SystemExit(f"generated policy does not validate: {errors[:3]}")
+        shown = "; ".join(f"{d.code} {d.message}" for d in errors[:3])
+        raise SystemExit(f"generated policy does not validate: {shown or 'no policy'}")
     return policy, via
 
 

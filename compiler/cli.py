@@ -100,11 +100,23 @@ class LazyGroup(click.Group):
 
 @click.group(
     cls=LazyGroup,
+    invoke_without_command=True,
     context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
 )
 @click.version_option(__version__, "-V", "--version", prog_name="migc")
-def cli() -> None:
-    """migc: compile GPU-sharing policy (fleet, tenants, demand) into MIG layouts and Kubernetes objects."""
+@click.pass_context
+def cli(ctx: click.Context) -> None:
+    """migc: compile GPU-sharing policy (fleet, tenants, demand) into MIG layouts and Kubernetes objects.
+
+    Conventions of every command: data on stdout, logs and diagnostics on stderr (validate and compile
+    print their diagnostics on stdout: they are those commands' data); -o/--output names the format of
+    stdout; exit 0 ok, 1 invalid input or infeasible, 2 usage error, 3 drift or changes (only with
+    --check/--exit-code, or a proposed change), 70 internal error. migc writes no colour (NO_COLOR
+    holds trivially); long solves report progress on stderr.
+    """
+    if ctx.invoked_subcommand is None:
+        # bare `migc`, like `kubectl` and `helm`: the help on stdout, exit 0
+        click.echo(ctx.get_help())
 
 
 def main(argv: list[str] | None = None) -> int:

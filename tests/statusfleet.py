@@ -189,3 +189,23 @@ def kubeconfig(server: str) -> str:
         "users: [{name: emu, user: {token: test}}]\n"
         "contexts: [{name: emu, context: {cluster: emu, user: emu}}]\n"
     )
+
+
+TOUR_SNAPSHOT = ROOT / "examples" / "snapshots" / "prod-east.json"
+
+
+def tour_snapshot() -> dict[str, Any]:
+    """The snapshot the README's tour reads (``examples/snapshots/prod-east.json``): :func:`fleet` as
+    the committed ``output/`` assigns it, plus three search pods pending for a 1g.10gb."""
+    cluster = fleet()
+    cluster["items"] += [pod(f"search-pending-{i}", "search", "nvidia.com/mig-1g.10gb") for i in range(3)]
+    return cluster
+
+
+def tour_snapshot_text() -> str:
+    return json.dumps(tour_snapshot(), indent=1, sort_keys=True) + "\n"
+
+
+if __name__ == "__main__":
+    # `python tests/statusfleet.py` rewrites the tour's snapshot after output/ changed
+    TOUR_SNAPSHOT.write_text(tour_snapshot_text(), encoding="utf-8")

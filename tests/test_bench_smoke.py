@@ -284,3 +284,24 @@ def test_planspeed_rewrites_pools_as_selectors() -> None:
     pools = [p for d in docs if d["kind"] == "Fleet" for c in d["spec"]["clusters"] for p in c["nodePools"]]
     assert sum(p["nodes"]["count"] for p in pools) == 12
     assert all(set(p["nodes"]) == {"selector", "count"} for p in pools)
+
+
+def test_every_m5_case_is_a_policy_migc_accepts() -> None:
+    """`python -m bench --quick` (the README's command) generated 1,500 tenants, which MIGC144 refuses:
+    every configured M5 case stays within the tenant limit the validator enforces."""
+    from compiler.validate.rules.limits import MAX_TENANTS
+
+    for cfg in (run.QUICK, run.FULL, run.TINY):
+        assert cfg.m4_tenants <= MAX_TENANTS
+        assert all(tenants <= MAX_TENANTS for _, tenants, _, _ in cfg.m5_cases), cfg.name
+
+
+def test_an_invalid_generated_policy_is_reported_as_diagnostics_not_a_repr(tmp_path: Path) -> None:
+    docs = scale.generate(96, tenants=2)
+    docs[1]["spec"]["priorityClass"] = "no-such-tier"
+    scale.write(docs, tmp_path)
+    with pytest.raises(SystemExit) as exc:
+        scale.measure(tmp_path)
+    message = str(exc.value.code)
+    assert message.startswith("generated policy does not validate: MIGC117 ")
+    assert "Diagnostic(" not in message

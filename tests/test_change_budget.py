@@ -60,6 +60,10 @@ def deployed(tmp_path_factory: pytest.TempPathFactory) -> Path:
     text = path.read_text(encoding="utf-8")
     at = text.index("replicas: 12", text.index("name: bert-serving"))
     path.write_text(text[:at] + "replicas: 80" + text[at + len("replicas: 12") :], encoding="utf-8")
+    # search's burst follows (else its quota would refuse the extra pods: MIGC134)
+    tenants = base / "pol" / "tenants.yaml"
+    old = "profiles: {1g.10gb: 20, 2g.20gb: 8, 3g.40gb: 4}"
+    tenants.write_text(tenants.read_text().replace(old, old.replace("1g.10gb: 20", "1g.10gb: 80")))
     return base
 
 

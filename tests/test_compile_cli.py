@@ -205,8 +205,12 @@ def test_plan_exit_codes_and_markdown(tmp_path: Path, capsys: pytest.CaptureFixt
     policy = tmp_path / "policy"
     shutil.copytree(ROOT / "examples/lab", policy)
     text = (policy / "workloads.yaml").read_text()
-    # Triple the notebooks: far beyond the deployed 1g.10gb capacity, so the layout must change.
+    # Triple the notebooks: far beyond the deployed 1g.10gb capacity, so the layout must change (and
+    # the students' burst with them, else the quota would refuse the extra pods: MIGC134).
     (policy / "workloads.yaml").write_text(text.replace("replicas: 10\n", "replicas: 30\n", 1))
+    tenants = (policy / "tenants.yaml").read_text()
+    raised = tenants.replace("profiles: {1g.10gb: 14}", "profiles: {1g.10gb: 30}", 1)
+    (policy / "tenants.yaml").write_text(raised)
     svg = tmp_path / "svg"
     code = run("plan", str(policy), "--against", str(out), "--exit-code", "-o", "markdown", "--svg", str(svg))
     assert code == 3

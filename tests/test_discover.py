@@ -298,7 +298,7 @@ def test_gpu_index_out_of_range(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_old_driver_with_mig_disabled_lists_no_profiles(monkeypatch: pytest.MonkeyPatch) -> None:
     nvml = fakenvml.FakeNvml(fakenvml.load_capture("a100-sxm4-40gb"), hide_profiles_when_disabled=True)
-    result = run_cli(monkeypatch, nvml, "--output-format", "json")
+    result = run_cli(monkeypatch, nvml, "--diagnostics-format", "json")
     assert result.exit_code == 1
     payload = json.loads(result.stderr)
     (diag,) = payload["diagnostics"]

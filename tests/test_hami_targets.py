@@ -104,7 +104,8 @@ def test_kubectl_kustomize_applies_hami_patches(tmp_path: Path) -> None:
         w = next(w for w in policy.workloads if w.name == name)
         expected, _ = resolved_resources(w, solution)
         limits = _container(docs[name], container)["resources"]["limits"]  # type: ignore[index]
-        assert {k: v for k, v in limits.items() if k.startswith("nvidia.com/")} == expected
+        # kustomize's replacements write the quantity unquoted (1, not "1"): a Quantity takes either
+        assert {k: str(v) for k, v in limits.items() if k.startswith("nvidia.com/")} == expected
         assert limits["cpu"] == "2"  # the rest of the container is kept
         pod = docs[name]["spec"]["template"]  # type: ignore[index]
         assert pod["spec"]["priorityClassName"] == "migc-high"
@@ -143,6 +144,41 @@ def test_kubectl_kustomize_applies_the_mig_profile_the_solver_chose(tmp_path: Pa
     assert "kueue.x-k8s.io/queue-name" not in pod["metadata"]["labels"]
 
 
+@pytest.mark.skipif(KUBECTL is None, reason="kubectl not on PATH")
+@pytest.mark.parametrize(
+    "resources",
+    ["", '        resources: {requests: {cpu: "1"}}\n', '        resources: {limits: {cpu: "2"}}\n'],
+    ids=["no-resources", "requests-only", "limits"],
+)
+def test_kubectl_kustomize_sets_first_container_limits_with_or_without_limits(
+    tmp_path: Path, resources: str
+) -> None:
+    """A target without ``container`` gets its first container's limits set whether or not that
+    container has ``resources.limits`` (a JSON 6902 add failed with "doc is missing path"), and keeps
+    what the container had."""
+    policy, solution, files = _compile("examples/hami", with_kueue=False)
+    app = (
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: reranker, namespace: search}\nspec:\n"
+        "  selector: {matchLabels: {app: r}}\n  template:\n    metadata: {labels: {app: r}}\n    spec:\n"
+        "      containers:\n      - name: main\n        image: app\n" + resources
+        + "      - {name: second, image: busybox}\n"
+    )
+    app += "---\n" + APP % {"name": "embedder", "ns": "search", "container": "server"}
+    doc = next(
+        d for d in _kustomize(tmp_path, files, "infer", "search", app) if d["metadata"]["name"] == "reranker"  # type: ignore[index]
+    )
+    w = next(w for w in policy.workloads if w.name == "reranker")
+    expected, _ = resolved_resources(w, solution)
+    limits = _container(doc, "main")["resources"]["limits"]  # type: ignore[index]
+    assert {k: str(v) for k, v in limits.items() if k.startswith("nvidia.com/")} == expected
+    if "limits" in resources:
+        assert limits["cpu"] == "2"
+    if "requests" in resources:
+        assert _container(doc, "main")["resources"]["requests"] == {"cpu": "1"}  # type: ignore[index]
+    assert "resources" not in _container(doc, "second")
+    assert "TargetLimits" not in yaml.safe_dump(doc)  # the local-config source is not in the build
+
+
 def test_patch_structure_without_kubectl() -> None:
     """The same contract checked on the patch files themselves (runs where kubectl is missing)."""
     _, _, files = _compile("examples/hami", with_kueue=False)
@@ -155,11 +191,22 @@ def test_patch_structure_without_kubectl() -> None:
             "limits": {"nvidia.com/gpu": "1", "nvidia.com/gpucores": "30", "nvidia.com/gpumem": "12288"}
         },
     }
-    ops = yaml.safe_load(files["infer/patches/search/deployment-reranker-limits.yaml"])
-    assert [o["path"] for o in ops] == [
-        "/spec/template/spec/containers/0/resources/limits/nvidia.com~1gpu",
-        "/spec/template/spec/containers/0/resources/limits/nvidia.com~1gpucores",
-        "/spec/template/spec/containers/0/resources/limits/nvidia.com~1gpumem-percentage",
+    limits = yaml.safe_load(files["infer/patches/search/deployment-reranker-limits.yaml"])
+    assert limits["kind"] == "TargetLimits"
+    assert limits["metadata"]["annotations"] == {"config.kubernetes.io/local-config": "true"}
+    assert sorted(limits["limits"]) == [
+        "nvidia.com/gpu",
+        "nvidia.com/gpucores",
+        "nvidia.com/gpumem-percentage",
     ]
+    component = yaml.safe_load(files["infer/patches/search/kustomization.yaml"])
+    assert component["resources"] == ["deployment-reranker-limits.yaml"]
+    paths = [t["fieldPaths"] for r in component["replacements"] for t in r["targets"]]
+    assert paths == [
+        ["spec.template.spec.containers.0.resources.limits.[nvidia.com/gpu]"],
+        ["spec.template.spec.containers.0.resources.limits.[nvidia.com/gpucores]"],
+        ["spec.template.spec.containers.0.resources.limits.[nvidia.com/gpumem-percentage]"],
+    ]
+    assert all(t["options"] == {"create": True} for r in component["replacements"] for t in r["targets"])
     sts = yaml.safe_load(files["infer/patches/research/statefulset-jupyter-notebook.yaml"])
     assert sts["spec"]["template"]["spec"]["priorityClassName"] == "migc-low"

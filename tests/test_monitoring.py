@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +23,10 @@ from controller.metrics import Metrics
 ROOT = Path(__file__).resolve().parents[1]
 # PromQL functions and aggregation operators the queries may use (prometheus promql/parser/functions.go,
 # promql/parser/lex.go).
-FUNCTIONS = {"sum", "avg", "max", "min", "count", "quantile", "rate", "time", "vector", "histogram_quantile"}
+FUNCTIONS = {
+    "sum", "avg", "max", "min", "count", "quantile", "rate", "time", "vector", "histogram_quantile",
+    "label_replace",
+}  # fmt: skip
 KEYWORDS = {"and", "or", "unless", "bool", "by", "without", "on", "ignoring", "group_left", "group_right"}
 
 
@@ -177,3 +182,120 @@ def test_compile_with_monitoring_writes_the_files(tmp_path: Path, monkeypatch: p
     first = (out / "prod-east/monitoring/prometheusrule-migc.yaml").read_bytes()
     assert main(["compile", "examples/prod", "--with", "monitoring", "--out", str(out), "--check"]) == 0
     assert (out / "prod-east/monitoring/prometheusrule-migc.yaml").read_bytes() == first
+
+
+FLEET_EXAMPLES = sorted(
+    p.parent.relative_to(ROOT / "examples").as_posix()
+    for p in [*(ROOT / "examples").glob("*/fleet.yaml"), *(ROOT / "examples").glob("*/*/fleet.yaml")]
+)
+# lab and prod by default (prod has the most tenants, so the most starvation alerts); CI runs them all
+RULE_EXAMPLES = [
+    e if e in ("lab", "prod") else pytest.param(e, marks=pytest.mark.slow) for e in FLEET_EXAMPLES
+]
+
+
+def _rule_files(tmp_path: Path, example: str) -> list[Path]:
+    """One example's rendered PrometheusRules, as the plain rule files promtool reads (their spec)."""
+    result = compile_policy([str(ROOT / "examples" / example)], None)
+    assert not result.failed, example
+    files = render(result.policy, result.solution, result.catalog, with_monitoring=True)  # type: ignore[arg-type]
+    out: list[Path] = []
+    for path, data in sorted(files.items()):
+        if path.endswith("/monitoring/prometheusrule-migc.yaml"):
+            target = tmp_path / f"{example.replace('/', '-')}-{path.split('/')[0]}.rules.yaml"
+            target.write_text(yaml.safe_dump(yaml.safe_load(data)["spec"]), encoding="utf-8")
+            out.append(target)
+    assert out
+    return out
+
+
+@pytest.mark.parametrize("example", RULE_EXAMPLES)
+def test_every_alert_is_distinct_by_its_labels(tmp_path: Path, example: str) -> None:
+    """Two alerts with one name and one label set are one alert to Alertmanager: a second starving
+    tenant would be hidden behind the first. promtool's duplicate lint compares the same key
+    (prometheus/prometheus d15adb9a cmd/promtool/main.go:1006-1042 checkDuplicates: alert name + the
+    group's and the rule's labels)."""
+    for path in _rule_files(tmp_path, example):
+        groups = yaml.safe_load(path.read_text())["groups"]
+        keys = [
+            (r["alert"], tuple(sorted({**g.get("labels", {}), **r.get("labels", {})}.items())))
+            for g in groups
+            for r in g["rules"]
+        ]
+        assert len(keys) == len(set(keys)), path.name
+        if example == "prod":
+            alert = "MigcTenantStarvedWhileOthersBorrow"
+            starved = [r for g in groups for r in g["rules"] if r["alert"] == alert]
+            assert {(r["labels"]["tenant"], r["labels"]["resource"]) for r in starved} >= {
+                ("search", "nvidia.com/mig-1g.10gb"),
+                ("fraud-detection", "nvidia.com/mig-1g.10gb"),
+            }
+
+
+@pytest.mark.skipif(shutil.which("promtool") is None, reason="promtool not installed (.ci/run installs it)")
+@pytest.mark.parametrize("example", RULE_EXAMPLES)
+def test_promtool_lint_fatal_accepts_every_rendered_rule_file(tmp_path: Path, example: str) -> None:
+    """The consumer's own checker: Prometheus' promtool, duplicates and all lints fatal."""
+    files = _rule_files(tmp_path, example)
+    proc = subprocess.run(
+        ["promtool", "check", "rules", "--lint=all", "--lint-fatal", *map(str, files)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+HOST_PANEL = "Utilisation per MIG instance (graphics engine active)"
+
+
+def test_the_per_instance_panel_reads_both_spellings_of_the_host_label(files: dict[str, bytes]) -> None:
+    """dcgm-exporter releases label the node ``Hostname``, its main branch ``hostname``
+    (NVIDIA/dcgm-exporter d5e5f510, #655): the panel groups by a label built from either."""
+    (panel,) = [p for p in dashboard(files)["panels"] if p["title"] == HOST_PANEL]
+    expr = panel["targets"][0]["expr"]
+    assert '"Hostname", "(.+)"' in expr and '"hostname", "(.+)"' in expr
+    assert expr.startswith("avg by (gpu_host, gpu, GPU_I_ID, GPU_I_PROFILE)")
+    assert panel["targets"][0]["legendFormat"].startswith("{{gpu_host}} ")
+
+
+@pytest.mark.skipif(shutil.which("promtool") is None, reason="promtool not installed (.ci/run installs it)")
+def test_promtool_evaluates_the_host_panel_on_old_and_new_exporter_series(
+    files: dict[str, bytes], tmp_path: Path
+) -> None:
+    """Prometheus itself (``promtool test rules``, promql_expr_test) evaluates the panel's query over
+    one series of each spelling: both nodes come out under ``gpu_host``."""
+    (panel,) = [p for p in dashboard(files)["panels"] if p["title"] == HOST_PANEL]
+    metric = "DCGM_FI_PROF_GR_ENGINE_ACTIVE"
+    rest = 'gpu="0",GPU_I_ID="1",GPU_I_PROFILE="1g.10gb"'
+    spec = {
+        "rule_files": [],
+        "evaluation_interval": "1m",
+        "tests": [
+            {
+                "interval": "1m",
+                "input_series": [
+                    {"series": f'{metric}{{Hostname="old-node",{rest}}}',
+                     "values": "0.5x5"},
+                    {"series": f'{metric}{{hostname="new-node",{rest}}}',
+                     "values": "0.25x5"},
+                ],
+                "promql_expr_test": [
+                    {
+                        "expr": panel["targets"][0]["expr"],
+                        "eval_time": "2m",
+                        "exp_samples": [
+                            {"labels": f'{{gpu_host="old-node",{rest}}}',
+                             "value": 0.5},
+                            {"labels": f'{{gpu_host="new-node",{rest}}}',
+                             "value": 0.25},
+                        ],
+                    }
+                ],
+            }
+        ],
+    }  # fmt: skip
+    test_file = tmp_path / "panel_test.yaml"
+    test_file.write_text(yaml.safe_dump(spec), encoding="utf-8")
+    proc = subprocess.run(["promtool", "test", "rules", str(test_file)], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stdout + proc.stderr

@@ -294,6 +294,15 @@ def test_usage_from_prometheus(prometheus: FakePrometheus) -> None:
     assert inst.memory_used_mib is None
 
 
+def test_usage_reads_the_lowercase_hostname_of_newer_dcgm_exporters() -> None:
+    """dcgm-exporter's main branch labels the node ``hostname`` (NVIDIA/dcgm-exporter d5e5f510, #655)."""
+    sample = dcgm_sample(GR_ENGINE_ACTIVE, "", 0, 0.4)
+    sample["metric"]["hostname"] = sample["metric"].pop("Hostname") or "gpu-h100-use1-01"
+    with FakePrometheus({GR_ENGINE_ACTIVE: [sample], FB_USED: []}) as server:
+        usage, diags = instance_usage(server.url, timeout=5)
+    assert diags == [] and [(u.node, u.gpu, u.engine_active) for u in usage] == [("gpu-h100-use1-01", 0, 0.4)]
+
+
 def test_prometheus_failures_are_one_warning() -> None:
     with FakePrometheus({}, status=500) as server:
         usage, diags = instance_usage(server.url, timeout=5)

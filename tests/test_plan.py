@@ -134,7 +134,7 @@ def test_demand_above_capacity_is_listed_as_unmet() -> None:
     ]
     text = to_text(plan)
     assert "unmet demand" in text and "east/a100 search/bert (high): 32 of 40 1g.10gb" in text
-    assert "east/l40s research/notebooks (low): 16 of 20 whole GPU" in text
+    assert "east/l40s research/notebooks (low): 16 of 20 GPU share (time-slicing ×4)" in text
     assert "| east | a100 | search | bert | high | 32 | 40 1g.10gb |" in to_markdown(plan)
     assert len(json.loads(to_json(plan))["unmet"]) == 2
 

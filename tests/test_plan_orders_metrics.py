@@ -111,6 +111,11 @@ def test_metrics_only_solve_matches_on_the_prod_example(tmp_path: Path, replicas
     text = path.read_text(encoding="utf-8")
     at = text.index("replicas: 12", text.index("name: bert-serving"))
     path.write_text(text[:at] + f"replicas: {replicas}" + text[at + len("replicas: 12") :], encoding="utf-8")
+    # search's burst grows with it (else the quota would refuse the extra pods: MIGC134)
+    tenants = policy / "tenants.yaml"
+    burst = "profiles: {1g.10gb: 20, 2g.20gb: 8, 3g.40gb: 4}"
+    raised = f"profiles: {{1g.10gb: {max(20, int(replicas))}, 2g.20gb: 8, 3g.40gb: 4}}"
+    tenants.write_text(tenants.read_text(encoding="utf-8").replace(burst, raised), encoding="utf-8")
     compiled = compile_policy([str(policy)], ROOT / "output")
     assert compiled.policy is not None and compiled.current.nodes
     for full, quick in _both(compiled.policy, compiled.current):

@@ -8,7 +8,10 @@ Skipped only when no chromium binary exists (CI installs it: see .ci/run).
 
 from __future__ import annotations
 
+import html as htmllib
+import json
 import os
+import re
 import shutil
 import struct
 import subprocess
@@ -176,3 +179,47 @@ def test_dom_draws_every_gpu_with_hover_data(page: Path, tmp_path: Path) -> None
             assert s["title"] == f"{node} GPU 2: {profile} — tenant {tenant}, pod {s['data-pod']}"
         else:
             assert s["title"].endswith(" free") and s["data-tenant"] == ""
+
+
+# Measures the laid-out page in the browser and writes what it found into the DOM, which
+# --dump-dom then returns (issue 25, item 14): a slot whose label does not fit (cut to "1g."), a GPU
+# index caption that covers another GPU box or a node heading.
+MEASURE = """
+<script>
+addEventListener('load', () => {
+  const boxes = [...document.querySelectorAll('.gpu, .node h3')].map(e => [e, e.getBoundingClientRect()]);
+  const hit = (a, b) => a.left < b.right && b.left < a.right && a.top < b.bottom && b.top < a.bottom;
+  const out = [];
+  for (const s of document.querySelectorAll('.slot')) {
+    if (s.textContent && (s.scrollWidth > s.clientWidth || s.scrollHeight > s.clientHeight)) {
+      out.push('clipped ' + s.textContent);
+    }
+  }
+  for (const i of document.querySelectorAll('.gpu .idx')) {
+    const r = i.getBoundingClientRect();
+    for (const [e, b] of boxes) {
+      if (e !== i.parentElement && hit(r, b)) {
+        out.push('caption over ' + (e.dataset.node || e.textContent));
+      }
+    }
+  }
+  document.body.setAttribute('data-layout', JSON.stringify(out));
+});
+</script>
+"""
+
+
+def test_labels_fit_and_captions_overlap_nothing(page: Path, tmp_path: Path) -> None:
+    html = page.read_text(encoding="utf-8")
+    # the console's CSP allows no script; this measuring copy allows its one inline script
+    csp = "default-src 'none'; style-src 'unsafe-inline'"
+    html = html.replace(csp, "script-src 'unsafe-inline'; style-src 'unsafe-inline'")
+    measured = tmp_path / "measured.html"
+    measured.write_text(html.replace("</body>", MEASURE + "</body>"), encoding="utf-8")
+    dom = chromium(
+        "--window-size=1280,900", "--virtual-time-budget=5000", "--dump-dom", measured.as_uri(), tmp=tmp_path
+    ).stdout
+    found = re.search(r'<body data-layout="([^"]*)"', dom)
+    assert found is not None, "the measuring script did not run"
+    problems = json.loads(htmllib.unescape(found.group(1)))
+    assert problems == []

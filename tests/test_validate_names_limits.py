@@ -65,7 +65,7 @@ spec:
   guaranteed:
     gpuMemoryGB: {memory}
   burst:
-    profiles: {{1g.10gb: 1}}  # a countable limit: a quota only in GB is MIGC131
+    profiles: {{1g.10gb: 5000}}  # countable (MIGC131 otherwise), above every test's demand (MIGC134)
 """
 WORKLOAD = """\
 apiVersion: migc.dev/v1alpha1

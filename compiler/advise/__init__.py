@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from compiler.advise.model import Advice, ClusterSizing, Finding, PoolAdvice, SizingRow
 from compiler.advise.observed import observed_findings
-from compiler.advise.sizing import size_policy
+from compiler.advise.sizing import Progress, size_policy
 from compiler.advise.tree import advise_pools
 from compiler.catalog import Catalog
 from compiler.model import Policy
@@ -25,11 +25,12 @@ def advise(
     observation: Observation | None = None,
     *,
     time_limit_s: float = 60.0,
+    progress: Progress | None = None,
 ) -> Advice:
     findings = observed_findings(policy, observation) if observation is not None else ()
     return Advice(
         pools=advise_pools(policy, catalog, solution),
-        sizing=size_policy(policy, catalog, time_limit_s),
+        sizing=size_policy(policy, catalog, time_limit_s, progress),
         findings=findings,
     )
 

@@ -19,6 +19,7 @@ The synthetic policy:
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import replace
 
 from compiler.advise.model import ClusterSizing, Finding, SizingRow
@@ -226,15 +227,25 @@ def size_model(
     )
 
 
+Progress = Callable[[str], None]  # told before each sizing solve (each may take up to its time limit)
+
+
 def size_cluster(
-    policy: Policy, catalog: Catalog, cluster: Cluster, time_limit_s: float = 60.0
+    policy: Policy,
+    catalog: Catalog,
+    cluster: Cluster,
+    time_limit_s: float = 60.0,
+    progress: Progress | None = None,
 ) -> ClusterSizing:
     findings: list[Finding] = []
     rows: list[SizingRow] = []
-    for name, price in policy.partition.pricing:
+    priced = [(name, price) for name, price in policy.partition.pricing if catalog.get(name) is not None]
+    for i, (name, price) in enumerate(priced, 1):
         model = catalog.get(name)
-        if model is None:
-            continue
+        assert model is not None
+        if progress is not None:
+            step = f"{i} of {len(priced)}, up to {time_limit_s:g} s"
+            progress(f"sizing cluster {cluster.name} on {name} ({step})")
         rows.append(size_model(policy, catalog, cluster, model, price, time_limit_s))
     if not rows:
         findings.append(Finding("MIGC523", "note", "the Fleet prices no GPU model: no sizing"))
@@ -287,7 +298,10 @@ def size_cluster(
     return ClusterSizing(cluster.name, tuple(rows), tuple(findings))
 
 
-def size_policy(policy: Policy, catalog: Catalog, time_limit_s: float = 60.0) -> tuple[ClusterSizing, ...]:
+def size_policy(
+    policy: Policy, catalog: Catalog, time_limit_s: float = 60.0, progress: Progress | None = None
+) -> tuple[ClusterSizing, ...]:
     return tuple(
-        size_cluster(policy, catalog, c, time_limit_s) for c in sorted(policy.clusters, key=lambda c: c.name)
+        size_cluster(policy, catalog, c, time_limit_s, progress)
+        for c in sorted(policy.clusters, key=lambda c: c.name)
     )

@@ -9,7 +9,9 @@ that pools of them can be priced and time-sliced.
 
 from __future__ import annotations
 
+import difflib
 import functools
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from importlib import resources
@@ -95,6 +97,42 @@ class Catalog:
 
     def all_products(self) -> tuple[str, ...]:
         return tuple(sorted({p for m in self.models for p in (m.model, *m.gpu_products)}))
+
+    def same_family(self, gpu_product: str) -> tuple[GpuModel, ...]:
+        """The catalog models an unknown product name may have meant, most similar first.
+
+        Only models of the value's GPU family (the chip: ``H100`` in ``NVIDIA-H100-SXM5-80GB``) are
+        candidates: a near miss by edit distance across families (``A100-SXM4-80GB``) is another GPU
+        with other profiles. Empty when the catalog has no model of that family.
+        """
+        family = product_family(gpu_product)
+        if family is None:
+            return ()
+        wanted = _normalise_product(gpu_product)
+
+        def similarity(m: GpuModel) -> float:
+            names = (m.model, *m.gpu_products)
+            return max(difflib.SequenceMatcher(None, wanted, _normalise_product(n)).ratio() for n in names)
+
+        same = [m for m in self.models if family in {product_family(n) for n in (m.model, *m.gpu_products)}]
+        return tuple(sorted(same, key=lambda m: (-similarity(m), m.model)))
+
+
+def accepted_names(model: GpuModel) -> tuple[str, ...]:
+    """Every spelling :meth:`Catalog.by_product` resolves to ``model`` (besides a ``-SHARED`` suffix
+    and a dropped ``NVIDIA-`` prefix): its ``gpu.product`` values and the catalog key, also with the
+    ``NVIDIA-`` prefix GFD writes."""
+    names = [*model.gpu_products, model.model, f"NVIDIA-{model.model}"]
+    return tuple(dict.fromkeys(names))
+
+
+def product_family(value: str) -> str | None:
+    """The GPU chip a product name names (``A100``, ``H200``, ``GH200``, ``L40S``, ``RTX-4090``, ``T4``)."""
+    match = _FAMILY.search(_normalise_product(value))
+    return None if match is None else match.group(1).replace("-", "")
+
+
+_FAMILY = re.compile(r"(?:^|[-_ ])(GH\d{3}|[ABHLT]\d{1,3}S?|RTX-?\d{4})(?=$|[-_ ])")
 
 
 def _normalise_product(value: str) -> str:

@@ -64,13 +64,15 @@ def output_format_option(func: F) -> F:
     """``--output-format/-o text|json|github|sarif`` (default text), passed as ``output_format``."""
     decorated: F = click.option(
         "--output-format",
+        "--output",
         "-o",
         "output_format",
         type=click.Choice(FORMATS),
         default="text",
         show_default=True,
-        help="How diagnostics are printed on stdout: text for people, json for tools, "
-        "github for Actions annotations, sarif for code scanning.",
+        help="Format of stdout, which here holds the diagnostics: text for people, json for tools, "
+        "github for Actions annotations, sarif for code scanning (-o/--output means the format of "
+        "stdout in every command).",
     )(func)
     return decorated
 
@@ -103,6 +105,7 @@ def result_format_option(choices: Sequence[str], help: str | None = None) -> Cal
     passed as ``fmt``. (Diagnostics' formats are :func:`output_format_option`'s.)"""
     return click.option(
         "--output-format",
+        "--output",
         "-o",
         "fmt",
         default="text",

@@ -7,6 +7,7 @@ The advice goes to stdout (text, markdown or JSON); diagnostics and the summary 
 from __future__ import annotations
 
 import datetime as dt
+import sys
 
 import click
 
@@ -70,7 +71,9 @@ def command(paths: tuple[str, ...], snapshots: tuple[str, ...], fmt: str, time_l
     if policy is None or solution is None or has_errors(diagnostics):
         return fail(diagnostics, summary="advise")
     emit_diagnostics(diagnostics, "text", to_stderr=True)
-    advice = advise(policy, catalog, solution, observation, time_limit_s=time_limit)
+    # each sizing solve may take up to --time-limit: say which one runs, on a terminal (not in logs)
+    progress = (lambda what: click.echo(f"migc: {what}…", err=True)) if sys.stderr.isatty() else None
+    advice = advise(policy, catalog, solution, observation, time_limit_s=time_limit, progress=progress)
     if fmt == "json":
         click.echo(to_json(advice), nl=False)
     elif fmt == "markdown":

@@ -27,6 +27,9 @@ def _print_diagnostics(diagnostics: list[Diagnostic], output_format: str) -> Non
 
 @click.command(name="discover")
 @click.option(
+    "--output",
+    "-o",
+    "--output-format",
     "--format",
     "fmt",
     type=click.Choice(["yaml", "json", "capture"]),
@@ -48,11 +51,13 @@ def _print_diagnostics(diagnostics: list[Diagnostic], output_format: str) -> Non
     help="Only this GPU (nvidia-smi index).",
 )
 @click.option(
-    "--output-format",
+    "--diagnostics-format",
+    "output_format",
     type=click.Choice(list(report.FORMATS)),
     default="text",
     show_default=True,
-    help="Format of diagnostics on stderr.",
+    help="Format of diagnostics on stderr (stdout holds the data; -o/--output is its format, as in "
+    "every command; --format and --output-format are the same option).",
 )
 @click.option("-q", "--quiet", is_flag=True, help="No per-GPU summary on stderr.")
 def command(fmt: str, compare: bool, gpu: int | None, output_format: str, quiet: bool) -> None:

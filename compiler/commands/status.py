@@ -35,7 +35,7 @@ from compiler.exitcodes import ExitCode
 from compiler.observe import Observation, ObserveError
 from compiler.observe.prometheus import InstanceUsage, instance_usage
 from compiler.render import manifests
-from compiler.status import Filters, build_status, to_html, to_json, to_text
+from compiler.status import Filters, build_status, to_html, to_json, to_markdown, to_text
 
 
 @click.command(name="status")
@@ -58,7 +58,7 @@ from compiler.status import Filters, build_status, to_html, to_json, to_text
     "--tenant", "tenants", multiple=True, help="Only these tenants and the nodes they use (repeatable)."
 )
 @click.option("--free", "free_only", is_flag=True, help="Only nodes and pools with free GPU capacity.")
-@result_format_option(["text", "json"])
+@result_format_option(["text", "json", "markdown"], "Format of the report on stdout.")
 @click.option(
     "--html", "html_file", default=None, type=click.Path(dir_okay=False), help="Also write the HTML console."
 )
@@ -165,7 +165,8 @@ def command(
             write_files(html_path.parent, {html_path.name: to_html(status)})
         except OSError as exc:
             return fail([cannot_write(html_file, exc)])
-    click.echo(to_json(status) if fmt == "json" else to_text(status), nl=False)
+    render = {"json": to_json, "markdown": to_markdown}.get(fmt, to_text)
+    click.echo(render(status), nl=False)
     click.echo(
         f"migc: {len(status.nodes)} nodes, {len(status.pending)} pending GPU pods, "
         f"{sum(1 for n in status.nodes if n.drift)} drifted" + (f"; wrote {html_file}" if html_file else ""),

@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from compiler import __version__
-from compiler.catalog import load_catalog
+from compiler.catalog import accepted_names, load_catalog
 from compiler.exitcodes import ExitCode
 from compiler.schemas import API_VERSION
 
@@ -25,5 +25,7 @@ def command(show_catalog: bool) -> int:
         for m in catalog.models:
             products = ", ".join(m.gpu_products) or "-"
             kind = f"MIG, {len(m.profiles)} profiles" if m.mig_capable else "no MIG"
-            click.echo(f"  {m.model:<16} {kind:<18} gpu.product: {products}")
+            also = ", ".join(n for n in accepted_names(m) if n not in m.gpu_products) or "-"
+            click.echo(f"  {m.model:<16} {kind:<18} gpu.product: {products}; also accepted: {also}")
+        click.echo("  (each also with -SHARED appended, as GFD labels time-sliced GPUs, or without NVIDIA-)")
     return ExitCode.OK

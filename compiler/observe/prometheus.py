@@ -5,8 +5,9 @@ One instant query per metric through the HTTP API (``GET /api/v1/query``, Promet
 headers and body), not each read, so a server that sends one byte every second cannot hold the
 command past it. The request runs in a daemon thread that is abandoned at the deadline.
 
-The DCGM exporter (NVIDIA/dcgm-exporter ``internal/pkg/
-counters``, 3.x/4.x) labels every sample with ``Hostname`` (the node), ``gpu`` (the device index)
+The DCGM exporter (NVIDIA/dcgm-exporter ``internal/pkg/counters``, 3.x/4.x) labels every sample
+with ``Hostname`` (the node; ``hostname`` since NVIDIA/dcgm-exporter d5e5f510, #655 "Rename
+Hostname label to hostname": both are read), ``gpu`` (the device index)
 and, for a MIG instance, ``GPU_I_ID`` and ``GPU_I_PROFILE``; with Kubernetes pod mapping enabled
 also ``namespace`` and ``pod``. Metrics used:
 
@@ -111,7 +112,7 @@ def instance_usage(
     try:
         for metric, field in ((GR_ENGINE_ACTIVE, "engine_active"), (FB_USED, "memory_used_mib")):
             for labels, value in query(base_url, metric, timeout):
-                node = labels.get("Hostname", "")
+                node = labels.get("Hostname") or labels.get("hostname", "")
                 try:
                     gpu = int(labels.get("gpu", ""))
                 except ValueError:

@@ -161,6 +161,8 @@ class Plan:
     hami: tuple[HamiPoolResult, ...] = ()  # the packing of every `sharing: hami` pool
     hami_requests: tuple[HamiRequest, ...] = ()  # per workload with a HAMi need, sorted by name
     dra: tuple[DraPool, ...] = ()  # DRA pools and backend migrations (compiler/plan/dra.py)
+    # (cluster, pool) → (MIG-partitioned, sharing mode, nvidia.com/gpu per GPU): how a pool's "gpu" counts
+    pool_kinds: Mapping[tuple[str, str], tuple[bool, str, int]] = field(default_factory=dict)
 
     @property
     def has_changes(self) -> bool:

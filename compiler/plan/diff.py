@@ -404,4 +404,9 @@ def build_plan(
         hami=solution.hami,
         hami_requests=hami_requests(policy),
         dra=dra_pools(policy, solution, catalog, current),
+        pool_kinds={
+            (c.name, p.name): (p.mig, p.sharing.mode if p.is_shared else "none", p.shares_per_gpu)
+            for c in policy.clusters
+            for p in c.pools
+        },
     )

@@ -8,11 +8,16 @@ from compiler.model import WHOLE_GPU, GpuLayout
 from compiler.plan.data import CapacityRow, NodeChange, OrderCost, Plan, TenantRow
 
 
-def gpu_text(gpu: GpuLayout | None) -> str:
+def gpu_text(gpu: GpuLayout | None, kind: tuple[bool, str, int] = (True, "none", 1)) -> str:
+    """One GPU's layout; ``kind`` is its pool's (MIG-partitioned, sharing mode, shares per GPU):
+    "MIG off" only where MIG could be on, a time-sliced GPU says so."""
     if gpu is None:
         return "(not deployed)"
     if not gpu.mig_enabled:
-        return "whole GPU (MIG off)"
+        mig, mode, shares = kind
+        if mig:
+            return "whole GPU (MIG off)"
+        return f"whole GPU, {mode} ×{shares}" if shares > 1 else "whole GPU"
     if not gpu.profiles:
         return "MIG on, no instances"
     return " + ".join(f"{c}x {n}" for n, c in sorted(gpu.profiles, key=size_key))
@@ -24,8 +29,22 @@ def size_key(item: tuple[str, int]) -> tuple[int, str]:
     return (-int(head) if head.isdigit() else 0, item[0])
 
 
-def resource_label(resource: str) -> str:
-    return "whole GPU" if resource == WHOLE_GPU else resource
+def resource_label(resource: str, kind: tuple[bool, str, int] = (True, "none", 1)) -> str:
+    """A resource of a pool of ``kind``: its ``gpu`` counts what the device plugin advertises, one
+    ``nvidia.com/gpu`` per whole GPU, or per share of a time-sliced / MPS GPU (as ``migc status`` and
+    the ResourceQuota count them), and says which."""
+    if resource != WHOLE_GPU:
+        return resource
+    _, mode, shares = kind
+    return f"GPU share ({mode} ×{shares})" if shares > 1 else "whole GPU"
+
+
+def pool_label(plan: Plan, cluster: str, pool: str, resource: str) -> str:
+    return resource_label(resource, pool_kind(plan, cluster, pool))
+
+
+def pool_kind(plan: Plan, cluster: str, pool: str) -> tuple[bool, str, int]:
+    return plan.pool_kinds.get((cluster, pool), (True, "none", 1))
 
 
 def money(value: float | None) -> str:
@@ -43,11 +62,11 @@ def summary(plan: Plan) -> str:
     )
 
 
-def gpu_lines(change: NodeChange) -> list[str]:
+def gpu_lines(change: NodeChange, kind: tuple[bool, str, int] = (True, "none", 1)) -> list[str]:
     lines = []
     for i in change.changed_gpus:
         before = change.before[i] if change.before is not None and i < len(change.before) else None
-        lines.append(f"gpu {i}: {gpu_text(before)} → {gpu_text(change.after[i])}")
+        lines.append(f"gpu {i}: {gpu_text(before, kind)} → {gpu_text(change.after[i], kind)}")
     return lines
 
 

@@ -9,8 +9,9 @@ from compiler.plan.formatting import (
     estimate_note,
     gpu_text,
     money,
+    pool_kind,
+    pool_label,
     requested_cell,
-    resource_label,
     summary,
     tenant_changes,
 )
@@ -74,9 +75,10 @@ def _node_table_detail(plan: Plan) -> list[str]:
     for c in plan.changes:
         for i in c.changed_gpus:
             before = c.before[i] if c.before is not None and i < len(c.before) else None
+            kind = pool_kind(plan, c.cluster, c.pool)
             out.append(
-                f"| {c.cluster} | {c.pool} | `{c.node}` | {i} | {gpu_text(before)} "
-                f"| {gpu_text(c.after[i])} |"
+                f"| {c.cluster} | {c.pool} | `{c.node}` | {i} | {gpu_text(before, kind)} "
+                f"| {gpu_text(c.after[i], kind)} |"
             )
     out += _removed_rows(plan)
     out += ["", "Why:", ""]
@@ -87,7 +89,7 @@ def _node_table_detail(plan: Plan) -> list[str]:
 
 def _node_table_grouped(plan: Plan) -> list[str]:
     """One row per transition of a group of identical nodes, then one reason per group."""
-    groups = group_changes(plan.changes)
+    groups = group_changes(plan.changes, plan.pool_kinds)
     out = ["| cluster | pool | nodes | GPUs | before | after |", "|---|---|---|---|---|---|"]
     for g in groups:
         nodes = node_names(g.nodes, "`")
@@ -120,7 +122,8 @@ def _capacity_table(plan: Plan) -> list[str]:
     out.append("|---|---|---|---:|---:|")
     for row in caps:
         out.append(
-            f"| {row.cluster} | {row.pool} | {resource_label(row.resource)} | {row.before} | {row.after} |"
+            f"| {row.cluster} | {row.pool} | {pool_label(plan, row.cluster, row.pool, row.resource)} "
+            f"| {row.before} | {row.after} |"
         )
     return out
 
@@ -136,7 +139,8 @@ def _tenant_table(plan: Plan) -> list[str]:
     ]
     for t in rows:
         out.append(
-            f"| {t.cluster} | {t.pool} | {t.tenant} | {resource_label(t.resource)} | {t.before} "
+            f"| {t.cluster} | {t.pool} | {t.tenant} | {pool_label(plan, t.cluster, t.pool, t.resource)} "
+            f"| {t.before} "
             f"| {t.after} | {requested_cell(t)} |"
         )
     return out
@@ -163,7 +167,7 @@ def _unmet_table(plan: Plan) -> list[str]:
     for u in plan.unmet:
         out.append(
             f"| {u.cluster} | {u.pool} | {u.tenant} | {u.workload} | {u.priority_tier} | {u.served} "
-            f"| {u.requested} {resource_label(u.resource)} |"
+            f"| {u.requested} {pool_label(plan, u.cluster, u.pool, u.resource)} |"
         )
     return out
 

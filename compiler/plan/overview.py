@@ -10,7 +10,7 @@ keeps the per-GPU listing.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from compiler.plan.data import NodeChange, Plan
@@ -20,7 +20,7 @@ from compiler.plan.formatting import (
     gpu_text,
     money,
     order_line,
-    resource_label,
+    pool_label,
     tenant_changes,
 )
 
@@ -55,20 +55,24 @@ class NodeGroup:
         return len(self.nodes) * sum(t.gpus for t in self.transitions)
 
 
-def _transitions(change: NodeChange) -> dict[tuple[str, str], list[int]]:
+Kinds = Mapping[tuple[str, str], tuple[bool, str, int]]  # Plan.pool_kinds
+
+
+def _transitions(change: NodeChange, kinds: Kinds) -> dict[tuple[str, str], list[int]]:
+    kind = kinds.get((change.cluster, change.pool), (True, "none", 1))
     out: dict[tuple[str, str], list[int]] = {}
     for i in change.changed_gpus:
         before = change.before[i] if change.before is not None and i < len(change.before) else None
-        out.setdefault((gpu_text(before), gpu_text(change.after[i])), []).append(i)
+        out.setdefault((gpu_text(before, kind), gpu_text(change.after[i], kind)), []).append(i)
     return out
 
 
-def group_changes(changes: Sequence[NodeChange]) -> list[NodeGroup]:
+def group_changes(changes: Sequence[NodeChange], kinds: Kinds | None = None) -> list[NodeGroup]:
     """Changes grouped by cluster, pool, reason and per-node transitions, in first-seen order."""
     order: list[tuple[object, ...]] = []
     members: dict[tuple[object, ...], list[NodeChange]] = {}
     for change in changes:
-        moves = _transitions(change)
+        moves = _transitions(change, kinds or {})
         shape = tuple(sorted((b, a, len(ix)) for (b, a), ix in moves.items()))
         key: tuple[object, ...] = (
             change.cluster,
@@ -86,7 +90,7 @@ def group_changes(changes: Sequence[NodeChange]) -> list[NodeGroup]:
     for key in order:
         nodes = members[key]
         first = nodes[0]
-        moves = _transitions(first)
+        moves = _transitions(first, kinds or {})
         transitions = tuple(
             Transition(b, a, len(ix), tuple(ix) if len(nodes) == 1 else ())
             for (b, a), ix in sorted(moves.items(), key=lambda kv: kv[1][0])
@@ -144,20 +148,22 @@ def summary_items(plan: Plan) -> list[tuple[str, list[str]]]:
         pools: dict[tuple[str, str], list[str]] = {}
         for row in capacity_changes(plan):
             pools.setdefault((row.cluster, row.pool), []).append(
-                f"{resource_label(row.resource)} {row.before} → {row.after}"
+                f"{pool_label(plan, row.cluster, row.pool, row.resource)} {row.before} → {row.after}"
             )
         capacity = [f"{c}/{p}: {', '.join(parts)}" for (c, p), parts in sorted(pools.items())]
         items.append(("capacity", capacity or ["unchanged per pool (instances move between nodes)"]))
         changed = tenant_changes(plan)
         tenants: dict[str, dict[str, list[int]]] = {}
         for t in changed:
-            acc = tenants.setdefault(t.tenant, {}).setdefault(t.resource, [0, 0, 0])
+            # whole GPUs and time-sliced shares are different units: summed apart, labelled apart
+            key = pool_label(plan, t.cluster, t.pool, t.resource)
+            acc = tenants.setdefault(t.tenant, {}).setdefault(key, [0, 0, 0])
             acc[0] += t.before
             acc[1] += t.after
             acc[2] += t.requested
         served = [
             f"{tenant}: "
-            + ", ".join(f"{resource_label(r)} {b} → {a} of {n}" for r, (b, a, n) in sorted(moved.items()))
+            + ", ".join(f"{r} {b} → {a} of {n}" for r, (b, a, n) in sorted(moved.items()))
             for tenant, rows in sorted(tenants.items())
             if (moved := {r: v for r, v in rows.items() if v[0] != v[1]})
         ]

@@ -54,11 +54,30 @@ def _bar(model: GpuModel | None, gpu: GpuLayout | None, x: int, y: int, slots: i
             f'<rect x="{px + 1}" y="{y + 1}" width="{size * _CELL - 2}" height="{_ROW - 8}" '
             f'fill="{_colour(model, name)}" rx="3"><title>{escape(name)} at slice {start}</title></rect>'
         )
-        parts.append(
-            f'<text x="{px + size * _CELL // 2}" y="{y + 14}" text-anchor="middle" fill="#fff" '
-            f'font-size="{9 if size == 1 else 11}">{escape(name)}</text>'
-        )
+        parts.extend(_label(name, px + size * _CELL // 2, y, size * _CELL - 4))
     return parts
+
+
+def _label(name: str, cx: int, y: int, room: int) -> list[str]:
+    """An instance's name inside its box: one line where it fits (at about 0.6 em per character),
+    else split after the compute part (``1g`` / ``.10gb+me``) on two lines, squeezed to the box's
+    width with ``textLength`` where even that is too long, so it is never cut."""
+    size = 11 if 0.6 * 11 * len(name) <= room else 9
+    if 0.6 * size * len(name) <= room:
+        return [
+            f'<text x="{cx}" y="{y + 14}" text-anchor="middle" fill="#fff" font-size="{size}">'
+            f"{escape(name)}</text>"
+        ]
+    head, dot, tail = name.partition(".")
+    lines = [head, dot + tail] if dot else [name]
+    out = []
+    for i, line in enumerate(lines):
+        fit = f' textLength="{room}" lengthAdjust="spacingAndGlyphs"' if 0.6 * 8 * len(line) > room else ""
+        out.append(
+            f'<text x="{cx}" y="{y + 9 + i * 8}" text-anchor="middle" fill="#fff" font-size="8"{fit}>'
+            f"{escape(line)}</text>"
+        )
+    return out
 
 
 def to_svg(change: NodeChange, model: GpuModel | None) -> str:

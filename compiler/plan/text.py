@@ -9,7 +9,8 @@ from compiler.plan.formatting import (
     estimate_note,
     gpu_lines,
     money,
-    resource_label,
+    pool_kind,
+    pool_label,
     summary,
     tenant_changes,
     tenant_text,
@@ -39,9 +40,9 @@ def to_text(plan: Plan, *, detail: bool = False) -> str:
                 for c in changes:
                     sign = "+" if c.before is None else "~"
                     out.append(f"  {sign} node {c.node} ({c.where}): {c.reason}")
-                    out.extend("      " + line for line in gpu_lines(c))
+                    out.extend("      " + line for line in gpu_lines(c, pool_kind(plan, c.cluster, c.pool)))
             else:
-                for group in group_changes(changes):
+                for group in group_changes(changes, plan.pool_kinds):
                     sign = "+" if group.new else "~"
                     what = (
                         f"node {group.nodes[0]}"
@@ -58,7 +59,8 @@ def to_text(plan: Plan, *, detail: bool = False) -> str:
             out.append("capacity per pool (instances, before → after)")
             for row in caps:
                 out.append(
-                    f"  {row.cluster}/{row.pool} {resource_label(row.resource)}: {row.before} → {row.after}"
+                    f"  {row.cluster}/{row.pool} {pool_label(plan, row.cluster, row.pool, row.resource)}: "
+                    f"{row.before} → {row.after}"
                 )
         rows = tenant_changes(plan) if detail else []
         if rows:
@@ -66,7 +68,7 @@ def to_text(plan: Plan, *, detail: bool = False) -> str:
             note = estimate_note(rows)
             out.append(f"tenant capacity per pool (served of requested, before → after{note})")
             for t in rows:
-                label = resource_label(t.resource)
+                label = pool_label(plan, t.cluster, t.pool, t.resource)
                 out.append(f"  {t.cluster}/{t.pool} {t.tenant} {label}: {tenant_text(t)}")
         if plan.snapshot_given:
             out.append("")
@@ -83,7 +85,7 @@ def to_text(plan: Plan, *, detail: bool = False) -> str:
         for u in plan.unmet:
             out.append(
                 f"  {u.cluster}/{u.pool} {u.tenant}/{u.workload} ({u.priority_tier}): "
-                f"{u.served} of {u.requested} {resource_label(u.resource)}"
+                f"{u.served} of {u.requested} {pool_label(plan, u.cluster, u.pool, u.resource)}"
             )
     if plan.spread:
         out.append("")

@@ -595,7 +595,10 @@ def disruption_markdown(rec: Recommendation) -> list[str]:
     if not rec.node_costs:
         lines.append("| – | 0 | 0 | 0 | 0 | 0 | 0 |")
     gate = next((x for x in rec.gates if x.name == "disruption"), None)
-    if gate is not None:
+    if gate is not None and not rec.node_costs:
+        # no node changes: there is no drain to weigh, so no verdict on one (the gates say why not)
+        lines += ["", "**Verdict:** nothing to weigh: the proposal reconfigures no node."]
+    elif gate is not None:
         verdict = "worth it" if gate.passed else "**not worth it**"
         lines += ["", f"**Verdict:** {verdict}: {_md(gate.why, 2000)}."]
     return [*lines, ""]

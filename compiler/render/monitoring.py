@@ -27,8 +27,9 @@ from compiler.render.manifests import SYSTEM_NAMESPACE, Obj, metadata
 
 # name → (source, version, where it is defined)
 METRICS: dict[str, tuple[str, str, str]] = {
-    # NVIDIA dcgm-exporter 3.3/4.x, default counters etc/default-counters.csv; labels Hostname, gpu,
-    # GPU_I_ID, GPU_I_PROFILE (MIG instances), namespace/pod/container with Kubernetes mapping.
+    # NVIDIA dcgm-exporter 3.3/4.x, default counters etc/default-counters.csv; labels Hostname (hostname
+    # since d5e5f510, #655; see HOST), gpu, GPU_I_ID, GPU_I_PROFILE (MIG instances), namespace/pod/container
+    # with Kubernetes mapping.
     "DCGM_FI_PROF_GR_ENGINE_ACTIVE": ("dcgm-exporter", "3.3+", "etc/default-counters.csv"),
     "DCGM_FI_DEV_FB_USED": ("dcgm-exporter", "3.3+", "etc/default-counters.csv"),
     "DCGM_FI_DEV_FB_FREE": ("dcgm-exporter", "3.3+", "etc/default-counters.csv"),
@@ -56,6 +57,14 @@ ROLLOUT_STUCK_FOR = "1h"
 GPU_RESOURCES = 'resource=~"nvidia_com_gpu|nvidia_com_mig_.+"'
 RUNNING = 'kube_pod_status_phase{phase="Running"} == 1'
 PENDING = 'kube_pod_status_phase{phase="Pending"} == 1'
+
+
+def host(metric: str) -> str:
+    """``metric`` with its node in the label ``gpu_host``, whichever of dcgm-exporter's spellings it has:
+    ``Hostname`` (3.x/4.x releases) or ``hostname`` (main since NVIDIA/dcgm-exporter d5e5f510, #655).
+    ``label_replace`` copies a label only where the regex matches, so an absent one changes nothing."""
+    inner = f'label_replace({metric}, "gpu_host", "$1", "Hostname", "(.+)")'
+    return f'label_replace({inner}, "gpu_host", "$1", "hostname", "(.+)")'
 
 
 def ksm_resource(resource: str) -> str:
@@ -111,8 +120,8 @@ PANELS: tuple[tuple[str, str, str, str, dict[str, Any]], ...] = (
     (
         "Utilisation per MIG instance (graphics engine active)",
         "heatmap",
-        "avg by (Hostname, gpu, GPU_I_ID, GPU_I_PROFILE) (DCGM_FI_PROF_GR_ENGINE_ACTIVE)",
-        "{{Hostname}} GPU {{gpu}} / {{GPU_I_PROFILE}} #{{GPU_I_ID}}",
+        f"avg by (gpu_host, gpu, GPU_I_ID, GPU_I_PROFILE) ({host('DCGM_FI_PROF_GR_ENGINE_ACTIVE')})",
+        "{{gpu_host}} GPU {{gpu}} / {{GPU_I_PROFILE}} #{{GPU_I_ID}}",
         {},
     ),
     (
@@ -215,12 +224,20 @@ def dashboard(cluster: Cluster) -> Obj:
     }
 
 
-def _rule(alert: str, expr: str, duration: str, severity: str, summary: str, description: str) -> Obj:
+def _rule(
+    alert: str,
+    expr: str,
+    duration: str,
+    severity: str,
+    summary: str,
+    description: str,
+    labels: dict[str, str] | None = None,
+) -> Obj:
     return {
         "alert": alert,
         "expr": expr,
         "for": duration,
-        "labels": {"severity": severity},
+        "labels": {"severity": severity, **(labels or {})},
         "annotations": {"summary": summary, "description": description},
     }
 
@@ -296,6 +313,9 @@ def rules(policy: Policy, cluster: Cluster) -> list[Obj]:
                     f"Tenant {tenant.name} waits for {profile} below its guarantee while others borrow",
                     f"{tenant.name} holds fewer than its guaranteed {amount} {resource} and has pods "
                     "pending for it, while another tenant holds more than its own guarantee of it.",
+                    # One rule per (tenant, resource): the labels keep them distinct, so Alertmanager
+                    # does not merge two starving tenants into one alert (promtool --lint duplicates).
+                    {"tenant": tenant.name, "resource": resource},
                 )
             )
     for r in out:

@@ -25,6 +25,7 @@ from compiler.catalog import Catalog
 from compiler.diagnostics import Diagnostic, make
 from compiler.model import WHOLE_GPU, Cluster, Policy, Quota, Tenant
 from compiler.solve.result import Solution
+from compiler.validate.rules.consumers import Asked, demand_verdict
 
 
 def tenant_clusters(policy: Policy) -> dict[str, tuple[str, ...]]:
@@ -238,6 +239,7 @@ def check_quotas(policy: Policy, solution: Solution, catalog: Catalog) -> list[D
     }
     diagnostics.extend(_unreachable_bursts(policy, placement, room))
     diagnostics.extend(check_unlimited(policy, solution))
+    diagnostics.extend(check_demand_within_quota(policy, solution))
     return diagnostics
 
 
@@ -305,6 +307,47 @@ def check_unlimited(policy: Policy, solution: Solution) -> list[Diagnostic]:
                 "spec.burst" if tenant.burst != Quota() else "spec.guaranteed",
             )
         )
+    return out
+
+
+def check_demand_within_quota(policy: Policy, solution: Solution) -> list[Diagnostic]:
+    """MIGC134/135 after solving: the layout serves a tenant more of a resource than its quota admits.
+
+    ``migc validate`` already checks needs whose resource is known up front (one profile, whole GPUs;
+    ``compiler.validate.rules.consumers.demand_verdict``); here the resources the solver picked for
+    preference lists and GPU-memory needs count too, so the plan never provisions pods the rendered
+    ResourceQuota (``hard_limits``, per namespace, per cluster) refuses.
+    """
+    served: dict[tuple[str, str, str], dict[str, int]] = {}
+    for result in solution.pools:
+        for d in result.demand:
+            if d.served > 0:
+                rows = served.setdefault((d.tenant, result.cluster, d.resource), {})
+                rows[d.workload] = rows.get(d.workload, 0) + d.served
+    tenants = {t.name: t for t in policy.tenants}
+    workloads = {w.name: w for w in policy.workloads}
+    several = len(policy.clusters) > 1
+    out: list[Diagnostic] = []
+    for (tenant_name, cluster, resource), rows in sorted(served.items()):
+        tenant = tenants.get(tenant_name)
+        limit = None if tenant is None else hard_limits(tenant).get(resource)
+        if tenant is None or limit is None or sum(rows.values()) <= limit:
+            continue  # no limit at all is MIGC310
+        key = "burst" if resource in quota_counts(tenant.burst) else "guaranteed"
+        label = f"{key}.gpus" if resource == WHOLE_GPU else f"{key}.profiles"
+        asked = []
+        for name, count in sorted(rows.items()):
+            w = workloads.get(name)
+            ns = w.target.namespace if w is not None and w.target is not None else None
+            if ns is None and len(tenant.namespaces) == 1:
+                ns = tenant.namespaces[0]
+            asked.append(Asked(name, "", count, ns))
+        verdict = demand_verdict(
+            tenant_name, cluster if several else "", resource, limit, label, tenant.namespaces, asked
+        )
+        if verdict is not None:
+            where = f"spec.{label}" if resource == WHOLE_GPU else f"spec.{label}.{resource}"
+            out.append(_tenant_diag(verdict[0], verdict[1], tenant, where))
     return out
 
 

@@ -24,8 +24,9 @@ solution reserved:
   ``topologyKey`` (k8s.io/api core/v1 ``TopologySpreadConstraint``: patchMergeKey topologyKey).
 
 With ``target.container`` the patch is a strategic-merge patch (containers merge by name, kustomize's
-``patchesStrategicMerge`` semantics from k8s.io/api's ``patchMergeKey``); without it a JSON 6902 patch
-adds the keys under the first container's existing ``resources.limits``.
+``patchesStrategicMerge`` semantics from k8s.io/api's ``patchMergeKey``); without it the component's
+``replacements`` set the keys in the first container's ``resources.limits``, creating ``resources`` and
+``limits`` where the container has none (see :func:`first_container_limits`: a JSON 6902 patch cannot).
 """
 
 from __future__ import annotations
@@ -128,12 +129,63 @@ def spread_constraints(workload: Workload) -> list[Obj]:
     ]
 
 
-def first_container_ops(kind: str, resources: dict[str, str]) -> list[Obj]:
-    """JSON 6902 ops adding ``resources`` under the first container's existing ``resources.limits``."""
+LIMITS_KIND = "TargetLimits"  # a local-config object: the source of the replacements, never applied
+LOCAL_CONFIG = "config.kubernetes.io/local-config"
+
+
+def first_container_limits(namespace: str, stem: str, resources: dict[str, str]) -> Obj:
+    """The values the first container's ``resources.limits`` must carry, as a local-config object.
+
+    A JSON 6902 ``add`` of ``.../resources/limits/nvidia.com~1gpu`` fails where the container has no
+    ``limits`` (kustomize applies JSON patches with gopkg.in/evanphx/json-patch.v4, which has no
+    "create missing parents": kubernetes-sigs/kustomize 12f9e639 api/filters/patchjson6902/
+    patchjson6902.go), and adding the whole ``limits`` would drop the container's CPU and memory
+    limits. Kustomize ``replacements`` with ``options.create`` set exactly the named keys and create
+    ``resources``/``limits`` where missing (api/filters/replacement/replacement.go:313); the source
+    carries ``config.kubernetes.io/local-config`` so kustomize drops it from the build
+    (api/internal/target/kusttarget.go:255 IgnoreLocal).
+    """
+    return {
+        "apiVersion": "migc.dev/v1alpha1",
+        "kind": LIMITS_KIND,
+        "metadata": {
+            "name": _limits_name(stem),
+            "namespace": namespace,
+            "annotations": {LOCAL_CONFIG: "true"},
+        },
+        "limits": dict(sorted(resources.items())),
+    }
+
+
+def _limits_name(stem: str) -> str:
+    return f"migc-limits-{stem}"
+
+
+def _field(parts: list[str]) -> str:
+    """A kustomize field path; keys holding dots or slashes in brackets (kyaml SmarterPathSplitter)."""
+    return ".".join(f"[{p}]" if ("." in p or "/" in p) else p for p in parts)
+
+
+def first_container_replacements(
+    kind: str, stem: str, namespace: str, selector: Obj, resources: dict[str, str]
+) -> list[Obj]:
+    """One kustomize replacement per resource: limits object → the first container's limit."""
     base = [*_pod_template_path(kind), "spec", "containers", "0", "resources", "limits"]
     return [
-        {"op": "add", "path": _pointer([*base, key]), "value": value}
-        for key, value in sorted(resources.items())
+        {
+            "source": {
+                "group": "migc.dev",
+                "version": "v1alpha1",
+                "kind": LIMITS_KIND,
+                "name": _limits_name(stem),
+                "namespace": namespace,
+                "fieldPath": _field(["limits", key]),
+            },
+            "targets": [
+                {"select": selector, "fieldPaths": [_field([*base, key])], "options": {"create": True}}
+            ],
+        }
+        for key in sorted(resources)
     ]
 
 
@@ -158,6 +210,8 @@ def target_files(
     files: dict[str, Obj | list[Obj]] = {}
     diags: list[Diagnostic] = []
     entries: dict[str, list[Obj]] = {}
+    limits: dict[str, list[str]] = {}  # namespace → the local-config limits files of its component
+    replacements: dict[str, list[Obj]] = {}
     pools = {p.name: p for p in cluster.pools}
     hami_pool = {r.pool for r in solution.hami if r.cluster == cluster.name}
     for w in sorted(policy.workloads, key=lambda w: w.name):
@@ -202,14 +256,20 @@ def target_files(
         files[f"patches/{t.namespace}/{stem}.yaml"] = strategic_patch(w, resources, annotations, with_kueue)
         entries.setdefault(t.namespace, []).append({"path": f"{stem}.yaml"})
         if not t.container:
-            files[f"patches/{t.namespace}/{stem}-limits.yaml"] = first_container_ops(t.kind, resources)
-            entries[t.namespace].append({"path": f"{stem}-limits.yaml", "target": _selector(w)})
+            limits_file = f"patches/{t.namespace}/{stem}-limits.yaml"
+            files[limits_file] = first_container_limits(t.namespace, stem, resources)
+            limits.setdefault(t.namespace, []).append(f"{stem}-limits.yaml")
+            replacements.setdefault(t.namespace, []).extend(
+                first_container_replacements(t.kind, stem, t.namespace, _selector(w), resources)
+            )
     for ns, items in sorted(entries.items()):
-        files[f"patches/{ns}/kustomization.yaml"] = {
-            "apiVersion": "kustomize.config.k8s.io/v1alpha1",
-            "kind": "Component",
-            "patches": sorted(items, key=lambda e: str(e["path"])),
-        }
+        component: Obj = {"apiVersion": "kustomize.config.k8s.io/v1alpha1", "kind": "Component"}
+        if ns in limits:
+            component["resources"] = sorted(limits[ns])
+        component["patches"] = sorted(items, key=lambda e: str(e["path"]))
+        if ns in replacements:
+            component["replacements"] = replacements[ns]
+        files[f"patches/{ns}/kustomization.yaml"] = component
     return dict(sorted(files.items())), diags
 
 

@@ -8,6 +8,6 @@ NodeAssignment into a :class:`FleetStatus`; :mod:`.report` prints it as text or 
 from compiler.status.build import Filters, build_status
 from compiler.status.html import to_html
 from compiler.status.model import FleetStatus
-from compiler.status.report import to_json, to_text
+from compiler.status.report import to_json, to_markdown, to_text
 
-__all__ = ["Filters", "FleetStatus", "build_status", "to_html", "to_json", "to_text"]
+__all__ = ["Filters", "FleetStatus", "build_status", "to_html", "to_json", "to_markdown", "to_text"]

@@ -31,6 +31,7 @@ from compiler.observe.model import (
     resource_of,
 )
 from compiler.observe.prometheus import InstanceUsage
+from compiler.render.names import ALL_DISABLED
 from compiler.status.model import (
     Cost,
     FleetStatus,
@@ -68,6 +69,21 @@ def _config_devices(doc: Mapping[str, Any] | None, config: str) -> list[Mapping[
     if not isinstance(cfg, dict) or not isinstance(cfg.get("devices"), list):
         return None
     return [d for d in cfg["devices"] if isinstance(d, dict)]
+
+
+def stock_equivalent(doc: Mapping[str, Any] | None, have: str, want: str) -> bool:
+    """The node carries the GPU Operator's stock ``all-disabled`` where migc assigns a config that is
+    MIG-disabled on every GPU too (``all-disabled-8gpu-whole-gpus``): the same GPU geometry.
+
+    The GPU Operator's node labeler puts ``nvidia.com/mig.config=all-disabled`` on every MIG-capable
+    node without the label (cluster-behaviour.md, "NVIDIA GPU Operator"), so on a fresh cluster each
+    such node carries it; it is not drift in MIG terms. What the device plugin advertises is still
+    compared (a time-slicing config not yet applied shows as differing allocatable).
+    """
+    if have != ALL_DISABLED or have == want:
+        return False
+    devices = _config_devices(doc, want)
+    return bool(devices) and all(d.get("migEnabled") is False for d in devices or ())
 
 
 def _expected_resources(doc: Mapping[str, Any] | None, config: str) -> dict[str, int] | None:
@@ -349,7 +365,7 @@ def _node_drift(
         return []
     if not want:
         return ["not in the assignment"]
-    if have != want:
+    if have != want and not stock_equivalent(doc, have, want):
         return [f"carries {have or 'no config'}, assignment says {want}"]
     if node.mig_state == "failed":
         return ["the MIG manager reports failed"]
@@ -486,7 +502,9 @@ class _StatusBuilder:
         n_cap = dict(node.allocatable)
         n_free = {r: max(0, c - n_alloc.get(r, 0)) for r, c in n_cap.items()}
         have = node.config or ""
-        devices = _config_devices(doc, have) if have else None
+        # the stock all-disabled has no entry in migc's assignment: its GPUs are those of the equivalent
+        # config migc assigns, so the node's pods are shown on them
+        devices = _config_devices(doc, want if stock_equivalent(doc, have, want) else have) if have else None
         gpus = _gpu_views(node, pool, model, devices, occupants, self.usage_by_node.get(node.name, []))
         drift = _node_drift(doc, node, want, have, n_cap)
         slots = [s for g in gpus for s in g.slots]

@@ -7,7 +7,7 @@ import datetime as dt
 import json
 from typing import Any
 
-from compiler.escape import terminal
+from compiler.escape import markdown_cell, terminal
 from compiler.observe.model import Counts, profile_of
 from compiler.status.model import FleetStatus
 
@@ -62,13 +62,36 @@ def _table(header: list[str], rows: list[list[str]]) -> list[str]:
     return out
 
 
-def to_text(s: FleetStatus) -> str:
-    lines = [
+def _md_table(header: list[str], rows: list[list[str]]) -> list[str]:
+    """A GitHub-flavoured markdown table; every cell through ``escape.markdown_cell`` (pipes,
+    backticks, links, mentions, HTML and bidi controls neutralised)."""
+
+    def cell(c: str) -> str:
+        return markdown_cell(c) or " "
+
+    out = ["| " + " | ".join(cell(h) for h in header) + " |", "|" + "---|" * len(header)]
+    out += ["| " + " | ".join(cell(c) for c in r) + " |" for r in rows]
+    return out
+
+
+def to_markdown(s: FleetStatus) -> str:
+    """The same report as :func:`to_text`, as markdown (headings, tables) for a PR comment or an issue."""
+    return to_text(s, markdown=True)
+
+
+def to_text(s: FleetStatus, *, markdown: bool = False) -> str:
+    table = _md_table if markdown else _table
+    cell = markdown_cell if markdown else _cell  # every value from the cluster, escaped for the medium
+    item = "- " if markdown else "  "
+
+    def head(title: str) -> list[str]:
+        return ["", f"### {title}", ""] if markdown else ["", title]
+
+    title = (
         f"migc status — {s.source} at {s.taken_at.strftime('%Y-%m-%dT%H:%M:%SZ')}; "
-        f"expected layouts from {s.expected_from}",
-        "",
-        "Nodes",
-    ]
+        f"expected layouts from {s.expected_from}"
+    )
+    lines = [f"## {title}" if markdown else title, *head("Nodes")]
     rows = []
     for n in s.nodes:
         used = (
@@ -89,8 +112,8 @@ def to_text(s: FleetStatus) -> str:
                 "; ".join(n.drift) or "-",
             ]
         )
-    lines += _table(["NODE", "POOL", "CAPACITY", "ALLOCATED", "FREE", "USED", "STATE", "DRIFT"], rows)
-    lines += ["", "Pools"]
+    lines += table(["NODE", "POOL", "CAPACITY", "ALLOCATED", "FREE", "USED", "STATE", "DRIFT"], rows)
+    lines += head("Pools")
     rows = []
     for p in s.pools:
         rows.append(
@@ -106,10 +129,19 @@ def to_text(s: FleetStatus) -> str:
                 money(p.idle_cost_per_hour),
             ]
         )
-    lines += _table(
+    lines += table(
         ["POOL", "MODEL", "NODES", "GPUS", "ALLOCATED", "FREE", "FRAGMENTED", "COST/H", "IDLE/H"], rows
     )
-    lines += ["", "Tenants (GPU shares; memory GB and compute slices as held/guaranteed/burst)"]
+    for p in s.pools:
+        # a time-sliced or MPS pool advertises more nvidia.com/gpu than it has GPUs: say what gpu×N counts
+        advertised = dict(p.capacity).get("nvidia.com/gpu", 0)
+        if p.gpus and advertised > p.gpus:
+            lines.append(
+                f"{item}{p.name}: {p.gpus} GPUs advertised as {advertised} nvidia.com/gpu (shared, "
+                f"{advertised // p.gpus} per GPU): its gpu×N above and below counts those shares, as its "
+                "ResourceQuota does"
+            )
+    lines += head("Tenants (GPU shares; memory GB and compute slices as held/guaranteed/burst)")
     rows = []
     for t in s.tenants:
         flags = []
@@ -131,7 +163,7 @@ def to_text(s: FleetStatus) -> str:
                 "; ".join(flags) or "-",
             ]
         )
-    lines += _table(
+    lines += table(
         [
             "TENANT",
             "ALLOCATED",
@@ -146,7 +178,7 @@ def to_text(s: FleetStatus) -> str:
         ],
         rows,
     )
-    lines += ["", f"Pending GPU pods: {len(s.pending)}"]
+    lines += head(f"Pending GPU pods: {len(s.pending)}")
     if s.pending:
         rows = [
             [
@@ -155,26 +187,26 @@ def to_text(s: FleetStatus) -> str:
                 fmt_counts(p.requests),
                 fmt_duration(p.pending_seconds),
                 fmt_duration(p.max_wait_seconds) if p.max_wait_seconds else "-",
-                "OVER MAX WAIT" if p.over_max_wait else "-",
+                "yes" if p.over_max_wait else "-",
             ]
             for p in s.pending
         ]
-        lines += _table(["POD", "TENANT", "REQUESTS", "PENDING", "MAX-WAIT", ""], rows)
+        lines += table(["POD", "TENANT", "REQUESTS", "PENDING", "MAX-WAIT", "OVER-MAX"], rows)
     rolling = [n for n in s.nodes if n.rolling_out]
-    lines += ["", f"Nodes mid-rollout: {len(rolling)}"]
+    lines += head(f"Nodes mid-rollout: {len(rolling)}")
     for n in rolling:
         since = "" if n.phase_since is None else f" since {n.phase_since.strftime('%Y-%m-%dT%H:%M:%SZ')}"
-        err = f" — {_cell(n.last_error)}" if n.last_error else ""
+        err = f" — {cell(n.last_error)}" if n.last_error else ""
         lines.append(
-            f"  {_cell(n.name)}: {_cell(n.phase)} (mig.config.state {_cell(n.mig_state or '-')}){since}{err}"
+            f"{item}{cell(n.name)}: {cell(n.phase)} (mig.config.state {cell(n.mig_state or '-')}){since}{err}"
         )
     drifted = [n for n in s.nodes if n.drift]
-    lines += ["", f"Drift: {len(drifted)} node(s)"]
-    lines += [f"  {_cell(n.name)}: {_cell('; '.join(n.drift))}" for n in drifted]
+    lines += head(f"Drift: {len(drifted)} node(s)")
+    lines += [f"{item}{cell(n.name)}: {cell('; '.join(n.drift))}" for n in drifted]
     if s.missing_nodes:
-        lines += ["", "Not found in the cluster: " + _cell(", ".join(s.missing_nodes))]
+        lines += ["", "Not found in the cluster: " + cell(", ".join(s.missing_nodes))]
     if s.unmanaged_nodes:
-        lines += ["", "GPU nodes no pool selects: " + _cell(", ".join(s.unmanaged_nodes))]
+        lines += ["", "GPU nodes no pool selects: " + cell(", ".join(s.unmanaged_nodes))]
     c = s.cost
     lines += [
         "",

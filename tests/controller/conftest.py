@@ -360,10 +360,13 @@ DEPLOY = Path(__file__).resolve().parents[2] / "controller" / "deploy"
 
 
 def deploy_objects() -> list[dict[str, Any]]:
-    """Every object of the controller's deploy manifests, in file order."""
+    """Every object of the controller's deploy manifests: what ``controller/deploy/kustomization.yaml``
+    lists, then its optional ServiceMonitor component, in that order."""
     docs: list[dict[str, Any]] = []
-    for path in sorted(DEPLOY.glob("*.yaml")):
-        docs.extend(d for d in yaml.safe_load_all(path.read_text(encoding="utf-8")) if d)
+    for folder in (DEPLOY, DEPLOY / "servicemonitor"):
+        listed = yaml.safe_load((folder / "kustomization.yaml").read_text(encoding="utf-8"))["resources"]
+        for name in listed:
+            docs.extend(d for d in yaml.safe_load_all((folder / name).read_text(encoding="utf-8")) if d)
     return docs
 
 

@@ -204,19 +204,41 @@ def main(argv: Sequence[str] | None = None) -> int:
         converged = False
         parsed = parse(json.dumps(target_doc))
         quiet_since = time.monotonic()
+        # Every phase the controller writes, in the order the API server received it: read from the
+        # emulator's request log, not by sampling the nodes (a sample misses a phase that lasts less
+        # than a poll, so Draining or Done seemed skipped; README's state machine has them all).
+        printed = {n: p[0] for n, p in last.items()}
+        targets = {n: p[1] for n, p in last.items()}
+        seen = 0
+
+        def report(final: bool = False) -> None:
+            nonlocal seen, quiet_since
+            calls = emu.calls()
+            upto = len(calls) if final else max(seen, len(calls) - 8)  # the newest may still fail
+            for call in calls[seen:upto]:
+                if call.resource != "nodes" or call.verb not in ("patch", "update") or call.refused:
+                    continue
+                notes = ((call.body or {}).get("metadata") or {}).get("annotations") or {}
+                phase = notes.get(st.PHASE)
+                if call.name is None or not phase or phase == printed.get(call.name):
+                    continue
+                quiet_since = time.monotonic()
+                targets[call.name] = notes.get(st.TARGET) or targets.get(call.name, "")
+                carried = _phase(emu.nodes()[call.name])[2]
+                detail = f"-> {targets[call.name]}" if phase != "Idle" else f"now {carried}"
+                at = time.monotonic() - t0
+                print(f"{at:6.2f}s  {call.name:<{width}} {printed[call.name]:>9} -> {phase:<9} {detail}")
+                printed[call.name] = phase
+            seen = upto
+
         while time.monotonic() - t0 < args.timeout:
             now = {n: _phase(o) for n, o in emu.nodes().items()}
-            for name in sorted(now):
-                if now[name] != last.get(name):
-                    quiet_since = time.monotonic()
-                    phase, target, label = now[name]
-                    detail = f"-> {target}" if target else f"now {label}"
-                    at = time.monotonic() - t0
-                    print(f"{at:6.2f}s  {name:<{width}} {last[name][0]:>9} -> {phase:<9} {detail}")
+            report()
             last = now
             drifting = {n for n, c in wanted.items() if now[n][0] != "Idle" or now[n][2] != c}
             if not drifting:
                 converged = True
+                report(final=True)
                 break
             if time.monotonic() - quiet_since > 1.0 and all(now[n][0] == "Idle" for n in drifting):
                 # Only nodes outside their pool's maintenance windows are left: fast-forward.

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from compiler.catalog import accepted_names
 from compiler.load import LoadedDocument
 from compiler.validate.common import PathT, suggest, time_zones
 from compiler.validate.context import Context, PoolInfo
@@ -51,18 +52,36 @@ def check_unique_names(ctx: Context) -> None:
         dupes(ctx, nodes, "node", f" in cluster {cname}")
 
 
+def product_suggestion(ctx: Context, value: str) -> str:
+    """``; did you mean 'X'? (MODEL is accepted as: ...)`` within the value's GPU family, or a pointer.
+
+    Edit distance alone crosses families (``NVIDIA-H100-SXM5-80GB`` is nearest to
+    ``NVIDIA-A100-SXM4-80GB``, another GPU with other profiles), so the candidate is the catalog model
+    of the same chip (:meth:`Catalog.same_family`), shown with every name migc accepts for it.
+    """
+    models = ctx.catalog.same_family(value)
+    if not models:
+        return "; no catalog model of that GPU family (`migc version --catalog` lists them all)"
+    model, others = models[0], models[1:]
+    names = accepted_names(model)
+    # the gpu.product labels GFD writes come first; an alias only when no label is near
+    best = suggest(value, model.gpu_products) or suggest(value, names) or f"; did you mean '{names[0]}'?"
+    rest = f"; other models of that family: {', '.join(m.model for m in others)}" if others else ""
+    return f"{best} ({model.model} is accepted as: {', '.join(names)}{rest})"
+
+
 @rule("pool-hardware", codes=("MIGC100", "MIGC119", "MIGC121"), when=needs_fleet)
 def check_pool_hardware(ctx: Context) -> None:
     """The GPU product is in the catalog, MIG only where the model supports it, no sharing on MIG."""
     doc = _doc(ctx)
-    products = ctx.catalog.all_products()
     for pool in ctx.pool_list:
         raw = pool.raw
         if pool.model is None:
             ctx.add(
                 doc.at(
                     "MIGC100",
-                    f"unknown GPU product '{raw['gpuProduct']}'{suggest(str(raw['gpuProduct']), products)}",
+                    f"unknown GPU product '{raw['gpuProduct']}'"
+                    + product_suggestion(ctx, str(raw["gpuProduct"])),
                     (*pool.path, "gpuProduct"),
                 )
             )
@@ -93,13 +112,12 @@ def check_pool_hardware(ctx: Context) -> None:
 def check_pricing_products(ctx: Context) -> None:
     """Every ``pricing`` key is a GPU product of the catalog."""
     assert ctx.fleet is not None
-    products = ctx.catalog.all_products()
     for key in sorted(ctx.fleet.spec.get("pricing", {})):
         if ctx.catalog.by_product(key) is None:
             ctx.add(
                 ctx.fleet.doc.at(
                     "MIGC100",
-                    f"pricing names unknown GPU product '{key}'{suggest(key, products)}",
+                    f"pricing names unknown GPU product '{key}'{product_suggestion(ctx, key)}",
                     ("spec", "pricing", key),
                     key=True,
                 )

@@ -193,6 +193,8 @@ def check_placement(ctx: Context) -> None:
         pools = _workload_pools(ctx, w)
         if pools is None:
             continue
+        if any(p.model is None for p in pools):
+            continue  # an unknown GPU product (MIGC100): what the pool offers is unknown, not absent
         need = w.spec["need"]
         if "profile" in need or "profiles" in need:
             _check_profiles(ctx, w, pools)

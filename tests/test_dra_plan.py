@@ -91,7 +91,14 @@ def test_dynamic_pools_report_fit_and_worst_case_fragmentation(tmp_path: Path) -
 
 def test_a_dynamic_pool_that_cannot_hold_its_demand_says_so(tmp_path: Path) -> None:
     old = "replicas: 4\n  need: {profile: 3g.71gb}"
-    policy = _policy(tmp_path, [("workloads.yaml", old, old.replace("replicas: 4", "replicas: 80"))])
+    policy = _policy(
+        tmp_path,
+        [
+            ("workloads.yaml", old, old.replace("replicas: 4", "replicas: 80")),
+            # the quota must admit the 80 (MIGC134): the pool, not the quota, is what cannot hold them
+            ("tenants.yaml", "2g.35gb: 8, 3g.71gb: 8}", "2g.35gb: 8, 3g.71gb: 80}"),
+        ],
+    )
     catalog = load_catalog()
     h200 = next(
         r for r in dra_pools(policy, solve(policy, catalog), catalog, CurrentState()) if r.pool == "h200"

@@ -206,6 +206,10 @@ def test_a_newcomer_does_not_starve_its_sibling(tmp_path: Path) -> None:
     shutil.copytree(Path(__file__).resolve().parents[1] / "examples" / "lab", lab)
     with (lab / "workloads.yaml").open("a", encoding="utf-8") as f:
         f.write(NEWCOMER)
+    tenants = lab / "tenants.yaml"  # the quota admits the newcomer's 40 (else MIGC134): the GPUs are short
+    tenants.write_text(
+        tenants.read_text().replace("profiles: {3g.40gb: 4, 1g.10gb: 8", "profiles: {3g.40gb: 42, 1g.10gb: 8")
+    )
     pol, diags = load_and_validate([str(lab)])
     assert pol is not None, [d.message for d in diags]
     sol = solve(pol, CAT)

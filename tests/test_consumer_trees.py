@@ -59,7 +59,7 @@ def test_every_tree_and_component_builds_with_kubectl_kustomize(example: str, tm
         for component in sorted(cluster.glob("patches/*/kustomization.yaml")):
             comp = yaml.safe_load(component.read_text())
             patches = [yaml.safe_load((component.parent / p["path"]).read_text()) for p in comp["patches"]]
-            objects = [stand_in(p) for p in patches]
+            objects = [stand_in(p) for p in patches if isinstance(p, dict)]  # not the JSON 6902 op lists
             app = tmp_path / "app" / cluster.name / component.parent.name
             app.mkdir(parents=True)
             (app / "objects.yaml").write_text(yaml.safe_dump_all(objects))
@@ -72,12 +72,13 @@ def test_every_tree_and_component_builds_with_kubectl_kustomize(example: str, tm
             assert not [d for d in built if d["kind"] == "TargetLimits"]
             for d in built:
                 spec = d["spec"]["jobTemplate"]["spec"] if d["kind"] == "CronJob" else d["spec"]
-                limits = {
-                    k
-                    for c in spec["template"]["spec"]["containers"]
-                    for k in c.get("resources", {}).get("limits", {})
-                }
-                assert any(k.startswith("nvidia.com/") for k in limits), d["metadata"]["name"]
+                pod = spec["template"]["spec"]
+                limits = {k for c in pod["containers"] for k in c.get("resources", {}).get("limits", {})}
+                # a workload on a DRA pool asks through resource claims instead of limits (docs/dra.md)
+                claims = pod.get("resourceClaims") and any(
+                    c.get("resources", {}).get("claims") for c in pod["containers"]
+                )
+                assert claims or any(k.startswith("nvidia.com/") for k in limits), d["metadata"]["name"]
 
 
 def test_the_controller_kustomization_lists_every_manifest_and_the_servicemonitor_is_optional() -> None:

@@ -265,7 +265,10 @@ def workload_template(
 
 
 def target_patch(w: Workload, base: Obj) -> tuple[Obj, list[Obj] | None]:
-    """The workload's strategic patch with ``resourceClaims`` (and, without a container, JSON ops).
+    """The workload's strategic patch with ``resourceClaims``, and, for a target without a container
+    name, the ``resources.claims`` the first container needs (set by a kustomize replacement,
+    :func:`compiler.render.targets.first_container_replacements`: a JSON 6902 ``add`` fails where
+    the container has no ``resources``).
 
     ``base`` is the device-plugin patch without limits (priority class, labels, spread); the pod
     template gains ``resourceClaims: [{name: migc-gpu, resourceClaimTemplateName: migc-<workload>}]``
@@ -284,11 +287,7 @@ def target_patch(w: Workload, base: Obj) -> tuple[Obj, list[Obj] | None]:
     if target.container:
         spec["containers"] = [{"name": target.container, "resources": {"claims": [{"name": CLAIM_NAME}]}}]
         return base, None
-    prefix = "/spec/jobTemplate/spec/template" if target.kind == "CronJob" else "/spec/template"
-    ops: list[Obj] = [
-        {"op": "add", "path": f"{prefix}/spec/containers/0/resources/claims", "value": [{"name": CLAIM_NAME}]}
-    ]
-    return base, ops
+    return base, [{"name": CLAIM_NAME}]
 
 
 # ---------------------------------------------------------------------------------------- settings

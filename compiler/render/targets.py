@@ -189,6 +189,37 @@ def first_container_replacements(
     ]
 
 
+def first_container_values(namespace: str, stem: str, field: str, value: Any) -> Obj:
+    """Like :func:`first_container_limits`, for one whole ``resources`` field (DRA's ``claims``)."""
+    return {
+        "apiVersion": "migc.dev/v1alpha1",
+        "kind": LIMITS_KIND,
+        "metadata": {
+            "name": f"migc-{field}-{stem}",
+            "namespace": namespace,
+            "annotations": {LOCAL_CONFIG: "true"},
+        },
+        field: value,
+    }
+
+
+def first_container_replacement(kind: str, stem: str, namespace: str, selector: Obj, field: str) -> Obj:
+    """The first container's ``resources.<field>`` from :func:`first_container_values`, created where
+    the container has no ``resources`` (the sequence is copied whole)."""
+    path = [*_pod_template_path(kind), "spec", "containers", "0", "resources", field]
+    return {
+        "source": {
+            "group": "migc.dev",
+            "version": "v1alpha1",
+            "kind": LIMITS_KIND,
+            "name": f"migc-{field}-{stem}",
+            "namespace": namespace,
+            "fieldPath": field,
+        },
+        "targets": [{"select": selector, "fieldPaths": [_field(path)], "options": {"create": True}}],
+    }
+
+
 def _selector(w: Workload) -> Obj:
     """The kustomize patch target of a JSON 6902 patch: the workload's target object."""
     t = w.target
@@ -232,12 +263,17 @@ def target_files(
         t = w.target
         stem = f"{t.kind.lower()}-{t.name}" + (f"-{t.container}" if t.container else "")
         if dra.workload_on_dra(w, cluster, solution):  # resourceClaims instead of limits (docs/dra.md)
-            patch, ops = dra.target_patch(w, strategic_patch(w, {}, {}, with_kueue))
+            patch, claims = dra.target_patch(w, strategic_patch(w, {}, {}, with_kueue))
             files[f"patches/{t.namespace}/{stem}.yaml"] = patch
             entries.setdefault(t.namespace, []).append({"path": f"{stem}.yaml"})
-            if ops is not None:
-                files[f"patches/{t.namespace}/{stem}-claims.yaml"] = ops
-                entries[t.namespace].append({"path": f"{stem}-claims.yaml", "target": _selector(w)})
+            if claims is not None:
+                files[f"patches/{t.namespace}/{stem}-claims.yaml"] = first_container_values(
+                    t.namespace, stem, "claims", claims
+                )
+                limits.setdefault(t.namespace, []).append(f"{stem}-claims.yaml")
+                replacements.setdefault(t.namespace, []).append(
+                    first_container_replacement(t.kind, stem, t.namespace, _selector(w), "claims")
+                )
             continue
         if others:
             diags.append(

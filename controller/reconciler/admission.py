@@ -30,7 +30,7 @@ def candidates(
         if (
             t.pool == pool
             and n.phase == Phase.IDLE
-            and n.current_config != t.config
+            and not n.converged_to(t.config)
             and not n.paused
             and n.annotations.get(st.HELD_REVISION) != assignment.revision
         ):
@@ -38,16 +38,26 @@ def candidates(
     return out
 
 
-def in_flight(nodes: Mapping[str, NodeView], targets: Mapping[str, Target], pool: str) -> int:
-    # Counted from the annotations on the Nodes (not from memory), so the budget holds across
-    # restarts; a node keeps counting against the pool it was admitted for.
-    busy = 0
-    for name, n in nodes.items():
-        if n.phase == Phase.IDLE:
-            continue
-        owner = n.annotations.get(st.POOL) or (targets[name].pool if name in targets else None)
-        busy += owner == pool
-    return busy
+def pool_of(name: str, node: NodeView, targets: Mapping[str, Target]) -> str | None:
+    """The pool a node counts against: the assignment's, else the one migc recorded on it."""
+    if name in targets:
+        return targets[name].pool
+    return node.annotations.get(st.POOL)
+
+
+def out_of_service(node: NodeView) -> bool:
+    """Whether the node is out of service, by its real state or by a migc phase that holds it.
+
+    Counted whatever the migc.dev/* annotations claim: a cordon (anyone's: a node a human
+    cordoned is out as surely as one migc cordoned), a phase migc writes only with a cordon,
+    and a MIG manager that says it is reconfiguring the node (state pending or rebooting).
+    """
+    return node.unschedulable or node.legacy_taint or node.phase in st.CORDONED_PHASES or node.mig_busy
+
+
+def out_nodes(nodes: Mapping[str, NodeView], targets: Mapping[str, Target], pool: str) -> set[str]:
+    # Counted from the Node objects (not from memory), so the budget holds across restarts.
+    return {name for name, n in nodes.items() if pool_of(name, n, targets) == pool and out_of_service(n)}
 
 
 def max_unavailable(ctx: Context, pool: Pool, targets: Mapping[str, Target], assignment: Assignment) -> int:
@@ -150,8 +160,8 @@ class Admission:
             if not ctx.retry.active(c)
         ]
         limit = max_unavailable(ctx, pool, self.targets, self.assignment)
-        budget = limit - in_flight(self.nodes, self.targets, pool.name)
-        if not waiting or budget <= 0:
+        out = out_nodes(self.nodes, self.targets, pool.name)
+        if not waiting or (len(out) >= limit and not any(self.nodes[c].unschedulable for c in waiting)):
             return
         if not pool.in_window(self.now):
             ctx.once(
@@ -167,10 +177,14 @@ class Admission:
         counts = self._pod_counts
         waiting.sort(key=lambda c: (counts.get(c, 0), c))
         for name in waiting:
-            if budget <= 0 or self._halted():
+            if self._halted():
                 break
+            node = self.nodes[name]
+            if not (node.unschedulable or node.legacy_taint) and len(out | {name}) > limit:
+                continue  # a node cordoned already (by someone else) costs nothing more
             try:
-                budget -= self._admit(name)
+                if self._admit(name):
+                    out.add(name)
             except NotFoundError:
                 continue
             except ControllerError as exc:
@@ -183,8 +197,8 @@ class Admission:
                     retry_in=round(delay, 3),
                 )
 
-    def _admit(self, name: str) -> int:
-        """Start ``name``'s reconfiguration; how much of the pool's budget that used (0 or 1)."""
+    def _admit(self, name: str) -> bool:
+        """Start ``name``'s reconfiguration; whether it was cordoned (it counts as out then)."""
         ctx, node, target = self.ctx, self.nodes[name], self.targets[name]
         cfg = self.assignment.configs.get(target.config)
         t = st.fmt_time(self.now)
@@ -195,9 +209,9 @@ class Admission:
             record = start_record(node, target, self.assignment, t)
             self.nodes[name] = ctx.fail(node, reason, self.now, permanent=True, extra=record)
             self.failures.append(name)
-            return 0
+            return False
         if not device_plugin_only(node, cfg) and not self._mig_parted_has(target.config):
-            return 0
+            return False
         ann, spec = ctx.cordon(start_record(node, target, self.assignment, t))
         self.nodes[name] = ctx.patch(node, ann, spec=spec)
         log(
@@ -209,7 +223,7 @@ class Admission:
             previous=node.current_config,
             revision=self.assignment.revision,
         )
-        return 1
+        return True
 
     def _mig_parted_has(self, config: str) -> bool:
         """Whether the MIG manager's ConfigMap defines ``config``; refuses (once) when not."""

@@ -29,6 +29,12 @@ def draining(ctx: Context, step: Step) -> NodeView | None:
     if step.retarget is not None:
         return ctx.patch(step.node, ctx.retarget_record(step.retarget, step.assignment))
     node, now = step.node, step.now
+    if node.converged_to(node.target):
+        # Nothing to change on this node (its GPU Operator labels say it carries the target
+        # already): never drain it, whatever the record claims; verify and give it back.
+        log(logging.INFO, "node already carries its target; not draining", node=node.name, config=node.target)
+        ctx.evict.reset(node.name)
+        return start_apply(ctx, step)
     remaining = [p for p in ctx.kube.list_pods(node.name) if podlib.blocking(p)]
     if not remaining:
         ctx.evict.reset(node.name)

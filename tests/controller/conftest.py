@@ -17,6 +17,7 @@ import pytest
 import yaml
 from emulation import (
     CONFIGMAPS,
+    DEVICE_PLUGIN_CONFIGMAP,
     GPU_COUNT,
     NODES,
     PODS,
@@ -25,6 +26,7 @@ from emulation import (
     FakeDevicePlugin,
     FakeMigManager,
     assignment_configmap,
+    device_plugin_configmap,
     mig_parted_configmap,
     node_object,
     pod_object,
@@ -79,6 +81,17 @@ CONFIGS: dict[str, dict[str, Any]] = {
     },
 }
 RESOURCES = {name: c["resources"] for name, c in CONFIGS.items()}
+# The device-plugin configs those name, as migc renders them (compiler/render/manifests.py
+# _device_plugin_body): the body the device plugin's config-manager selects by node label.
+DEVICE_PLUGIN_CONFIGS: dict[str, dict[str, Any]] = {
+    "mixed": {"version": "v1", "flags": {"migStrategy": "mixed"}},
+    "migc-whole-gpus": {"version": "v1", "flags": {"migStrategy": "none"}},
+    "migc-time-slicing-4": {
+        "version": "v1",
+        "flags": {"migStrategy": "none"},
+        "sharing": {"timeSlicing": {"resources": [{"name": "nvidia.com/gpu", "replicas": 4}]}},
+    },
+}
 # Where the compiler renders the mig-parted ConfigMap (compiler/render/manifests.py MIG_CONFIGMAP).
 MIG_PARTED = ("gpu-operator", "migc-mig-parted-config")
 
@@ -183,6 +196,7 @@ class Cluster:
         self.clock = Clock()
         self.running: list[Running] = []
         self.set_mig_parted(CONFIGS)
+        self.set_device_plugin_configs(DEVICE_PLUGIN_CONFIGS)
 
     # --- fleet ---------------------------------------------------------------------------------
     def add_nodes(self, names: list[str], config: str, *, mig_capable: str | None = "true") -> None:
@@ -195,7 +209,7 @@ class Cluster:
             obj = node_object(n, labels, RESOURCES[config])
             if mig_capable == "true":
                 labels.update({st.MIG_CONFIG: config, st.MIG_STATE: "success"})
-                labels["nvidia.com/gpu.product"] = "A100"
+                labels["nvidia.com/gpu.product"] = "NVIDIA-A100-SXM4-80GB"
             else:
                 # No MIG manager there: the config migc applied is in its own annotation.
                 labels.update({st.DEVICE_PLUGIN_CONFIG: CONFIGS[config]["devicePluginConfig"]})
@@ -211,6 +225,11 @@ class Cluster:
         """The GPU Operator's mig-parted ConfigMap, defining exactly ``configs``."""
         ns, name = MIG_PARTED
         self.emu.upsert(CONFIGMAPS, ns, name, mig_parted_configmap(configs, ns, name))
+
+    def set_device_plugin_configs(self, configs: Mapping[str, Mapping[str, Any]]) -> None:
+        """The device-plugin ConfigMap (one key per device-plugin config name)."""
+        ns, name = DEVICE_PLUGIN_CONFIGMAP
+        self.emu.upsert(CONFIGMAPS, ns, name, device_plugin_configmap(configs, ns, name))
 
     def set_assignment(
         self, doc: Mapping[str, Any], *, paused: bool = False, mig_parted: bool = True

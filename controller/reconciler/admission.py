@@ -17,7 +17,7 @@ from controller.assignment import Assignment, Pool, Target
 from controller.errors import ControllerError, NotFoundError
 from controller.logs import log
 from controller.reconciler.context import Annotations, Context, device_plugin_only, incompatible
-from controller.reconciler.migparted import MigPartedError
+from controller.reconciler.migparted import MigPartedError, device_plugin_names
 from controller.state import NodeView, Phase
 
 
@@ -75,13 +75,18 @@ def max_unavailable(ctx: Context, pool: Pool, targets: Mapping[str, Target], ass
     return max(1, min(pool.max_unavailable, size))
 
 
-def gpu_pod_counts(ctx: Context) -> dict[str, int]:
+def gpu_pod_counts(ctx: Context) -> tuple[dict[str, int], dict[str, list[str]]]:
+    """Per node: how many GPU pods a drain would wait for, and the GPU DaemonSet pods nothing
+    stops (``pods.unmanaged_gpu_daemon``)."""
     counts: dict[str, int] = {}
+    daemons: dict[str, list[str]] = {}
     for pod in ctx.kube.list_pods():
         node = (pod.get("spec") or {}).get("nodeName")
         if node and podlib.blocking(pod):
             counts[node] = counts.get(node, 0) + 1
-    return counts
+        if node and podlib.unmanaged_gpu_daemon(pod):
+            daemons.setdefault(node, []).append("/".join(podlib.ref(pod)))
+    return counts, daemons
 
 
 def start_record(node: NodeView, target: Target, assignment: Assignment, t: str) -> Annotations:
@@ -120,7 +125,9 @@ class Admission:
         self.assignment = assignment
         self.now = now
         self._pod_counts: dict[str, int] | None = None
+        self._daemons: dict[str, list[str]] = {}
         self._mig_configs: frozenset[str] | MigPartedError | None = None
+        self._dp_configs: frozenset[str] | MigPartedError | None = None
         self.failures: list[str] = []
 
     def run(self) -> None:
@@ -173,7 +180,7 @@ class Admission:
             )
             return
         if self._pod_counts is None:
-            self._pod_counts = gpu_pod_counts(ctx)
+            self._pod_counts, self._daemons = gpu_pod_counts(ctx)
         counts = self._pod_counts
         waiting.sort(key=lambda c: (counts.get(c, 0), c))
         for name in waiting:
@@ -210,7 +217,29 @@ class Admission:
             self.nodes[name] = ctx.fail(node, reason, self.now, permanent=True, extra=record)
             self.failures.append(name)
             return False
+        daemons = self._daemons.get(name)
+        if daemons:
+            # The MIG manager's apply would fail on them (GPU in use), and a drain cannot
+            # remove them: leave the node running, untouched, and say what to change.
+            if not ctx.seen(("gpu-daemonset", name, tuple(daemons))):
+                message = (
+                    f"DaemonSet pods holding GPUs on node {name}: {', '.join(sorted(daemons)[:10])}; the MIG "
+                    f"manager stops a GPU DaemonSet only when its nodeSelector has "
+                    f'{podlib.GPU_CLIENT_KEY}: "true" (a drain cannot: DaemonSet pods tolerate the '
+                    "cordon), and its apply fails while they hold the GPUs. Add that nodeSelector to the "
+                    "DaemonSet; the node is not touched until then"
+                )
+                log(
+                    logging.WARNING, "node held: GPU DaemonSet pods nothing can stop", node=name, pods=daemons
+                )
+                ctx.event(
+                    ctx.s.node_event_namespace, "Node", "v1", name, "GpuDaemonSetBlocks", message, self.now
+                )
+            return False
+        ctx.forget(("gpu-daemonset", name))
         if not device_plugin_only(node, cfg) and not self._mig_parted_has(target.config):
+            return False
+        if cfg is not None and not self._device_plugin_has(cfg.device_plugin_config):
             return False
         ann, spec = ctx.cordon(start_record(node, target, self.assignment, t))
         self.nodes[name] = ctx.patch(node, ann, spec=spec)
@@ -253,5 +282,42 @@ class Admission:
             )
             self.ctx.assignment_event(
                 "MigConfigMissing", f"{message}; no node is touched until it is", self.now
+            )
+        return False
+
+    def _device_plugin_has(self, name: str) -> bool:
+        """Whether the device-plugin ConfigMap has config ``name``; refuses (once) when not."""
+        ref = self.ctx.s.device_plugin_configmap
+        if not ref:
+            return True
+        if self._dp_configs is None:
+            try:
+                self._dp_configs = device_plugin_names(self.ctx.kube, ref)
+            except MigPartedError as exc:
+                self._dp_configs = exc
+        known = self._dp_configs
+        if isinstance(known, frozenset) and name in known:
+            self.ctx.forget(("device-plugin", self.assignment.revision, name))
+            return True
+        message = (
+            str(known)
+            if isinstance(known, MigPartedError)
+            else f"device-plugin config {name} is not a key of device-plugin ConfigMap {ref}"
+        )
+        if not self.ctx.seen(("device-plugin", self.assignment.revision, name)):
+            self.ctx.metrics.refusals.labels(reason="device-plugin-config-missing").inc()
+            log(
+                logging.ERROR,
+                "target refused: the device plugin's config-manager would exit on it; no node is touched",
+                device_plugin_config=name,
+                revision=self.assignment.revision,
+                error=message,
+            )
+            self.ctx.assignment_event(
+                "DevicePluginConfigMissing",
+                f"{message}: the device plugin's config-manager exits on an unknown name and the node "
+                "would stay without GPUs; sync the rendered device-plugin ConfigMap (or set "
+                "--device-plugin-configmap); no node is touched until it has it",
+                self.now,
             )
         return False

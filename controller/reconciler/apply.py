@@ -72,7 +72,7 @@ def start_apply(ctx: Context, step: Step) -> NodeView | None:
         # "failed" or "pending" (a stale state under the target label: the change never
         # finished -- a run that gave up at a shutdown wait leaves "pending"), or no state: the
         # manager acts only on a label change or its own start, so restart it.
-        return _restart_mig_manager(ctx, step)
+        return _restart_mig_manager(ctx, step, dp)
     labels: Annotations = {st.MIG_CONFIG: target, st.MIG_STATE: None}
     if dp:
         labels[st.DEVICE_PLUGIN_CONFIG] = dp
@@ -142,7 +142,7 @@ def _mounted(ctx: Context, step: Step, target: str) -> NodeView | bool | None:
     return None
 
 
-def _restart_mig_manager(ctx: Context, step: Step) -> NodeView | None:
+def _restart_mig_manager(ctx: Context, step: Step, dp: str | None) -> NodeView | None:
     """A retry of the config the node is already labelled with, without ever removing the label.
 
     The MIG manager acts only on a *change* of ``nvidia.com/mig.config``, or when it starts
@@ -160,9 +160,12 @@ def _restart_mig_manager(ctx: Context, step: Step) -> NodeView | None:
             "restarting the MIG manager so that it applies the same config again",
             node=node.name,
         )
-        return ctx.patch(
-            node, {st.PHASE_SINCE: t}, labels={st.DEPLOY_MIG_MANAGER: "false", st.MIG_STATE: None}
-        )
+        labels: Annotations = {st.DEPLOY_MIG_MANAGER: "false", st.MIG_STATE: None}
+        if dp and node.labels.get(st.DEVICE_PLUGIN_CONFIG) != dp:
+            # The label may be missing or stale (the node got its MIG label elsewhere): the
+            # device plugin that comes back after the apply must run the target's config.
+            labels[st.DEVICE_PLUGIN_CONFIG] = dp
+        return ctx.patch(node, {st.PHASE_SINCE: t}, labels=labels)
     running = [
         p
         for p in ctx.kube.list_pods(node.name)

@@ -273,7 +273,11 @@ class ApiServer(kmock.KubernetesEmulator):
             capable = labels.get(MIG_CAPABLE) == "true"
             new_label = labels.get(MIG_CONFIG)
             changed = new_label and new_label != old_labels.get(MIG_CONFIG)
-            if self.mig_manager is not None and capable and changed:
+            # The MIG manager DaemonSet runs only where nvidia.com/gpu.deploy.mig-manager=true
+            # (gpu-operator assets/state-mig-manager/0600_daemonset.yaml:17-18; the operator
+            # sets it only where the key is absent, controllers/state_manager.go:486-490).
+            manager_here = labels.get(DEPLOY_MIG_MANAGER, "true") == "true"
+            if self.mig_manager is not None and capable and changed and manager_here:
                 self._spawn(self.mig_manager.react(self, str(request.name), str(new_label)))
             deploy, was = labels.get(DEPLOY_MIG_MANAGER), old_labels.get(DEPLOY_MIG_MANAGER)
             if self.mig_manager is not None and capable and deploy != was:
@@ -324,7 +328,8 @@ class ApiServer(kmock.KubernetesEmulator):
             return
         await self.patch_obj(NODES, None, node, {"metadata": {"labels": {MIG_CONFIG: "all-disabled"}}})
         self.labeled.append(node)
-        if self.mig_manager is not None:
+        labels = (self.objects[key].raw.get("metadata") or {}).get("labels") or {}
+        if self.mig_manager is not None and labels.get(DEPLOY_MIG_MANAGER, "true") == "true":
             await self.mig_manager.react(self, node, "all-disabled")
 
     # --- the operand DaemonSets (device plugin, GFD, DCGM exporter, validator) -------------------
@@ -886,6 +891,7 @@ class DevicePluginState:
 
     configs: dict[str, dict[str, Any]] | None = None
     failed: list[tuple[str, str]] = field(default_factory=list)
+    default: str = "migc-whole-gpus"  # devicePlugin.config.default as migc renders it
 
     def configmap_written(self, body: Mapping[str, Any]) -> None:
         import yaml
@@ -894,7 +900,9 @@ class DevicePluginState:
 
     def publish(self, api: ApiServer, node: str, layout: Layout) -> dict[str, int] | None:
         raw = api.objects[(NODES, None, node)].raw
-        name = ((raw.get("metadata") or {}).get("labels") or {}).get(DEVICE_PLUGIN_CONFIG, "")
+        # No label: the config-manager's --default-config (main.go:359-365), which the operator
+        # sets from devicePlugin.config.default.
+        name = ((raw.get("metadata") or {}).get("labels") or {}).get(DEVICE_PLUGIN_CONFIG) or self.default
         if self.configs is None:
             body: dict[str, Any] = {"flags": {"migStrategy": "mixed"}}
         elif name not in self.configs:

@@ -24,8 +24,8 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from conftest import CONFIGS, FAST, RESOURCES, Cluster, assignment
-from emulation import CONFIGMAPS, EVENTS, NODES, PODS, Call, assignment_configmap, node_object, pod_object
+from conftest import CONFIGS, FAST, RESOURCES, Cluster, assert_within_budget, assignment
+from emulation import CONFIGMAPS, EVENTS, NODES, PODS, assignment_configmap, node_object, pod_object
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as hs
 from kubernetes import client
@@ -134,43 +134,6 @@ def _setup(cluster: Cluster, nodes: list[dict[str, Any]], max_unavailable: int) 
     }
 
 
-def _check(calls: list[Call], facts: dict[str, Any], limit: int) -> None:
-    """Replay the controller's requests in order against the invariants above."""
-    cordoned = set(facts["unschedulable"])
-    acting: set[str] = set()
-    converged = facts["converged"]
-    for c in calls:
-        if c.refused or c.verb not in ("patch", "create"):
-            continue
-        if c.resource == "pods" and c.subresource == "eviction":
-            node = str(c.name).removeprefix("gpu-")
-            assert node not in converged, f"evicted from {node}, which carries its assigned config"
-            assert node in cordoned, f"evicted from {node}, which is not cordoned"
-            acting.add(node)
-            assert len(acting) <= limit, f"acting on {sorted(acting)} at once (maxUnavailable {limit})"
-        if c.resource != "nodes" or c.verb != "patch":
-            continue
-        node = str(c.name)
-        body = c.body or {}
-        spec = body.get("spec") or {}
-        labels = (body.get("metadata") or {}).get("labels") or {}
-        ann = (body.get("metadata") or {}).get("annotations") or {}
-        if spec.get("unschedulable") is True and node not in cordoned:
-            cordoned.add(node)
-            assert len(cordoned | acting) <= limit, f"cordoned {node}: {sorted(cordoned | acting)} out"
-        if spec.get("unschedulable") is False:
-            cordoned.discard(node)
-            acting.discard(node)
-        if st.MIG_CONFIG in labels:
-            assert labels[st.MIG_CONFIG] in CONFIGS, f"label outside the ConfigMap: {c}"
-            assert node not in converged, f"relabelled {node}, which carries its assigned config"
-            assert node in cordoned, f"relabelled {node}, which is not cordoned"
-            acting.add(node)
-            assert len(acting) <= limit, f"acting on {sorted(acting)} at once (maxUnavailable {limit})"
-        if ann.get(st.PHASE) in ("Idle", "Done"):
-            acting.discard(node)
-
-
 @pytest.mark.slow
 @settings(
     max_examples=30,
@@ -191,7 +154,8 @@ def test_forged_annotations_never_exceed_the_budget_or_drain_a_converged_node(
         reconciler.reconcile_once()
         time.sleep(0.03)  # the fake MIG manager and device plugin answer in the emulator's loop
     calls = [c for c in cluster.emu.calls()[start:] if c.user_agent.startswith(USER_AGENT)]
-    _check(calls, facts, max_unavailable)
+    pod_node = {f"default/gpu-{n}": n for n in facts["names"]}
+    assert_within_budget(calls, max_unavailable, facts["unschedulable"], facts["converged"], pod_node)
     # A cordoned phase on a node that is not cordoned was reset and reported, never acted on.
     for name, spec in zip(facts["names"], nodes, strict=True):
         phase = spec["annotations"].get(st.PHASE)

@@ -318,8 +318,8 @@ class ApiServer(kmock.KubernetesEmulator):
 
     async def _label_default(self, node: str) -> None:
         """The GPU Operator's node labeler: a MIG-capable node without nvidia.com/mig.config gets
-        the default config, all-disabled (NVIDIA/gpu-operator controllers/state_manager.go), and
-        the MIG manager applies that change like any other."""
+        the default config, all-disabled (gpu-operator controllers/nodelabeling_controller.go:
+        306-316), and the MIG manager -- where it runs -- applies that change like any other."""
         await asyncio.sleep(0.005)
         key = (NODES, None, node)
         if key not in self.objects or self.objects[key].deleted:
@@ -344,8 +344,7 @@ class ApiServer(kmock.KubernetesEmulator):
         """The DaemonSet controller for the operator's operands on ``node``.
 
         Each operand DaemonSet selects nodes by ``nvidia.com/gpu.deploy.<operand>=true`` (its
-        nodeSelector in NVIDIA/gpu-operator assets/state-device-plugin, state-gpu-feature-
-        discovery, state-dcgm-exporter, state-operator-validation): any other value
+        nodeSelector; the files cited at ``DAEMONSETS``): any other value
         (``paused-for-mig-change``, ``false``) deletes the node's pod; back to ``true`` a pod is
         created, but only once every NoSchedule/NoExecute taint is tolerated
         (``operands_schedulable``; kubernetes pkg/controller/daemon/daemon_controller.go). A pod

@@ -2,7 +2,7 @@
 the device plugin, GFD, DCGM exporter and validator through ``nvidia.com/gpu.deploy.*`` labels
 while it applies, the device plugin publishes allocatable only while its pod runs, and a
 manager whose operand shutdown wait fails leaves the state at ``pending`` for good
-(tests/controller/emulation.py, after NVIDIA/mig-parted reconfigure-mig.sh)."""
+(tests/controller/emulation.py, after NVIDIA/mig-parted@bd7160f4 pkg/mig/reconfigure/reconfigure.go)."""
 
 from __future__ import annotations
 

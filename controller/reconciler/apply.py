@@ -14,7 +14,7 @@ from controller.reconciler.context import (
     device_plugin_only,
     incompatible,
 )
-from controller.reconciler.migparted import MigPartedError
+from controller.reconciler.migparted import MigPartedError, device_plugin_names
 from controller.state import NodeView, Phase
 
 # A new apply starts with no reboot seen yet.
@@ -42,6 +42,10 @@ def start_apply(ctx: Context, step: Step) -> NodeView | None:
     reason = incompatible(node, cfg)
     if reason is not None:
         return ctx.fail(node, reason, now, permanent=True)
+    if step.assignment is not None:
+        waiting = _mounted(ctx, step, target, dp, mig=not device_plugin_only(node, cfg))
+        if waiting is not None:
+            return waiting if isinstance(waiting, NodeView) else None
     if device_plugin_only(node, cfg):
         # No MIG manager runs here (and none would set a state): switch only the device
         # plugin's sharing config, record the config in migc's own annotation, and let
@@ -61,10 +65,6 @@ def start_apply(ctx: Context, step: Step) -> NodeView | None:
             device_plugin_config=dp,
         )
         return updated
-    if step.assignment is not None:
-        waiting = _mounted(ctx, step, target)
-        if waiting is not None:
-            return waiting if isinstance(waiting, NodeView) else None
     if node.current_config == target:
         state = node.labels.get(st.MIG_STATE)
         if state == "success":
@@ -85,21 +85,30 @@ def start_apply(ctx: Context, step: Step) -> NodeView | None:
     return updated
 
 
-def _mounted(ctx: Context, step: Step, target: str) -> NodeView | bool | None:
-    """Before a MIG config label is written: the config must be in the mig-parted ConfigMap, and
-    long enough for the MIG manager's mounted copy to have it. None: go ahead; False: wait;
-    a NodeView: the node failed (the ConfigMap lost the config, or cannot be read)."""
+def _mounted(ctx: Context, step: Step, target: str, dp: str | None, *, mig: bool) -> NodeView | bool | None:
+    """Before the labels are written: a MIG config must be in the mig-parted ConfigMap, and long
+    enough for the MIG manager's mounted copy to have it; the device-plugin config must be a key
+    of the device-plugin ConfigMap (its config-manager exits on an unknown name). None: go
+    ahead; False: wait; a NodeView: the node failed (still missing after --apply-timeout)."""
     assert step.assignment is not None
     ref = step.assignment.raw["migConfigMap"]
     where = f"mig-parted ConfigMap {ref.get('namespace')}/{ref.get('name')}"
     missing: str | None = None
-    try:
-        names = ctx.mounted.read(ctx.kube, ref)
-    except MigPartedError as exc:
-        missing = str(exc)
-    else:
-        if target not in names:
-            missing = f"config {target} is not defined in {where}"
+    if mig:
+        try:
+            names = ctx.mounted.read(ctx.kube, ref)
+        except MigPartedError as exc:
+            missing = str(exc)
+        else:
+            if target not in names:
+                missing = f"config {target} is not defined in {where}"
+    dp_ref = ctx.s.device_plugin_configmap
+    if missing is None and dp and dp_ref:
+        try:
+            if dp not in device_plugin_names(ctx.kube, dp_ref):
+                missing = f"device-plugin config {dp} is not a key of device-plugin ConfigMap {dp_ref}"
+        except MigPartedError as exc:
+            missing = str(exc)
     if missing is not None:
         # An assignment and the mig-parted ConfigMap are separate objects that a GitOps sync
         # applies in either order: wait for the ConfigMap, as admission does, for at most
@@ -109,25 +118,27 @@ def _mounted(ctx: Context, step: Step, target: str) -> NodeView | bool | None:
             return ctx.fail(
                 step.node,
                 f"{missing} after {ctx.s.apply_timeout:g}s; the node was not relabelled: sync the "
-                "rendered mig-parted ConfigMap, then annotate migc.dev/retry=true",
+                "rendered gpu-operator ConfigMaps, then annotate migc.dev/retry=true",
                 step.now,
             )
         if not ctx.seen(("mig-parted-wait", step.node.name, target)):
             log(
                 logging.WARNING,
-                "waiting for the mig-parted ConfigMap to define the target",
+                "waiting for the GPU Operator's ConfigMaps to define the target",
                 node=step.node.name,
                 config=target,
                 error=missing,
             )
             ctx.assignment_event(
-                "MigConfigMissing",
+                "DevicePluginConfigMissing" if missing.startswith("device-plugin") else "MigConfigMissing",
                 f"{missing}; node {step.node.name} is drained and waits for it"
                 f" (up to {ctx.s.apply_timeout:g}s)",
                 step.now,
             )
         return False
     ctx.forget(("mig-parted-wait", step.node.name, target))
+    if not mig:
+        return None
     left = ctx.mounted.wait_left(ref, target)
     if left > 0:
         ctx.once(

@@ -268,3 +268,29 @@ def test_hami_mig_mode_node_is_left_to_hami(cluster: Cluster) -> None:
     cluster.settle(ctl, 5)
     assert not [c for c in writes(cluster.controller_calls()) if c.resource == "nodes"]
     assert [h for h in cluster.mig.handled if h[0] == "infer-a100-01"] == []  # no MIG manager there
+
+
+def test_mid_rollout_revision_waits_for_a_late_device_plugin_config(cluster: Cluster) -> None:
+    """A revision that moves a node in flight to a device-plugin config the ConfigMap does not
+    have yet: the drained node waits instead of relabelling (the plugin would never come back)."""
+    cluster.add_nodes(["n0"], OLD)
+    cluster.add_pod("train", "n0", namespace="ml")
+    ctl = cluster.start(drain_grace_timeout=60.0, apply_timeout=10.0, max_attempts=1)
+    cluster.set_assignment(assignment({"n0": NEW}))
+    cluster.wait(lambda: cluster.phases()["n0"] == "Draining")
+    doc = assignment({"n0": NEW})
+    doc["configs"][NEW] = dict(doc["configs"][NEW], devicePluginConfig="migc-mig-mixed-v2")
+    doc["revision"] = revision_of(doc)
+    cluster.set_assignment(doc)
+    cluster.settle(ctl, 3)
+    cluster.emu.remove(PODS_RES, "ml", "train")
+    cluster.settle(ctl, 10)
+    assert cluster.phases()["n0"] == "Draining"  # drained, waiting; not relabelled
+    assert _labels(cluster, "n0")[st.MIG_CONFIG] == OLD
+    assert _events(cluster.controller_calls(), "DevicePluginConfigMissing")
+    cluster.set_device_plugin_configs(
+        {**DEVICE_PLUGIN_CONFIGS, "migc-mig-mixed-v2": DEVICE_PLUGIN_CONFIGS["mixed"]}
+    )
+    cluster.wait(lambda: cluster.converged({"n0": NEW}))
+    assert _labels(cluster, "n0")[st.DEVICE_PLUGIN_CONFIG] == "migc-mig-mixed-v2"
+    assert "Failed" not in _phases_written(cluster.controller_calls(), "n0")

@@ -47,7 +47,7 @@ _TIMEOUTS: tuple[tuple[str, str | None], ...] = (
         "configmap_sync_delay",
         "label a node with a config only this long after it appeared in the mig-parted ConfigMap",
     ),
-    ("reboot_timeout", "extra time while the MIG manager reports nvidia.com/mig.config.state=rebooting"),
+    ("reboot_timeout", "how long the node may stay at nvidia.com/mig.config.state=rebooting"),
     ("verify_timeout", "wait this long for allocatable resources to match"),
     ("failure_backoff", "delay before the one automatic retry of a failed node"),
     ("poll_interval", None),
@@ -64,6 +64,7 @@ _PLAIN = (
     "identity",
     "dry_run",
     "cluster",
+    "device_plugin_configmap",
 )
 
 
@@ -101,6 +102,11 @@ def parser() -> argparse.ArgumentParser:
         default=os.environ.get("MIGC_CLUSTER") or None,
         help="this cluster's name in the policy: an assignment for another cluster is refused "
         "(default: $MIGC_CLUSTER; unset accepts any, with a warning)",
+    )
+    p.add_argument(
+        "--device-plugin-configmap",
+        default=d.device_plugin_configmap,
+        help="NAMESPACE/NAME of the device-plugin ConfigMap (devicePlugin.config.name); '' skips the check",
     )
     p.add_argument("--dry-run", action="store_true", help="log every step it would take; write nothing")
     p.add_argument("--metrics-address", default="0.0.0.0")

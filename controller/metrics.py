@@ -89,7 +89,8 @@ class Metrics:
         self.nodes = Gauge("migc_nodes", "Assigned nodes by migc phase.", ["phase"], registry=r)
         self.drift = Gauge(
             "migc_layout_drift_nodes",
-            "Assigned nodes whose nvidia.com/mig.config differs from the target.",
+            "Assigned nodes that do not carry their target config (label differs, or its state is "
+            "not success).",
             registry=r,
         )
         self.evictions = Counter("migc_evictions", "Eviction API calls, by result.", ["result"], registry=r)
@@ -102,6 +103,12 @@ class Metrics:
         self.halted = Gauge(
             "migc_rollout_halted",
             "1 while the current revision's rollout admits no new node because too many nodes failed.",
+            registry=r,
+        )
+        self.state_resets = Counter(
+            "migc_state_resets",
+            "Nodes whose migc.dev/* record did not follow from the assignment and the node's real "
+            "state (written by someone else) and was reset to Idle without acting on it.",
             registry=r,
         )
         self.leader = Gauge("migc_leader", "1 while this replica holds the leader Lease.", registry=r)

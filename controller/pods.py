@@ -43,6 +43,21 @@ def blocking(pod: Mapping[str, Any]) -> bool:
     return uses_gpu(pod) and not is_daemonset_pod(pod) and not finished(pod)
 
 
+# The MIG manager stops third-party DaemonSet pods only through this nodeSelector key: it sets the
+# node's label to paused-for-mig-change and waits for every DaemonSet pod on the node whose
+# nodeSelector has the key (NVIDIA/mig-parted@bd7160f4 pkg/mig/reconfigure/reconfigure.go:381-383,
+# :412-415, :648-673).
+GPU_CLIENT_KEY = "nvidia.com/gpu.deploy.client"
+
+
+def unmanaged_gpu_daemon(pod: Mapping[str, Any]) -> bool:
+    """A DaemonSet pod holding GPUs that neither a drain (it would come straight back: daemon
+    pods tolerate the cordon) nor the MIG manager (no ``nvidia.com/gpu.deploy.client`` in its
+    nodeSelector) stops: the MIG manager's apply fails on it ("In use by another client")."""
+    selector = (pod.get("spec") or {}).get("nodeSelector") or {}
+    return uses_gpu(pod) and is_daemonset_pod(pod) and not finished(pod) and GPU_CLIENT_KEY not in selector
+
+
 def ref(pod: Mapping[str, Any]) -> tuple[str, str]:
     meta = pod.get("metadata") or {}
     return str(meta.get("namespace", "")), str(meta.get("name", ""))

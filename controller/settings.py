@@ -21,10 +21,12 @@ class Settings:
     configmap_sync_delay: float = 90.0
     # Applying / Verifying. The apply deadline also bounds a MIG manager stuck at "pending" (it
     # sets no final state when an operand's pods do not stop); its real worst case is a 5m wait
-    # for each of four operands (NVIDIA/mig-parted reconfigure-mig.sh) plus the apply itself.
+    # for each of five GPU-client waits (NVIDIA/mig-parted pkg/mig/reconfigure/reconfigure.go
+    # waitForPodsToBeDeleted) plus the apply itself.
     apply_timeout: float = 1800.0
     # The MIG manager sets state "rebooting" when a MIG mode change needs a node reboot
-    # (WITH_REBOOT); while it says so, the apply deadline is extended by this much.
+    # (WITH_REBOOT): the node must come back (the state leaves "rebooting") within this long;
+    # the apply after the reboot then gets apply_timeout again.
     reboot_timeout: float = 1800.0
     verify_timeout: float = 300.0
     # After a failure: wait failure_backoff * 2**(attempts-1), then retry automatically while
@@ -50,3 +52,7 @@ class Settings:
     # flag not given) accepts any, with a warning.
     cluster: str | None = None
     dry_run: bool = False
+    # namespace/name of the device-plugin ConfigMap the GPU Operator's devicePlugin.config.name
+    # names (the one migc renders): a target whose devicePluginConfig is not one of its keys is
+    # refused, as upstream's config-manager exits on an unknown name. "": not checked.
+    device_plugin_configmap: str = "gpu-operator/migc-device-plugin-config"

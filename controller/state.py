@@ -30,6 +30,10 @@ PRE_CORDONED = P + "pre-cordoned"
 # The config migc applied on a node without MIG, where no MIG manager records it in
 # nvidia.com/mig.config (see NodeView.current_config).
 APPLIED = P + "applied-config"
+# When migc saw the MIG manager's reboot start ("rebooting"), then its apply resume after it;
+# REBOOTED_STAGE says which of the two REBOOTED marks.
+REBOOTED = P + "rebooted-at"
+REBOOTED_STAGE = P + "reboot-stage"
 # Set by humans:
 RETRY = P + "retry"
 ROLLBACK = P + "rollback"
@@ -66,6 +70,8 @@ TRANSIENT = (
     ROLLING_BACK,
     PRE_CORDONED,
     CORDONED,
+    REBOOTED,
+    REBOOTED_STAGE,
 )
 
 
@@ -77,6 +83,11 @@ class Phase(enum.StrEnum):
     VERIFYING = "Verifying"
     DONE = "Done"
     FAILED = "Failed"
+
+
+# The phases migc writes only in the same PATCH as a cordon (or later, while the cordon stays):
+# a node claiming one of them without spec.unschedulable was not put there by migc.
+CORDONED_PHASES = frozenset({Phase.CORDONED, Phase.DRAINING, Phase.APPLYING, Phase.VERIFYING})
 
 
 def fmt_time(t: dt.datetime) -> str:
@@ -143,6 +154,21 @@ class NodeView:
         if not self.mig_capable and APPLIED in self.annotations:
             return self.annotations[APPLIED]
         return self.labels.get(MIG_CONFIG)
+
+    def converged_to(self, config: str | None) -> bool:
+        """Whether the node really carries ``config`` now: read from what the GPU Operator wrote,
+        not from migc's annotations. On a MIG-capable node the MIG manager's label must name it
+        *and* its state must be ``success`` (a stale ``failed`` or ``pending`` under the right
+        label is a change that did not finish); elsewhere the config migc applied.
+        """
+        if not config or self.current_config != config:
+            return False
+        return not self.mig_capable or self.labels.get(MIG_STATE) == "success"
+
+    @property
+    def mig_busy(self) -> bool:
+        """The MIG manager says it is reconfiguring this node (states it sets while it works)."""
+        return self.mig_capable and self.labels.get(MIG_STATE) in ("pending", "rebooting")
 
     @property
     def target(self) -> str | None:

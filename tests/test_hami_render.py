@@ -189,3 +189,18 @@ def test_plan_markdown_has_a_hami_table_per_pool_and_the_pod_requests(
     assert md.count("| infer-a100-01 |") == 3 and md.count("| infer-l40s-0") == 6
     prod = _plan_out(capsys, str(ROOT / "examples" / "prod"), "--from-scratch", "-o", "markdown")
     assert "HAMi" not in prod
+
+
+def test_hami_mig_mode_keeps_the_mig_manager_off_and_the_node_out_of_the_assignment(
+    files: dict[str, bytes],
+) -> None:
+    """operatingMode mig: HAMi switches MIG on itself. The GPU Operator sets
+    nvidia.com/gpu.deploy.mig-manager=true only where the key is absent (NVIDIA/gpu-operator@a22dbf67
+    controllers/state_manager.go:486-490), so "false" keeps its MIG manager -- which would apply
+    all-disabled -- off the node; and migc-controller is not given the node to reconfigure."""
+    plan = json.loads(_obj(files, "infer/migc-system/configmap-migc-hami.yaml")["data"]["plan.json"])
+    labels = {p["name"]: p["nodeLabels"] for p in plan["pools"]}
+    assert labels["a100"]["nvidia.com/gpu.deploy.mig-manager"] == "false"
+    assert "nvidia.com/gpu.deploy.mig-manager" not in labels["l40s"]  # hami-core: MIG stays off
+    cm = _obj(files, "infer/migc-system/configmap-migc-assignment.yaml")
+    assert [p["name"] for p in json.loads(cm["data"]["assignment.json"])["pools"]] == ["l40s"]

@@ -38,6 +38,27 @@ HAMI_NAMESPACE = "kube-system"
 CONFIGMAP = "hami-device-plugin"
 PLAN_CONFIGMAP = "migc-hami"
 NODE_LABELS = {"gpu": "on", "nvidia.com/gpu.deploy.device-plugin": "false"}
+# operatingMode mig: HAMi turns MIG on and carves the instances itself, so the GPU Operator's MIG
+# manager must stay off the node -- it applies nvidia.com/mig.config on start and on every change
+# (the operator's labeler gives a MIG-capable node all-disabled) and would switch MIG off under
+# HAMi. The operator sets nvidia.com/gpu.deploy.mig-manager=true only where the key is absent
+# (NVIDIA/gpu-operator@a22dbf67 controllers/state_manager.go:486-490, hasMIGManagerLabel :363-370),
+# and the MIG manager DaemonSet selects gpu.deploy.mig-manager=true
+# (assets/state-mig-manager/0600_daemonset.yaml:17-18): "false" keeps it off. Such pools are also
+# left out of the NodeAssignment (manifests.assignment_document), so migc-controller never
+# relabels or cordons them.
+MIG_MODE_NODE_LABELS = {**NODE_LABELS, "nvidia.com/gpu.deploy.mig-manager": "false"}
+
+
+def hami_mig_mode(pool: NodePool) -> bool:
+    """Whether HAMi manages MIG on the pool's nodes itself (operatingMode: mig)."""
+    return pool.sharing.hami is not None and pool.sharing.hami.operating_mode == "mig"
+
+
+def node_labels(pool: NodePool) -> dict[str, str]:
+    return dict(MIG_MODE_NODE_LABELS if hami_mig_mode(pool) else NODE_LABELS)
+
+
 Obj = dict[str, Any]
 
 
@@ -79,7 +100,7 @@ def _pool_doc(pool: NodePool, result: HamiPoolResult) -> Obj:
         "name": pool.name,
         "gpuModel": pool.gpu_model,
         "nodes": list(pool.node_names),
-        "nodeLabels": dict(NODE_LABELS),
+        "nodeLabels": node_labels(pool),
         "podAnnotations": pod_annotations(pool),
         "optimal": result.optimal,
         "gpus": [g.document() for g in result.gpus],

@@ -301,6 +301,10 @@ def assignment_document(
     pools: list[dict[str, Any]] = []
     for result in _pool_results(cluster, solution):
         pool = _pool(cluster, result.pool)
+        if pool.sharing.hami is not None and pool.sharing.hami.operating_mode == "mig":
+            # HAMi carves MIG on these nodes itself; the MIG manager is kept off them
+            # (render/hami.py MIG_MODE_NODE_LABELS) and migc-controller must not touch them.
+            continue
         node_entries = []
         counts: dict[str, int] = {}
         for node in result.nodes:

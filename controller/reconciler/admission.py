@@ -17,7 +17,7 @@ from controller.assignment import Assignment, Pool, Target
 from controller.errors import ControllerError, NotFoundError
 from controller.logs import log
 from controller.reconciler.context import Annotations, Context, device_plugin_only, incompatible
-from controller.reconciler.migparted import MigPartedError
+from controller.reconciler.migparted import MigPartedError, device_plugin_names
 from controller.state import NodeView, Phase
 
 
@@ -30,7 +30,7 @@ def candidates(
         if (
             t.pool == pool
             and n.phase == Phase.IDLE
-            and n.current_config != t.config
+            and not n.converged_to(t.config)
             and not n.paused
             and n.annotations.get(st.HELD_REVISION) != assignment.revision
         ):
@@ -38,16 +38,26 @@ def candidates(
     return out
 
 
-def in_flight(nodes: Mapping[str, NodeView], targets: Mapping[str, Target], pool: str) -> int:
-    # Counted from the annotations on the Nodes (not from memory), so the budget holds across
-    # restarts; a node keeps counting against the pool it was admitted for.
-    busy = 0
-    for name, n in nodes.items():
-        if n.phase == Phase.IDLE:
-            continue
-        owner = n.annotations.get(st.POOL) or (targets[name].pool if name in targets else None)
-        busy += owner == pool
-    return busy
+def pool_of(name: str, node: NodeView, targets: Mapping[str, Target]) -> str | None:
+    """The pool a node counts against: the assignment's, else the one migc recorded on it."""
+    if name in targets:
+        return targets[name].pool
+    return node.annotations.get(st.POOL)
+
+
+def out_of_service(node: NodeView) -> bool:
+    """Whether the node is out of service, by its real state or by a migc phase that holds it.
+
+    Counted whatever the migc.dev/* annotations claim: a cordon (anyone's: a node a human
+    cordoned is out as surely as one migc cordoned), a phase migc writes only with a cordon,
+    and a MIG manager that says it is reconfiguring the node (state pending or rebooting).
+    """
+    return node.unschedulable or node.legacy_taint or node.phase in st.CORDONED_PHASES or node.mig_busy
+
+
+def out_nodes(nodes: Mapping[str, NodeView], targets: Mapping[str, Target], pool: str) -> set[str]:
+    # Counted from the Node objects (not from memory), so the budget holds across restarts.
+    return {name for name, n in nodes.items() if pool_of(name, n, targets) == pool and out_of_service(n)}
 
 
 def max_unavailable(ctx: Context, pool: Pool, targets: Mapping[str, Target], assignment: Assignment) -> int:
@@ -65,13 +75,18 @@ def max_unavailable(ctx: Context, pool: Pool, targets: Mapping[str, Target], ass
     return max(1, min(pool.max_unavailable, size))
 
 
-def gpu_pod_counts(ctx: Context) -> dict[str, int]:
+def gpu_pod_counts(ctx: Context) -> tuple[dict[str, int], dict[str, list[str]]]:
+    """Per node: how many GPU pods a drain would wait for, and the GPU DaemonSet pods nothing
+    stops (``pods.unmanaged_gpu_daemon``)."""
     counts: dict[str, int] = {}
+    daemons: dict[str, list[str]] = {}
     for pod in ctx.kube.list_pods():
         node = (pod.get("spec") or {}).get("nodeName")
         if node and podlib.blocking(pod):
             counts[node] = counts.get(node, 0) + 1
-    return counts
+        if node and podlib.unmanaged_gpu_daemon(pod):
+            daemons.setdefault(node, []).append("/".join(podlib.ref(pod)))
+    return counts, daemons
 
 
 def start_record(node: NodeView, target: Target, assignment: Assignment, t: str) -> Annotations:
@@ -110,7 +125,9 @@ class Admission:
         self.assignment = assignment
         self.now = now
         self._pod_counts: dict[str, int] | None = None
+        self._daemons: dict[str, list[str]] = {}
         self._mig_configs: frozenset[str] | MigPartedError | None = None
+        self._dp_configs: frozenset[str] | MigPartedError | None = None
         self.failures: list[str] = []
 
     def run(self) -> None:
@@ -150,8 +167,8 @@ class Admission:
             if not ctx.retry.active(c)
         ]
         limit = max_unavailable(ctx, pool, self.targets, self.assignment)
-        budget = limit - in_flight(self.nodes, self.targets, pool.name)
-        if not waiting or budget <= 0:
+        out = out_nodes(self.nodes, self.targets, pool.name)
+        if not waiting or (len(out) >= limit and not any(self.nodes[c].unschedulable for c in waiting)):
             return
         if not pool.in_window(self.now):
             ctx.once(
@@ -163,14 +180,18 @@ class Admission:
             )
             return
         if self._pod_counts is None:
-            self._pod_counts = gpu_pod_counts(ctx)
+            self._pod_counts, self._daemons = gpu_pod_counts(ctx)
         counts = self._pod_counts
         waiting.sort(key=lambda c: (counts.get(c, 0), c))
         for name in waiting:
-            if budget <= 0 or self._halted():
+            if self._halted():
                 break
+            node = self.nodes[name]
+            if not (node.unschedulable or node.legacy_taint) and len(out | {name}) > limit:
+                continue  # a node cordoned already (by someone else) costs nothing more
             try:
-                budget -= self._admit(name)
+                if self._admit(name):
+                    out.add(name)
             except NotFoundError:
                 continue
             except ControllerError as exc:
@@ -183,8 +204,8 @@ class Admission:
                     retry_in=round(delay, 3),
                 )
 
-    def _admit(self, name: str) -> int:
-        """Start ``name``'s reconfiguration; how much of the pool's budget that used (0 or 1)."""
+    def _admit(self, name: str) -> bool:
+        """Start ``name``'s reconfiguration; whether it was cordoned (it counts as out then)."""
         ctx, node, target = self.ctx, self.nodes[name], self.targets[name]
         cfg = self.assignment.configs.get(target.config)
         t = st.fmt_time(self.now)
@@ -195,9 +216,31 @@ class Admission:
             record = start_record(node, target, self.assignment, t)
             self.nodes[name] = ctx.fail(node, reason, self.now, permanent=True, extra=record)
             self.failures.append(name)
-            return 0
+            return False
+        daemons = self._daemons.get(name)
+        if daemons:
+            # The MIG manager's apply would fail on them (GPU in use), and a drain cannot
+            # remove them: leave the node running, untouched, and say what to change.
+            if not ctx.seen(("gpu-daemonset", name, tuple(daemons))):
+                message = (
+                    f"DaemonSet pods holding GPUs on node {name}: {', '.join(sorted(daemons)[:10])}; the MIG "
+                    f"manager stops a GPU DaemonSet only when its nodeSelector has "
+                    f'{podlib.GPU_CLIENT_KEY}: "true" (a drain cannot: DaemonSet pods tolerate the '
+                    "cordon), and its apply fails while they hold the GPUs. Add that nodeSelector to the "
+                    "DaemonSet; the node is not touched until then"
+                )
+                log(
+                    logging.WARNING, "node held: GPU DaemonSet pods nothing can stop", node=name, pods=daemons
+                )
+                ctx.event(
+                    ctx.s.node_event_namespace, "Node", "v1", name, "GpuDaemonSetBlocks", message, self.now
+                )
+            return False
+        ctx.forget(("gpu-daemonset", name))
         if not device_plugin_only(node, cfg) and not self._mig_parted_has(target.config):
-            return 0
+            return False
+        if cfg is not None and not self._device_plugin_has(cfg.device_plugin_config):
+            return False
         ann, spec = ctx.cordon(start_record(node, target, self.assignment, t))
         self.nodes[name] = ctx.patch(node, ann, spec=spec)
         log(
@@ -209,7 +252,7 @@ class Admission:
             previous=node.current_config,
             revision=self.assignment.revision,
         )
-        return 1
+        return True
 
     def _mig_parted_has(self, config: str) -> bool:
         """Whether the MIG manager's ConfigMap defines ``config``; refuses (once) when not."""
@@ -239,5 +282,42 @@ class Admission:
             )
             self.ctx.assignment_event(
                 "MigConfigMissing", f"{message}; no node is touched until it is", self.now
+            )
+        return False
+
+    def _device_plugin_has(self, name: str) -> bool:
+        """Whether the device-plugin ConfigMap has config ``name``; refuses (once) when not."""
+        ref = self.ctx.s.device_plugin_configmap
+        if not ref:
+            return True
+        if self._dp_configs is None:
+            try:
+                self._dp_configs = device_plugin_names(self.ctx.kube, ref)
+            except MigPartedError as exc:
+                self._dp_configs = exc
+        known = self._dp_configs
+        if isinstance(known, frozenset) and name in known:
+            self.ctx.forget(("device-plugin", self.assignment.revision, name))
+            return True
+        message = (
+            str(known)
+            if isinstance(known, MigPartedError)
+            else f"device-plugin config {name} is not a key of device-plugin ConfigMap {ref}"
+        )
+        if not self.ctx.seen(("device-plugin", self.assignment.revision, name)):
+            self.ctx.metrics.refusals.labels(reason="device-plugin-config-missing").inc()
+            log(
+                logging.ERROR,
+                "target refused: the device plugin's config-manager would exit on it; no node is touched",
+                device_plugin_config=name,
+                revision=self.assignment.revision,
+                error=message,
+            )
+            self.ctx.assignment_event(
+                "DevicePluginConfigMissing",
+                f"{message}: the device plugin's config-manager exits on an unknown name and the node "
+                "would stay without GPUs; sync the rendered device-plugin ConfigMap (or set "
+                "--device-plugin-configmap); no node is touched until it has it",
+                self.now,
             )
         return False

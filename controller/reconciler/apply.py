@@ -14,8 +14,11 @@ from controller.reconciler.context import (
     device_plugin_only,
     incompatible,
 )
-from controller.reconciler.migparted import MigPartedError
+from controller.reconciler.migparted import MigPartedError, device_plugin_names
 from controller.state import NodeView, Phase
+
+# A new apply starts with no reboot seen yet.
+_NO_REBOOT: Annotations = {st.REBOOTED: None, st.REBOOTED_STAGE: None}
 
 
 def start_apply(ctx: Context, step: Step) -> NodeView | None:
@@ -39,6 +42,10 @@ def start_apply(ctx: Context, step: Step) -> NodeView | None:
     reason = incompatible(node, cfg)
     if reason is not None:
         return ctx.fail(node, reason, now, permanent=True)
+    if step.assignment is not None:
+        waiting = _mounted(ctx, step, target, dp, mig=not device_plugin_only(node, cfg))
+        if waiting is not None:
+            return waiting if isinstance(waiting, NodeView) else None
     if device_plugin_only(node, cfg):
         # No MIG manager runs here (and none would set a state): switch only the device
         # plugin's sharing config, record the config in migc's own annotation, and let
@@ -58,39 +65,80 @@ def start_apply(ctx: Context, step: Step) -> NodeView | None:
             device_plugin_config=dp,
         )
         return updated
-    if step.assignment is not None:
-        waiting = _mounted(ctx, step, target)
-        if waiting is not None:
-            return waiting if isinstance(waiting, NodeView) else None
     if node.current_config == target:
-        if node.labels.get(st.MIG_STATE) == "success":
+        state = node.labels.get(st.MIG_STATE)
+        if state == "success":
             return ctx.patch(node, {st.PHASE: Phase.VERIFYING.value, st.PHASE_SINCE: t})
-        return _restart_mig_manager(ctx, step)
+        # "failed" or "pending" (a stale state under the target label: the change never
+        # finished -- a run that gave up at a shutdown wait leaves "pending"), or no state: the
+        # manager acts only on a label change or its own start, so restart it.
+        return _restart_mig_manager(ctx, step, dp)
     labels: Annotations = {st.MIG_CONFIG: target, st.MIG_STATE: None}
     if dp:
         labels[st.DEVICE_PLUGIN_CONFIG] = dp
     # Clearing the state label in the same write: a stale "success" from the previous config
     # must not be read as the answer to this change.
-    updated = ctx.patch(node, {st.PHASE: Phase.APPLYING.value, st.PHASE_SINCE: t}, labels=labels)
+    updated = ctx.patch(
+        node, {st.PHASE: Phase.APPLYING.value, st.PHASE_SINCE: t, **_NO_REBOOT}, labels=labels
+    )
     log(logging.INFO, "applying", node=node.name, config=target, device_plugin_config=dp)
     return updated
 
 
-def _mounted(ctx: Context, step: Step, target: str) -> NodeView | bool | None:
-    """Before a MIG config label is written: the config must be in the mig-parted ConfigMap, and
-    long enough for the MIG manager's mounted copy to have it. None: go ahead; False: wait;
-    a NodeView: the node failed (the ConfigMap lost the config, or cannot be read)."""
+def _mounted(ctx: Context, step: Step, target: str, dp: str | None, *, mig: bool) -> NodeView | bool | None:
+    """Before the labels are written: a MIG config must be in the mig-parted ConfigMap, and long
+    enough for the MIG manager's mounted copy to have it; the device-plugin config must be a key
+    of the device-plugin ConfigMap (its config-manager exits on an unknown name). None: go
+    ahead; False: wait; a NodeView: the node failed (still missing after --apply-timeout)."""
     assert step.assignment is not None
     ref = step.assignment.raw["migConfigMap"]
     where = f"mig-parted ConfigMap {ref.get('namespace')}/{ref.get('name')}"
-    try:
-        names = ctx.mounted.read(ctx.kube, ref)
-    except MigPartedError as exc:
-        return ctx.fail(step.node, f"{exc}; the node was not relabelled", step.now)
-    if target not in names:
-        return ctx.fail(
-            step.node, f"config {target} is not defined in {where}; the node was not relabelled", step.now
-        )
+    missing: str | None = None
+    if mig:
+        try:
+            names = ctx.mounted.read(ctx.kube, ref)
+        except MigPartedError as exc:
+            missing = str(exc)
+        else:
+            if target not in names:
+                missing = f"config {target} is not defined in {where}"
+    dp_ref = ctx.s.device_plugin_configmap
+    if missing is None and dp and dp_ref:
+        try:
+            if dp not in device_plugin_names(ctx.kube, dp_ref):
+                missing = f"device-plugin config {dp} is not a key of device-plugin ConfigMap {dp_ref}"
+        except MigPartedError as exc:
+            missing = str(exc)
+    if missing is not None:
+        # An assignment and the mig-parted ConfigMap are separate objects that a GitOps sync
+        # applies in either order: wait for the ConfigMap, as admission does, for at most
+        # --apply-timeout, then fail (the node was drained, but not relabelled).
+        waited = (step.now - (step.node.since() or step.now)).total_seconds()
+        if waited >= ctx.s.apply_timeout:
+            return ctx.fail(
+                step.node,
+                f"{missing} after {ctx.s.apply_timeout:g}s; the node was not relabelled: sync the "
+                "rendered gpu-operator ConfigMaps, then annotate migc.dev/retry=true",
+                step.now,
+            )
+        if not ctx.seen(("mig-parted-wait", step.node.name, target)):
+            log(
+                logging.WARNING,
+                "waiting for the GPU Operator's ConfigMaps to define the target",
+                node=step.node.name,
+                config=target,
+                error=missing,
+            )
+            ctx.assignment_event(
+                "DevicePluginConfigMissing" if missing.startswith("device-plugin") else "MigConfigMissing",
+                f"{missing}; node {step.node.name} is drained and waits for it"
+                f" (up to {ctx.s.apply_timeout:g}s)",
+                step.now,
+            )
+        return False
+    ctx.forget(("mig-parted-wait", step.node.name, target))
+    if not mig:
+        return None
     left = ctx.mounted.wait_left(ref, target)
     if left > 0:
         ctx.once(
@@ -105,7 +153,7 @@ def _mounted(ctx: Context, step: Step, target: str) -> NodeView | bool | None:
     return None
 
 
-def _restart_mig_manager(ctx: Context, step: Step) -> NodeView | None:
+def _restart_mig_manager(ctx: Context, step: Step, dp: str | None) -> NodeView | None:
     """A retry of the config the node is already labelled with, without ever removing the label.
 
     The MIG manager acts only on a *change* of ``nvidia.com/mig.config``, or when it starts
@@ -123,9 +171,12 @@ def _restart_mig_manager(ctx: Context, step: Step) -> NodeView | None:
             "restarting the MIG manager so that it applies the same config again",
             node=node.name,
         )
-        return ctx.patch(
-            node, {st.PHASE_SINCE: t}, labels={st.DEPLOY_MIG_MANAGER: "false", st.MIG_STATE: None}
-        )
+        labels: Annotations = {st.DEPLOY_MIG_MANAGER: "false", st.MIG_STATE: None}
+        if dp and node.labels.get(st.DEVICE_PLUGIN_CONFIG) != dp:
+            # The label may be missing or stale (the node got its MIG label elsewhere): the
+            # device plugin that comes back after the apply must run the target's config.
+            labels[st.DEVICE_PLUGIN_CONFIG] = dp
+        return ctx.patch(node, {st.PHASE_SINCE: t}, labels=labels)
     running = [
         p
         for p in ctx.kube.list_pods(node.name)
@@ -152,7 +203,7 @@ def _restart_mig_manager(ctx: Context, step: Step) -> NodeView | None:
     )
     return ctx.patch(
         node,
-        {st.PHASE: Phase.APPLYING.value, st.PHASE_SINCE: t},
+        {st.PHASE: Phase.APPLYING.value, st.PHASE_SINCE: t, **_NO_REBOOT},
         labels={st.DEPLOY_MIG_MANAGER: "true", st.MIG_STATE: None},
     )
 
@@ -170,28 +221,46 @@ def applying(ctx: Context, step: Step) -> NodeView | None:
     if mig_state == "failed":
         return ctx.fail(node, f"MIG manager reported failed for config {node.target}", now)
     # "pending" (or no state yet) while it drains its operands and applies; "rebooting" when a
-    # MIG mode change needs a reboot (NVIDIA/mig-parted deployments/gpu-operator/
-    # reconfigure-mig.sh, set_state), which gets the extra reboot allowance.
-    limit = ctx.s.apply_timeout + (ctx.s.reboot_timeout if mig_state == "rebooting" else 0.0)
-    elapsed = (now - (node.since() or now)).total_seconds()
-    if elapsed >= limit:
-        why = f"MIG manager did not finish within {limit:g}s (state={mig_state or 'unset'})"
+    # MIG mode change needs a reboot (WITH_REBOOT). After the reboot a new manager pod starts
+    # over and sets "pending" again before it applies (NVIDIA/mig-parted@bd7160f4
+    # pkg/mig/reconfigure/reconfigure.go:158 and :184-203: pending, then rebooting, then after
+    # the reboot pending again and success). So each stage gets its own clock: the reboot
+    # ``--reboot-timeout`` from when migc first saw "rebooting", the apply after it
+    # ``--apply-timeout`` from when the state left "rebooting".
+    rebooted = node.since(st.REBOOTED)
+    if mig_state == "rebooting":
+        if rebooted is None or node.annotations.get(st.REBOOTED_STAGE) != "rebooting":
+            log(logging.INFO, "MIG manager is rebooting the node", node=node.name)
+            return ctx.patch(node, {st.REBOOTED: step.t, st.REBOOTED_STAGE: "rebooting"})
+        if (now - rebooted).total_seconds() >= ctx.s.reboot_timeout:
+            return ctx.fail(
+                node,
+                f"the node did not come back from the MIG manager's reboot within {ctx.s.reboot_timeout:g}s"
+                " (state=rebooting): check the node's Ready condition and console",
+                now,
+            )
+        return None
+    if rebooted is not None and node.annotations.get(st.REBOOTED_STAGE) == "rebooting":
+        # Back from the reboot: the manager starts over; restart the apply clock.
+        log(logging.INFO, "node is back from the reboot; the MIG manager applies again", node=node.name)
+        return ctx.patch(node, {st.REBOOTED: step.t, st.REBOOTED_STAGE: "applying"})
+    since = rebooted if rebooted is not None else node.since() or now
+    elapsed = (now - since).total_seconds()
+    if elapsed >= ctx.s.apply_timeout:
+        why = f"MIG manager did not finish within {ctx.s.apply_timeout:g}s (state={mig_state or 'unset'})"
+        if rebooted is not None:
+            why += " after the node's reboot"
         if mig_state == "pending":
-            # The real manager returns without any final state when a paused GPU operand's pod
-            # does not go (NVIDIA/mig-parted reconfigure-mig.sh: kubectl wait --for=delete).
+            # The real manager returns without any final state when a paused GPU client's pod
+            # does not go (reconfigure.go:170-172: waitForPodsToBeDeleted's error returns
+            # before any setState; its five waits are at :388-428).
             why += (
-                ": it stops at pending when a GPU operand pod (device plugin, GFD, DCGM exporter,"
-                " validator) does not shut down; see the node's nvidia-mig-manager pod log and"
-                " its nvidia.com/gpu.deploy.* labels"
+                ": it stops at pending when a GPU client pod it waits for (device plugin, GFD, DCGM"
+                " exporter, DCGM, or a DaemonSet with nodeSelector nvidia.com/gpu.deploy.client)"
+                " does not shut down within 5m; see the node's nvidia-mig-manager pod log and its"
+                " nvidia.com/gpu.deploy.* labels"
             )
         return ctx.fail(node, why, now)
-    if mig_state == "rebooting":
-        ctx.once(
-            ("rebooting", node.name, node.since()),
-            logging.INFO,
-            "MIG manager is rebooting the node",
-            node=node.name,
-        )
     return None
 
 

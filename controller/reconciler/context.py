@@ -93,9 +93,14 @@ class Step:
     def retarget(self) -> Target | None:
         """The new target when the assignment changed under a node in flight, else None."""
         d = self.desired
-        if d is not None and not self.node.rolling_back and d.config != self.node.target:
-            return d
-        return None
+        if d is None or d.config == self.node.target:
+            return None
+        # A rollback holds the node at its previous config -- unless the node already carries
+        # what the assignment wants: there is nothing to roll back then, whatever the
+        # annotation claims (``migc.dev/rolling-back`` is writable by anyone who can patch Nodes).
+        if self.node.rolling_back and not self.node.converged_to(d.config):
+            return None
+        return d
 
     @property
     def config(self) -> ConfigSpec | None:
@@ -238,6 +243,29 @@ class Context:
         if not truthy(node.annotations.get(st.PRE_CORDONED)):
             spec["unschedulable"] = False  # a cordon a human set before us stays
         return self.patch(node, {**ann, st.CORDONED: None}, spec=spec)
+
+    def reset(self, node: NodeView, why: str, now: dt.datetime) -> NodeView:
+        """Back to Idle without acting: the node's migc.dev/* record does not follow from the
+        assignment and the node's real state (someone else wrote it). Reported as a Warning
+        Event on the Node and a log line; the cordon, labels and pods are left as they are."""
+        claimed = {k: v for k, v in sorted(node.annotations.items()) if k.startswith(st.P)}
+        ann: Annotations = dict.fromkeys(st.TRANSIENT)
+        ann.update({st.PHASE: Phase.IDLE.value, st.PHASE_SINCE: st.fmt_time(now)})
+        updated = self.patch(node, ann)
+        self.metrics.state_resets.inc()
+        log(logging.WARNING, "migc record reset: not written by this controller", node=node.name, why=why)
+        shown = ", ".join(f"{k.removeprefix(st.P)}={v[:64]!r}" for k, v in list(claimed.items())[:12])
+        self.event(
+            self.s.node_event_namespace,
+            "Node",
+            "v1",
+            node.name,
+            "MigcStateReset",
+            f"migc.dev/* annotations reset to Idle and not acted on: {why} (they claimed {shown}); "
+            "only the migc controller writes migc.dev/phase, target-config and phase-since",
+            now,
+        )
+        return updated
 
     def release(self, node: NodeView, now: dt.datetime) -> NodeView:
         """Hand a node back to the scheduler unchanged (Done, then Idle on the next step)."""

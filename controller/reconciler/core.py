@@ -27,7 +27,7 @@ from collections.abc import Callable, Mapping
 
 from controller import state as st
 from controller.assignment import Target, resolve
-from controller.errors import NotFoundError, TemporaryError
+from controller.errors import ControllerError, NotFoundError, TemporaryError
 from controller.kube import Kube
 from controller.logs import log
 from controller.metrics import Health, Metrics
@@ -36,6 +36,7 @@ from controller.reconciler.context import Context, Step
 from controller.reconciler.dryrun import dry_run
 from controller.reconciler.phases import run_chain
 from controller.reconciler.source import AssignmentSource, Loaded
+from controller.reconciler.trust import future_since, held, untrusted
 from controller.settings import Settings
 from controller.state import NodeView, Phase
 
@@ -69,9 +70,13 @@ class Reconciler:
             self.busy = False
             dry_run(ctx, nodes, targets, loaded.assignment if loaded.valid else None, loaded.paused, now)
             return
+        self._distrust(nodes, now)
+        over = held(ctx, nodes, targets, loaded.assignment)
         for name in sorted(nodes):
-            if nodes[name].phase != Phase.IDLE and not ctx.retry.active(name):
-                self._continue(nodes, name, Step(nodes[name], targets.get(name), loaded.assignment, now))
+            n = nodes[name]
+            if n.phase == Phase.IDLE or ctx.retry.active(name) or name in over:
+                continue  # ``over``: beyond the pool's budget, waits until others finish
+            self._continue(nodes, name, Step(n, targets.get(name), loaded.assignment, now))
         assignment = loaded.assignment
         if assignment is not None and loaded.valid:
             if loaded.paused:
@@ -86,6 +91,24 @@ class Reconciler:
                 Admission(ctx, nodes, targets, assignment, now).run()
         self.busy = any(n.phase != Phase.IDLE for n in nodes.values())
         self._gauges(nodes, targets)
+
+    def _distrust(self, nodes: dict[str, NodeView], now: dt.datetime) -> None:
+        """Reset every record that does not follow from the node's real state (trust.py)."""
+        ctx = self.ctx
+        for name in sorted(nodes):
+            n = nodes[name]
+            try:
+                why = untrusted(n)
+                if why is not None:
+                    nodes[name] = ctx.reset(n, why, now)
+                elif future_since(n, now):
+                    log(logging.WARNING, "phase-since is in the future; restarting its clock", node=name)
+                    nodes[name] = ctx.patch(n, {st.PHASE_SINCE: st.fmt_time(now)})
+            except NotFoundError:
+                continue
+            except ControllerError as exc:
+                ctx.retry.bump(name)
+                log(logging.WARNING, "could not reset node record; will retry", node=name, error=str(exc))
 
     def _targets(self, loaded: Loaded, nodes: Mapping[str, NodeView]) -> dict[str, Target]:
         if loaded.assignment is None or not loaded.valid:
@@ -129,4 +152,4 @@ class Reconciler:
         metrics = self.ctx.metrics
         for phase, c in counts.items():
             metrics.nodes.labels(phase=phase.value).set(c)
-        metrics.drift.set(sum(1 for name, t in targets.items() if nodes[name].current_config != t.config))
+        metrics.drift.set(sum(1 for name, t in targets.items() if not nodes[name].converged_to(t.config)))

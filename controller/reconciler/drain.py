@@ -29,12 +29,37 @@ def draining(ctx: Context, step: Step) -> NodeView | None:
     if step.retarget is not None:
         return ctx.patch(step.node, ctx.retarget_record(step.retarget, step.assignment))
     node, now = step.node, step.now
-    remaining = [p for p in ctx.kube.list_pods(node.name) if podlib.blocking(p)]
+    if node.converged_to(node.target):
+        # Nothing to change on this node (its GPU Operator labels say it carries the target
+        # already): never drain it, whatever the record claims; verify and give it back.
+        log(logging.INFO, "node already carries its target; not draining", node=node.name, config=node.target)
+        ctx.evict.reset(node.name)
+        return start_apply(ctx, step)
+    pods = ctx.kube.list_pods(node.name)
+    remaining = [p for p in pods if podlib.blocking(p)]
+    daemons = sorted("/".join(podlib.ref(p)) for p in pods if podlib.unmanaged_gpu_daemon(p))
+    since = node.since() or now
+    elapsed = (now - since).total_seconds()
+    if not remaining and daemons:
+        # Came after admission: nothing stops them and the MIG manager would fail on them.
+        if elapsed >= ctx.s.drain_grace_timeout + ctx.s.eviction_timeout:
+            return ctx.fail(
+                node,
+                f"DaemonSet pods hold GPUs: {', '.join(daemons[:10])}; add nodeSelector "
+                f'{podlib.GPU_CLIENT_KEY}: "true" to their DaemonSet so that the MIG manager stops them',
+                now,
+            )
+        ctx.once(
+            ("wait-daemons", node.name, since),
+            logging.WARNING,
+            "waiting: GPU DaemonSet pods on the node",
+            node=node.name,
+            pods=daemons,
+        )
+        return None
     if not remaining:
         ctx.evict.reset(node.name)
         return start_apply(ctx, step)
-    since = node.since() or now
-    elapsed = (now - since).total_seconds()
     names = sorted("/".join(podlib.ref(p)) for p in remaining)
     if elapsed < ctx.s.drain_grace_timeout:
         ctx.once(

@@ -15,16 +15,12 @@ def failed(ctx: Context, step: Step) -> NodeView | None:
     node, now = step.node, step.now
     restart: Annotations = {st.PHASE: Phase.DRAINING.value, st.PHASE_SINCE: step.t, st.RETRY_AFTER: None}
     spec: dict[str, Any] | None = None
-    if not node.cordoned_by_migc:
-        # Failed before it was cordoned (a permanent error found at admission): a restart
-        # cordons first, in the same write, like an admission.
-        restart, spec = ctx.cordon(
-            {
-                **restart,
-                st.PHASE: Phase.CORDONED.value,
-                st.PRE_CORDONED: "true" if node.unschedulable else None,
-            }
-        )
+    if not (node.unschedulable or node.legacy_taint):
+        # Failed before it was cordoned (a permanent error found at admission, or a Failed
+        # record someone else wrote): a restart goes back to Idle, so that admission decides
+        # again -- the maintenance window, the pool's budget and the checks -- and only
+        # admission ever cordons a node.
+        return _uncordoned(ctx, step)
     if node.wants_rollback:
         return _rollback(ctx, node, restart, spec)
     if node.wants_retry:
@@ -73,3 +69,18 @@ def _rollback(ctx: Context, node: NodeView, restart: Annotations, spec: dict[str
         },
         spec=spec,
     )
+
+
+def _uncordoned(ctx: Context, step: Step) -> NodeView | None:
+    node = step.node
+    retry_after = node.since(st.RETRY_AFTER)
+    due = node.attempts < ctx.s.max_attempts and retry_after is not None and step.now >= retry_after
+    if not (node.wants_rollback or node.wants_retry or step.retarget is not None or due):
+        return None
+    ann: Annotations = dict.fromkeys(st.TRANSIENT)
+    ann.update({st.PHASE: Phase.IDLE.value, st.PHASE_SINCE: step.t, st.RETRY: None, st.ROLLBACK: None})
+    if node.wants_rollback:
+        # Nothing was changed on the node: "back" is where it is; hold it there.
+        ann[st.HELD_REVISION] = node.annotations.get(st.REVISION)
+    log(logging.INFO, "failed node was never cordoned; handing it back to admission", node=node.name)
+    return ctx.patch(node, ann)

@@ -78,3 +78,20 @@ class MountedConfigs:
         if first is None:
             return self.delay
         return max(0.0, first + self.delay - time.monotonic())
+
+
+def device_plugin_names(kube: Kube, ref: str) -> frozenset[str]:
+    """The config names (keys) of the device-plugin ConfigMap ``ref`` (``namespace/name``).
+
+    The device plugin's config-manager selects the file named by ``nvidia.com/device-plugin.config``
+    among them and exits on a name that is not there ("specified config ... does not exist",
+    NVIDIA/k8s-device-plugin@1b826acc cmd/config-manager/main.go:351-356, :250-252), so the plugin
+    never comes back on that node.
+    """
+    namespace, _, name = ref.partition("/")
+    try:
+        cm = kube.get_configmap(namespace, name)
+    except NotFoundError as exc:
+        raise MigPartedError(f"device-plugin ConfigMap {ref} not found") from exc
+    data = cm.get("data") or {}
+    return frozenset(str(k) for k in data)

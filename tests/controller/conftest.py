@@ -17,6 +17,7 @@ import pytest
 import yaml
 from emulation import (
     CONFIGMAPS,
+    DEVICE_PLUGIN_CONFIGMAP,
     GPU_COUNT,
     NODES,
     PODS,
@@ -25,6 +26,7 @@ from emulation import (
     FakeDevicePlugin,
     FakeMigManager,
     assignment_configmap,
+    device_plugin_configmap,
     mig_parted_configmap,
     node_object,
     pod_object,
@@ -79,6 +81,17 @@ CONFIGS: dict[str, dict[str, Any]] = {
     },
 }
 RESOURCES = {name: c["resources"] for name, c in CONFIGS.items()}
+# The device-plugin configs those name, as migc renders them (compiler/render/manifests.py
+# _device_plugin_body): the body the device plugin's config-manager selects by node label.
+DEVICE_PLUGIN_CONFIGS: dict[str, dict[str, Any]] = {
+    "mixed": {"version": "v1", "flags": {"migStrategy": "mixed"}},
+    "migc-whole-gpus": {"version": "v1", "flags": {"migStrategy": "none"}},
+    "migc-time-slicing-4": {
+        "version": "v1",
+        "flags": {"migStrategy": "none"},
+        "sharing": {"timeSlicing": {"resources": [{"name": "nvidia.com/gpu", "replicas": 4}]}},
+    },
+}
 # Where the compiler renders the mig-parted ConfigMap (compiler/render/manifests.py MIG_CONFIGMAP).
 MIG_PARTED = ("gpu-operator", "migc-mig-parted-config")
 
@@ -183,6 +196,7 @@ class Cluster:
         self.clock = Clock()
         self.running: list[Running] = []
         self.set_mig_parted(CONFIGS)
+        self.set_device_plugin_configs(DEVICE_PLUGIN_CONFIGS)
 
     # --- fleet ---------------------------------------------------------------------------------
     def add_nodes(self, names: list[str], config: str, *, mig_capable: str | None = "true") -> None:
@@ -195,7 +209,7 @@ class Cluster:
             obj = node_object(n, labels, RESOURCES[config])
             if mig_capable == "true":
                 labels.update({st.MIG_CONFIG: config, st.MIG_STATE: "success"})
-                labels["nvidia.com/gpu.product"] = "A100"
+                labels["nvidia.com/gpu.product"] = "NVIDIA-A100-SXM4-80GB"
             else:
                 # No MIG manager there: the config migc applied is in its own annotation.
                 labels.update({st.DEVICE_PLUGIN_CONFIG: CONFIGS[config]["devicePluginConfig"]})
@@ -212,6 +226,11 @@ class Cluster:
         ns, name = MIG_PARTED
         self.emu.upsert(CONFIGMAPS, ns, name, mig_parted_configmap(configs, ns, name))
 
+    def set_device_plugin_configs(self, configs: Mapping[str, Mapping[str, Any]]) -> None:
+        """The device-plugin ConfigMap (one key per device-plugin config name)."""
+        ns, name = DEVICE_PLUGIN_CONFIGMAP
+        self.emu.upsert(CONFIGMAPS, ns, name, device_plugin_configmap(configs, ns, name))
+
     def set_assignment(
         self, doc: Mapping[str, Any], *, paused: bool = False, mig_parted: bool = True
     ) -> None:
@@ -227,6 +246,15 @@ class Cluster:
         obj = self.emu.get(NODES, None, name)
         assert obj is not None
         return obj
+
+    def label(self, node: str, labels: Mapping[str, str | None]) -> None:
+        """Relabel a node through the API (as kubectl or the operator would), so that the
+        emulated MIG manager and device plugin see the change."""
+        cfg = client.Configuration()
+        cfg.host = self.emu.url
+        client.CoreV1Api(client.ApiClient(cfg)).patch_node(
+            node, {"metadata": {"labels": dict(labels)}}, _content_type="application/merge-patch+json"
+        )
 
     def annotate(self, node: str, annotations: Mapping[str, str | None]) -> None:
         self.emu.patch(NODES, None, node, {"metadata": {"annotations": dict(annotations)}})
@@ -288,7 +316,7 @@ class Cluster:
             o = nodes[name]
             ann = o["metadata"].get("annotations") or {}
             if (
-                st.NodeView.from_obj(o).current_config != cfg
+                not st.NodeView.from_obj(o).converged_to(cfg)  # label and state success
                 or ann.get(st.PHASE, "Idle") != "Idle"
                 or o["spec"].get("unschedulable")
                 or any(t["key"] == st.TAINT_KEY for t in o["spec"].get("taints") or [])
@@ -320,6 +348,51 @@ def max_cordoned(calls: list[Call], initially: set[str] | None = None) -> int:
                 cordoned.discard(str(c.name))
         peak = max(peak, len(cordoned))
     return peak
+
+
+def assert_within_budget(
+    calls: list[Call],
+    limit: int,
+    initially_cordoned: set[str],
+    converged: set[str],
+    pod_node: Mapping[str, str],
+) -> None:
+    """Replay the controller's requests in order: it cordons a node only while at most ``limit``
+    nodes are out (cordoned, or acted on), evicts from / relabels only cordoned nodes, at most
+    ``limit`` at once, never a node of ``converged``, and never writes a mig.config value
+    outside CONFIGS (the mig-parted ConfigMap). ``pod_node``: "namespace/pod" -> its node."""
+    cordoned = set(initially_cordoned)
+    acting: set[str] = set()
+    for c in calls:
+        if c.refused or c.verb not in ("patch", "create"):
+            continue
+        if c.resource == "pods" and c.subresource == "eviction":
+            node = pod_node[f"{c.namespace}/{c.name}"]
+            assert node not in converged, f"evicted from {node}, which carries its assigned config"
+            assert node in cordoned, f"evicted from {node}, which is not cordoned"
+            acting.add(node)
+            assert len(acting) <= limit, f"acting on {sorted(acting)} at once (maxUnavailable {limit})"
+        if c.resource != "nodes" or c.verb != "patch":
+            continue
+        node = str(c.name)
+        body = c.body or {}
+        spec = body.get("spec") or {}
+        labels = (body.get("metadata") or {}).get("labels") or {}
+        ann = (body.get("metadata") or {}).get("annotations") or {}
+        if spec.get("unschedulable") is True and node not in cordoned:
+            cordoned.add(node)
+            assert len(cordoned | acting) <= limit, f"cordoned {node}: {sorted(cordoned | acting)} out"
+        if spec.get("unschedulable") is False:
+            cordoned.discard(node)
+            acting.discard(node)
+        if st.MIG_CONFIG in labels:
+            assert labels[st.MIG_CONFIG] in CONFIGS, f"label outside the ConfigMap: {c}"
+            assert node not in converged, f"relabelled {node}, which carries its assigned config"
+            assert node in cordoned, f"relabelled {node}, which is not cordoned"
+            acting.add(node)
+            assert len(acting) <= limit, f"acting on {sorted(acting)} at once (maxUnavailable {limit})"
+        if ann.get(st.PHASE) in ("Idle", "Done"):
+            acting.discard(node)
 
 
 def assert_cordons_are_marked(calls: list[Call]) -> None:

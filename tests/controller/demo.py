@@ -18,6 +18,7 @@ import copy
 import datetime as dt
 import json
 import logging
+import re
 import sys
 import threading
 import time
@@ -28,12 +29,14 @@ from typing import Any
 import yaml
 from emulation import (
     CONFIGMAPS,
+    DEVICE_PLUGIN_CONFIGMAP,
     NODES,
     PODS,
     EmulatorThread,
     FakeDevicePlugin,
     FakeMigManager,
     assignment_configmap,
+    device_plugin_configmap,
     fleet_nodes,
     mig_parted_configmap,
     node_object,
@@ -129,6 +132,17 @@ def _phase(obj: Mapping[str, Any]) -> tuple[str, str, str]:
     return view.phase.value, view.target or "", view.current_config or ""
 
 
+def _device_plugin_body(name: str) -> dict[str, Any]:
+    """The body migc renders for a device-plugin config name (compiler/render/manifests.py
+    _device_plugin_body: mixed for MIG configs, sharing replicas from the name's suffix)."""
+    m = re.search(r"(time-slicing|mps)-(\d+)$", name)
+    body: dict[str, Any] = {"version": "v1", "flags": {"migStrategy": "mixed" if "mixed" in name else "none"}}
+    if m:
+        kind = "timeSlicing" if m.group(1) == "time-slicing" else "mps"
+        body["sharing"] = {kind: {"resources": [{"name": "nvidia.com/gpu", "replicas": int(m.group(2))}]}}
+    return body
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python tests/controller/demo.py", description=__doc__.split("\n\n")[0])
     p.add_argument("--output", default="output", help="the compiler's output directory")
@@ -145,7 +159,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     fleet = fleet_nodes(start_doc)
     batches = sum(-(-len(p_["nodes"] or [1]) // p_["maxUnavailable"]) for p_ in target_doc["pools"])
     # Slow enough to watch, fast enough to finish in seconds whatever the fleet's size.
-    mig = FakeMigManager(resources=resources, delay=max(0.01, min(0.25, 6.0 / max(1, batches) / 3)))
+    ref = target_doc["migConfigMap"]
+    mig = FakeMigManager(
+        configmap=(ref["namespace"], ref["name"]), delay=max(0.01, min(0.25, 6.0 / max(1, batches) / 3))
+    )
     emu = EmulatorThread(mig, FakeDevicePlugin(delay=mig.delay)).start()
     ctl: Controller | None = None
     thread: threading.Thread | None = None
@@ -163,10 +180,16 @@ def main(argv: Sequence[str] | None = None) -> int:
             if i % 3 == 1:
                 emu.upsert(PODS, "ml", f"train-{name}", pod_object(f"train-{name}", name, namespace="ml"))
             emu.upsert(PODS, "web", f"web-{name}", pod_object(f"web-{name}", name, namespace="web", gpu=None))
-        # The GPU Operator's mig-parted ConfigMap, as a GitOps sync of the rendered output leaves it.
-        ref = target_doc["migConfigMap"]
+        # The GPU Operator's mig-parted and device-plugin ConfigMaps, as a GitOps sync of the
+        # rendered output leaves them.
         every = {**start_doc["configs"], **target_doc["configs"]}
         emu.upsert(CONFIGMAPS, ref["namespace"], ref["name"], mig_parted_configmap(every, **ref))
+        dp_names = {c["devicePluginConfig"] for c in every.values()} | {"migc-whole-gpus"}
+        emu.upsert(
+            CONFIGMAPS,
+            *DEVICE_PLUGIN_CONFIGMAP,
+            device_plugin_configmap({n: _device_plugin_body(n) for n in dp_names}, *DEVICE_PLUGIN_CONFIGMAP),
+        )
         emu.upsert(CONFIGMAPS, "migc-system", "migc-assignment", assignment_configmap(start_doc))
         print(f"fleet: {len(fleet)} nodes, API emulator at {emu.url}, revision {start_doc['revision']}")
 

@@ -28,8 +28,8 @@ from __future__ import annotations
 import asyncio
 import copy
 import dataclasses
+import functools
 import itertools
-import re
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -53,16 +53,45 @@ DEVICE_PLUGIN_CONFIG = "nvidia.com/device-plugin.config"
 GPU_COUNT = "nvidia.com/gpu.count"  # set by GPU Feature Discovery
 DEPLOY_MIG_MANAGER = "nvidia.com/gpu.deploy.mig-manager"
 PAUSED = "paused-for-mig-change"
-# The GPU operands the MIG manager stops before it applies a config: deploy-label suffix -> the
-# ``app`` label of their DaemonSet pods (NVIDIA/mig-parted deployments/gpu-operator/
-# reconfigure-mig.sh: the nvidia.com/gpu.deploy.* labels it pauses and the ``kubectl wait
-# --for=delete pod -l app=...`` it runs for each; the Go port in pkg/mig/reconfigure does the same).
+GPU_CLIENT_KEY = "nvidia.com/gpu.deploy.client"
+# Upstream at the commits this emulator follows (every behaviour below cites file:line there):
+MIG_PARTED = "NVIDIA/mig-parted@bd7160f43f16462eeb21e1eda5e67b5b6b03fd7d"
+GPU_OPERATOR = "NVIDIA/gpu-operator@a22dbf671f2e26f9a1e342f8eea28e196235e110"
+DEVICE_PLUGIN = "NVIDIA/k8s-device-plugin@1b826acc6af3079d8923bac395c3124b8861a9a6"
+# The GPU clients the MIG manager stops before it applies a config, by the nvidia.com/gpu.deploy.*
+# label it sets to paused-for-mig-change (mig-parted pkg/mig/reconfigure/reconfigure.go:371-386:
+# device-plugin, gpu-feature-discovery, dcgm-exporter, dcgm, nvsm; gpu.deploy.client only when
+# the node has that label, :381-383).
+PAUSED_BY_MANAGER = ("device-plugin", "gpu-feature-discovery", "dcgm-exporter", "dcgm", "nvsm")
+# The pods it then waits for, one 5-minute wait each, in the GPU clients namespace (the
+# operator's own, DEFAULT_GPU_CLIENTS_NAMESPACE in gpu-operator
+# assets/state-mig-manager/0600_daemonset.yaml:60-63): reconfigure.go:389-411 (app=...
+# labels), then every DaemonSet pod on the node whose nodeSelector has nvidia.com/gpu.deploy.
+# client, in any namespace (:412-415, waitForPodsWithNodeSelector :648-673).
+WAITED_APPS = (
+    "nvidia-device-plugin-daemonset",
+    "gpu-feature-discovery",
+    "nvidia-dcgm-exporter",
+    "nvidia-dcgm",
+)
+# The operand DaemonSets the operator deploys by default, deploy-label suffix -> their pods' app
+# label (gpu-operator assets/state-device-plugin/0500_daemonset.yaml:17-20,
+# assets/gpu-feature-discovery/0500_daemonset.yaml:17-21, assets/state-dcgm-exporter/
+# 0800_daemonset.yaml:17-20; the standalone dcgm and nvsm are off by default,
+# deployments/gpu-operator/values.yaml:287-289). These are the ones the manager pauses.
 OPERANDS: dict[str, str] = {
     "device-plugin": "nvidia-device-plugin-daemonset",
     "gpu-feature-discovery": "gpu-feature-discovery",
     "dcgm-exporter": "nvidia-dcgm-exporter",
-    "operator-validator": "nvidia-operator-validator",
 }
+# The validator is not paused: the manager deletes its pod after applying so that it runs again
+# (reconfigure.go:230-232, restartValidatorPod :534-537); its DaemonSet
+# (assets/state-operator-validation/0500_daemonset.yaml:17-21) recreates it.
+VALIDATOR = ("operator-validator", "nvidia-operator-validator")
+DAEMONSETS: dict[str, str] = {**OPERANDS, VALIDATOR[0]: VALIDATOR[1]}
+# The device-plugin ConfigMap the operator mounts into the plugin's config-manager (migc
+# renders it; compiler/render/manifests.py DEVICE_PLUGIN_CONFIGMAP).
+DEVICE_PLUGIN_CONFIGMAP = ("gpu-operator", "migc-device-plugin-config")
 OPERATOR_NAMESPACE = "gpu-operator"
 _DROP = "MIGC-TEST-DROP"
 
@@ -148,6 +177,9 @@ class ApiServer(kmock.KubernetesEmulator):
     labeled: list[str] = attrs.field(factory=list)
     # (node, operand) whose pod never finishes terminating: the MIG manager's wait for it fails.
     stuck_operands: set[tuple[str, str]] = attrs.field(factory=set)
+    # (namespace, name) -> (nodeSelector, GPU resource or None): third-party DaemonSets.
+    client_daemonsets: dict[tuple[str, str], tuple[dict[str, str], str | None]] = attrs.field(factory=dict)
+    plugin: DevicePluginState = attrs.field(factory=lambda: DevicePluginState())
     _syncing: set[tuple[str, str]] = attrs.field(factory=set)
     history: list[Call] = attrs.field(factory=list)
     _seq: Any = attrs.field(factory=itertools.count)
@@ -241,7 +273,11 @@ class ApiServer(kmock.KubernetesEmulator):
             capable = labels.get(MIG_CAPABLE) == "true"
             new_label = labels.get(MIG_CONFIG)
             changed = new_label and new_label != old_labels.get(MIG_CONFIG)
-            if self.mig_manager is not None and capable and changed:
+            # The MIG manager DaemonSet runs only where nvidia.com/gpu.deploy.mig-manager=true
+            # (gpu-operator assets/state-mig-manager/0600_daemonset.yaml:17-18; the operator
+            # sets it only where the key is absent, controllers/state_manager.go:486-490).
+            manager_here = labels.get(DEPLOY_MIG_MANAGER, "true") == "true"
+            if self.mig_manager is not None and capable and changed and manager_here:
                 self._spawn(self.mig_manager.react(self, str(request.name), str(new_label)))
             deploy, was = labels.get(DEPLOY_MIG_MANAGER), old_labels.get(DEPLOY_MIG_MANAGER)
             if self.mig_manager is not None and capable and deploy != was:
@@ -249,6 +285,7 @@ class ApiServer(kmock.KubernetesEmulator):
             if capable and self.mig_manager is not None:
                 # The operand DaemonSets follow the node (its taints may have changed).
                 self.sync_operands(str(request.name))
+                self._spawn(self._sync_clients(str(request.name)))
             if self.labeler and capable and MIG_CONFIG not in labels:
                 self._spawn(self._label_default(str(request.name)))
             new_dp = labels.get(DEVICE_PLUGIN_CONFIG)
@@ -274,13 +311,15 @@ class ApiServer(kmock.KubernetesEmulator):
         pod = pod_object(name, node, namespace=OPERATOR_NAMESPACE, gpu=None, daemonset=True)
         pod["metadata"]["labels"] = {"app": "nvidia-mig-manager"}
         await self.upsert(PODS, OPERATOR_NAMESPACE, name, pod)
+        if self.mig_manager is not None:
+            self.mig_manager.no_restart_on_exit[node] = False  # a new process
         if label and self.mig_manager is not None:
             await self.mig_manager.react(self, node, label)
 
     async def _label_default(self, node: str) -> None:
         """The GPU Operator's node labeler: a MIG-capable node without nvidia.com/mig.config gets
-        the default config, all-disabled (NVIDIA/gpu-operator controllers/state_manager.go), and
-        the MIG manager applies that change like any other."""
+        the default config, all-disabled (gpu-operator controllers/nodelabeling_controller.go:
+        306-316), and the MIG manager -- where it runs -- applies that change like any other."""
         await asyncio.sleep(0.005)
         key = (NODES, None, node)
         if key not in self.objects or self.objects[key].deleted:
@@ -289,12 +328,13 @@ class ApiServer(kmock.KubernetesEmulator):
             return
         await self.patch_obj(NODES, None, node, {"metadata": {"labels": {MIG_CONFIG: "all-disabled"}}})
         self.labeled.append(node)
-        if self.mig_manager is not None:
+        labels = (self.objects[key].raw.get("metadata") or {}).get("labels") or {}
+        if self.mig_manager is not None and labels.get(DEPLOY_MIG_MANAGER, "true") == "true":
             await self.mig_manager.react(self, node, "all-disabled")
 
     # --- the operand DaemonSets (device plugin, GFD, DCGM exporter, validator) -------------------
     def operand_pod(self, node: str, operand: str) -> str:
-        return f"{OPERANDS[operand]}-{node}"
+        return f"{DAEMONSETS[operand]}-{node}"
 
     def operand_running(self, node: str, operand: str) -> bool:
         key = (PODS, OPERATOR_NAMESPACE, self.operand_pod(node, operand))
@@ -304,14 +344,13 @@ class ApiServer(kmock.KubernetesEmulator):
         """The DaemonSet controller for the operator's operands on ``node``.
 
         Each operand DaemonSet selects nodes by ``nvidia.com/gpu.deploy.<operand>=true`` (its
-        nodeSelector in NVIDIA/gpu-operator assets/state-device-plugin, state-gpu-feature-
-        discovery, state-dcgm-exporter, state-operator-validation): any other value
+        nodeSelector; the files cited at ``DAEMONSETS``): any other value
         (``paused-for-mig-change``, ``false``) deletes the node's pod; back to ``true`` a pod is
         created, but only once every NoSchedule/NoExecute taint is tolerated
         (``operands_schedulable``; kubernetes pkg/controller/daemon/daemon_controller.go). A pod
         listed in ``stuck_operands`` never finishes terminating (a finalizer, a hung container).
         """
-        for operand in OPERANDS:
+        for operand in DAEMONSETS:
             if (node, operand) not in self._syncing:
                 self._syncing.add((node, operand))
                 self._spawn(self._sync_operand(node, operand))
@@ -344,7 +383,7 @@ class ApiServer(kmock.KubernetesEmulator):
     async def _create_operand_pod(self, node: str, operand: str) -> None:
         name = self.operand_pod(node, operand)
         pod = pod_object(name, node, namespace=OPERATOR_NAMESPACE, gpu=None, daemonset=True)
-        pod["metadata"]["labels"] = {"app": OPERANDS[operand]}
+        pod["metadata"]["labels"] = {"app": DAEMONSETS[operand]}
         await self.upsert(PODS, OPERATOR_NAMESPACE, name, pod)
         if operand == "device-plugin":
             await self._device_plugin_started(node)
@@ -360,14 +399,80 @@ class ApiServer(kmock.KubernetesEmulator):
         await self.patch_obj(NODES, None, node, {"status": {"allocatable": dict.fromkeys(gpu, "0")}})
 
     async def _device_plugin_started(self, node: str) -> None:
-        # A running plugin registers the MIG devices of the layout applied on the node
-        # (NVIDIA/k8s-device-plugin, mig.strategy=mixed: one resource per MIG profile).
+        """The plugin's new pod registers what is on the GPUs now, under the strategy of the
+        device-plugin config its config-manager selected (``DevicePluginState.publish``)."""
         mig = self.mig_manager
         if mig is None or node not in mig.applied:
             return
-        published: dict[str, Any] = dict.fromkeys(self._gpu_resources(node))
-        published.update({k: str(v) for k, v in mig.resources[mig.applied[node]].items()})
-        await self.patch_obj(NODES, None, node, {"status": {"allocatable": published}})
+        published = self.plugin.publish(self, node, mig.applied[node])
+        if published is None:
+            return
+        alloc: dict[str, Any] = dict.fromkeys(self._gpu_resources(node))
+        alloc.update({k: str(v) for k, v in published.items()})
+        await self.patch_obj(NODES, None, node, {"status": {"allocatable": alloc}})
+
+    # --- third-party GPU client DaemonSets ------------------------------------------------------
+    def add_client_daemonset(
+        self, namespace: str, name: str, node_selector: Mapping[str, str], gpu: str | None
+    ) -> None:
+        """A DaemonSet of someone else's on every GPU node its nodeSelector matches; ``gpu``: the
+        GPU resource its pods request (None: none)."""
+        self.client_daemonsets[(namespace, name)] = (dict(node_selector), gpu)
+        for key, obj in list(self.objects.items()):
+            if key[0] == NODES and not obj.deleted:
+                self._spawn(self._sync_clients(str(key[2])))
+
+    async def _sync_clients(self, node: str) -> None:
+        """The DaemonSet controller for ``client_daemonsets``: a pod where the nodeSelector
+        matches the node's labels, none elsewhere."""
+        key = (NODES, None, node)
+        if key not in self.objects or self.objects[key].deleted:
+            return
+        labels = (self.objects[key].raw.get("metadata") or {}).get("labels") or {}
+        for (ns, ds), (selector, gpu) in sorted(self.client_daemonsets.items()):
+            pod_name = f"{ds}-{node}"
+            pkey = (PODS, ns, pod_name)
+            running = pkey in self.objects and not self.objects[pkey].deleted
+            wanted = all(labels.get(k) == v for k, v in selector.items())
+            if wanted and not running:
+                pod = pod_object(pod_name, node, namespace=ns, gpu=gpu, daemonset=True)
+                pod["spec"]["nodeSelector"] = dict(selector)
+                pod["metadata"]["labels"] = {"app": ds}
+                await self.upsert(PODS, ns, pod_name, pod)
+            elif running and not wanted:
+                await self.remove(PODS, ns, pod_name)
+
+    def gpu_clients(self, node: str) -> list[str]:
+        """Running pods on ``node`` that hold GPUs (request nvidia.com/gpu or nvidia.com/mig-*)."""
+        out = []
+        for (res, ns, name), obj in self.objects.items():
+            if res != PODS or obj.deleted:
+                continue
+            raw = obj.raw
+            if (raw.get("spec") or {}).get("nodeName") != node:
+                continue
+            if (raw.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
+                continue
+            for c in (raw.get("spec") or {}).get("containers") or []:
+                res_ = c.get("resources") or {}
+                names = {*(res_.get("limits") or {}), *(res_.get("requests") or {})}
+                if any(n == "nvidia.com/gpu" or n.startswith("nvidia.com/mig-") for n in names):
+                    out.append(f"{ns}/{name}")
+                    break
+        return sorted(out)
+
+    def pods_on(
+        self, node: str, *, namespace: str | None = None, app: str | None = None
+    ) -> list[dict[str, Any]]:
+        return [
+            obj.raw
+            for (res, ns, _n), obj in self.objects.items()
+            if res == PODS
+            and not obj.deleted
+            and (obj.raw.get("spec") or {}).get("nodeName") == node
+            and (namespace is None or ns == namespace)
+            and (app is None or ((obj.raw.get("metadata") or {}).get("labels") or {}).get("app") == app)
+        ]
 
     def _spawn(self, coro: Any) -> None:
         task = asyncio.get_running_loop().create_task(coro)
@@ -423,6 +528,8 @@ class ApiServer(kmock.KubernetesEmulator):
         mig = self.mig_manager
         if res == CONFIGMAPS and mig is not None and mig.configmap == (ns, name):
             mig.configmap_written(body)
+        if res == CONFIGMAPS and (ns, name) == DEVICE_PLUGIN_CONFIGMAP:
+            self.plugin.configmap_written(body)
         async with self._lock:
             key = (res, ns, name)
             exists = key in self.objects and not self.objects[key].deleted
@@ -437,9 +544,14 @@ class ApiServer(kmock.KubernetesEmulator):
         gpu_node = res == NODES and mig is not None and labels.get(MIG_CAPABLE) == "true"
         if gpu_node and operands_schedulable(body):
             # A GPU node starts with its operand pods running (where they may run).
-            for operand in OPERANDS:
+            for operand in DAEMONSETS:
                 if labels.get(f"nvidia.com/gpu.deploy.{operand}", "true") == "true":
                     await self._create_operand_pod(name, operand)
+            if mig is not None and name not in mig.applied:
+                # A node joins with the layout of its label already on its GPUs.
+                mig.applied[name] = mig.layout(labels.get(MIG_CONFIG, ""), _gpus(labels))
+        if gpu_node:
+            await self._sync_clients(name)
 
     async def patch_obj(self, res: Any, ns: str | None, name: str, patch: Mapping[str, Any]) -> None:
         body = copy.deepcopy(dict(patch))
@@ -487,47 +599,89 @@ async def operands_back(api: ApiServer, node: str) -> bool:
     return False
 
 
+Layout = tuple[tuple[bool, tuple[tuple[str, int], ...]], ...]  # per GPU: MIG on?, (profile, count)
+
+
+def _gpus(labels: Mapping[str, str]) -> int:
+    try:
+        return max(0, min(64, int(labels.get(GPU_COUNT, "8"))))
+    except ValueError:
+        return 8
+
+
 @dataclass
 class FakeMigManager:
-    """Plays the GPU Operator's MIG manager: reacts to a *change* of ``nvidia.com/mig.config``.
+    """Plays the GPU Operator's MIG manager, one ``Run`` of mig-parted's Go reconfigure per
+    change of ``nvidia.com/mig.config`` (NVIDIA/mig-parted@bd7160f4 cmd/nvidia-mig-manager/
+    main.go:436-446 calls pkg/mig/reconfigure/reconfigure.go Run, :127-240), step by step:
 
-    Every mode first sets state ``pending``. ``success``: pauses the GPU operands through their
-    ``nvidia.com/gpu.deploy.<operand>`` labels (``paused-for-mig-change``), waits for their pods
-    to leave the node, applies, restores the labels to ``true`` and sets ``success``; the device
-    plugin's new DaemonSet pod then publishes the applied layout as allocatable, and only if no
-    taint keeps it off the node (``ApiServer.sync_operands``). ``failed``: the same, ending in
-    ``failed``. ``reboot``: ``rebooting`` for ``reboot_delay`` before applying (a MIG mode
-    change under WITH_REBOOT). ``hang``: ``pending`` forever. An operand pod that does not go
-    within ``shutdown_timeout`` (``ApiServer.stuck_operands``) leaves the state at ``pending``
-    with the operands paused, as the real manager does. A config its mounted file does not
-    define fails at once, like ``nvidia-mig-parted assert --valid-config``. (NVIDIA/mig-parted
-    deployments/gpu-operator/reconfigure-mig.sh, set_state / maybe_set_paused.)
+    1. read the node's labels (:132-135, :250-275): the operand deploy labels it will restore;
+    2. assert the config is in its mounted file (:137-140, :278-290), else ``failed`` at once;
+    3. already applied (:142-146, :293-305) -> ``success`` at once, nothing is stopped;
+    4. after a reboot (state ``rebooting``) the MIG mode must have changed, else ``failed``
+       (:153-156, :353-355);
+    5. ``pending`` (:158-162); pause the GPU clients (:164-168, :371-386); wait for their pods,
+       5 minutes each (here ``shutdown_timeout``; :170-172, :389-428): a wait that times out
+       returns with **no** final state, so the node stays ``pending``, operands paused;
+    6. the MIG mode change (:184-204): where this node needs a reboot for it (mode
+       ``reboot``), with WITH_REBOOT (``with_reboot``) set ``rebooting`` and reboot; the new
+       manager pod then starts over at step 1 (the informer's AddFunc, main.go:569-571);
+    7. apply (:206-209): mig-parted skips GPUs already in their layout
+       (cmd/nvidia-mig-parted/apply/config.go:92-95); for a GPU it changes it destroys the
+       GPU instances first (pkg/mig/config/config.go:142-147, ClearMigConfig :220-252), which
+       NVML refuses while a process uses them ("In use by another client"): so any running
+       pod on the node holding GPUs fails the apply (``failed``). A layout the GPU cannot
+       carry (geometry from compiler/catalog) fails likewise (config.go:214);
+    8. restart the validator (:230-232), re-enable the GPU clients (:234-237, :514-531) and
+       set ``success`` (:239).
+
+    Every ``failed`` goes through setState (:540-579), which re-enables the GPU clients it
+    paused -- unless ``NoRestartK8sDaemonsetsOnExit`` is set, which the first success of the
+    manager's process sets for good (:517, a package variable, :53-56): after that a failure
+    leaves the operands paused (``restore_skipped``). The flag is per manager pod: a restart
+    (``nvidia.com/gpu.deploy.mig-manager``) or a reboot clears it.
+
+    ``mode`` (or ``per_node``/``decide``) injects faults: ``success``; ``failed`` (the apply
+    itself fails); ``hang`` (``pending`` forever); ``reboot`` (the MIG mode change needs a
+    reboot on this node). A config its mounted file does not define is ``not-present``.
     """
 
-    resources: Mapping[str, Mapping[str, int]]
+    resources: Mapping[str, Mapping[str, int]] = field(default_factory=dict)  # unused; kept for callers
     mode: str = "success"
     per_node: dict[str, str] = field(default_factory=dict)
     # Called as decide(node, config, attempt) -> mode; overrides mode/per_node when set.
     decide: Callable[[str, str, int], str] | None = None
     delay: float = 0.005
     reboot_delay: float = 0.5
+    # How long the apply takes after a reboot (the second run's apply).
+    post_reboot_delay: float = 0.0
+    with_reboot: bool = True  # WITH_REBOOT (the chart's migManager.env)
     # The manager reads the mig-parted ConfigMap from a volume that the kubelet refreshes only
     # after its sync period plus cache delay: a config name becomes visible to it this long
     # after it appeared in the API (kubernetes docs, "Mounted ConfigMaps are updated
     # automatically"; kubelet pkg/volume/configmap). 0: no lag.
     mount_delay: float = 0.0
     appeared: dict[str, float] = field(default_factory=dict)
+    # mig-configs of the mounted file: config -> its entries, as mig-parted reads them.
+    specs: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     # While cleared, successful applies stay ``pending`` (tests freeze nodes mid-Applying).
     gate: threading.Event = field(default_factory=threading.Event)
-    # (namespace, name) of the mig-parted ConfigMap the manager mounts; None: not modelled.
+    # (namespace, name) of the mig-parted ConfigMap the manager mounts.
     configmap: tuple[str, str] | None = None
     handled: list[tuple[str, str, str]] = field(default_factory=list)
-    # How long it waits for each paused operand's pods to go (reconfigure-mig.sh: 5m).
+    # How long it waits for each paused GPU client's pods to go (reconfigure.go:390: 5m).
     shutdown_timeout: float = 5.0
-    # node -> the config last applied there (what a restarted device plugin publishes).
-    applied: dict[str, str] = field(default_factory=dict)
-    # Nodes where the operand shutdown wait failed (the state label was left at "pending").
+    # node -> the layout on its GPUs now (what a restarted device plugin publishes).
+    applied: dict[str, Layout] = field(default_factory=dict)
+    # Nodes where a shutdown wait failed (the state label was left at "pending").
     stuck: list[str] = field(default_factory=list)
+    # node -> why its last run failed (the manager's log line).
+    errors: dict[str, str] = field(default_factory=dict)
+    # NoRestartK8sDaemonsetsOnExit of each node's manager process.
+    no_restart_on_exit: dict[str, bool] = field(default_factory=dict)
+    # Failures after which the operands were left paused (the flag was set).
+    restore_skipped: list[str] = field(default_factory=list)
+    rebooted: list[str] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         self.gate.set()
@@ -539,92 +693,249 @@ class FakeMigManager:
         return self.per_node.get(node, self.mode)
 
     def configmap_written(self, body: Mapping[str, Any]) -> None:
-        """Record when each config name first appeared in the mig-parted ConfigMap."""
+        """Record when each config name first appeared in the mig-parted ConfigMap, and its entries."""
         import yaml
 
         doc = yaml.safe_load(((body.get("data") or {}).get("config.yaml")) or "") or {}
-        names = set((doc.get("mig-configs") or {}) if isinstance(doc, dict) else ())
-        for gone in set(self.appeared) - names:
+        configs = (doc.get("mig-configs") or {}) if isinstance(doc, dict) else {}
+        for gone in set(self.appeared) - set(configs):
             del self.appeared[gone]
         now = time.monotonic()
-        for n in names:
+        for n in configs:
             self.appeared.setdefault(n, now)
+        self.specs = {str(k): list(v or []) for k, v in configs.items()}
 
     def mounted(self, config: str) -> bool:
         """Whether the manager's mounted copy of the ConfigMap has ``config`` by now."""
         first = self.appeared.get(config)
         return first is not None and time.monotonic() - first >= self.mount_delay
 
+    def layout(self, config: str, gpus: int) -> Layout:
+        """What mig-parted puts on a node's ``gpus`` GPUs for ``config`` of the mounted file (each
+        entry's ``devices``: ``all`` or a list of indices; api/spec/v1 of mig-parted)."""
+        per: list[tuple[bool, tuple[tuple[str, int], ...]]] = [(False, ())] * gpus
+        for entry in self.specs.get(config, []):
+            devices = entry.get("devices", "all")
+            indices = range(gpus) if devices == "all" else [int(i) for i in devices if 0 <= int(i) < gpus]
+            profiles = tuple(sorted((str(k), int(v)) for k, v in (entry.get("mig-devices") or {}).items()))
+            for i in indices:
+                per[i] = (bool(entry.get("mig-enabled")), profiles)
+        return tuple(per)
+
+    # --- one Run --------------------------------------------------------------------------------
     async def react(self, api: ApiServer, node: str, config: str) -> None:
-        """One reconfiguration, step by step as NVIDIA/mig-parted deployments/gpu-operator/
-        reconfigure-mig.sh (and its Go port, pkg/mig/reconfigure/reconfigure.go) does it."""
-        known = config in self.resources and (self.configmap is None or self.mounted(config))
-        # mig-parted refuses a config its file does not define ("selected mig-config not present").
-        mode = self._mode(node, config) if known else "not-present"
+        mode = self._mode(node, config) if (config in self.specs and self.mounted(config)) else "not-present"
         self.handled.append((node, config, mode))
         await asyncio.sleep(self.delay)
-        await api.patch_obj(NODES, None, node, {"metadata": {"labels": {MIG_STATE: "pending"}}})
+        key = (NODES, None, node)
+        if key not in api.objects or api.objects[key].deleted:
+            return
+        labels = dict((api.objects[key].raw.get("metadata") or {}).get("labels") or {})
+        deployed = {o: labels.get(f"nvidia.com/gpu.deploy.{o}", "") for o in PAUSED_BY_MANAGER}
+        client = labels.get(GPU_CLIENT_KEY, "")
+        state_before = labels.get(MIG_STATE, "")
+        gpus = _gpus(labels)
+
+        async def set_state(state: str, why: str = "") -> None:
+            # setState: re-enable the GPU clients unless the flag is set, then the state label.
+            if why:
+                self.errors[node] = why
+            if not self.no_restart_on_exit.get(node, False):
+                await api.patch_obj(NODES, None, node, {"metadata": {"labels": _restore(deployed, client)}})
+                api.sync_operands(node)
+                await api._sync_clients(node)
+            elif state == "failed":
+                self.restore_skipped.append(node)
+            await api.patch_obj(NODES, None, node, {"metadata": {"labels": {MIG_STATE: state}}})
+
         if mode == "hang":
+            await api.patch_obj(NODES, None, node, {"metadata": {"labels": {MIG_STATE: "pending"}}})
             return
         if mode == "not-present":
-            # The config is asserted before any operand is touched: failed at once.
-            await api.patch_obj(NODES, None, node, {"metadata": {"labels": {MIG_STATE: "failed"}}})
+            await set_state("failed", f"selected mig-config {config} not present")
             return
-        # Pause the GPU clients: every operand label that says "true" (or is unset, which the
-        # operator treats as deployed) becomes paused-for-mig-change (maybe_set_paused), then
-        # wait for each operand's pods on this node to be deleted (kubectl wait --for=delete
-        # --timeout=5m, here ``shutdown_timeout``).
-        labels = (api.objects[(NODES, None, node)].raw.get("metadata") or {}).get("labels") or {}
-        paused = [o for o in OPERANDS if labels.get(f"nvidia.com/gpu.deploy.{o}", "true") != "false"]
-        await api.patch_obj(
-            NODES,
-            None,
-            node,
-            {"metadata": {"labels": {f"nvidia.com/gpu.deploy.{o}": PAUSED for o in paused}}},
-        )
+        new = self.layout(config, gpus)
+        current = self.applied.get(node, ((False, ()),) * gpus)
+        if new == current:
+            await set_state("success")  # already applied: nothing is stopped
+            return
+        mode_change = tuple(g[0] for g in new) != tuple(g[0] for g in current)
+        if state_before == "rebooting" and mode_change:
+            await set_state("failed", "MIG mode change did not take effect after rebooting")
+            return
+        await api.patch_obj(NODES, None, node, {"metadata": {"labels": {MIG_STATE: "pending"}}})
+        paused = {
+            f"nvidia.com/gpu.deploy.{o}": ("false" if v == "false" else PAUSED) for o, v in deployed.items()
+        }
+        if client:
+            paused[GPU_CLIENT_KEY] = "false" if client == "false" else PAUSED
+        await api.patch_obj(NODES, None, node, {"metadata": {"labels": paused}})
         api.sync_operands(node)
-        deadline = time.monotonic() + self.shutdown_timeout
-        while any(api.operand_running(node, o) for o in paused):
-            if time.monotonic() >= deadline:
-                # The shutdown wait failed: the manager returns with an error and sets no final
-                # state, so the node's state label stays "pending" (the Go reconfigure returns
-                # before its deferred state update; the operands stay paused).
+        await api._sync_clients(node)
+        for app in WAITED_APPS:
+            if not await self._wait_gone(
+                functools.partial(api.pods_on, node, namespace=OPERATOR_NAMESPACE, app=app)
+            ):
                 self.stuck.append(node)
-                return
-            await asyncio.sleep(0.005)
+                return  # no final state: "pending" stays, the clients stay paused
+        if not await self._wait_gone(lambda: [p for p in api.pods_on(node) if _client_daemon_pod(p)]):
+            self.stuck.append(node)
+            return
         while not self.gate.is_set():
             await asyncio.sleep(0.005)
-        if mode == "reboot":
+        if mode_change and mode == "reboot":
+            if not self.with_reboot:
+                await set_state("failed", "unable to apply MIG config with MIG mode disabled")
+                return
             await api.patch_obj(NODES, None, node, {"metadata": {"labels": {MIG_STATE: "rebooting"}}})
-            await asyncio.sleep(self.reboot_delay)
-        if mode != "failed":
-            self.applied[node] = config
-        # Re-enable the operands it paused (on failure too: exit_failed restores them), then
-        # report. The device plugin's new pod publishes the applied layout once it runs.
-        await api.patch_obj(
-            NODES,
-            None,
-            node,
-            {"metadata": {"labels": {f"nvidia.com/gpu.deploy.{o}": "true" for o in paused}}},
-        )
+            self._spawn_reboot(api, node, config, new)
+            return
+        busy = api.gpu_clients(node)
+        if busy:
+            await set_state(
+                "failed",
+                "error destroying GPU instance: In use by another client (" + ", ".join(busy) + ")",
+            )
+            return
+        why = _infeasible(labels, new)
+        if why is not None:
+            await set_state("failed", f"error attempting multiple config orderings: {why}")
+            return
+        if mode == "failed":
+            await set_state("failed", "error setting MIGConfig (injected)")
+            return
+        if node in self.rebooted and self.post_reboot_delay:
+            await asyncio.sleep(self.post_reboot_delay)
+        self.applied[node] = new
+        for pod in api.pods_on(node, namespace=OPERATOR_NAMESPACE, app=VALIDATOR[1]):
+            await api.remove(PODS, OPERATOR_NAMESPACE, str(pod["metadata"]["name"]))
+        api.sync_operands(node)  # its DaemonSet brings the validator back
+        self.no_restart_on_exit[node] = True
+        await api.patch_obj(NODES, None, node, {"metadata": {"labels": _restore(deployed, client)}})
         api.sync_operands(node)
-        state = "failed" if mode == "failed" else "success"
-        await api.patch_obj(NODES, None, node, {"metadata": {"labels": {MIG_STATE: state}}})
+        await api._sync_clients(node)
+        await api.patch_obj(NODES, None, node, {"metadata": {"labels": {MIG_STATE: "success"}}})
+
+    def _spawn_reboot(self, api: ApiServer, node: str, config: str, new: Layout) -> None:
+        async def reboot() -> None:
+            await asyncio.sleep(self.reboot_delay)
+            # The pending MIG mode takes effect; a new manager process starts (flag cleared)
+            # and applies the label it finds (main.go:569-571).
+            self.applied[node] = tuple((g[0], ()) for g in new)
+            self.no_restart_on_exit[node] = False
+            self.rebooted.append(node)
+            key = (NODES, None, node)
+            if key in api.objects and not api.objects[key].deleted:
+                label = ((api.objects[key].raw.get("metadata") or {}).get("labels") or {}).get(MIG_CONFIG)
+                if label:
+                    await self.react(api, node, str(label))
+
+        api._spawn(reboot())
+
+    async def _wait_gone(self, running: Callable[[], list[Any]]) -> bool:
+        deadline = time.monotonic() + self.shutdown_timeout
+        while running():
+            if time.monotonic() >= deadline:
+                return False
+            await asyncio.sleep(0.005)
+        return True
 
 
-_REPLICAS = re.compile(r"(?:time-slicing|mps)-(\d+)$")
+def _restore(deployed: Mapping[str, str], client: str) -> dict[str, str]:
+    """maybeSetTrue of every label it read (reconfigure.go:588-593): "false" stays, anything
+    else -- unset included -- becomes "true"."""
+    out = {f"nvidia.com/gpu.deploy.{o}": ("false" if v == "false" else "true") for o, v in deployed.items()}
+    if client:
+        out[GPU_CLIENT_KEY] = "false" if client == "false" else "true"
+    return out
+
+
+def _client_daemon_pod(pod: Mapping[str, Any]) -> bool:
+    """A DaemonSet pod whose nodeSelector has nvidia.com/gpu.deploy.client (reconfigure.go:658-665)."""
+    refs = (pod.get("metadata") or {}).get("ownerReferences") or []
+    selector = (pod.get("spec") or {}).get("nodeSelector") or {}
+    return any(r.get("kind") == "DaemonSet" for r in refs) and GPU_CLIENT_KEY in selector
+
+
+def _infeasible(labels: Mapping[str, str], layout: Layout) -> str | None:
+    """Why a GPU of the node's model cannot carry its layout (compiler/catalog geometry), else None."""
+    from compiler.catalog import load_catalog
+    from compiler.catalog.layouts import place
+
+    model = load_catalog().by_product(labels.get("nvidia.com/gpu.product", ""))
+    if model is None:
+        return None  # an unknown product: nothing to check against
+    for i, (enabled, profiles) in enumerate(layout):
+        if enabled and place(model, dict(profiles)) is None:
+            return f"GPU {i}: {dict(profiles)} does not fit a {model.model}"
+    return None
+
+
+@dataclass
+class DevicePluginState:
+    """The NVIDIA device plugin's config-manager and resource naming.
+
+    The config-manager picks the device-plugin config named by ``nvidia.com/device-plugin.config``
+    among the keys of the device-plugin ConfigMap; a name that is not there is an error
+    ("specified config %v does not exist", NVIDIA/k8s-device-plugin@1b826acc
+    cmd/config-manager/main.go:351-356) that ends the process (:250-252, :207-211), so the plugin
+    never comes up with it: nothing is published (``failed``). With a config, the plugin
+    publishes what is on the GPUs (``FakeMigManager.applied``, never the assignment): under
+    ``migStrategy: mixed`` one ``nvidia.com/mig-<profile>`` per MIG device ("+" becomes ".",
+    internal/rm/rm.go:140-147) and ``nvidia.com/gpu`` for GPUs with MIG off (rm.go:111); under
+    ``single`` every MIG device as ``nvidia.com/gpu`` (rm.go:116-117); under ``none`` the GPUs
+    with MIG off; a ``sharing`` (timeSlicing or mps) entry for ``nvidia.com/gpu`` multiplies it
+    by its ``replicas``. ``configs`` None: no ConfigMap modelled, every name is mixed.
+    """
+
+    configs: dict[str, dict[str, Any]] | None = None
+    failed: list[tuple[str, str]] = field(default_factory=list)
+    default: str = "migc-whole-gpus"  # devicePlugin.config.default as migc renders it
+
+    def configmap_written(self, body: Mapping[str, Any]) -> None:
+        import yaml
+
+        self.configs = {str(k): yaml.safe_load(v) or {} for k, v in (body.get("data") or {}).items()}
+
+    def publish(self, api: ApiServer, node: str, layout: Layout) -> dict[str, int] | None:
+        raw = api.objects[(NODES, None, node)].raw
+        # No label: the config-manager's --default-config (main.go:359-365), which the operator
+        # sets from devicePlugin.config.default.
+        name = ((raw.get("metadata") or {}).get("labels") or {}).get(DEVICE_PLUGIN_CONFIG) or self.default
+        if self.configs is None:
+            body: dict[str, Any] = {"flags": {"migStrategy": "mixed"}}
+        elif name not in self.configs:
+            self.failed.append((node, name))
+            return None
+        else:
+            body = self.configs[name]
+        strategy = ((body.get("flags") or {}).get("migStrategy")) or "none"
+        replicas = 1
+        for kind in ("timeSlicing", "mps"):
+            for r in ((body.get("sharing") or {}).get(kind) or {}).get("resources") or []:
+                if r.get("name") == "nvidia.com/gpu":
+                    replicas = int(r.get("replicas", 1))
+        whole = sum(1 for enabled, _ in layout if not enabled)
+        out: dict[str, int] = {"nvidia.com/gpu": whole * replicas}
+        for enabled, profiles in layout:
+            if not enabled:
+                continue
+            for profile, count in profiles:
+                if strategy == "mixed":
+                    key = "nvidia.com/mig-" + profile.replace("+", ".")
+                    out[key] = out.get(key, 0) + count
+                elif strategy == "single":
+                    out["nvidia.com/gpu"] += count
+        return out
 
 
 @dataclass
 class FakeDevicePlugin:
     """Plays the NVIDIA device plugin on a node without MIG: on a change of
-    ``nvidia.com/device-plugin.config`` it restarts and advertises ``nvidia.com/gpu`` = the node's
-    ``nvidia.com/gpu.count`` x the config's sharing replicas.
-
-    The replica count is read from the config's name (``...time-slicing-N``, ``...mps-N``, else
-    1), which is how migc names the configs it renders; it is derived independently of the
-    assignment's ``resources`` so that verification compares against something it did not write.
-    """
+    ``nvidia.com/device-plugin.config`` its config-manager switches to that config and the plugin
+    restarts (cmd/config-manager/main.go:246-254) and advertises the node's GPUs
+    (``nvidia.com/gpu.count``, set by GFD) under the config's sharing (``DevicePluginState``),
+    read from the device-plugin ConfigMap -- not from the assignment's ``resources``."""
 
     delay: float = 0.005
     handled: list[tuple[str, str]] = field(default_factory=list)
@@ -637,14 +948,13 @@ class FakeDevicePlugin:
         if not await operands_back(api, node):
             return
         raw = api.objects[key].raw
-        try:
-            gpus = int(((raw.get("metadata") or {}).get("labels") or {}).get(GPU_COUNT, "0"))
-        except ValueError:
-            gpus = 0
-        m = _REPLICAS.search(config)
-        replicas = int(m.group(1)) if m else 1
-        alloc = {"nvidia.com/gpu": str(gpus * replicas)}
-        await api.patch_obj(NODES, None, node, {"status": {"allocatable": alloc}})
+        gpus = _gpus((raw.get("metadata") or {}).get("labels") or {})
+        published = api.plugin.publish(api, node, ((False, ()),) * gpus)
+        if published is None:
+            return
+        await api.patch_obj(
+            NODES, None, node, {"status": {"allocatable": {k: str(v) for k, v in published.items()}}}
+        )
 
 
 class EmulatorThread:
@@ -823,6 +1133,21 @@ def mig_parted_configmap(
         "kind": "ConfigMap",
         "metadata": {"name": name, "namespace": namespace},
         "data": {"config.yaml": yaml.safe_dump({"version": "v1", "mig-configs": mig_configs})},
+    }
+
+
+def device_plugin_configmap(
+    configs: Mapping[str, Mapping[str, Any]], namespace: str, name: str
+) -> dict[str, Any]:
+    """The device-plugin ConfigMap: one key per config name, its body as YAML (the format the
+    plugin's config-manager reads, NVIDIA/k8s-device-plugin api/config/v1)."""
+    import yaml
+
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": name, "namespace": namespace},
+        "data": {k: yaml.safe_dump(dict(v)) for k, v in sorted(configs.items())},
     }
 
 

@@ -2,7 +2,7 @@
 the device plugin, GFD, DCGM exporter and validator through ``nvidia.com/gpu.deploy.*`` labels
 while it applies, the device plugin publishes allocatable only while its pod runs, and a
 manager whose operand shutdown wait fails leaves the state at ``pending`` for good
-(tests/controller/emulation.py, after NVIDIA/mig-parted reconfigure-mig.sh)."""
+(tests/controller/emulation.py, after NVIDIA/mig-parted@bd7160f4 pkg/mig/reconfigure/reconfigure.go)."""
 
 from __future__ import annotations
 
@@ -76,7 +76,7 @@ def test_operand_shutdown_timeout_leaves_pending_and_the_controller_fails_the_no
     assert labels[st.MIG_CONFIG] == NEW  # never removed
     error = _ann(cluster, "n0")[st.LAST_ERROR]
     assert "did not finish within 0.6s (state=pending)" in error
-    assert "GPU operand pod" in error
+    assert "GPU client pod it waits for" in error and "nvidia.com/gpu.deploy.client" in error
     assert node["spec"]["unschedulable"] is True  # left cordoned for a human
     assert _ann(cluster, "n0")[st.CORDONED] == "true"  # ... with the mark saying migc did it
 

@@ -27,7 +27,9 @@ def test_new_revision_rolls_out_within_budget_evicting_only_gpu_pods(cluster: Cl
             cluster.add_pod(f"train-{i}", node, namespace="ml", gpu="nvidia.com/mig-1g.10gb")
             gpu_pods.add(f"ml/train-{i}")
         cluster.add_pod(f"web-{i}", node, gpu=None)  # no GPU: stays
-        cluster.add_pod(f"dcgm-{i}", node, namespace="gpu-operator", daemonset=True)  # DaemonSet: stays
+        # DaemonSet without GPU resources (like the real dcgm-exporter): stays. One holding GPUs
+        # would hold the node (test_controller_upstream.py: the MIG manager fails on it).
+        cluster.add_pod(f"dcgm-{i}", node, namespace="gpu-operator", daemonset=True, gpu=None)
     cluster.set_assignment(assignment(dict.fromkeys(NODES, "all-1g.10gb")))
     cluster.start()
     cluster.wait(lambda: cluster.controller_calls() != [])

@@ -1,0 +1,88 @@
+"""What the controller believes of a node's migc.dev/* record, and how many nodes it acts on.
+
+The record lives in Node annotations so that a restarted controller resumes where the last one
+stopped; but anything that may patch Nodes (a kubelet on its own node, a labelling DaemonSet, a
+human with ``kubectl annotate``) can write it too. So the record is never trusted on its own:
+
+* a phase migc writes only in the same PATCH as a cordon (Cordoned, Draining, Applying,
+  Verifying) on a node that is not cordoned, or without a target, was not written by migc: the
+  record is reset to Idle and reported (Warning Event ``MigcStateReset``), never acted on;
+* a ``phase-since`` in the future is set to now (it would otherwise hold every timeout off);
+* per pool, at most ``maxUnavailable`` nodes in a cordoned phase are acted on (drained,
+  relabelled, verified, retried) in one pass, whatever their annotations say; the others wait;
+* a node that already carries its target (``NodeView.converged_to``) is never drained
+  (``drain.draining``), and a rollback claim on a node that carries the assignment's config is
+  ignored (``Step.retarget``).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+from collections.abc import Mapping
+
+from controller import state as st
+from controller.assignment import Assignment, Target
+from controller.reconciler.admission import max_unavailable, pool_of
+from controller.reconciler.context import Context
+from controller.state import NodeView, Phase
+
+# Clock skew tolerated between controller replicas before a phase-since counts as "future".
+SKEW = dt.timedelta(seconds=60)
+
+# Which in-flight nodes go first when more claim a phase than the budget allows: the ones
+# closest to giving the node back. A cordoned Failed node holds its slot before any node that
+# is still to be drained: it is out because of a change, like one in flight.
+_RANK = {Phase.VERIFYING: 0, Phase.APPLYING: 1, Phase.FAILED: 2, Phase.DRAINING: 3, Phase.CORDONED: 4}
+
+
+def untrusted(node: NodeView) -> str | None:
+    """Why ``node``'s phase cannot have been written by migc, else None."""
+    phase = node.phase
+    if phase in st.CORDONED_PHASES and not (node.unschedulable or node.legacy_taint):
+        return (
+            f"phase {phase.value} on a node that is not cordoned (migc writes it only together with "
+            "spec.unschedulable=true)"
+        )
+    if phase in st.CORDONED_PHASES and not node.target:
+        return f"phase {phase.value} without {st.TARGET}"
+    return None
+
+
+def future_since(node: NodeView, now: dt.datetime) -> bool:
+    since = node.since()
+    return node.phase != Phase.IDLE and since is not None and since > now + SKEW
+
+
+def held(
+    ctx: Context,
+    nodes: Mapping[str, NodeView],
+    targets: Mapping[str, Target],
+    assignment: Assignment | None,
+) -> set[str]:
+    """The cordoned in-flight nodes the controller does NOT act on this pass: per pool it acts
+    on at most its maxUnavailable (a pool the assignment does not name: one), the nodes
+    closest to done first; the rest wait."""
+    by_pool: dict[str | None, list[tuple[int, str, str]]] = {}
+    for name, n in nodes.items():
+        if n.phase in _RANK and (n.unschedulable or n.legacy_taint):
+            key = (_RANK[n.phase], n.annotations.get(st.STARTED_AT, ""), name)
+            by_pool.setdefault(pool_of(name, n, targets), []).append(key)
+    pools = {p.name: p for p in assignment.pools} if assignment is not None else {}
+    over: set[str] = set()
+    for pool_name, ranked in by_pool.items():
+        pool = pools.get(pool_name or "")
+        limit = max_unavailable(ctx, pool, targets, assignment) if pool and assignment else 1
+        ranked.sort()
+        for _, _, name in ranked[limit:]:
+            over.add(name)
+            ctx.once(
+                ("held", name, nodes[name].phase, assignment.revision if assignment else None),
+                logging.WARNING,
+                "more nodes claim a migc phase than the pool's maxUnavailable; not acting on this one",
+                node=name,
+                pool=pool_name,
+                phase=nodes[name].phase.value,
+                max_unavailable=limit,
+            )
+    return over

@@ -31,6 +31,7 @@ pool serves how much of a workload depends on the policy and the layouts alone
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import time
 from collections import Counter
@@ -79,6 +80,9 @@ class ClusterOutcome:
     # priority tiers (values) whose replicas could not all be served and were shared by the
     # leximin rule (module doc, 1); a tier served in full needs no rule
     fair_tiers: frozenset[int] = field(default_factory=frozenset)
+    # the point by column name, kept only where ``fair_tiers`` is not empty: the split pass starts
+    # from it (``_split_from_layouts``)
+    point: dict[str, float] = field(default_factory=dict)
 
 
 def job_patterns(sizes: Sequence[int], gpus_per_node: int) -> list[Pattern]:
@@ -256,6 +260,14 @@ def _split_from_layouts(
     level, the first answer stays.
     """
     fixed = _ComponentModel.fixed_from(part.decisions)
+    known: dict[str, float] = {}
+    if part.fair_tiers and part.result is not None:
+        # with layouts fixed and no deployed state, the levels up to the last tier's served one
+        # have the same optima (this pass's model only narrows the first; the first's point is one
+        # of its points): the first's point, handed over as a start, proves them without HiGHS
+        for name, value in part.result.objectives.items():
+            if name == "guarantees" or name.startswith(("fair:", "served:")):
+                known[name] = value
     again = _solve_component(
         pools,
         catalog,
@@ -268,6 +280,8 @@ def _split_from_layouts(
         fixed,
         objective,
         fair_tiers=part.fair_tiers,
+        start=part.point or None,
+        known=known,
     )
     if again.result is None or not again.result.optimal:
         return
@@ -305,12 +319,15 @@ def _solve_component(
     objective: Sequence[Objective] = OBJECTIVES,
     metrics_only: bool = False,
     fair_tiers: frozenset[int] = frozenset(),
+    start: Mapping[str, float] | None = None,
+    known: Mapping[str, float] | None = None,
 ) -> ClusterOutcome:
     """Build the component's integer program step by step, solve its levels, read the decisions.
 
     ``fixed``: per pool, layouts, node patterns and shared GPUs to hold (see ``_split_from_layouts``).
     ``metrics_only``: stop after the last of the ``gpus`` and ``disruption`` levels (see ``solve_cluster``).
     ``fair_tiers``: tiers known to be short, whose fairness levels are built from the start.
+    ``start`` and ``known``: a point by column name and level optima it reaches (split pass only).
 
     A tier of several workloads outside ``fair_tiers`` is solved first as if it could be served
     in full (its served level stops the run when it cannot, ``Level.stop_unless_bound``); the
@@ -332,6 +349,8 @@ def _solve_component(
             objective,
             metrics_only,
             fair_tiers,
+            start,
+            known or {},
         )
         if out.result is not None:
             spent += out.result.highs_runs
@@ -354,6 +373,8 @@ def _solve_once(
     objective: Sequence[Objective],
     metrics_only: bool,
     fair_tiers: frozenset[int],
+    start: Mapping[str, float] | None,
+    known: Mapping[str, float],
 ) -> ClusterOutcome:
     """One build and solve of the component (see ``_solve_component``)."""
     b = _ComponentModel(catalog, items, guarantees, current, burst, fixed or {})
@@ -378,10 +399,15 @@ def _solve_once(
         objective,
         metrics_only=metrics_only,
     )
-    result = b.m.solve(levels, time_limit=deadline - time.perf_counter())
+    if known:
+        levels = [dataclasses.replace(lv, bound=known[lv.name]) if lv.name in known else lv for lv in levels]
+    result = b.m.solve(levels, time_limit=deadline - time.perf_counter(), start=start)
     if result is None:
         return ClusterOutcome({}, {}, None)
-    return ClusterOutcome(b.decisions(result), b.shortfall(result), result, fair_tiers=fair_tiers)
+    point = dict(zip(b.m.names, result.values, strict=True)) if fair_tiers else {}
+    return ClusterOutcome(
+        b.decisions(result), b.shortfall(result), result, fair_tiers=fair_tiers, point=point
+    )
 
 
 class _ComponentModel:

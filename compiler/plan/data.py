@@ -70,6 +70,26 @@ class Unmet:
 
 
 @dataclass(frozen=True)
+class FairShare:
+    """One workload's part of a short tier: instances served and requested (over its pools)."""
+
+    tenant: str
+    workload: str
+    served: int
+    requested: int
+
+
+@dataclass(frozen=True)
+class FairTier:
+    """A priority tier of a cluster the solver could not serve in full, and how it shared it."""
+
+    cluster: str
+    tier: str
+    rule: str  # compiler.solve.result.FAIRNESS_RULE
+    shares: tuple[FairShare, ...]  # smallest served fraction first, then workload name
+
+
+@dataclass(frozen=True)
 class Eviction:
     cluster: str
     node: str
@@ -159,6 +179,7 @@ class Plan:
     other_order: OrderCost | None = None  # set by `migc plan` against a deployed layout
     hami: tuple[HamiPoolResult, ...] = ()  # the packing of every `sharing: hami` pool
     hami_requests: tuple[HamiRequest, ...] = ()  # per workload with a HAMi need, sorted by name
+    fairness: tuple[FairTier, ...] = ()  # per cluster, tiers highest first: the split of short tiers
 
     @property
     def has_changes(self) -> bool:

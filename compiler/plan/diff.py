@@ -20,6 +20,7 @@ from compiler.catalog import Catalog, GpuModel
 from compiler.current import RecordedCapacity
 from compiler.model import WHOLE_GPU, CurrentState, GpuLayout, NodeLayout, NodePool, Policy
 from compiler.plan.data import CapacityRow, Cost, NodeChange, Plan, RemovedNode, SpreadRow, TenantRow, Unmet
+from compiler.plan.fairness import fair_tiers
 from compiler.plan.hami import hami_requests
 from compiler.plan.snapshot import evictions_on
 from compiler.plan.spread import spread_rows
@@ -402,4 +403,5 @@ def build_plan(
         spread=tuple(spread) if spread is not None else spread_rows(policy, solution),
         hami=solution.hami,
         hami_requests=hami_requests(policy),
+        fairness=fair_tiers(policy, solution),
     )

@@ -7,6 +7,7 @@ from typing import Any
 
 from compiler.model import NodeLayout
 from compiler.plan.data import Plan
+from compiler.plan.fairness import fairness_json
 from compiler.plan.formatting import order_line, summary
 from compiler.plan.hami import hami_json
 
@@ -39,6 +40,7 @@ def to_json(plan: Plan) -> str:
         "capacity": [vars(r) for r in plan.capacity],
         "tenants": [vars(r) for r in plan.tenants],
         "unmet": [vars(u) for u in plan.unmet],
+        "fairness": fairness_json(plan),
         "evictions": None
         if not plan.snapshot_given
         else [

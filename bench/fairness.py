@@ -1,6 +1,7 @@
 """F1: fairness inside a tier: migc's split of a short tier vs an exhaustive leximin search.
 
-``python -m bench.fairness`` (``--cases N``; ``--tiny`` for the smoke test)
+``python -m bench.fairness`` (``--cases N``; ``--tiny`` for the smoke test; ``--scale W,R,G`` times
+one larger short tier instead: W workloads of up to R replicas on G GPUs, no oracle)
 
 The rule (compiler/solve/milp.py, level 1): inside a priority tier, across tenants and inside one,
 the served fractions (replicas served / asked) of the tier's workloads are maximised leximin --
@@ -206,13 +207,48 @@ def render(rows: Sequence[Row]) -> str:
     return "\n".join(lines)
 
 
+def scale(workloads: int, max_replicas: int, gpus: int) -> str:
+    """One larger short tier, timed: seeded workloads of one tier, one tenant per 7 workloads,
+    each asking for one of ``PROFILES``; the solve's wall time, replicas served and smallest
+    fraction (no oracle at this size)."""
+    catalog = load_catalog()
+    model = catalog.get(MODEL)
+    assert model is not None
+    rng = random.Random(f"fairness-scale:{workloads}:{max_replicas}:{gpus}")
+    demand = [(rng.choice(PROFILES), rng.randint(1, max_replicas)) for _ in range(workloads)]
+    pods = [Pod(p, 1, f"t{i % 7}-w{i}", "high") for i, (p, k) in enumerate(demand) for _ in range(k)]
+    policy = harness.build_policy(model, pods, max(1, gpus // 8), min(8, gpus))
+    started = time.perf_counter()
+    solution = harness.solve(policy, catalog)
+    seconds = time.perf_counter() - started
+    rows = solution.pool(harness.CLUSTER, harness.POOL).demand
+    low = min(Fraction(d.served, d.requested) for d in rows)
+    served = sum(d.served for d in rows)
+    asked = sum(k for _, k in demand)
+    optimal = solution.pool(harness.CLUSTER, harness.POOL).optimal
+    return (
+        f"| {workloads} | {max_replicas} | {gpus} | {asked} | {served} | {_pct(low)} | {seconds:.2f} "
+        f"| {'yes' if optimal else 'no'} |"
+    )
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m bench.fairness", description=__doc__)
     ap.add_argument("--cases", type=int, default=30)
     ap.add_argument(
         "--tiny", action="store_true", help="the issue's 2 cases and 3 seeded ones, for the smoke test"
     )
+    ap.add_argument("--scale", default="", help="W,R,G[;W,R,G...]: time larger short tiers instead")
     args = ap.parse_args(argv)
+    if args.scale:
+        print(
+            "| workloads | replicas up to | GPUs | asked | served | min served fraction | solve s | proven |"
+        )
+        print("|---|---|---|---|---|---|---|---|")
+        for spec in args.scale.split(";"):
+            n, most, gpus = (int(x) for x in spec.split(","))
+            print(scale(n, most, gpus))
+        return 0
     rows = run(3 if args.tiny else args.cases)
     print(render(rows))
     bad = [r for r in rows if not r.fair]

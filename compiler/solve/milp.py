@@ -8,10 +8,15 @@ left untouched, so the number of nodes touched is optimised here, jointly with t
 Levels, strictly lexicographic (each optimum is fixed before the next level runs):
 
 0. guarantee shortfall (minimise; non-zero means an infeasible guarantee, reported as an error);
-1. replicas served, one level per priority tier, highest tier first (maximise); then fairness
-   inside each tier without taking a replica from any tier: workloads that get at least one
-   replica, per tier (maximise; within one demand item, ``demand.split_served`` shares the
-   served replicas max-min fairly on each workload's served fraction);
+1. per priority tier, highest first: fairness, then replicas served (maximise). Fairness is one
+   rule across tenants and inside one: the served fractions (replicas served / asked) of the
+   tier's workloads are maximised leximin -- the smallest as large as possible, then the next --
+   written as counts over thresholds (``add_fairness``), so a workload of a large profile is not
+   left at 0 to serve a replica more; only then the tier's replicas. A tier that can be served in
+   full needs no rule: it is solved first without one (its served level stops the run when it
+   falls short, and the component is built again with the tier's fairness levels). Inside one
+   demand item, ``demand.split_served`` gives the same split back per workload (the leximin
+   split of the item's total). Then, per tier served in full, the workloads with a replica (moot);
 2. GPUs used: carrying an instance, a whole-GPU replica or a guarantee reservation (minimise);
 3. nodes left unchanged relative to ``current`` (maximise), then 4. GPUs changed, then
 5. instances displaced (minimise) -- only when a current state is known;

@@ -23,6 +23,7 @@ from compiler.catalog import load_catalog
 from compiler.catalog.layouts import enumerate_layouts
 from compiler.model import GpuLayout, Workload
 from compiler.solve import solve
+from compiler.solve.lexmilp import Level, Milp
 from compiler.solve.result import Solution
 
 CAT = load_catalog()
@@ -211,3 +212,47 @@ def test_a_tier_served_in_full_builds_no_fairness_levels() -> None:
     out = solve_cluster(cluster, CAT, build_demand(short, cluster, CAT), [], {}, 30.0)
     assert out.result is not None and out.fair_tiers == frozenset({100000})
     assert any(name.startswith("fair:") for name in out.result.objectives)
+
+
+def _two_ints() -> tuple[Milp, int, int]:
+    """x + y <= 3, 0 <= x, y <= 2 (integers)."""
+    m = Milp()
+    x, y = m.var("x", 0, 2), m.var("y", 0, 2)
+    m.row({x: 1, y: 1}, ub=3)
+    return m, x, y
+
+
+def test_lexmilp_stops_at_a_level_short_of_its_bound() -> None:
+    m, x, y = _two_ints()
+    full = m.solve(
+        [Level("sum", "max", {x: 1, y: 1}, bound=4, stop_unless_bound=True), Level("x", "max", {x: 1})]
+    )
+    assert full is not None and full.stopped == "sum" and full.objectives == {"sum": 3}
+    reached = m.solve(
+        [Level("sum", "max", {x: 1, y: 1}, bound=3, stop_unless_bound=True), Level("x", "max", {x: 1})]
+    )
+    assert reached is not None and reached.stopped == "" and reached.objectives == {"sum": 3, "x": 2}
+
+
+def test_lexmilp_proves_a_level_from_a_start_point_and_a_bound_without_highs() -> None:
+    m, x, y = _two_ints()
+    levels = [Level("sum", "max", {x: 1, y: 1}, bound=3), Level("y", "max", {y: 1}, bounded_by="sum")]
+    # a start reaching both bounds: no HiGHS run at all, and the start is the answer
+    res = m.solve(levels, start={"x": 1, "y": 2})
+    assert res is not None and res.highs_runs == 0 and res.values == [1.0, 2.0]
+    assert res.objectives == {"sum": 3, "y": 2}
+    # an infeasible start (x + y = 4 > 3) is ignored: HiGHS proves the levels
+    res = m.solve(levels, start={"x": 2, "y": 2})
+    assert res is not None and res.highs_runs >= 1 and res.objectives == {"sum": 3, "y": 2}
+
+
+def test_lexmilp_raises_a_column_to_its_divided_bound() -> None:
+    """b <= floor(s / 3) with s fixed at 7: raised to 1 before the level (2 would break 3b <= s
+    had b's bound allowed it); the level is then proven by the raise alone."""
+    m = Milp()
+    s = m.var("s", 7, 7)
+    b = m.var("b", 0, 1)
+    m.row({b: 3, s: -1}, ub=0)
+    res = m.solve([Level("s", "max", {s: 1}), Level("b", "max", {b: 1}, raise_to={b: ([s], 3)})])
+    assert res is not None and res.objectives == {"s": 7, "b": 1}
+    assert res.level_seconds["b"] < 1.0 and res.highs_runs == 1

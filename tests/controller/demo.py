@@ -167,6 +167,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     ctl: Controller | None = None
     thread: threading.Thread | None = None
     try:
+        # The GPU Operator's mig-parted and device-plugin ConfigMaps, as a GitOps sync of the
+        # rendered output leaves them. They come before the nodes: a node that says its MIG
+        # manager applied a config (state success) has that config in the manager's file, and the
+        # emulator reads what is on the node's GPUs from there (emulation._check_joining_node).
+        every = {**start_doc["configs"], **target_doc["configs"]}
+        emu.upsert(CONFIGMAPS, ref["namespace"], ref["name"], mig_parted_configmap(every, **ref))
+        dp_names = {c["devicePluginConfig"] for c in every.values()} | {"migc-whole-gpus"}
+        emu.upsert(
+            CONFIGMAPS,
+            *DEVICE_PLUGIN_CONFIGMAP,
+            device_plugin_configmap({n: _device_plugin_body(n) for n in dp_names}, *DEVICE_PLUGIN_CONFIGMAP),
+        )
         for i, (name, (labels, cfg)) in enumerate(sorted(fleet.items())):
             if labels.get(st.MIG_CAPABLE) == "true":
                 mig_labels = {st.MIG_CONFIG: cfg, st.MIG_STATE: "success"}
@@ -180,16 +192,6 @@ def main(argv: Sequence[str] | None = None) -> int:
             if i % 3 == 1:
                 emu.upsert(PODS, "ml", f"train-{name}", pod_object(f"train-{name}", name, namespace="ml"))
             emu.upsert(PODS, "web", f"web-{name}", pod_object(f"web-{name}", name, namespace="web", gpu=None))
-        # The GPU Operator's mig-parted and device-plugin ConfigMaps, as a GitOps sync of the
-        # rendered output leaves them.
-        every = {**start_doc["configs"], **target_doc["configs"]}
-        emu.upsert(CONFIGMAPS, ref["namespace"], ref["name"], mig_parted_configmap(every, **ref))
-        dp_names = {c["devicePluginConfig"] for c in every.values()} | {"migc-whole-gpus"}
-        emu.upsert(
-            CONFIGMAPS,
-            *DEVICE_PLUGIN_CONFIGMAP,
-            device_plugin_configmap({n: _device_plugin_body(n) for n in dp_names}, *DEVICE_PLUGIN_CONFIGMAP),
-        )
         emu.upsert(CONFIGMAPS, "migc-system", "migc-assignment", assignment_configmap(start_doc))
         print(f"fleet: {len(fleet)} nodes, API emulator at {emu.url}, revision {start_doc['revision']}")
 

@@ -526,6 +526,8 @@ class ApiServer(kmock.KubernetesEmulator):
         if ns is not None:
             body["metadata"]["namespace"] = ns
         mig = self.mig_manager
+        if res == NODES and mig is not None:
+            _check_joining_node(mig, name, body)
         if res == CONFIGMAPS and mig is not None and mig.configmap == (ns, name):
             mig.configmap_written(body)
         if res == CONFIGMAPS and (ns, name) == DEVICE_PLUGIN_CONFIGMAP:
@@ -571,6 +573,27 @@ class ApiServer(kmock.KubernetesEmulator):
             raw = self.objects[key].raw
             self.objects[key].delete()
             await self._buses[res].put({"type": "DELETED", "object": raw})
+
+
+def _check_joining_node(mig: FakeMigManager, name: str, node: Mapping[str, Any]) -> None:
+    """Refuse a MIG-capable node that joins claiming ``nvidia.com/mig.config.state=success`` for
+    a config the manager's mig-parted file does not define: upstream cannot get there (the
+    manager asserts the selected config is in its file before anything else and sets
+    ``failed`` when it is not, NVIDIA/mig-parted@bd7160f4 pkg/mig/reconfigure/reconfigure.go:
+    137-140, :278-290), and the emulator could not know what is on the node's GPUs -- the
+    layout a joining node starts with is read from that file (``FakeMigManager.layout``), so
+    without it every GPU would silently start with MIG disabled while the node advertises
+    MIG devices. Create the mig-parted ConfigMap before such nodes."""
+    labels = (node.get("metadata") or {}).get("labels") or {}
+    if labels.get(MIG_CAPABLE) != "true" or labels.get(MIG_STATE) != "success" or name in mig.applied:
+        return
+    config = labels.get(MIG_CONFIG, "")
+    if config not in mig.specs:
+        where = "/".join(mig.configmap) if mig.configmap else "(none mounted)"
+        raise ValueError(
+            f"node {name} joins with {MIG_CONFIG}={config} and {MIG_STATE}=success, but the "
+            f"mig-parted ConfigMap {where} does not define {config}: upsert the ConfigMap first"
+        )
 
 
 def operands_schedulable(node: Mapping[str, Any]) -> bool:

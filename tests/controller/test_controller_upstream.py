@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from conftest import CONFIGS, DEVICE_PLUGIN_CONFIGS, Cluster, assignment, writes
 from emulation import GPU_CLIENT_KEY, OPERANDS, OPERATOR_NAMESPACE, PAUSED, Call, revision_of
 from emulation import NODES as NODES_RES
@@ -144,6 +145,21 @@ def test_already_applied_config_succeeds_at_once_without_stopping_anything(clust
         if c.resource == "pods" and c.verb == "delete" and c.namespace == OPERATOR_NAMESPACE
     ]
     assert deleted_operands == []
+
+
+def test_a_node_cannot_join_with_success_for_a_config_the_mig_manager_lacks(cluster: Cluster) -> None:
+    """A joining node's GPUs carry its label's layout, read from the mig-parted file. A node that
+    claims success for a config the file lacks cannot exist upstream (validateMigConfig fails
+    first, reconfigure.go:137-140), so the emulator refuses it rather than start it with MIG off on
+    every GPU -- the demo's nodes once did, and the manager's already-applied path (:142-146) then
+    skipped a real change to all-disabled and the plugin kept publishing the old MIG devices."""
+    cluster.set_mig_parted({OLD: CONFIGS[OLD]})
+    with pytest.raises(ValueError, match=f"does not define {NEW}: upsert the ConfigMap first"):
+        cluster.add_nodes(["n0"], NEW)
+    assert cluster.emu.get(NODES_RES, None, "n0") is None
+    cluster.add_nodes(["n1"], OLD)
+    assert cluster.mig.applied["n1"] == cluster.mig.layout(OLD, 8)
+    assert all(enabled and profiles for enabled, profiles in cluster.mig.applied["n1"])
 
 
 # --- item 4: a stale state under the target label -------------------------------------------------

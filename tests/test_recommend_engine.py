@@ -266,3 +266,28 @@ def test_each_gate_blocks_the_proposal_in_recommend(
     proposed, gates = _two_runs(p, tmp_path, state)
     assert proposed == (blocked is None)
     assert [name for name, ok in gates.items() if not ok] == ([blocked] if blocked else [])
+
+
+@pytest.mark.parametrize(
+    ("need", "key"),
+    [
+        ("{profile: 1g.10gb}", ("search", "1g.10gb")),
+        ("{profiles: [2g.20gb, 1g.10gb]}", ("search", "2g.20gb")),
+        # compile resolves a memory need to the smallest fitting profile of the first pool (a100)
+        ("{gpuMemoryGB: 9}", ("search", "1g.10gb")),
+        ("{gpuMemoryGB: 15}", ("search", "1g.20gb")),
+        ("{computeSlices: 3}", ("search", "3g.40gb")),
+        ("{gpus: 1}", ("search", "gpu")),
+    ],
+)
+def test_every_need_form_compile_accepts_is_sized(tmp_path: Path, need: str, key: tuple[str, str]) -> None:
+    """Issue 25 item 2: a Workload written as need.gpuMemoryGB (or any other form compile accepts)
+    is sized by the pods asking for the profile compile resolves it to, never left at 0."""
+    text = FLEET.replace("need: {profile: 1g.10gb}", f"need: {need}")
+    (tmp_path / "policy.yaml").write_text(text, encoding="utf-8")
+    pol, diags = load_and_validate([str(tmp_path / "policy.yaml")])
+    assert pol is not None, diags
+    served = {d.resource for p in solve(pol, CATALOG).pools for d in p.demand if d.workload == "bert"}
+    assert served == {key[1]}, served  # the profile compile serves it with
+    wanted, diags, _ = wanted_replicas(pol, CATALOG, {key: [2, 4]})
+    assert wanted == {"bert": 6} and [d.code for d in diags] == []

@@ -43,6 +43,7 @@ from compiler.recommend import gates as g
 from compiler.recommend import history as h
 from compiler.recommend.state import State
 from compiler.solve import solve
+from compiler.solve.demand import sized_resource
 from compiler.solve.result import Solution
 
 
@@ -166,10 +167,15 @@ def _memory(profile: str) -> float | None:
         return None
 
 
-def _matches(w: Workload, profile: str) -> bool:
-    if profile == "gpu":
-        return w.need.kind == "gpus"
-    return bool(w.need.profiles) and w.need.profiles[0] == profile
+def _matches(policy: Policy, catalog: Catalog, w: Workload, profile: str) -> bool:
+    """Whether ``w`` is sized by pods asking for ``profile``: every ``need`` form compile accepts
+    counts, resolved as compile resolves it (``compiler.solve.demand.sized_resource``)."""
+    if w.need.kind == "hami":
+        return False  # HAMi shares are nvidia.com/gpu slices of HAMi's own accounting, not sized here
+    cluster = next((c for c in policy.clusters if c.name == w.cluster), None)
+    if cluster is None:
+        return False
+    return sized_resource(w, cluster, catalog) == profile
 
 
 def pools_serving(policy: Policy, catalog: Catalog, cluster: str, profile: str) -> frozenset[str]:
@@ -227,7 +233,8 @@ def wanted_replicas(
     for tenant, profile in sorted(set(demand) | extra_keys):
         running, pending = demand.get((tenant, profile), [0, 0])
         group = sorted(
-            (w for w in policy.workloads if w.tenant == tenant and _matches(w, profile)), key=lambda w: w.name
+            (w for w in policy.workloads if w.tenant == tenant and _matches(policy, catalog, w, profile)),
+            key=lambda w: w.name,
         )
         new = {w.name: w.replicas for w in group}
         if (tenant, profile) in demand:

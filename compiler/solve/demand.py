@@ -154,6 +154,19 @@ def _options(
     return "mig", 1, _ordered(opts), why
 
 
+def sized_resource(workload: Workload, cluster: Cluster, catalog: Catalog) -> str | None:
+    """The one resource ``migc recommend`` sizes a workload by: the profile compile serves its
+    replicas with where it may go first (an exact profile; the first of a preference list; for
+    ``gpuMemoryGB``/``computeSlices`` the smallest fitting profile of its first pool's GPU model), or
+    ``gpu`` for whole-GPU, exclusive and time-sliced/MPS needs. None when no pool can serve it."""
+    if workload.need.kind == "profiles":
+        return workload.need.profiles[0]
+    kind, _size, options, _why = _options(workload, cluster, catalog)
+    if kind != "mig":
+        return WHOLE_GPU
+    return options[0].resource if options else None
+
+
 def build_demand(policy: Policy, cluster: Cluster, catalog: Catalog) -> tuple[DemandItem, ...]:
     """Demand items of one cluster, merged and sorted deterministically."""
     merged: dict[tuple[str, str, Kind, int, tuple[Option, ...], str, str], list[tuple[str, int]]] = {}

@@ -150,6 +150,9 @@ class Context:
         self.evict = Backoff(settings.eviction_backoff, settings.eviction_backoff_max)
         self.mounted = MountedConfigs(settings.configmap_sync_delay)
         self._logged: set[tuple[Any, ...]] = set()
+        # The cordoned in-flight nodes this controller acted on in its last pass (trust.held):
+        # they keep their slots, so that a node half done is never parked for another.
+        self.acting: set[str] = set()
 
     # --- logging -----------------------------------------------------------------------------
     def once(self, key: tuple[Any, ...], level: int, msg: str, **fields: Any) -> None:

@@ -2,8 +2,10 @@
 
 The pass is level-triggered and idempotent: it derives every decision from what the API server
 returns now (the assignment ConfigMap, Node labels/annotations/taints, pods), never from memory.
-Memory holds only backoff timers and "already logged" markers, so losing it (a restart, a new
-leader) changes nothing but timing.
+Memory holds only backoff timers, "already logged" markers and which in-flight nodes the last
+pass acted on (``Context.acting``: they keep their budget slots, see ``trust.held``). Losing it (a
+restart, a new leader) changes timing, and which of more in-flight claims than ``maxUnavailable``
+go first: a fresh controller ranks them by phase alone.
 
 Per node (annotations ``migc.dev/*``)::
 

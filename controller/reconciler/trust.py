@@ -9,7 +9,11 @@ human with ``kubectl annotate``) can write it too. So the record is never truste
   record is reset to Idle and reported (Warning Event ``MigcStateReset``), never acted on;
 * a ``phase-since`` in the future is set to now (it would otherwise hold every timeout off);
 * per pool, at most ``maxUnavailable`` nodes in a cordoned phase are acted on (drained,
-  relabelled, verified, retried) in one pass, whatever their annotations say; the others wait;
+  relabelled, verified, retried) in one pass, whatever their annotations say; the others wait.
+  The nodes acted on in the last pass keep their slots while they stay in flight: the ranking
+  below changes as a node moves (Failed -> Draining on a retry, Verifying -> Failed) and reads
+  a forgeable ``started-at``, so a choice made afresh each pass could park a node already
+  drained or relabelled and start another, more than ``maxUnavailable`` taken apart at once;
 * a node that already carries its target (``NodeView.converged_to``) is never drained
   (``drain.draining``), and a rollback claim on a node that carries the assignment's config is
   ignored (``Step.retarget``).
@@ -61,20 +65,23 @@ def held(
     assignment: Assignment | None,
 ) -> set[str]:
     """The cordoned in-flight nodes the controller does NOT act on this pass: per pool it acts
-    on at most its maxUnavailable (a pool the assignment does not name: one), the nodes
-    closest to done first; the rest wait."""
-    by_pool: dict[str | None, list[tuple[int, str, str]]] = {}
+    on at most its maxUnavailable (a pool the assignment does not name: one): first the ones
+    it acted on in its last pass (``ctx.acting``), then the nodes closest to done; the rest
+    wait. Updates ``ctx.acting`` to the nodes acted on now."""
+    by_pool: dict[str | None, list[tuple[bool, int, str, str]]] = {}
     for name, n in nodes.items():
         if n.phase in _RANK and (n.unschedulable or n.legacy_taint):
-            key = (_RANK[n.phase], n.annotations.get(st.STARTED_AT, ""), name)
+            key = (name not in ctx.acting, _RANK[n.phase], n.annotations.get(st.STARTED_AT, ""), name)
             by_pool.setdefault(pool_of(name, n, targets), []).append(key)
     pools = {p.name: p for p in assignment.pools} if assignment is not None else {}
     over: set[str] = set()
+    acting: set[str] = set()
     for pool_name, ranked in by_pool.items():
         pool = pools.get(pool_name or "")
         limit = max_unavailable(ctx, pool, targets, assignment) if pool and assignment else 1
         ranked.sort()
-        for _, _, name in ranked[limit:]:
+        acting.update(name for *_, name in ranked[:limit])
+        for *_, name in ranked[limit:]:
             over.add(name)
             ctx.once(
                 ("held", name, nodes[name].phase, assignment.revision if assignment else None),
@@ -85,4 +92,5 @@ def held(
                 phase=nodes[name].phase.value,
                 max_unavailable=limit,
             )
+    ctx.acting = acting
     return over

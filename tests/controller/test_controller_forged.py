@@ -193,3 +193,43 @@ def test_issue_forgery_on_converged_nodes_touches_nothing(cluster: Cluster) -> N
     assert all(not cluster.node(n)["spec"].get("unschedulable") for n in names)
     running = {p["metadata"]["name"] for p in cluster.emu.pods()}
     assert {f"gpu-{n}" for n in names} <= running  # no GPU pod was disturbed
+
+
+def test_a_node_already_drained_keeps_its_slot_when_another_outranks_it(
+    emulated: tuple[Cluster, Kube],
+) -> None:
+    """Seed 5 of the property above, reduced: two nodes someone else cordoned, maxUnavailable 1.
+    ``a`` claims Failed with a retry request (ranked first: Failed is closer to done than
+    Draining), ``b`` a stale Draining. The controller retries ``a`` and drains it; ``a`` is then
+    Draining with a forged ``started-at`` that sorts after ``b``'s empty one, and a ranking made
+    afresh each pass would park the half-done ``a`` and drain ``b`` too: two nodes drained at
+    once with a budget of one. ``a`` keeps its slot until it is given back."""
+    cluster, kube = emulated
+    cluster.set_mig_parted(CONFIGS)
+    base = {"assigned": B, "label": A, "state": "success", "unschedulable": True, "mig_manager": None}
+    nodes = [
+        {
+            **base,
+            "annotations": {
+                st.PHASE: "Failed",
+                st.TARGET: B,
+                st.RETRY: "true",
+                st.STARTED_AT: "2000-01-01T00:00:00Z",
+                st.REVISION: "REAL",
+            },
+        },
+        {**base, "annotations": {st.PHASE: "Draining", st.TARGET: B, st.PHASE_SINCE: "2000-01-01T00:00:00Z"}},
+    ]
+    facts = _setup(cluster, nodes, 1)
+    start = len(cluster.emu.calls())
+    reconciler = Reconciler(kube, FAST, Metrics(), utcnow)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        reconciler.reconcile_once()
+        if cluster.converged(dict.fromkeys(facts["names"], B)):
+            break
+        time.sleep(0.03)
+    calls = [c for c in cluster.emu.calls()[start:] if c.user_agent.startswith(USER_AGENT)]
+    pod_node = {f"default/gpu-{n}": n for n in facts["names"]}
+    assert_within_budget(calls, 1, facts["unschedulable"], facts["converged"], pod_node)
+    assert cluster.converged(dict.fromkeys(facts["names"], B))  # both got there, one at a time

@@ -27,6 +27,7 @@ import fcntl
 import os
 import stat
 import tempfile
+import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from types import TracebackType
@@ -212,37 +213,35 @@ class OutputBusy(Exception):
         self.diagnostic = diagnostic
 
 
-class OutputLock:
-    """``with OutputLock(out):`` holds an exclusive advisory lock for the output directory ``out``.
+class FileLock:
+    """``with FileLock(path, wait, busy):`` holds an exclusive ``flock`` on the lock file ``path``.
 
-    The lock file ``.<out>.migc-lock`` lies next to ``out`` (``out`` itself is renamed while it is
-    replaced, so it cannot carry the lock). It is opened without following links and removed on
-    release; a run that locked a file another run had already removed retries on the new one.
-    A second run does not wait: it raises :class:`OutputBusy` at once.
+    The file is opened without following links and removed on release; a run that locked a file
+    another run had already removed retries on the new one. A second run waits up to ``wait``
+    seconds (0: not at all), then raises ``busy(holder)`` (holder: the pid the file names).
     """
 
-    def __init__(self, out: Path) -> None:
-        self.path = out.parent / f".{out.name}.migc-lock"
-        self.out = out
+    def __init__(self, path: Path, wait: float, busy: Callable[[str], Exception]) -> None:
+        self.path = path
+        self.wait = wait
+        self.busy = busy
         self._fd: int | None = None
 
-    def __enter__(self) -> OutputLock:
+    def __enter__(self) -> FileLock:
         flags = os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+        deadline = time.monotonic() + self.wait
         while True:
             fd = os.open(self.path, flags, 0o644)
             try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                holder = os.pread(fd, 32, 0).decode("ascii", "replace").strip()
-                os.close(fd)
-                raise OutputBusy(
-                    make(
-                        "MIGC322",
-                        f"another migc compile (pid {holder or 'unknown'}) is writing {self.out}; "
-                        "nothing was written",
-                        file=str(self.out),
-                    )
-                ) from None
+                while True:
+                    try:
+                        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                        break
+                    except BlockingIOError:
+                        if time.monotonic() >= deadline:
+                            holder = os.pread(fd, 32, 0).decode("ascii", "replace").strip()
+                            raise self.busy(holder) from None
+                        time.sleep(0.05)
             except BaseException:
                 os.close(fd)
                 raise
@@ -273,3 +272,26 @@ class OutputLock:
         finally:
             os.close(self._fd)  # closing releases the flock
             self._fd = None
+
+
+class OutputLock(FileLock):
+    """``with OutputLock(out):`` holds an exclusive advisory lock for the output directory ``out``.
+
+    The lock file ``.<out>.migc-lock`` lies next to ``out`` (``out`` itself is renamed while it is
+    replaced, so it cannot carry the lock). A second run does not wait: it raises
+    :class:`OutputBusy` at once.
+    """
+
+    def __init__(self, out: Path) -> None:
+        self.out = out
+        super().__init__(out.parent / f".{out.name}.migc-lock", 0.0, self._busy)
+
+    def _busy(self, holder: str) -> Exception:
+        return OutputBusy(
+            make(
+                "MIGC322",
+                f"another migc compile (pid {holder or 'unknown'}) is writing {self.out}; "
+                "nothing was written",
+                file=str(self.out),
+            )
+        )

@@ -28,21 +28,17 @@ only when that gives the same text; ``tenant/profile`` keys the schema does not 
 from __future__ import annotations
 
 import datetime as dt
-import fcntl
 import io
-import os
 import re
-import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from types import TracebackType
 from typing import Any
 
 from ruamel.yaml import YAML
 
 from compiler.diagnostics import Diagnostic, has_errors, make
-from compiler.fsio import ReadRefused, read_bounded, write_file_atomic
+from compiler.fsio import FileLock, ReadRefused, read_bounded, write_file_atomic
 from compiler.load import load_text
 from compiler.model import PartitionPolicy
 from compiler.observe import Observation
@@ -412,70 +408,24 @@ class StateBusy(Exception):
         self.diagnostic = diagnostic
 
 
-class StateLock:
+class StateLock(FileLock):
     """``with StateLock(state_file):`` holds an exclusive ``flock`` on ``.<state>.migc-lock`` beside it.
 
     Held from before the policy files are read until both the policy edit and the state are written,
     so two runs never interleave their read and write. A second run waits up to ``wait`` seconds,
-    then raises :class:`StateBusy`. The lock file is opened without following links and removed on
-    release (a run that locked a removed file retries on the new one), as compiler.fsio.OutputLock.
+    then raises :class:`StateBusy` (compiler.fsio.FileLock, as the output lock).
     """
 
     def __init__(self, state_file: Path, wait: float = LOCK_WAIT_S) -> None:
-        self.path = state_file.parent / f".{state_file.name}.migc-lock"
         self.state_file = state_file
-        self.wait = wait
-        self._fd: int | None = None
+        super().__init__(state_file.parent / f".{state_file.name}.migc-lock", wait, self._busy)
 
-    def __enter__(self) -> StateLock:
-        flags = os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
-        deadline = time.monotonic() + self.wait
-        while True:
-            fd = os.open(self.path, flags, 0o644)
-            try:
-                while True:
-                    try:
-                        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                        break
-                    except BlockingIOError:
-                        if time.monotonic() >= deadline:
-                            holder = os.pread(fd, 32, 0).decode("ascii", "replace").strip()
-                            raise StateBusy(
-                                make(
-                                    "MIGC447",
-                                    f"another migc recommend (pid {holder or 'unknown'}) has held "
-                                    f"{self.state_file} for more than {self.wait:g}s; nothing was written",
-                                    file=str(self.state_file),
-                                )
-                            ) from None
-                        time.sleep(0.05)
-            except BaseException:
-                os.close(fd)
-                raise
-            try:
-                same = os.path.samestat(os.fstat(fd), os.stat(self.path, follow_symlinks=False))
-            except FileNotFoundError:
-                same = False
-            if same:
-                break
-            os.close(fd)
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, f"{os.getpid()}\n".encode("ascii"), 0)
-        self._fd = fd
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        if self._fd is None:
-            return
-        try:
-            os.unlink(self.path)
-        except FileNotFoundError:
-            pass
-        finally:
-            os.close(self._fd)
-            self._fd = None
+    def _busy(self, holder: str) -> Exception:
+        return StateBusy(
+            make(
+                "MIGC447",
+                f"another migc recommend (pid {holder or 'unknown'}) has held "
+                f"{self.state_file} for more than {self.wait:g}s; nothing was written",
+                file=str(self.state_file),
+            )
+        )

@@ -32,7 +32,7 @@ from collections.abc import Mapping
 
 from compiler.catalog import Catalog
 from compiler.model import Cluster, Policy, Tenant
-from compiler.render.manifests import Obj, metadata
+from compiler.render.manifests import Obj, metadata, tenant_namespaces
 from compiler.render.quota import hard_limits, per_node_max, resource_name, tenants_in
 
 ADMISSION_API = "admissionregistration.k8s.io/v1"
@@ -133,17 +133,7 @@ def admission_objects(tenant: Tenant, limits: Mapping[str, int]) -> list[tuple[s
         "spec": {
             "policyName": name,
             "validationActions": ["Deny"],
-            "matchResources": {
-                "namespaceSelector": {
-                    "matchExpressions": [
-                        {
-                            "key": "kubernetes.io/metadata.name",
-                            "operator": "In",
-                            "values": sorted(tenant.namespaces),
-                        }
-                    ]
-                }
-            },
+            "matchResources": tenant_namespaces(tenant),
         },
     }
     base = f"tenants/{tenant.name}"

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from compiler.catalog import Catalog
 from compiler.model import WHOLE_GPU, Cluster, Policy, Tenant
-from compiler.render.manifests import Obj, metadata
+from compiler.render.manifests import Obj, metadata, tenant_namespaces
 from compiler.render.quota import hard_limits, resource_name, tenants_in
 
 PREFERENCE = "migc.dev/profile-preference"
@@ -152,17 +152,7 @@ def hint_objects(policy: Policy, cluster: Cluster, catalog: Catalog) -> list[tup
             "metadata": metadata(name, extra_labels=label),
             "spec": {
                 "policyName": name,
-                "matchResources": {
-                    "namespaceSelector": {
-                        "matchExpressions": [
-                            {
-                                "key": "kubernetes.io/metadata.name",
-                                "operator": "In",
-                                "values": sorted(tenant.namespaces),
-                            }
-                        ]
-                    }
-                },
+                "matchResources": tenant_namespaces(tenant),
             },
         }
         base = f"tenants/{tenant.name}"

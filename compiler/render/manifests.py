@@ -61,6 +61,17 @@ def metadata(
     return meta
 
 
+def tenant_namespaces(tenant: Tenant) -> Obj:
+    """An admission policy binding's ``matchResources``: the tenant's namespaces, by name label."""
+    return {
+        "namespaceSelector": {
+            "matchExpressions": [
+                {"key": "kubernetes.io/metadata.name", "operator": "In", "values": sorted(tenant.namespaces)}
+            ]
+        }
+    }
+
+
 # --------------------------------------------------------------------------------------------- MIG configs
 
 

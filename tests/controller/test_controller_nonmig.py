@@ -83,8 +83,10 @@ def test_time_sliced_pool_rolls_out_with_the_device_plugin_label_only(cluster: C
     assert sorted(cluster.device_plugin.handled) == [(n, "migc-time-slicing-4") for n in L40S]
     assert_cordons_are_marked(calls)
     assert assert_only_gpu_pods_evicted(calls, {"ml/infer-0"}) == {"ml/infer-0"}
-    ok = ctl.metrics.reconfigurations.labels(pool="l40s", result="success")._value.get()
-    assert ok == 2
+    # The result is counted right after the Done -> Idle patch the wait above sees (apply.done):
+    # wait for the count rather than read it at once.
+    successes = ctl.metrics.reconfigurations.labels(pool="l40s", result="success")
+    cluster.wait(lambda: successes._value.get() == 2)
 
     # Converged means converged: further passes start nothing new.
     before = len(writes(cluster.controller_calls()))

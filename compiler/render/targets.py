@@ -145,20 +145,12 @@ def first_container_limits(namespace: str, stem: str, resources: dict[str, str])
     carries ``config.kubernetes.io/local-config`` so kustomize drops it from the build
     (api/internal/target/kusttarget.go:255 IgnoreLocal).
     """
-    return {
-        "apiVersion": "migc.dev/v1alpha1",
-        "kind": LIMITS_KIND,
-        "metadata": {
-            "name": _limits_name(stem),
-            "namespace": namespace,
-            "annotations": {LOCAL_CONFIG: "true"},
-        },
-        "limits": dict(sorted(resources.items())),
-    }
+    return first_container_values(namespace, stem, "limits", dict(sorted(resources.items())))
 
 
-def _limits_name(stem: str) -> str:
-    return f"migc-limits-{stem}"
+def _source_name(field: str, stem: str) -> str:
+    """The local-config source object of a target's first-container ``resources.<field>``."""
+    return f"migc-{field}-{stem}"
 
 
 def _field(parts: list[str]) -> str:
@@ -177,7 +169,7 @@ def first_container_replacements(
                 "group": "migc.dev",
                 "version": "v1alpha1",
                 "kind": LIMITS_KIND,
-                "name": _limits_name(stem),
+                "name": _source_name("limits", stem),
                 "namespace": namespace,
                 "fieldPath": _field(["limits", key]),
             },
@@ -195,7 +187,7 @@ def first_container_values(namespace: str, stem: str, field: str, value: Any) ->
         "apiVersion": "migc.dev/v1alpha1",
         "kind": LIMITS_KIND,
         "metadata": {
-            "name": f"migc-{field}-{stem}",
+            "name": _source_name(field, stem),
             "namespace": namespace,
             "annotations": {LOCAL_CONFIG: "true"},
         },
@@ -212,7 +204,7 @@ def first_container_replacement(kind: str, stem: str, namespace: str, selector: 
             "group": "migc.dev",
             "version": "v1alpha1",
             "kind": LIMITS_KIND,
-            "name": f"migc-{field}-{stem}",
+            "name": _source_name(field, stem),
             "namespace": namespace,
             "fieldPath": field,
         },

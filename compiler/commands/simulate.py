@@ -262,7 +262,7 @@ def command(
     try:
         trace = read_trace(Path(trace_path))
     except TraceError as exc:
-        return fail([exc.diagnostic])  # type: ignore[list-item]
+        return fail([exc.diagnostic])
     settings = Settings(
         nodes=nodes,
         gpus_per_node=gpus_per_node,

@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from compiler.catalog import GpuModel, Profile
-from compiler.diagnostics import make
+from compiler.diagnostics import DiagnosticError, make
 from compiler.fsio import ReadRefused, read_bounded
 
 TRACE_LIMIT = 256 * 1024 * 1024
@@ -46,10 +46,8 @@ COLUMNS = ("name", "num_gpu", "gpu_milli", "qos", "creation_time", "deletion_tim
 PRIORITY = {"LS": 3, "Guaranteed": 2, "Burstable": 1, "BE": 0}
 
 
-class TraceError(Exception):
-    def __init__(self, diagnostic: object) -> None:
-        super().__init__(str(getattr(diagnostic, "message", diagnostic)))
-        self.diagnostic = diagnostic
+class TraceError(DiagnosticError):
+    """A trace that cannot be replayed (MIGC425): which file, line and column, and why."""
 
 
 @dataclass(frozen=True)

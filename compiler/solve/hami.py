@@ -118,6 +118,104 @@ def fits(
     return all(sum(c for (w, _), c in counts.items() if w == i.name) <= i.replicas for i in items)
 
 
+class _PackModel:
+    """The integer program of one cluster's packing, built in the order HiGHS gets its columns and rows.
+
+    The order is part of the answer: HiGHS breaks ties between equal optima by column order, so each
+    step below adds its columns and rows exactly where the single-pass build did.
+    """
+
+    def __init__(self, gpus: Sequence[GpuCap], items: Sequence[ShareItem]) -> None:
+        self.gpus = gpus
+        self.items = items
+        self.m = Milp()
+        self.x: dict[tuple[str, GpuKey], int] = {}
+        self.used: dict[GpuKey, int] = {}
+
+    def add_placements(self) -> None:
+        """One ``used`` column per GPU, then one ``x`` column per (workload, GPU) that can hold a
+        share, each tied to its GPU's ``used`` (no share on an unused GPU)."""
+        m = self.m
+        for g in self.gpus:
+            self.used[g.key] = m.var(f"used[{g.key}]", 0, 1)
+        for i in self.items:
+            for g in self.gpus:
+                cap = _share_cap(i, g)
+                if cap <= 0:
+                    continue
+                col = m.var(f"x[{i.name},{g.key}]", 0, cap)
+                self.x[(i.name, g.key)] = col
+                m.row({col: 1, self.used[g.key]: -cap}, ub=0)
+
+    def add_capacities(self) -> None:
+        """Memory, cores and slots of each GPU, and each workload's replica count."""
+        m, x, used = self.m, self.x, self.used
+        for g in self.gpus:
+            on = [(i, x[(i.name, g.key)]) for i in self.items if (i.name, g.key) in x]
+            # capacities only on a used GPU: the same integer points, a much tighter LP relaxation
+            m.row({**{c: i.memory_mib[g.key] for i, c in on}, used[g.key]: -g.memory_mib}, ub=0)
+            m.row({**{c: i.cores for i, c in on}, used[g.key]: -g.cores}, ub=0)
+            m.row({**{c: 1 for _, c in on}, used[g.key]: -g.slots}, ub=0)
+            m.row({used[g.key]: 1, **{c: -1 for _, c in on}}, ub=0)  # used only when it carries a share
+        for i in self.items:
+            m.row({c: 1 for (w, _), c in x.items() if w == i.name}, ub=i.replicas)
+
+    def order_identical_gpus(self) -> None:
+        """Identical GPUs of a pool (same capacity, same allowed items) are interchangeable: fill them
+        in order, which cuts the symmetric branches (only when nothing is deployed: otherwise which
+        GPU a share sits on matters to the disruption level)."""
+        items, used = self.items, self.used
+        for a, b in itertools.pairwise(self.gpus):
+            same = (a.key[0], a.memory_mib, a.cores, a.slots) == (b.key[0], b.memory_mib, b.cores, b.slots)
+            if same and all(i.memory_mib.get(a.key) == i.memory_mib.get(b.key) for i in items):
+                self.m.row({used[a.key]: 1, used[b.key]: -1}, lb=0)
+
+    def guarantee_level(self, guarantees: Mapping[str, int]) -> Level:
+        """One column per guaranteed tenant, bounded by its guarantee and by the shares it is served."""
+        reach: dict[int, int] = {}
+        for tenant, amount in sorted(guarantees.items()):
+            gcol = self.m.var(f"guarantee[{tenant}]", 0, amount)
+            tenant_cols = {c: -1 for (w, _), c in self.x.items() if _tenant(self.items, w) == tenant}
+            self.m.row({gcol: 1, **tenant_cols}, ub=0)
+            reach[gcol] = 1
+        return Level("guarantees", "max", reach)
+
+    def served_levels(self) -> list[Level]:
+        """One level per priority tier, highest first: the replicas of that tier served."""
+        levels: list[Level] = []
+        for v in sorted({i.tier_value for i in self.items}, reverse=True):
+            names = {i.name for i in self.items if i.tier_value == v}
+            levels.append(Level(f"served-{v}", "max", {c: 1 for (w, _), c in self.x.items() if w in names}))
+        return levels
+
+    def disruption_level(self, current: Mapping[tuple[str, GpuKey], int]) -> Level:
+        """One column per deployed (workload, GPU): the replicas that leave it."""
+        moved: dict[int, int] = {}
+        for (w, k), c in sorted(current.items()):
+            d = self.m.var(f"moved[{w},{k}]", 0, c)
+            if (w, k) in self.x:
+                self.m.row({d: 1, self.x[(w, k)]: 1}, lb=c)
+            else:
+                self.m.row({d: 1}, lb=c)
+            moved[d] = 1
+        return Level("disruption", "min", moved)
+
+
+def _share_cap(i: ShareItem, g: GpuCap) -> int:
+    """How many replicas of ``i`` GPU ``g`` can hold on its own (0: none, or ``i`` may not use it):
+    the bound of the ``x`` column, and the big-M that ties it to ``used``."""
+    per = i.memory_mib.get(g.key)
+    if per is None or per > g.memory_mib or i.cores > g.cores:
+        return 0
+    cap = min(
+        i.replicas,
+        g.slots,
+        g.memory_mib // per if per else g.slots,
+        g.cores // i.cores if i.cores else g.slots,
+    )
+    return min(cap, 1) if i.distinct else cap
+
+
 def pack(
     gpus: Sequence[GpuCap],
     items: Sequence[ShareItem],
@@ -128,68 +226,19 @@ def pack(
     """The lexicographically best placement; ``None`` when HiGHS found no point (time limit)."""
     guarantees = {t: g for t, g in (guarantees or {}).items() if g}
     current = {k: c for k, c in (current or {}).items() if c}
-    m = Milp()
-    x: dict[tuple[str, GpuKey], int] = {}
-    used: dict[GpuKey, int] = {}
-    for g in gpus:
-        used[g.key] = m.var(f"used[{g.key}]", 0, 1)
-    for i in items:
-        for g in gpus:
-            per = i.memory_mib.get(g.key)
-            if per is None or per > g.memory_mib or i.cores > g.cores:
-                continue
-            cap = min(
-                i.replicas,
-                g.slots,
-                g.memory_mib // per if per else g.slots,
-                g.cores // i.cores if i.cores else g.slots,
-            )
-            if i.distinct:
-                cap = min(cap, 1)
-            if cap <= 0:
-                continue
-            col = m.var(f"x[{i.name},{g.key}]", 0, cap)
-            x[(i.name, g.key)] = col
-            m.row({col: 1, used[g.key]: -cap}, ub=0)
-    for g in gpus:
-        on = [(i, x[(i.name, g.key)]) for i in items if (i.name, g.key) in x]
-        # capacities only on a used GPU: the same integer points, a much tighter LP relaxation
-        m.row({**{c: i.memory_mib[g.key] for i, c in on}, used[g.key]: -g.memory_mib}, ub=0)
-        m.row({**{c: i.cores for i, c in on}, used[g.key]: -g.cores}, ub=0)
-        m.row({**{c: 1 for _, c in on}, used[g.key]: -g.slots}, ub=0)
-        m.row({used[g.key]: 1, **{c: -1 for _, c in on}}, ub=0)  # used only when it carries a share
-    for i in items:
-        m.row({c: 1 for (w, _), c in x.items() if w == i.name}, ub=i.replicas)
+    model = _PackModel(gpus, items)
+    model.add_placements()
+    model.add_capacities()
     if not current:
-        # identical GPUs of a pool (same capacity, same allowed items) are interchangeable: fill in order
-        for a, b in itertools.pairwise(gpus):
-            same = (a.key[0], a.memory_mib, a.cores, a.slots) == (b.key[0], b.memory_mib, b.cores, b.slots)
-            if same and all(i.memory_mib.get(a.key) == i.memory_mib.get(b.key) for i in items):
-                m.row({used[a.key]: 1, used[b.key]: -1}, lb=0)
-    levels: list[Level] = []
-    if guarantees:
-        reach: dict[int, int] = {}
-        for tenant, amount in sorted(guarantees.items()):
-            gcol = m.var(f"guarantee[{tenant}]", 0, amount)
-            m.row({gcol: 1, **{c: -1 for (w, _), c in x.items() if _tenant(items, w) == tenant}}, ub=0)
-            reach[gcol] = 1
-        levels.append(Level("guarantees", "max", reach))
-    for v in sorted({i.tier_value for i in items}, reverse=True):
-        names = {i.name for i in items if i.tier_value == v}
-        levels.append(Level(f"served-{v}", "max", {c: 1 for (w, _), c in x.items() if w in names}))
-    levels.append(Level("gpus", "min", dict.fromkeys(used.values(), 1)))
-    moved: dict[int, int] = {}
-    for (w, k), c in sorted(current.items()):
-        d = m.var(f"moved[{w},{k}]", 0, c)
-        if (w, k) in x:
-            m.row({d: 1, x[(w, k)]: 1}, lb=c)
-        else:
-            m.row({d: 1}, lb=c)
-        moved[d] = 1
-    levels.append(Level("disruption", "min", moved))
-    result = m.solve(levels, time_limit=time_limit)
+        model.order_identical_gpus()
+    levels = [model.guarantee_level(guarantees)] if guarantees else []
+    levels += model.served_levels()
+    levels.append(Level("gpus", "min", dict.fromkeys(model.used.values(), 1)))
+    levels.append(model.disruption_level(current))
+    result = model.m.solve(levels, time_limit=time_limit)
     if result is None:
         return None
+    x = model.x
     counts = tuple(
         sorted((w, k, round(result.values[c])) for (w, k), c in x.items() if round(result.values[c]))
     )

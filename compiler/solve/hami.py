@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 from compiler.catalog import Catalog
 from compiler.diagnostics import Diagnostic, Severity, at
-from compiler.model import CurrentState, HamiNeed, NodePool, Policy, Workload
+from compiler.model import Cluster, CurrentState, HamiNeed, NodePool, Policy, Workload
 from compiler.solve.lexmilp import Level, Milp
 from compiler.solve.result import HamiGpu, HamiPoolResult, HamiShare, ServedDemand
 
@@ -335,6 +335,110 @@ def _item(w: Workload, policy: Policy, gpus: Sequence[GpuCap]) -> ShareItem:
     )
 
 
+@dataclass(frozen=True)
+class _ClusterShares:
+    """What one cluster's packing is about: its HAMi pools and GPUs, the workloads that want shares
+    there, the guarantees of their tenants, and the shares already deployed on GPUs that still exist."""
+
+    cluster: Cluster
+    pools: tuple[NodePool, ...]
+    gpus: tuple[GpuCap, ...]
+    workloads: tuple[Workload, ...]
+    items: tuple[ShareItem, ...]
+    guarantees: Mapping[str, int]
+    placed: Mapping[tuple[str, GpuKey], int]
+
+
+def _cluster_shares(
+    policy: Policy,
+    catalog: Catalog,
+    cluster: Cluster,
+    deployed: Sequence[tuple[tuple[str, str, str, int, str], int]],
+) -> _ClusterShares | None:
+    """The packing input of ``cluster``; ``None`` when it has no ``sharing: hami`` pool."""
+    pools = [p for p in sorted(cluster.pools, key=lambda p: p.name) if p.sharing.mode == "hami"]
+    if not pools:
+        return None
+    gpus = [g for p in pools for g in _gpus_of(p, catalog)]
+    workloads = [
+        w for w in policy.workloads if w.cluster == cluster.name and w.need.hami is not None and w.replicas
+    ]
+    items = [_item(w, policy, gpus) for w in workloads]
+    guarantees = {
+        t.name: t.guaranteed.hami_vgpus
+        for t in policy.tenants
+        if t.guaranteed.hami_vgpus and any(w.tenant == t.name for w in workloads)
+    }
+    known = {g.key for g in gpus}
+    names = {w.name for w in workloads}
+    placed = {
+        (w, (p, n, i)): c
+        for (cl, p, n, i, w), c in deployed
+        if cl == cluster.name and (p, n, i) in known and w in names
+    }
+    return _ClusterShares(
+        cluster, tuple(pools), tuple(gpus), tuple(workloads), tuple(items), guarantees, placed
+    )
+
+
+def _pack_or_first_fit(c: _ClusterShares, time_limit_s: float) -> Packing:
+    """The exact packing, or first-fit-decreasing (not optimal, no level values) when HiGHS found no
+    point in time: a feasible placement is always written."""
+    packing = pack(c.gpus, c.items, c.guarantees, c.placed, time_limit=time_limit_s)
+    if packing is not None:
+        return packing
+    return Packing(
+        counts=tuple(sorted((w, k, n) for (w, k), n in first_fit_decreasing(c.gpus, c.items).items())),
+        objectives=(),
+        optimal=False,
+    )
+
+
+def _packing_diagnostics(
+    policy: Policy, c: _ClusterShares, packing: Packing, time_limit_s: float
+) -> list[Diagnostic]:
+    """MIGC231 (time limit hit), then MIGC230 per workload short of its replicas, then MIGC232 per
+    tenant short of its guarantee."""
+    cluster = c.cluster
+    unmet_sev = Severity.ERROR if policy.partition.unmet_demand == "error" else Severity.WARNING
+    diags: list[Diagnostic] = []
+    if not packing.optimal:
+        diags.append(
+            at(
+                "MIGC231",
+                f"cluster {cluster.name}: the HAMi packing hit the {time_limit_s:g}s "
+                "time limit; it is feasible but may not be optimal",
+                cluster.span,
+            )
+        )
+    served_by_tenant: dict[str, int] = {}
+    for w in c.workloads:
+        got = packing.served(w.name)
+        served_by_tenant[w.tenant] = served_by_tenant.get(w.tenant, 0) + got
+        if got < w.replicas:
+            diags.append(
+                at(
+                    "MIGC230",
+                    f"workload {w.name} (tenant {w.tenant}, tier {w.priority_tier}) gets "
+                    f"{got} of {w.replicas} HAMi share(s) in cluster {cluster.name}",
+                    w.span,
+                    unmet_sev,
+                )
+            )
+    for tenant, amount in sorted(c.guarantees.items()):
+        if served_by_tenant.get(tenant, 0) < amount:
+            diags.append(
+                at(
+                    "MIGC232",
+                    f"tenant {tenant}: guaranteed {amount} HAMi share(s) in cluster "
+                    f"{cluster.name}, but its workloads get {served_by_tenant.get(tenant, 0)}",
+                    policy.tenant(tenant).span,
+                    Severity.ERROR,
+                )
+            )
+    return diags
+
+
 def solve_hami(
     policy: Policy, catalog: Catalog, time_limit_s: float = 60.0, current: CurrentState | None = None
 ) -> tuple[tuple[HamiPoolResult, ...], tuple[Diagnostic, ...]]:
@@ -346,74 +450,15 @@ def solve_hami(
     deployed = current.hami if current is not None else ()
     results: list[HamiPoolResult] = []
     diags: list[Diagnostic] = []
-    unmet_sev = Severity.ERROR if policy.partition.unmet_demand == "error" else Severity.WARNING
     for cluster in sorted(policy.clusters, key=lambda c: c.name):
-        pools = [p for p in sorted(cluster.pools, key=lambda p: p.name) if p.sharing.mode == "hami"]
-        if not pools:
+        shares = _cluster_shares(policy, catalog, cluster, deployed)
+        if shares is None:
             continue
-        gpus = [g for p in pools for g in _gpus_of(p, catalog)]
-        workloads = [
-            w
-            for w in policy.workloads
-            if w.cluster == cluster.name and w.need.hami is not None and w.replicas
-        ]
-        items = [_item(w, policy, gpus) for w in workloads]
-        guarantees = {
-            t.name: t.guaranteed.hami_vgpus
-            for t in policy.tenants
-            if t.guaranteed.hami_vgpus and any(w.tenant == t.name for w in workloads)
-        }
-        known = {g.key for g in gpus}
-        names = {w.name for w in workloads}
-        placed = {
-            (w, (p, n, i)): c
-            for (cl, p, n, i, w), c in deployed
-            if cl == cluster.name and (p, n, i) in known and w in names
-        }
-        packing = pack(gpus, items, guarantees, placed, time_limit=time_limit_s)
-        if packing is None:
-            packing = Packing(
-                counts=tuple(sorted((w, k, c) for (w, k), c in first_fit_decreasing(gpus, items).items())),
-                objectives=(),
-                optimal=False,
-            )
-        if not packing.optimal:
-            diags.append(
-                at(
-                    "MIGC231",
-                    f"cluster {cluster.name}: the HAMi packing hit the {time_limit_s:g}s "
-                    "time limit; it is feasible but may not be optimal",
-                    cluster.span,
-                )
-            )
-        by_name = {w.name: w for w in workloads}
-        served_by_tenant: dict[str, int] = {}
-        for w in workloads:
-            got = packing.served(w.name)
-            served_by_tenant[w.tenant] = served_by_tenant.get(w.tenant, 0) + got
-            if got < w.replicas:
-                diags.append(
-                    at(
-                        "MIGC230",
-                        f"workload {w.name} (tenant {w.tenant}, tier {w.priority_tier}) gets "
-                        f"{got} of {w.replicas} HAMi share(s) in cluster {cluster.name}",
-                        w.span,
-                        unmet_sev,
-                    )
-                )
-        for tenant, amount in sorted(guarantees.items()):
-            if served_by_tenant.get(tenant, 0) < amount:
-                diags.append(
-                    at(
-                        "MIGC232",
-                        f"tenant {tenant}: guaranteed {amount} HAMi share(s) in cluster "
-                        f"{cluster.name}, but its workloads get {served_by_tenant.get(tenant, 0)}",
-                        policy.tenant(tenant).span,
-                        Severity.ERROR,
-                    )
-                )
-        for pool in pools:
-            results.append(_pool_result(cluster.name, pool, gpus, packing, by_name))
+        packing = _pack_or_first_fit(shares, time_limit_s)
+        diags += _packing_diagnostics(policy, shares, packing, time_limit_s)
+        by_name = {w.name: w for w in shares.workloads}
+        for pool in shares.pools:
+            results.append(_pool_result(cluster.name, pool, shares.gpus, packing, by_name))
     return tuple(results), tuple(diags)
 
 

@@ -102,20 +102,28 @@ class _Medium:
         return ["", f"### {title}", ""] if self.markdown else ["", title]
 
 
+def node_used(n: NodeStatus) -> str:
+    """The node's USED cell (text, markdown and HTML): busy instances and mean engine activity."""
+    if n.mean_engine_active is None:
+        return "-"
+    return f"{n.used_instances} busy, {n.mean_engine_active:.0%} active"
+
+
+def node_state(n: NodeStatus) -> str:
+    """The node's STATE cell: its rollout phase while one runs, else the MIG manager's state."""
+    return n.phase if n.phase not in ("", "Idle") else (n.mig_state or "-")
+
+
 def _node_row(n: NodeStatus) -> list[str]:
     """One node: what it has, holds and leaves free, how busy its instances are, where its rollout is."""
-    used = (
-        "-" if n.mean_engine_active is None else f"{n.used_instances} busy, {n.mean_engine_active:.0%} active"
-    )
-    state = n.phase if n.phase not in ("", "Idle") else (n.mig_state or "-")
     return [
         n.name,
         n.pool,
         fmt_counts(n.capacity),
         fmt_counts(n.allocated),
         fmt_counts(n.free),
-        used,
-        state,
+        node_used(n),
+        node_state(n),
         "; ".join(n.drift) or "-",
     ]
 

@@ -121,8 +121,9 @@ def fits(
 class _PackModel:
     """The integer program of one cluster's packing, built in the order HiGHS gets its columns and rows.
 
-    The order is part of the answer: HiGHS breaks ties between equal optima by column order, so each
-    step below adds its columns and rows exactly where the single-pass build did.
+    The order can be part of the answer: HiGHS's search, and so which of several equal optima it
+    returns, may depend on the order of columns and rows; each step adds them in a fixed order
+    (GPUs, then workloads × GPUs, then per-GPU capacity rows, …), called in the order :func:`pack` uses.
     """
 
     def __init__(self, gpus: Sequence[GpuCap], items: Sequence[ShareItem]) -> None:
@@ -369,16 +370,27 @@ def _cluster_shares(
         for t in policy.tenants
         if t.guaranteed.hami_vgpus and any(w.tenant == t.name for w in workloads)
     }
-    known = {g.key for g in gpus}
-    names = {w.name for w in workloads}
-    placed = {
-        (w, (p, n, i)): c
-        for (cl, p, n, i, w), c in deployed
-        if cl == cluster.name and (p, n, i) in known and w in names
-    }
+    placed = _still_deployed(cluster.name, gpus, workloads, deployed)
     return _ClusterShares(
         cluster, tuple(pools), tuple(gpus), tuple(workloads), tuple(items), guarantees, placed
     )
+
+
+def _still_deployed(
+    cluster: str,
+    gpus: Sequence[GpuCap],
+    workloads: Sequence[Workload],
+    deployed: Sequence[tuple[tuple[str, str, str, int, str], int]],
+) -> dict[tuple[str, GpuKey], int]:
+    """The deployed shares of ``cluster`` that still matter: on a GPU the policy still has, of a
+    workload that still wants HAMi shares there (the rest cannot stay where they are anyway)."""
+    known = {g.key for g in gpus}
+    names = {w.name for w in workloads}
+    return {
+        (w, (p, n, i)): c
+        for (cl, p, n, i, w), c in deployed
+        if cl == cluster and (p, n, i) in known and w in names
+    }
 
 
 def _pack_or_first_fit(c: _ClusterShares, time_limit_s: float) -> Packing:

@@ -461,7 +461,8 @@ class ApiServer(kmock.KubernetesEmulator):
                     dra.stopped(self, node)
 
     def gpu_clients(self, node: str) -> list[str]:
-        """Running pods on ``node`` that hold GPUs (request nvidia.com/gpu or nvidia.com/mig-*)."""
+        """Running pods on ``node`` that hold GPUs (request nvidia.com/gpu or nvidia.com/mig-*, or,
+        on a DRA node, a device through a ResourceClaim: ``spec.resourceClaims``)."""
         out = []
         for (res, ns, name), obj in self.objects.items():
             if res != PODS or obj.deleted:
@@ -470,6 +471,9 @@ class ApiServer(kmock.KubernetesEmulator):
             if (raw.get("spec") or {}).get("nodeName") != node:
                 continue
             if (raw.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
+                continue
+            if (raw.get("spec") or {}).get("resourceClaims"):
+                out.append(f"{ns}/{name}")
                 continue
             for c in (raw.get("spec") or {}).get("containers") or []:
                 res_ = c.get("resources") or {}

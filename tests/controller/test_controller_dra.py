@@ -329,6 +329,30 @@ def test_draplan_and_assignment_of_different_renders_wait_then_fail(cluster: Clu
     assert "DraPlan and assignment are of different renders" in error, error
 
 
+def test_pods_holding_devices_through_resourceclaims_are_drained_first(cluster: Cluster) -> None:
+    """On a DRA node a workload asks through spec.resourceClaims, with nothing in its limits: the
+    drain must still evict it, or the MIG manager's apply fails on the GPU instance it uses."""
+    from conftest import assert_only_gpu_pods_evicted
+    from emulation import PODS, pod_object
+
+    dra_setup(cluster)
+    add_dra_nodes(cluster, ["h100-0"], "dra-all-1g.10gb")
+    pod = pod_object("embedder-0", "h100-0", namespace="search", gpu=None)
+    pod["spec"]["resourceClaims"] = [{"name": "migc-gpu", "resourceClaimTemplateName": "migc-embedder"}]
+    pod["spec"]["containers"][0]["resources"]["claims"] = [{"name": "migc-gpu"}]
+    cluster.emu.upsert(PODS, "search", "embedder-0", pod)
+    cluster.add_pod("cpu-only", "h100-0", namespace="search", gpu=None)
+    target = {"h100-0": "dra-6gpu-whole_2gpu-balanced"}
+    set_draplan(cluster, draplan(target))
+    cluster.set_assignment(dra_assignment(target))
+    cluster.start()
+    cluster.wait(lambda: cluster.converged(target))
+    assert assert_only_gpu_pods_evicted(cluster.controller_calls(), {"search/embedder-0"}) == {
+        "search/embedder-0"
+    }
+    assert not [n for n, _c, mode in cluster.mig.handled if mode == "failed"]
+
+
 # ------------------------------------------------------------------------------- DynamicMIG pools
 
 

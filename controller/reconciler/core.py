@@ -64,6 +64,9 @@ class Reconciler:
         loaded = self.source.load(now)
         dra = self.dra_source.load(now)
         ctx.dra = dra.plan
+        for mode in ("static", "dynamic"):
+            count = sum(1 for p in dra.plan.pools if p.mig == mode) if dra.plan is not None else 0
+            ctx.metrics.dra_pools.labels(mig=mode).set(count)
         nodes = {n.name: n for n in map(NodeView.from_obj, ctx.kube.list_nodes())}
         if self.health is not None:
             self.health.api_ok()

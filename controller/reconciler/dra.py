@@ -86,3 +86,16 @@ def dynamic_conflict(plan: DraPlan | None, name: str, node: NodeView, pool: str)
         f"gives it a layout (pool {pool}); the MIG manager and the driver would undo each other's "
         "MIG devices: the node is not touched (DraPlan and assignment are of different renders?)"
     )
+
+
+def missing_node_labels(plan: DraPlan | None, name: str, node: NodeView, pool: str) -> dict[str, str]:
+    """The DraPlan's ``nodeLabels`` a static DRA node lacks (label -> the value it needs).
+
+    Without ``nvidia.com/gpu.deploy.device-plugin=false`` the GPU Operator's device plugin keeps
+    running beside the DRA driver: after the layout change it advertises the MIG devices as
+    allocatable, and verification fails only after the node was drained and reconfigured.
+    """
+    static = plan.static_pool_of(name, (pool,)) if plan is not None else None
+    if static is None:
+        return {}
+    return {k: v for k, v in sorted(static.node_labels.items()) if node.labels.get(k) != v}

@@ -353,6 +353,26 @@ def test_pods_holding_devices_through_resourceclaims_are_drained_first(cluster: 
     assert not [n for n, _c, mode in cluster.mig.handled if mode == "failed"]
 
 
+def test_a_static_dra_node_without_its_draplan_labels_is_held_until_labelled(cluster: Cluster) -> None:
+    """Still running the device plugin (no nvidia.com/gpu.deploy.device-plugin=false): the node is
+    not cordoned, with an Event, until it carries the labels the DraPlan names."""
+    dra_setup(cluster)
+    add_dra_nodes(cluster, ["h100-0"], "dra-all-1g.10gb", extra={DEPLOY_DEVICE_PLUGIN: "true"})
+    target = {"h100-0": "dra-6gpu-whole_2gpu-balanced"}
+    set_draplan(cluster, draplan(target))
+    cluster.set_assignment(dra_assignment(target))
+    ctl = cluster.start()
+    cluster.wait(
+        lambda: any(
+            (c.body or {}).get("reason") == "DraNodeLabelsMissing" for c in cluster.controller_calls()
+        )
+    )
+    cluster.settle(ctl, 4)
+    assert not [c for c in cluster.controller_calls() if c.resource == "nodes" and c.verb == "patch"]
+    cluster.label("h100-0", {DEPLOY_DEVICE_PLUGIN: "false"})
+    cluster.wait(lambda: cluster.converged(target))
+
+
 # ------------------------------------------------------------------------------- DynamicMIG pools
 
 
@@ -372,6 +392,8 @@ def test_dynamic_pool_is_left_alone(cluster: Cluster, caplog: pytest.LogCaptureF
     cluster.settle(ctl, 4)
     touched = {c.name for c in cluster.controller_calls() if c.resource == "nodes" and c.verb == "patch"}
     assert touched == {"h100-0"}
+    gauge = ctl.metrics.registry.get_sample_value
+    assert (gauge("migc_dra_pools", {"mig": "static"}), gauge("migc_dra_pools", {"mig": "dynamic"})) == (1, 1)
     said = [r for r in caplog.records if r.getMessage().startswith("DRA pool uses the driver's DynamicMIG")]
     assert [r.migc["pool"] for r in said] == ["h200"]  # type: ignore[attr-defined]  # logs.log's extra
 

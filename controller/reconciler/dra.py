@@ -21,14 +21,14 @@ from controller.state import NodeView
 
 
 def static_pool(plan: DraPlan | None, step: Step) -> DraPool | None:
-    """The static DRA pool ``step``'s node belongs to (by name in the plan, by the assignment's
-    pool, or by the pool migc recorded on it), else None."""
+    """The static DRA pool ``step``'s node belongs to: one the DraPlan lists it in, else the
+    assignment's pool for it, else (a node that left the assignment) the pool migc recorded on
+    it; None if that is no static DRA pool."""
     if plan is None:
         return None
     node = step.node
-    return plan.static_pool_of(
-        node.name, (step.desired.pool if step.desired else None, node.annotations.get(st.POOL))
-    )
+    pool = step.desired.pool if step.desired is not None else node.annotations.get(st.POOL)
+    return plan.static_pool_of(node.name, (pool,))
 
 
 def slices_mismatch(ctx: Context, step: Step, pool: DraPool) -> str | None:
@@ -40,12 +40,15 @@ def slices_mismatch(ctx: Context, step: Step, pool: DraPool) -> str | None:
     """
     node = step.node
     cfg = step.config
-    derived = config_devices(cfg) if cfg is not None else None
-    listed = pool.nodes.get(node.name)
-    expected = listed if listed is not None else derived
-    if expected is None:
+    if cfg is None:
         return None  # a rollback to a config no assignment describes: nothing to compare with
-    if listed is not None and derived is not None and dict(listed) != derived:
+    derived = config_devices(cfg)
+    # The DraPlan's devices describe the assignment's target for the node; a rollback (or a node
+    # still on its way to an older target) is compared with its own config's layout.
+    wanted = step.desired is not None and step.desired.config == node.target
+    listed = pool.nodes.get(node.name) if wanted else None
+    expected = listed if listed is not None else derived
+    if listed is not None and dict(listed) != derived:
         return (
             f"the DraPlan expects {_fmt(listed)} on node {node.name} but config {node.target} makes "
             f"{_fmt(derived)}: DraPlan and assignment are of different renders (sync both)"

@@ -81,7 +81,7 @@ class Kube:
 
         The API server supports the field selectors ``spec.nodeName`` and ``spec.driver`` on
         ResourceSlices (kubernetes/kubernetes@02d4c8c3 pkg/registry/resource/resourceslice/
-        strategy.go, toSelectableFields); the result is filtered again by the caller. A listing
+        strategy.go:178-193, toSelectableFields); the result is filtered again by the caller. A listing
         longer than ``max_pages`` pages is refused rather than read without end.
         """
         items: list[dict[str, Any]] = []

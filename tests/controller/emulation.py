@@ -533,7 +533,7 @@ class ApiServer(kmock.KubernetesEmulator):
 
         Field selectors: only ``metadata.name``, ``spec.nodeName`` and ``spec.driver``
         (kubernetes/kubernetes@02d4c8c3 pkg/registry/resource/resourceslice/strategy.go,
-        toSelectableFields); any other field is a 400 ("field label not supported"). A ``limit``
+        toSelectableFields :178-193); any other field is a 400 ("field label not supported"). A ``limit``
         chunks the list in name order (etcd's key order for a cluster-scoped resource) with a
         ``continue`` token, and continued pages come from the snapshot of the first page (the
         API's consistency promise for chunked lists; api-concepts "Retrieving large results sets
@@ -1087,17 +1087,17 @@ class FakeDraDriver:
       differ, which only changes device names). ``hidden_gpus`` injects GPUs NVML does not see
       (fallen off the bus): their devices are not announced.
     * Publishing: one pool named after the node; static mode hands all devices to the
-      ResourceSlice controller as one Slice (driver.go:483-492). ``slices_per_pool`` > 1 splits
+      ResourceSlice controller as one Slice (driver.go:480-492). ``slices_per_pool`` > 1 splits
       them by GPU, as a driver handing several Slices does (its DynamicMIG mode: one per GPU,
       driver.go:201-250), to exercise the controller's generation handling. The ResourceSlice
       controller's ``syncPool`` (resourceslice/resourceslicecontroller.go:668-935) is followed
       call by call, ``api_delay`` apart: the newest existing generation is kept when at most one
-      slice must change and none is new (:795-805), else bumped (:806-808); obsolete slices (an
-      older generation, or no matching index) are deleted first (:812-817), then matched slices
-      updated (:819-843), then missing ones created with ``generateName``
-      ``<index, 5 hex digits>-gpu.nvidia.com-<node>-`` (:864-899): while that runs the API shows
-      a newest generation with fewer slices than its ``resourceSliceCount``, beside the older
-      one's slices not updated yet.
+      slice must change and none is new (:803-804), else bumped (:805-808); obsolete slices (an
+      older generation, or no matching index, :733-761) are deleted first (:812-816), then matched
+      slices updated (:818-843), then missing ones created with ``generateName``
+      ``<index, 5 hex digits>-gpu.nvidia.com-<node>-`` (:845-909, the name :864-870): while that
+      runs the API shows a newest generation with fewer slices than its ``resourceSliceCount``,
+      beside the older one's slices not updated yet.
     * When the plugin's pod goes away its slices stay (nobody deletes them on stop) until the
       kubelet wipes the node's slices of the driver ``wipe_delay`` later, unless the plugin
       registers again first (kubernetes/kubernetes@00623539 pkg/kubelet/cm/dra/plugin/

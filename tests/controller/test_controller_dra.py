@@ -228,8 +228,15 @@ def wait_published(cluster: Cluster, nodes: list[str]) -> None:
 # ------------------------------------------------------------------------------- rollout, verify
 
 
-def test_static_dra_pool_is_rolled_out_and_verified_from_resourceslices(cluster: Cluster) -> None:
+@pytest.mark.parametrize("wiped", [False, True], ids=["old-slices-linger", "kubelet-wiped-them"])
+def test_static_dra_pool_is_rolled_out_and_verified_from_resourceslices(
+    cluster: Cluster, wiped: bool
+) -> None:
+    """While the driver's plugin is down the old layout's slices stay (or, past the kubelet's
+    wiping delay, there are none); the node is Done only once the restarted plugin published."""
     cluster.dra.start_delay = 0.4  # discovery + registration of the restarted plugin
+    if wiped:
+        cluster.dra.wipe_delay = 0.05
     dra_setup(cluster)
     nodes = ["h100-0", "h100-1"]
     add_dra_nodes(cluster, nodes, "dra-all-1g.10gb")
@@ -238,7 +245,13 @@ def test_static_dra_pool_is_rolled_out_and_verified_from_resourceslices(cluster:
     target = dict.fromkeys(nodes, "dra-6gpu-whole_2gpu-balanced")
     set_draplan(cluster, draplan(target))
     cluster.set_assignment(dra_assignment(target))
+    if wiped:
+        cluster.mig.gate.clear()  # the MIG manager's apply takes longer than the kubelet's wiping delay
     cluster.start()
+    if wiped:
+        cluster.wait(lambda: all((n, "wiped", 0) in cluster.dra.published for n in nodes))
+        assert slice_devices(cluster, "h100-0") == {}
+        cluster.mig.gate.set()
     cluster.wait(lambda: cluster.converged(target))
     for n in nodes:
         # The driver announced the new layout, named its way ...
@@ -254,6 +267,7 @@ def test_static_dra_pool_is_rolled_out_and_verified_from_resourceslices(cluster:
         # ... and the node was uncordoned only after the restarted plugin had published it (the
         # MIG manager's success came start_delay earlier; allocatable said nvidia.com/gpu: 0 all along).
         assert history_index(cluster, uncordoned(n)) > cluster.dra.sync_window[n][1]
+        assert ((n, "wiped", 0) in cluster.dra.published) is wiped
     lists = [c for c in cluster.controller_calls() if c.resource == "resourceslices"]
     assert lists and all(c.verb == "list" and c.group == "resource.k8s.io" for c in lists)
     assert {c.params.get("fieldSelector") for c in lists} == {

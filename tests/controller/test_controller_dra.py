@@ -9,6 +9,7 @@ import hashlib
 import json
 import logging
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -385,6 +386,61 @@ def test_a_static_dra_node_without_its_draplan_labels_is_held_until_labelled(clu
     assert not [c for c in cluster.controller_calls() if c.resource == "nodes" and c.verb == "patch"]
     cluster.label("h100-0", {DEPLOY_DEVICE_PLUGIN: "false"})
     cluster.wait(lambda: cluster.converged(target))
+
+
+GOLDEN_EAST = Path(__file__).resolve().parents[1] / "golden" / "dra" / "east"
+
+
+def test_the_rendered_dra_example_rolls_out_in_the_emulator(cluster: Cluster) -> None:
+    """examples/dra's cluster east as migc compile renders it (tests/golden/dra/east): its A100
+    pool on the device plugin, verified from allocatable, and its static DRA H100 pool, verified
+    from the ResourceSlices the emulated driver publishes; every node starts at all-disabled."""
+    import yaml
+
+    for rel in (
+        "gpu-operator/configmap-migc-mig-parted-config.yaml",
+        "gpu-operator/configmap-migc-device-plugin-config.yaml",
+        "migc-system/configmap-migc-dra.yaml",
+        "migc-system/configmap-migc-assignment.yaml",
+    ):
+        obj = yaml.safe_load((GOLDEN_EAST / rel).read_text(encoding="utf-8"))
+        cluster.emu.upsert(CONFIGMAPS, obj["metadata"]["namespace"], obj["metadata"]["name"], obj)
+    ns, name = cluster.dra.daemonset
+    cluster.emu.run(lambda api: api.add_client_daemonset(ns, name, {GPU_CLIENT_KEY: "true"}, None))
+    doc = json.loads(
+        yaml.safe_load((GOLDEN_EAST / "migc-system/configmap-migc-assignment.yaml").read_text())["data"][
+            "assignment.json"
+        ]
+    )
+    targets = {n["name"]: n["config"] for p in doc["pools"] for n in p["nodes"]}
+    for n in targets:
+        labels = {
+            GPU_COUNT: "8",
+            st.MIG_CAPABLE: "true",
+            st.MIG_CONFIG: "all-disabled",
+            st.MIG_STATE: "success",
+        }
+        if "h100" in n:
+            labels.update(
+                {"nvidia.com/gpu.product": H100, DEPLOY_DEVICE_PLUGIN: "false", GPU_CLIENT_KEY: "true"}
+            )
+            resources: dict[str, int] = {}
+        else:
+            labels["nvidia.com/gpu.product"] = "NVIDIA-A100-SXM4-80GB"
+            resources = {"nvidia.com/gpu": 8}
+        cluster.emu.upsert(NODES, None, n, node_object(n, labels, resources))
+    wait_published(cluster, ["east-h100-01", "east-h100-02"])
+    cluster.start()
+    cluster.wait(lambda: cluster.converged(targets), timeout=40)
+    plan = yaml.safe_load((GOLDEN_EAST / "migc-system/configmap-migc-dra.yaml").read_text())["data"][
+        "dra.json"
+    ]
+    for entry in json.loads(plan)["pools"][0]["nodes"]:
+        assert slice_devices(cluster, entry["name"]) == entry["devices"]
+    listed = {c.params["fieldSelector"] for c in cluster.controller_calls() if c.resource == "resourceslices"}
+    assert listed == {f"spec.nodeName=east-h100-0{i},spec.driver={DRIVER}" for i in (1, 2)}
+    alloc = cluster.node("east-a100-02")["status"]["allocatable"]
+    assert (alloc["nvidia.com/mig-1g.10gb"], alloc["nvidia.com/mig-2g.20gb"]) == ("10", "2")
 
 
 # ------------------------------------------------------------------------------- DynamicMIG pools

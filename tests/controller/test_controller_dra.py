@@ -504,7 +504,9 @@ def _deep(n: int) -> str:
         ("x" * (1 << 20 | 1), "bytes, more than the limit"),
     ],
 )
-def test_a_hostile_draplan_is_refused_and_holds_admission(cluster: Cluster, text: str, why: str) -> None:
+def test_a_hostile_draplan_is_refused_and_holds_admission(
+    cluster: Cluster, text: str, why: str, caplog: pytest.LogCaptureFixture
+) -> None:
     dra_setup(cluster)
     add_dra_nodes(cluster, ["h100-0"], "dra-all-1g.10gb")
     target = {"h100-0": "dra-6gpu-whole_2gpu-balanced"}
@@ -524,6 +526,11 @@ def test_a_hostile_draplan_is_refused_and_holds_admission(cluster: Cluster, text
     reason = "dra-wrong-cluster" if why == "addressed to cluster" else "dra-invalid"
     assert ctl.metrics.registry.get_sample_value("migc_assignment_refusals_total", {"reason": reason}) == 1
     assert not [c for c in cluster.controller_calls() if c.resource == "nodes" and c.verb == "patch"]
+    refused = [r for r in caplog.records if r.getMessage().startswith("DraPlan refused")]
+    assert len(refused) == 1 and why in refused[0].migc["error"]  # type: ignore[attr-defined]
+    assert not [
+        r for r in caplog.records if r.exc_info or r.getMessage().startswith(("pass failed", "step failed"))
+    ]
     # Fixed: the rollout goes ahead.
     set_draplan(cluster, draplan(target))
     cluster.wait(lambda: cluster.converged(target))

@@ -179,54 +179,56 @@ def parse_document(doc: Any, *, cluster: str | None = None) -> DraPlan:
     # The schema's patterns run with re.search, where "$" also matches before a newline.
     if not _HEX64.fullmatch(doc["revision"]):
         raise InvalidDraPlanError(f"{DRA_KEY}: revision: not a content hash: {_short(doc['revision'])}")
-    pools: list[DraPool] = []
     by_name: dict[str, DraPool] = {}
-    owner: dict[str, str] = {}
+    owner: dict[str, str] = {}  # node -> the pool that lists it
     for i, p in enumerate(doc["pools"]):
-        where = f"{DRA_KEY}: pools/{i}"
-        name = p["name"]
-        if not is_label_value(name) or not name:
-            raise InvalidDraPlanError(f"{where}: name {_short(name)} is not a pool name")
-        if name in by_name:
-            raise InvalidDraPlanError(f"{where}: pool {_short(name)} is listed twice")
-        labels = _labels(p["nodeLabels"], f"{where}/nodeLabels")
-        selector = _labels(p["selector"], f"{where}/selector") if "selector" in p else None
-        if selector is not None and not selector:
-            raise InvalidDraPlanError(f"{where}/selector: an empty selector would match every node")
-        nodes: dict[str, dict[str, int]] = {}
-        for j, n in enumerate(p["nodes"]):
-            node = n["name"]
-            if not is_object_name(node):
-                raise InvalidDraPlanError(f"{where}/nodes/{j}: {_short(node)} is not a node name")
-            if node in owner:
-                raise InvalidDraPlanError(
-                    f"{where}/nodes/{j}: node {_short(node)} is also in pool {_short(owner[node])}"
-                )
-            owner[node] = name
-            devices: dict[str, int] = {}
-            for profile, count in n["devices"].items():
-                # JSON Schema's "integer" admits 2.0 and 1e18; the pattern lets "1g.10gb\n" through.
-                if profile != WHOLE_GPU and not _PROFILE.fullmatch(profile):
-                    raise InvalidDraPlanError(
-                        f"{where}/nodes/{j}/devices: {_short(profile)} is not a profile"
-                    )
-                if int(count) != count or not 1 <= int(count) <= MAX_DEVICES:
-                    raise InvalidDraPlanError(
-                        f"{where}/nodes/{j}/devices/{profile}: {_short(count)} is not a count of 1 to "
-                        f"{MAX_DEVICES}"
-                    )
-                devices[profile] = int(count)
-            nodes[node] = dict(sorted(devices.items()))
-        if p["mig"] == DYNAMIC and nodes:
+        pool = _pool(p, f"{DRA_KEY}: pools/{i}", owner)
+        if pool.name in by_name:
+            raise InvalidDraPlanError(f"{DRA_KEY}: pools/{i}: pool {_short(pool.name)} is listed twice")
+        by_name[pool.name] = pool
+    return DraPlan(doc["cluster"], doc["revision"], tuple(by_name.values()), by_name)
+
+
+def _pool(p: Mapping[str, Any], where: str, owner: dict[str, str]) -> DraPool:
+    name = p["name"]
+    if not is_label_value(name) or not name:
+        raise InvalidDraPlanError(f"{where}: name {_short(name)} is not a pool name")
+    labels = _labels(p["nodeLabels"], f"{where}/nodeLabels")
+    selector = _labels(p["selector"], f"{where}/selector") if "selector" in p else None
+    if selector is not None and not selector:
+        raise InvalidDraPlanError(f"{where}/selector: an empty selector would match every node")
+    nodes: dict[str, dict[str, int]] = {}
+    for j, n in enumerate(p["nodes"]):
+        node = n["name"]
+        if not is_object_name(node):
+            raise InvalidDraPlanError(f"{where}/nodes/{j}: {_short(node)} is not a node name")
+        if node in owner:
             raise InvalidDraPlanError(
-                f"{where}: a DynamicMIG pool has no layouts, so no expected devices per node"
+                f"{where}/nodes/{j}: node {_short(node)} is also in pool {_short(owner[node])}"
             )
-        if selector is not None and nodes:
-            raise InvalidDraPlanError(f"{where}: a pool has either named nodes or a selector, not both")
-        pool = DraPool(name, p["gpuModel"], p["mig"], p["driver"], labels, selector, nodes)
-        pools.append(pool)
-        by_name[name] = pool
-    return DraPlan(doc["cluster"], doc["revision"], tuple(pools), by_name)
+        owner[node] = name
+        nodes[node] = _devices(n["devices"], f"{where}/nodes/{j}/devices")
+    if p["mig"] == DYNAMIC and nodes:
+        raise InvalidDraPlanError(
+            f"{where}: a DynamicMIG pool has no layouts, so no expected devices per node"
+        )
+    if selector is not None and nodes:
+        raise InvalidDraPlanError(f"{where}: a pool has either named nodes or a selector, not both")
+    return DraPool(name, p["gpuModel"], p["mig"], p["driver"], labels, selector, nodes)
+
+
+def _devices(value: Mapping[str, Any], where: str) -> dict[str, int]:
+    devices: dict[str, int] = {}
+    for profile, count in value.items():
+        # JSON Schema's "integer" admits 2.0 and 1e18; the pattern lets "1g.10gb\n" through.
+        if profile != WHOLE_GPU and not _PROFILE.fullmatch(profile):
+            raise InvalidDraPlanError(f"{where}: {_short(profile)} is not a profile")
+        if int(count) != count or not 1 <= int(count) <= MAX_DEVICES:
+            raise InvalidDraPlanError(
+                f"{where}/{profile}: {_short(count)} is not a count of 1 to {MAX_DEVICES}"
+            )
+        devices[profile] = int(count)
+    return dict(sorted(devices.items()))
 
 
 def _labels(value: Mapping[str, str], where: str) -> dict[str, str]:
@@ -287,26 +289,14 @@ def published(slices: Iterable[Any], node: str, driver: str = DRIVER) -> Publish
     pools: dict[str, list[Mapping[str, Any]]] = {}
     count = 0
     for raw in slices:
-        if not isinstance(raw, Mapping):
-            problems.append("a ResourceSlice that is not an object")
-            continue
-        spec = raw.get("spec")
-        meta = raw.get("metadata") if isinstance(raw.get("metadata"), Mapping) else {}
-        name = str(meta.get("name", "?"))[:253] if isinstance(meta, Mapping) else "?"
-        if not isinstance(spec, Mapping):
-            problems.append(f"ResourceSlice {name!r} has no spec")
-            continue
-        if spec.get("driver") != driver or spec.get("nodeName") != node:
+        pool_name, problem = _pool_of(raw, node, driver)
+        if problem is not None:
+            problems.append(problem)
+        if pool_name is None:
             continue
         count += 1
-        pool = spec.get("pool")
-        if not isinstance(pool, Mapping) or not isinstance(pool.get("name"), str):
-            problems.append(f"ResourceSlice {name!r} has no spec.pool.name")
-            continue
-        if _int(pool.get("generation")) is None or _int(pool.get("resourceSliceCount")) in (None, 0):
-            problems.append(f"ResourceSlice {name!r}: spec.pool generation or resourceSliceCount unreadable")
-            continue
-        pools.setdefault(str(pool["name"])[:253], []).append(raw)
+        if problem is None:
+            pools.setdefault(pool_name, []).append(raw)
     devices: dict[str, int] = {}
     generations: dict[str, int] = {}
     for pool_name in sorted(pools):
@@ -322,36 +312,58 @@ def published(slices: Iterable[Any], node: str, driver: str = DRIVER) -> Publish
                 "(being republished)"
             )
             continue
-        names: set[str] = set()
-        counted: dict[str, int] = {}
-        bad = None
-        for s in current:
-            listed = s["spec"].get("devices") or []
-            if not isinstance(listed, list) or len(listed) > MAX_SLICE_DEVICES:
-                bad = f"a slice's devices is not a list of at most {MAX_SLICE_DEVICES}"
-                break
-            for d in listed:
-                dev_name = d.get("name") if isinstance(d, Mapping) else None
-                attrs = d.get("attributes") if isinstance(d, Mapping) else None
-                if not isinstance(dev_name, str) or not isinstance(attrs, Mapping):
-                    bad = "a device without a name or attributes"
-                    break
-                if dev_name in names:
-                    bad = f"duplicate device name {dev_name[:64]!r}"
-                    break
-                names.add(dev_name)
-                kind = _string_attribute(attrs, "type", driver)
-                key = _string_attribute(attrs, "profile", driver) if kind == "mig" else kind
-                key = key if key is not None else "<no type>"
-                counted[key] = counted.get(key, 0) + 1
-            if bad:
-                break
-        if bad:
+        counted, bad = _count_devices(current, driver)
+        if bad is not None:
             problems.append(f"pool {pool_name!r}: {bad}")
             continue
         for k, v in counted.items():
             devices[k] = devices.get(k, 0) + v
     return Published(dict(sorted(devices.items())), tuple(problems), count, generations)
+
+
+def _pool_of(raw: Any, node: str, driver: str) -> tuple[str | None, str | None]:
+    """(pool name, problem) of one listed object: name None for a slice of another node or
+    driver (or one too broken to tell); a problem for a slice that cannot be read."""
+    if not isinstance(raw, Mapping):
+        return None, "a ResourceSlice that is not an object"
+    spec = raw.get("spec")
+    meta = raw.get("metadata")
+    name = str(meta.get("name", "?"))[:253] if isinstance(meta, Mapping) else "?"
+    if not isinstance(spec, Mapping):
+        return None, f"ResourceSlice {name!r} has no spec"
+    if spec.get("driver") != driver or spec.get("nodeName") != node:
+        return None, None
+    pool = spec.get("pool")
+    if not isinstance(pool, Mapping) or not isinstance(pool.get("name"), str):
+        return "", f"ResourceSlice {name!r} has no spec.pool.name"
+    if _int(pool.get("generation")) is None or _int(pool.get("resourceSliceCount")) in (None, 0):
+        return "", f"ResourceSlice {name!r}: spec.pool generation or resourceSliceCount unreadable"
+    return str(pool["name"])[:253], None
+
+
+def _count_devices(current: list[Mapping[str, Any]], driver: str) -> tuple[dict[str, int], str | None]:
+    """Devices per profile (``gpu`` and other types by their type) of one complete pool, or why
+    the pool is unusable: a malformed device list, or a device name twice (the scheduler's
+    poolIsInvalid)."""
+    names: set[str] = set()
+    counted: dict[str, int] = {}
+    for s in current:
+        listed = s["spec"].get("devices") or []
+        if not isinstance(listed, list) or len(listed) > MAX_SLICE_DEVICES:
+            return counted, f"a slice's devices is not a list of at most {MAX_SLICE_DEVICES}"
+        for d in listed:
+            dev_name = d.get("name") if isinstance(d, Mapping) else None
+            attrs = d.get("attributes") if isinstance(d, Mapping) else None
+            if not isinstance(dev_name, str) or not isinstance(attrs, Mapping):
+                return counted, "a device without a name or attributes"
+            if dev_name in names:
+                return counted, f"duplicate device name {dev_name[:64]!r}"
+            names.add(dev_name)
+            kind = _string_attribute(attrs, "type", driver)
+            key = _string_attribute(attrs, "profile", driver) if kind == "mig" else kind
+            key = key if key is not None else "<no type>"
+            counted[key] = counted.get(key, 0) + 1
+    return counted, None
 
 
 def device_diff(expected: Mapping[str, int], have: Mapping[str, int]) -> dict[str, tuple[int, int]]:

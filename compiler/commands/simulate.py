@@ -72,6 +72,9 @@ def _row(r: Result) -> dict[str, object]:
         "evaluations": r.evaluations,
         "blockedBy": dict(sorted(r.blocked.items())),
         "rulesFired": r.rules_fired,
+        "heldOnIdleGpu": r.held_on_idle,
+        "nonMaximalLayouts": r.non_maximal,
+        "instancesCarved": r.instances_carved,
     }
 
 
@@ -290,7 +293,7 @@ def command(
             bar = "#" * int(frac * 30)
             print(f"\r{name:<16}[{bar:<30}] {frac * 100:3.0f}%", end="", file=sys.stderr, flush=True)
 
-        rows.append(_row(simulate(trace.pods, model, settings, b, policy, progress)))
+        rows.append(_row(simulate(trace.pods, model, settings, b, policy, progress, catalog)))
         print(f"\r{b:<16}[{'#' * 30}] done", file=sys.stderr, flush=True)
     header = (
         f"trace {Path(trace_path).name}: {len(trace.pods)} GPU pods replayed "

@@ -51,8 +51,11 @@ Model (documented in docs/simulate.md):
   change adds persisted through the window) on a demand history kept as recommend's state file keeps
   it, one sample of running and pending instances per profile at each evaluation;
   ``static-balanced`` keeps the model's all-balanced layout; ``static-optimal`` keeps the
-  layout that covers the trace's time-averaged demand, scaled to the fleet. Dynamic policies start
-  from all-balanced.
+  layout that covers the trace's time-averaged demand, scaled to the fleet; ``mig-off`` gives every
+  pod whole GPUs (a fraction takes one); ``static-peak``/``static-average`` keep the solver's layout
+  (:func:`solver_static`) for the peak / the time-averaged pods per shape; ``per-pod`` carves an
+  instance per pod at the first free placement (:mod:`compiler.simulate.carve`), destroyed when it
+  ends, nothing evicted. Dynamic policies start from all-balanced.
 * **Waits**: a pod's wait is the total time it spent pending (over all its attempts, when it was
   evicted). Pods still pending when the replay ends — and pods larger than a node — are *censored*:
   their wait so far is counted and marked, so a percentile that reaches one is a lower bound.

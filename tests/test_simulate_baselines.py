@@ -45,7 +45,8 @@ def test_carver_takes_the_lowest_free_placement_of_the_catalog() -> None:
     assert gpu == CarvedGpu() and c.start(gpu, "7g.80gb") == 0
     # seven 1g fill the 7 compute slices: slice 7 stays dark, nothing else fits
     for s in range(7):
-        c.carve(gpu, "1g.10gb", c.start(gpu, "1g.10gb") or 0)
+        assert c.start(gpu, "1g.10gb") == s
+        c.carve(gpu, "1g.10gb", s)
     assert gpu.mask == 0b0111_1111 and c.start(gpu, "1g.10gb") is None
 
 

@@ -76,6 +76,7 @@ def _row(r: Result) -> dict[str, object]:
         "heldOnIdleGpu": r.held_on_idle,
         "nonMaximalLayouts": r.non_maximal,
         "instancesCarved": r.instances_carved,
+        "idleRecarves": r.idle_recarves,
     }
 
 
@@ -138,6 +139,7 @@ REPLAY_ONLY = (
     "operator_retry",
     "max_unavailable",
     "max_wait",
+    "idle_pass",
 )
 
 
@@ -252,6 +254,14 @@ REPLAY_ONLY = (
     help="Nodes reconfiguring at once.",
 )
 @click.option("--max-wait", default=None, help="migc.dev/max-wait-time given to every pod (e.g. 15m).")
+@click.option(
+    "--idle-pass/--no-idle-pass",
+    default=False,
+    show_default=True,
+    help="Default loop: at each evaluation first re-carve idle nodes (no GPU pod on them) for the pods "
+    "waiting, past the stabilizationWindow, scaleDownWindow, minDwell and disruption rule "
+    "(docs/simulate.md, heldOnIdleGpu).",
+)
 @result_format_option(["text", "json"], "Format of the results.")
 def command(
     mode: str,
@@ -275,6 +285,7 @@ def command(
     operator_retry: str,
     max_unavailable: int,
     max_wait: str | None,
+    idle_pass: bool,
     fmt: str,
 ) -> int:
     """Replay a pod trace (openb CSV) on a simulated MIG fleet and compare re-partitioning policies.
@@ -328,6 +339,7 @@ def command(
         operator_retry_seconds=float(operator_s or 0),
         max_unavailable=max_unavailable,
         max_wait_seconds=wait_s,
+        idle_pass=idle_pass,
     )
     chosen = BASELINES if baseline == "all" else (baseline,)
     rows = []
@@ -368,6 +380,7 @@ def command(
             "seed": seed,
             "operatorRetrySeconds": operator_s,
             "maxUnavailable": max_unavailable,
+            "idlePass": idle_pass,
             "results": rows,
         }
         click.echo(json.dumps(doc, indent=2, sort_keys=True))

@@ -129,6 +129,9 @@ class Settings:
     failure_rate: float = 0.0  # probability that one MIG manager apply fails (seeded, deterministic)
     seed: int = 0
     operator_retry_seconds: float = 3600.0  # a human retries a node past the automatic attempts
+    # default loop: re-carve idle nodes for the pods waiting, ahead of the gates (_Run.idle_pass);
+    # off by default: measured to hold no idle GPU but to make the matrix worse (bench/RESULTS.md)
+    idle_pass: bool = False
 
 
 @dataclass
@@ -161,6 +164,7 @@ class Result:
     # fit (dark slices: a catalog layout holds this one and more)
     non_maximal: int | None = None
     instances_carved: int = 0  # per-pod: MIG instances created (one per pod start)
+    idle_recarves: int = 0  # default: revisions made by the idle pass (_Run.idle_pass)
 
     # first to last arrival: the same for every baseline of a trace, so rates compare the same period
     # (the replay's own length grows with the work a policy throws away and runs again)
@@ -294,6 +298,7 @@ def cover(
     extra: Layout | None = None,
     weigh: Weigh | None = None,
     big: Sequence[BigPod] = (),
+    mix: Layout | None = None,
 ) -> tuple[dict[int, Layout], Layout]:
     """GPUs to re-carve (gpu → new layout) and the resulting capacity; see the module docstring.
 
@@ -303,7 +308,9 @@ def cover(
     ``big``: pending multi-GPU pods (in queue order; their instances are part of ``demand``): each is
     given ``count`` full GPUs *on one node* — idle full GPUs of one node if there are enough, else
     the first node in ``order`` whose change passes ``weigh`` gets them (idle GPUs first) — and the
-    per-GPU cover then works on the rest of the demand and of the GPUs.
+    per-GPU cover then works on the rest of the demand and of the GPUs. ``mix``: the demand whose
+    mix a changed node's GPUs that serve nothing of ``demand`` are re-carved to (default: ``demand``
+    and ``extra``; the idle pass passes the demand the loop sizes for).
     """
     cap = fleet.capacity()
     want = dict(demand)
@@ -363,7 +370,7 @@ def cover(
     for node, _ in order:
         if not short:
             break
-        node_cap, node_changes = _cover_node(fleet, node, want, dict(rest), short, lay, taken)
+        node_cap, node_changes = _cover_node(fleet, node, want, dict(rest), short, lay, taken, mix)
         if not node_changes:
             continue
         if weigh is not None and not weigh(
@@ -405,6 +412,7 @@ def _cover_node(
     short: Layout,
     lay: Callable[[int], Layout],
     taken: set[int],
+    mix: Layout | None = None,
 ) -> tuple[Layout, dict[int, Layout]]:
     """Re-carve one node's GPUs greedily against the shortage; the new capacity and the changes.
 
@@ -441,14 +449,14 @@ def _cover_node(
     if changes:
         # The node is drained anyway: also re-carve its GPUs that serve nothing of the demand to
         # the layout serving the most of the whole demand (batching: one drain instead of several)
-        mix = _key(want)
+        whole_mix = _key(want if mix is None else mix)
         for gi in gpus:
             if gi in changes:
                 continue
             old = lay(gi)
             if any(c - spare.get(p, 0) > 0 for p, c in old.items()):
                 continue
-            new = dict(_best_layout(fleet.model, mix))
+            new = dict(_best_layout(fleet.model, whole_mix))
             if new == old:
                 continue
             changes[gi] = new
@@ -689,6 +697,7 @@ class _Run:
         self.next_check = start + self.interval if res.held_on_idle is not None else math.inf
         self.idle_since: dict[int, float] = {}  # pending pod → first sample it could run on an idle node
         self.held: set[int] = set()  # pods counted in Result.held_on_idle
+        self.sized: Layout = {}  # what the last evaluation sized for (the idle pass's mix)
 
     def push(self, t: float, kind: int, payload: int) -> int:
         heapq.heappush(self.events, (t, self.seq, kind, payload))
@@ -1141,6 +1150,52 @@ class _Run:
         )
 
     def evaluate(self, now: float) -> None:
+        """One recommend evaluation (:meth:`_evaluate`; with ``Settings.idle_pass`` the idle pass
+        first)."""
+        self._evaluate(now)
+
+    def idle_pass(self, now: float) -> bool:
+        """Re-carve idle nodes for the pods waiting now, past the hysteresis (issue 22 item 3: an idle
+        GPU is never held against a pending pod that fits it after a re-carve for longer than one
+        interval plus the reconfiguration time).
+
+        An idle node is Idle with no GPU pod on it: its re-carve evicts nobody and its outage delays
+        nobody, so what the disruption rule, the stabilizationWindow, the scaleDownWindow and minDwell
+        guard against (lost work, flapping running capacity) is not at stake. The idle nodes are
+        covered (:func:`cover`, the same cover) for the demand of the moment — running plus pending
+        instances, so capacity the scaleDownWindow keeps for pods that are gone yields to pods that
+        wait — and the proposal passes migc recommend's rollout gate, the dailyChangeBudget and the
+        backoff (limits the user sets), not the others.
+        """
+        res, policy, fleet = self.res, self.policy, self.fleet
+        idle = [(n, 0.0) for n in range(self.s.nodes) if fleet.state[n] == IDLE and not self.node_pods[n]]
+        if not idle:
+            return False
+        mix = dict(self.now_demand)
+        for p, n in self.sized.items():
+            mix[p] = max(n, mix.get(p, 0))
+        changes, _ = cover(fleet, self.now_demand, idle, big=self.big_pods(now), mix=mix)
+        if not changes:
+            return False
+        when = EPOCH + dt.timedelta(seconds=now)
+        nodes = sorted({fleet.node(gi) for gi in changes})
+        last_failure = None if self.last_failure is None else EPOCH + dt.timedelta(seconds=self.last_failure)
+        checks = [
+            g.daily_budget(
+                len(nodes),
+                g.changes_last_day(self.change_log[-max(policy.daily_change_budget, 1) * 2 :], when),
+                policy,
+            ),
+            g.backoff(self.failures, last_failure, when, policy),
+        ]
+        if all(c.passed for c in checks):
+            res.idle_recarves += 1
+            self.apply(changes, now)
+            self.last_proposal = now
+            return True
+        return False
+
+    def _evaluate(self, now: float) -> None:
         """One recommend evaluation: the cover of the demand, applied where every gate passes."""
         res, policy, fleet = self.res, self.policy, self.fleet
         res.evaluations += 1
@@ -1163,6 +1218,9 @@ class _Run:
             waiting = self._waiting(now)
         extra = self._rule_extra(waiting)
         d = sized if sized is not None else self.window_demand(now)
+        self.sized = d
+        if self.s.idle_pass and self.idle_pass(now):  # idle nodes first: their re-carve evicts nobody
+            return
         cur = fleet.capacity()
         want = dict(d)
         for p, n in extra.items():

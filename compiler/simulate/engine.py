@@ -832,10 +832,9 @@ class _Run:
             return True
         return False
 
-    def _schedule_per_pod(self) -> None:
+    def _schedule_per_pod(self, now: float) -> None:
         """Pending pods in (priority, queued-at) order over every profile, each carved where it fits;
         a shape that did not fit is not tried again in this pass (nothing is freed meanwhile)."""
-        now = self.last_t
         failed: set[tuple[str, int]] = set()
         bound: set[int] = set()
         for item in sorted(x for q in self.pending.values() for x in q):
@@ -873,7 +872,7 @@ class _Run:
         if not self.pending:
             return
         if self.carver is not None:
-            self._schedule_per_pod()
+            self._schedule_per_pod(now)
             return
         free = self.free_counts()
         for prof in list(self.pending):

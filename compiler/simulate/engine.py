@@ -833,21 +833,32 @@ class _Run:
         return False
 
     def _schedule_per_pod(self, now: float) -> None:
-        """Pending pods in (priority, queued-at) order over every profile, each carved where it fits;
-        a shape that did not fit is not tried again in this pass (nothing is freed meanwhile)."""
-        failed: set[tuple[str, int]] = set()
+        """Pending pods in (priority, queued-at) order over every profile, each carved where it fits.
+
+        Nothing is freed during a pass, so once a pod of ``k`` instances of a profile does not fit,
+        no pod of that profile with ``k`` or more does in this pass; a profile whose single instance
+        does not fit drops out of the pass (a k-way merge of the sorted queues)."""
+        profs = list(self.pending)
+        heap = [(self.pending[p][0], k, 0) for k, p in enumerate(profs)]
+        heapq.heapify(heap)
+        failed: dict[str, int] = {}  # profile → fewest instances that did not fit
         bound: set[int] = set()
-        for item in sorted(x for q in self.pending.values() for x in q):
-            i = item[2]
-            shape = (self.pods[i].profile, self.pods[i].count)
-            if shape in failed:
-                continue
-            if self.carve_bind(i, now):
-                bound.add(i)
-            else:
-                failed.add(shape)
+        while heap:
+            item, k, pos = heapq.heappop(heap)
+            prof = profs[k]
+            count = self.pods[item[2]].count
+            if count < failed.get(prof, count + 1):
+                if self.carve_bind(item[2], now):
+                    bound.add(item[2])
+                else:
+                    failed[prof] = count
+                    if count == 1:
+                        continue  # nothing of this profile fits any more
+            queue = self.pending[prof]
+            if pos + 1 < len(queue):
+                heapq.heappush(heap, (queue[pos + 1], k, pos + 1))
         if bound:
-            for prof in list(self.pending):
+            for prof in profs:
                 kept = [x for x in self.pending[prof] if x[2] not in bound]
                 if kept:
                     self.pending[prof] = kept

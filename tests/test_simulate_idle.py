@@ -4,9 +4,15 @@ longer than one interval plus the reconfiguration time (issue 22 item 3); with t
 
 from __future__ import annotations
 
+import json
 from dataclasses import replace
+from pathlib import Path
+
+import pytest
 
 from compiler.catalog import load_catalog
+from compiler.cli import main
+from compiler.exitcodes import ExitCode
 from compiler.model import PartitionPolicy
 from compiler.simulate.engine import Settings, simulate
 from compiler.simulate.trace import TracePod
@@ -59,3 +65,18 @@ def test_a_busy_node_is_not_an_idle_gpu() -> None:
     trace = [TracePod("long", 0, 50_000, 1, 100, 0), TracePod("whole", 1000, 600, 1, 1000, 0)]
     res = simulate(trace, A100, Settings(nodes=1, gpus_per_node=2, idle_pass=True), "default", POLICY)
     assert res.idle_recarves == 0 and res.held_on_idle == 0
+
+
+def test_cli_idle_pass_flag_reaches_the_loop(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "t.csv"
+    path.write_text(
+        "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_time,deletion_time,"
+        "scheduled_time\nbig,1,1,1,1000,,BE,Running,0,3600,0\nsmall,1,1,1,100,,BE,Running,6000,6600,6000\n"
+    )
+    base = ["simulate", "--trace", str(path), "--gpu-product", "NVIDIA-A100-SXM4-80GB", "--nodes", "1"]
+    base += ["--gpus-per-node", "1", "--baseline", "default", "-o", "json"]
+    for flag, held, recarves in (([], 1, 0), (["--idle-pass"], 0, 2)):
+        assert main([*base, *flag]) == ExitCode.OK
+        doc = json.loads(capsys.readouterr().out)
+        row = doc["results"][0]
+        assert (doc["idlePass"], row["heldOnIdleGpu"], row["idleRecarves"]) == (bool(flag), held, recarves)

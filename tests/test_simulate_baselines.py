@@ -29,11 +29,12 @@ def waits(res: Result) -> dict[str, list[tuple[float, bool]]]:
 
 
 def test_carver_takes_the_lowest_free_placement_of_the_catalog() -> None:
-    """The DRA driver's DynamicMIG rule (kubernetes-sigs/dra-driver-nvidia-gpu @ 9593204: one device per
-    (GPU, profile, placement), cmd/gpu-kubelet-plugin/nvlib.go:573-588, consuming its memory slices,
-    deviceinfo.go:273-278, published in name order, driver.go:206-212). A100-80GB placements
-    (catalog: 1g.10gb 0..6, 2g.20gb 0/2/4, 4g.40gb 0 only): after a 1g at slice 0, a 2g lands at 2, and a 4g no longer fits although {1g, 2g, 4g} is a valid layout
-    (4g@0, 2g@4, 1g@6): the order of arrival fragments the GPU."""
+    """The DRA driver's DynamicMIG rule (kubernetes-sigs/dra-driver-nvidia-gpu @ 9593204: one device
+    per (GPU, profile, placement), cmd/gpu-kubelet-plugin/nvlib.go:573-588, consuming its memory
+    slices, deviceinfo.go:273-278, published in name order, driver.go:206-212). A100-80GB placements
+    (catalog: 1g.10gb 0..6, 2g.20gb 0/2/4, 4g.40gb 0 only): after a 1g at slice 0, a 2g lands at 2,
+    and a 4g no longer fits although {1g, 2g, 4g} is a valid layout (4g@0, 2g@4, 1g@6): the order
+    of arrival fragments the GPU."""
     assert A100 is not None
     c, gpu = Carver(A100), CarvedGpu()
     assert c.start(gpu, "1g.10gb") == 0

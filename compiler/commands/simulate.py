@@ -404,7 +404,7 @@ def _fill(
     try:
         trace = read_trace(Path(trace_path), times=False)
     except TraceError as exc:
-        return fail([exc.diagnostic])  # type: ignore[list-item]
+        return fail([exc.diagnostic])
     started = time.perf_counter()
     capacity = nodes * gpus_per_node
     pods = fl.arrivals(trace.pods, capacity, seed, gpus_per_node)

@@ -24,7 +24,7 @@ import threading
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 import highspy
 import numpy as np
@@ -95,7 +95,6 @@ def new_highs() -> highspy.Highs:
                 os.close(saved)
             _banner_done = True
     h.silent()
-    h.HandleUserInterrupt = True  # lets a watched run be stopped (``_LexRun._run_guarded``)
     return h
 
 
@@ -206,6 +205,10 @@ class _LexRun:
         self.col_ub = np.array(milp.ub, dtype=float)
         self.result: LexResult | None = None
         self.abandoned = False  # a HiGHS run ignored the deadline: its instance is off limits
+        # set to stop the run in flight: checked by HiGHS's simplex, IPM and MIP interrupt callbacks
+        self.stop = threading.Event()
+        for hook in (self.h.cbSimplexInterrupt, self.h.cbIpmInterrupt, self.h.cbMipInterrupt):
+            hook.subscribe(self._interrupt)
 
     def gave_up(self) -> bool:
         """A HiGHS run ignored the deadline and was abandoned (its instance is off limits)."""
@@ -364,28 +367,50 @@ class _LexRun:
             values[self.integer] = np.round(values[self.integer])
         return _Point(status, values, info.objective_function_value)
 
+    def _interrupt(self, event: Any) -> None:
+        if self.stop.is_set():
+            event.interrupt()
+
     def _run_guarded(self) -> bool:
-        """``run()`` in HiGHS's own solver thread, watched against the deadline.
+        """HiGHS's ``run()`` in a thread of this run's own, watched against the deadline.
 
         HiGHS checks its ``time_limit`` only at certain points; if a run is still going
         ``_GRACE_S`` after the deadline it is asked to stop (a user interrupt, honoured at its
         next simplex/IPM/MIP callback), and if it does not stop either, the run is abandoned and
         this instance is never touched again, so the caller always gets control back.
         False when the run had to be abandoned.
+
+        Not highspy's ``startSolve``/``wait``/``cancelSolve``: in highspy 1.16 (highspy/highs.py,
+        ``class Highs``) the lock that marks "a run in flight" is a class attribute
+        (``__solver_stopped: RLock = RLock()``), shared by every instance in the process. A run
+        abandoned here kept it, and so does a run in ``plan``'s other-order thread: any other
+        instance's ``startSolve`` then raised ``HighsError: Solver is already running``. The
+        event, the thread and the interrupt callback here belong to this instance alone; ``run()``
+        releases the GIL while it solves.
         """
         h = self.h
-        thread = h.startSolve()
+        self.stop.clear()
+        finished = threading.Event()
+
+        def target() -> None:
+            try:
+                h.run()
+            finally:
+                finished.set()
+
+        thread = threading.Thread(target=target, name="migc-highs", daemon=True)
+        thread.start()
         try:
-            done, _ = h.wait(max(0.0, self.deadline - time.perf_counter()) + _GRACE_S)
+            done = finished.wait(max(0.0, self.deadline - time.perf_counter()) + _GRACE_S)
             if not done:
-                h.cancelSolve()  # type: ignore[no-untyped-call]
-                done, _ = h.wait(_GRACE_S)
+                self.stop.set()
+                done = finished.wait(_GRACE_S)
         except BaseException:  # KeyboardInterrupt while waiting: stop HiGHS, then pass it on
-            h.cancelSolve()  # type: ignore[no-untyped-call]
+            self.stop.set()
             raise
         if done:
             thread.join()
-        return bool(done)
+        return done
 
     def _add_bound(
         self, sense: Sense, value: float, cols: np.ndarray, coefs: np.ndarray, strict: bool

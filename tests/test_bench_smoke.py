@@ -251,7 +251,7 @@ def test_startup_rows_report_time_imports_and_failures() -> None:
     assert "| `migc --version` |" in table and "FAILED: exit 2" in table
 
 
-def test_fairness_oracle_on_a_hand_checked_case_and_migc_serves_the_most() -> None:
+def test_fairness_oracle_on_a_hand_checked_case_and_migc_gives_the_leximin_split() -> None:
     from fractions import Fraction
 
     from bench import fairness
@@ -259,13 +259,15 @@ def test_fairness_oracle_on_a_hand_checked_case_and_migc_serves_the_most() -> No
     geo = geometry(_a100())
     # one A100: 3g.40gb fits twice at most (with 1g.10gb besides), 4g.40gb once next to a 3g.40gb
     case = fairness.Case(0, 1, (("3g.40gb", 2), ("3g.40gb", 2), ("4g.40gb", 1)))
-    total, best_min, best_at_max = fairness.oracle(geo, case)
-    assert total == 2  # 4g + 3g, or 3g + 3g
-    assert best_min == Fraction(0)  # three workloads, two instances: someone gets nothing
-    assert best_at_max == Fraction(0)
+    o = fairness.oracle(geo, case)
+    assert o.most == 2  # 4g + 3g, or 3g + 3g
+    assert o.min_at_most == Fraction(0)  # three workloads, two instances: someone gets nothing
+    # 4g + 3g (0, 1/2, 1) beats 3g + 3g (0, 1/2, 1/2)
+    assert o.leximin == (Fraction(0), Fraction(1, 2), Fraction(1)) and o.served_at_leximin == 2
     rows = fairness.run(3)
-    assert all(r.migc_served == r.max_served for r in rows)
-    assert all(r.oracle_min_at_max <= r.oracle_min for r in rows)
+    assert [r.case.label for r in rows[:2]] == ["issue 26: 7g", "issue 26: 3g"]
+    assert all(r.fair for r in rows)
+    assert all(r.oracle.leximin[0] >= r.oracle.min_at_most for r in rows)
 
 
 def test_both_objective_orders_win_their_own_first_goal_on_the_m3_shifts() -> None:

@@ -38,10 +38,22 @@ class Level:
     name: str
     sense: Sense
     coefs: Mapping[int, int]
-    # column -> columns whose sum bounds it from above, where that and the column's own bounds are
-    # its only constraints: before this level runs, such a column of the previous point is raised
-    # to min(upper bound, sum), which keeps the point feasible and may prove the level trivially
-    raise_to: Mapping[int, Sequence[int]] = field(default_factory=dict)
+    # column -> (columns, d): d * column <= the columns' sum, where that, the column's own bounds and
+    # the rows fixing earlier levels of the same sense (where it counts positively) are its only
+    # constraints: before this level runs, such a column of the previous point is raised to
+    # min(upper bound, floor(sum / d)), which keeps the point feasible and may prove the level
+    # trivially
+    raise_to: Mapping[int, tuple[Sequence[int], int]] = field(default_factory=dict)
+    # a bound on the objective at every feasible point (max: from above; min: from below) that is
+    # tighter than the column bounds give, e.g. a tier's replicas: a point reaching it is proven
+    bound: float | None = None
+    # an earlier level of the same sense whose fixed optimum bounds this objective at every point
+    # left feasible (e.g. nested counts: workloads at >= 1/2 of their demand are among those at
+    # >= 1/3); a point reaching it is proven
+    bounded_by: str = ""
+    # stop the run after this level (``LexResult.stopped``) when its proven optimum does not reach
+    # ``bound``: the caller then builds the model this case needs and solves it again
+    stop_unless_bound: bool = False
 
 
 @dataclass
@@ -53,6 +65,8 @@ class LexResult:
     failed_level: str = ""  # first level that did not prove optimality ("" = none)
     cause: str = ""  # why ``failed_level`` is not proven: TIME_LIMIT, or a sentence on numerical trouble
     seconds: float = 0.0
+    stopped: str = ""  # a ``stop_unless_bound`` level whose optimum fell short of its bound ("" = none)
+    highs_runs: int = 0  # HiGHS runs made (levels proven without one do not count)
 
     def unproven(self, level: str, cause: str) -> None:
         """Record the first level that could not be proven optimal, and why."""
@@ -129,6 +143,20 @@ class Milp:
     def num_vars(self) -> int:
         return len(self.lb)
 
+    def feasible(self, point: np.ndarray, tol: float = 1e-6) -> bool:
+        """Whether ``point`` is integral where it must be and within every bound and row."""
+        lb, ub = np.array(self.lb), np.array(self.ub)
+        if len(point) != len(lb) or (point < lb - tol).any() or (point > ub + tol).any():
+            return False
+        ints = np.array(self.integer, dtype=bool)
+        if (np.abs(point[ints] - np.round(point[ints])) > tol).any():
+            return False
+        for lo, up, coefs in self.rows:
+            value = sum(c * point[col] for col, c in coefs.items())
+            if value < lo - tol or value > up + tol:
+                return False
+        return True
+
     def _highs(self, time_limit: float, relax: bool) -> highspy.Highs:
         h = new_highs()
         h.setOptionValue("mip_rel_gap", 0.0)
@@ -165,19 +193,31 @@ class Milp:
         return h
 
     def solve(
-        self, levels: Sequence[Level], time_limit: float = 30.0, relax: bool = False
+        self,
+        levels: Sequence[Level],
+        time_limit: float = 30.0,
+        relax: bool = False,
+        start: Mapping[str, float] | None = None,
     ) -> LexResult | None:
         """Optimise ``levels`` in order within ``time_limit`` seconds of wall clock for all of them.
 
+        ``start``: a point by column name (names it lacks read 0); when it is integral and satisfies
+        every bound and row, the first level starts from it as from a previous level's point, so
+        levels it already reaches a bound of are proven without HiGHS. Otherwise it is ignored.
         ``None`` when not even the first level found a feasible point.
         """
         run = _LexRun(self, time.perf_counter() + time_limit, relax)
+        if start is not None and not relax:
+            point = np.array([float(start.get(name, 0.0)) for name in self.names])
+            if self.feasible(point):
+                run.result = LexResult(values=list(point))
         for level in levels:
             if not run.level(level):
                 break
         result = run.result
         if result is not None:
             result.seconds = time.perf_counter() - run.started
+            result.highs_runs = run.runs
         return result
 
 
@@ -209,6 +249,7 @@ class _LexRun:
         self.stop = threading.Event()
         for hook in (self.h.cbSimplexInterrupt, self.h.cbIpmInterrupt, self.h.cbMipInterrupt):
             hook.subscribe(self._interrupt)
+        self.runs = 0  # HiGHS runs made
 
     def gave_up(self) -> bool:
         """A HiGHS run ignored the deadline and was abandoned (its instance is off limits)."""
@@ -227,15 +268,16 @@ class _LexRun:
         level_started = time.perf_counter()
         if self.result is not None and not self.relax:
             prev = np.array(self.result.values)
-            for col, bounding in level.raise_to.items():
-                prev[col] = min(self.col_ub[col], float(prev[list(bounding)].sum()))
+            for col, (bounding, div) in level.raise_to.items():
+                prev[col] = min(self.col_ub[col], float(prev[list(bounding)].sum() // div))
             self.result.values = list(prev)
             value = _evaluate(prev, cols, coefs)
-            if value == self._bound(level.sense, cols, coefs):
-                # the previous point already reaches the level's trivial bound (every coefficient
-                # at its best column bound): proven without running HiGHS
+            if value == self._best_bound(level, cols, coefs):
+                # the previous point already reaches a bound of the level (every coefficient at its
+                # best column bound, the level's own bound, or the optimum of the level bounding
+                # it): proven without running HiGHS
                 self._finish_level(level, value, cols, coefs, level_started)
-                return True
+                return self._go_on(level, value)
         self._set_objective(level, cols, coefs)
         point = self._run(start=self.result.values if self.result is not None else None)
         if point.values is None:
@@ -252,6 +294,14 @@ class _LexRun:
             return False
         value = self._settle_claim(level, point, value, cols, coefs)
         self._finish_level(level, value, cols, coefs, level_started)
+        return self._go_on(level, value)
+
+    def _go_on(self, level: Level, value: float) -> bool:
+        """False (and ``stopped`` set) when a ``stop_unless_bound`` level's optimum misses its bound."""
+        assert self.result is not None
+        if level.stop_unless_bound and level.bound is not None and value != level.bound:
+            self.result.stopped = level.name
+            return False
         return True
 
     def _no_point(
@@ -335,6 +385,16 @@ class _LexRun:
         up = self.col_ub[cols] * coefs
         return float(np.maximum(lo, up).sum() if sense == "max" else np.minimum(lo, up).sum())
 
+    def _best_bound(self, level: Level, cols: np.ndarray, coefs: np.ndarray) -> float:
+        """The tightest known bound on the level: column bounds, ``bound``, ``bounded_by``'s optimum."""
+        assert self.result is not None
+        bounds = [self._bound(level.sense, cols, coefs)]
+        if level.bound is not None:
+            bounds.append(level.bound)
+        if level.bounded_by:
+            bounds.append(self.result.objectives[level.bounded_by])
+        return min(bounds) if level.sense == "max" else max(bounds)
+
     # -- HiGHS plumbing ----------------------------------------------------------------------
 
     def _set_objective(self, level: Level, cols: np.ndarray, coefs: np.ndarray) -> None:
@@ -355,6 +415,7 @@ class _LexRun:
             sol.col_value = list(start)
             sol.value_valid = True
             h.setSolution(sol)
+        self.runs += 1
         if not self._run_guarded():
             self.abandoned = True
             return _Point(highspy.HighsModelStatus.kTimeLimit, None, math.nan)

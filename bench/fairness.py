@@ -65,6 +65,9 @@ class Oracle:
     leximin: tuple[Fraction, ...]  # the best sorted vector of served fractions
     served_at_leximin: int  # the most replicas among the vectors reaching ``leximin``
     min_at_most: Fraction  # the best smallest fraction among the vectors serving ``most``
+    slices_at_leximin: int = 0  # compute slices of the vector reaching ``leximin`` with the most replicas
+    slices_at_most: int = 0  # the most compute slices among the vectors serving ``most`` (pods-first)
+    asked_slices: int = 0  # compute slices the whole demand asks for
 
 
 @dataclass(frozen=True)
@@ -74,6 +77,7 @@ class Row:
     migc_fractions: tuple[Fraction, ...]  # sorted
     migc_served: int
     migc_seconds: float
+    migc_slices: int = 0
 
     @property
     def fair(self) -> bool:
@@ -118,7 +122,8 @@ def oracle(geo: Geometry, case: Case) -> Oracle:
     caps = coverable(geo, case.gpus, [p for p, _ in case.demand])
     most = -1
     min_at_most = Fraction(0)
-    best: tuple[tuple[Fraction, ...], int] | None = None
+    slices_at_most = 0
+    best: tuple[tuple[Fraction, ...], int, int] | None = None
     for served in itertools.product(*(range(k + 1) for _, k in case.demand)):
         need: dict[str, int] = {}
         for (profile, _), s in zip(case.demand, served, strict=True):
@@ -127,18 +132,22 @@ def oracle(geo: Geometry, case: Case) -> Oracle:
             continue
         fractions = tuple(sorted(Fraction(s, k) for (_, k), s in zip(case.demand, served, strict=True)))
         total = sum(served)
-        if best is None or (fractions, total) > best:
-            best = (fractions, total)
+        slices = sum(geo.slices(p) * s for (p, _), s in zip(case.demand, served, strict=True))
+        if best is None or (fractions, total, slices) > best:
+            best = (fractions, total, slices)
         if total > most:
-            most, min_at_most = total, fractions[0]
+            most, min_at_most, slices_at_most = total, fractions[0], slices
         elif total == most:
             min_at_most = max(min_at_most, fractions[0])
+            slices_at_most = max(slices_at_most, slices)
     assert best is not None  # serving nothing is always feasible
-    return Oracle(most, best[0], best[1], min_at_most)
+    asked = sum(geo.slices(p) * k for p, k in case.demand)
+    return Oracle(most, best[0], best[1], min_at_most, best[2], slices_at_most, asked)
 
 
-def migc(case: Case) -> tuple[tuple[Fraction, ...], int, float]:
-    """(migc's sorted served fractions, replicas it serves, solve wall seconds)."""
+def migc(case: Case, geo: Geometry) -> tuple[tuple[Fraction, ...], int, float, int]:
+    """(migc's sorted served fractions, replicas it serves, solve wall seconds, compute slices
+    it serves)."""
     catalog = load_catalog()
     model = catalog.get(MODEL)
     assert model is not None
@@ -148,10 +157,12 @@ def migc(case: Case) -> tuple[tuple[Fraction, ...], int, float]:
     solution = harness.solve(policy, catalog)
     seconds = time.perf_counter() - started
     served: dict[str, int] = {}
+    slices = 0
     for d in solution.pool(harness.CLUSTER, harness.POOL).demand:
         served[d.tenant] = served.get(d.tenant, 0) + d.served
+        slices += geo.slices(d.resource) * d.served
     fractions = tuple(sorted(Fraction(served.get(f"w{i}", 0), k) for i, (_, k) in enumerate(case.demand)))
-    return fractions, sum(served.values()), seconds
+    return fractions, sum(served.values()), seconds, slices
 
 
 def run(n: int, issue: bool = True) -> list[Row]:
@@ -161,8 +172,8 @@ def run(n: int, issue: bool = True) -> list[Row]:
     cases = [*(ISSUE_CASES if issue else ()), *(make_case(seed, geo) for seed in range(1, n + 1))]
     rows = []
     for case in cases:
-        fractions, served, seconds = migc(case)
-        rows.append(Row(case, oracle(geo, case), fractions, served, seconds))
+        fractions, served, seconds, slices = migc(case, geo)
+        rows.append(Row(case, oracle(geo, case), fractions, served, seconds, slices))
     return rows
 
 
@@ -179,8 +190,8 @@ def render(rows: Sequence[Row]) -> str:
         "| case | GPUs | demand (profile × replicas per workload) "
         "| served: migc / at leximin / most possible | min served fraction: migc / oracle leximin "
         "| sorted fractions: migc | = oracle leximin "
-        "| before: max-min at most served | migc solve s |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "| before: max-min at most served | slice share: migc / pods-first | migc solve s |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
         demand = ", ".join(f"{p}×{k}" for p, k in r.case.demand)
@@ -189,20 +200,28 @@ def render(rows: Sequence[Row]) -> str:
             f"| {r.case.label or r.case.seed} | {r.case.gpus} | {demand} "
             f"| {r.migc_served} / {o.served_at_leximin} / {o.most} "
             f"| {_pct(r.migc_fractions[0])} / {_pct(o.leximin[0])} | {_split(r.migc_fractions)} "
-            f"| {'yes' if r.fair else 'NO'} | {_pct(o.min_at_most)} | {r.migc_seconds:.2f} |"
+            f"| {'yes' if r.fair else 'NO'} | {_pct(o.min_at_most)} "
+            f"| {_pct(Fraction(r.migc_slices, o.asked_slices))} "
+            f"/ {_pct(Fraction(o.slices_at_most, o.asked_slices))} "
+            f"| {r.migc_seconds:.2f} |"
         )
     fair = sum(1 for r in rows if r.fair)
     raised = sum(1 for r in rows if r.oracle.leximin[0] > r.oracle.min_at_most)
     served = sum(r.migc_served for r in rows)
     most = sum(r.oracle.most for r in rows)
     short = sum(1 for r in rows if r.migc_served < r.oracle.most)
+    slices = sum(r.migc_slices for r in rows)
+    slices_most = sum(r.oracle.slices_at_most for r in rows)
+    asked = sum(r.oracle.asked_slices for r in rows)
     lines += [
         "",
         f"migc's split equals the oracle's leximin split (sorted fractions and replicas) on {fair} of "
         f"{len(rows)} cases. The rule raises the smallest served fraction above the best one at the "
         f"most replicas on {raised} cases, and serves fewer replicas than the most possible on {short}: "
         f"{served} of {most} replicas in all ({most - served} given up to be fair, "
-        f"{(most - served) / most:.0%}).",
+        f"{(most - served) / most:.0%}). Compute slices served: {slices} under the rule, {slices_most} "
+        f"at the most replicas (the most slices among those points), of {asked} asked "
+        f"({slices / asked:.0%} vs {slices_most / asked:.0%}).",
     ]
     return "\n".join(lines)
 

@@ -17,6 +17,8 @@ from collections.abc import Sequence
 from fractions import Fraction
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from test_solve_support import Need, policy, pool, profile_need, served, workload
 
 from compiler.catalog import load_catalog
@@ -193,6 +195,38 @@ def test_random_small_cases_match_exhaustive_search(one_tenant: bool) -> None:
     for _ in range(120):
         gpus, ws = _random_case(rng, one_tenant=one_tenant)
         _check(gpus, ws)
+
+
+@st.composite
+def _small_tier(draw: st.DrawFn) -> tuple[int, list[Workload]]:
+    """1-3 GPUs, 2-4 MIG workloads of 1-5 replicas in one or two tiers, across tenants or inside
+    one, and sometimes a whole-GPU workload: shrinks to the smallest case that breaks the rule."""
+    gpus = draw(st.integers(1, 3))
+    one_tenant = draw(st.booleans())
+    n = draw(st.integers(2, 4))
+    ws = [
+        workload(
+            f"w{j}",
+            profile_need(draw(st.sampled_from(["1g.10gb", "2g.20gb", "3g.40gb", "4g.40gb", "7g.80gb"]))),
+            draw(st.integers(1, 5)),
+            tenant_name="t" if one_tenant else f"t{j}",
+            tier=draw(st.sampled_from(TIERS)),
+        )
+        for j in range(n)
+    ]
+    if draw(st.booleans()):
+        ws.append(
+            workload("whole", Need(gpus=1), draw(st.integers(1, 2)), tenant_name="tw", isolation="exclusive")
+        )
+    return gpus, ws
+
+
+@pytest.mark.slow
+@given(_small_tier())
+@settings(max_examples=40, deadline=None)
+def test_generated_small_cases_match_exhaustive_search(case: tuple[int, list[Workload]]) -> None:
+    """The same oracle on cases hypothesis draws (and shrinks on failure)."""
+    _check(*case)
 
 
 def test_a_tier_served_in_full_builds_no_fairness_levels() -> None:

@@ -162,7 +162,7 @@ def max_served(geo: Geometry, pods: Sequence[Pod], fleet_gpus: int, measure: Mea
                     m.costs[c] = measure_slices(geo, _pod_of(key))
             share = m.solve()
             optimal = optimal and share.optimal
-            most_slices[tier] = round(share.objective, 6)
+            most_slices[tier] = max(0.0, round(share.objective, 6))  # no -0.0 from the rounding
     counts = {t: 0 for t, _ in TIERS}
     meas = {t: 0.0 for t, _ in TIERS}
     slices = {t: 0.0 for t, _ in TIERS}

@@ -355,6 +355,7 @@ class M2Row:
     # gain there without any workload of it or above losing one (0: Pareto-efficient)
     short_tier: str | None = None
     pareto_gain: int = 0
+    migc_seconds: float = 0.0  # wall time of migc's solve (the fairness levels included)
 
 
 def first_short_tier(s: Served, demand: Served) -> str | None:
@@ -423,9 +424,13 @@ def run_m2(
             migc: Served | None = None
             short: str | None = None
             gain = 0
+            seconds = 0.0
             if use_migc:
                 policy = harness.build_policy(model, pods, fleet // 8)
-                rb = harness.read_back(geo, harness.solve(policy, catalog), policy)
+                started = time.perf_counter()
+                solution = harness.solve(policy, catalog)
+                seconds = time.perf_counter() - started
+                rb = harness.read_back(geo, solution, policy)
                 migc = served_of(geo, rb.served, measure)
                 checks.expect(rb.infeasible_layouts == 0, f"M2 {label}: migc chose infeasible layouts")
                 short = first_short_tier(migc, demand)
@@ -445,6 +450,7 @@ def run_m2(
                     greedy,
                     short,
                     gain,
+                    seconds,
                 )
             )
     return rows
@@ -493,6 +499,7 @@ def render_m2(rows: Sequence[M2Row], measure_name: str) -> str:
             f"{_pods(r.demand)} ({'/'.join(f'{v:g}' for _, v in r.demand.slices)})",
             rule(r.optimum, r.demand),
             rule(r.migc, r.demand),
+            "n/a" if r.migc is None else f"{r.migc_seconds:.1f}",
             "n/a"
             if r.migc is None
             else ("—" if r.short_tier is None else f"{r.short_tier}: {r.pareto_gain}"),
@@ -510,6 +517,7 @@ def render_m2(rows: Sequence[M2Row], measure_name: str) -> str:
         "demand pods c/h/l (slices)",
         f"{first}-first optimum: pods (slice share %)",
         "migc, leximin in a short tier: pods (slice share %)",
+        "migc solve s",
         "migc's short tier: replicas still gainable",
         f"all-balanced, {what} (% of opt)",
         "whole-gpu",

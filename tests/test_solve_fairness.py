@@ -290,3 +290,61 @@ def test_lexmilp_raises_a_column_to_its_divided_bound() -> None:
     res = m.solve([Level("s", "max", {s: 1}), Level("b", "max", {b: 1}, raise_to={b: ([s], 3)})])
     assert res is not None and res.objectives == {"s": 7, "b": 1}
     assert res.level_seconds["b"] < 1.0 and res.highs_runs == 1
+
+
+def _threshold_chain() -> tuple[Milp, list[Level], dict[str, float]]:
+    """s1 + s2 = 10 (0..10 each) and, per c in 1..5, b1_c, b2_c binary with c * b_c <= s: the
+    counts at thresholds c = 1..5 form a chain (each bounded by the one before, every column
+    raised), whose optima are 2 throughout (s1 = s2 = 5 alone reaches 2 at c = 5). The start
+    point (10, 0) reaches 1 at each."""
+    m = Milp()
+    s1, s2 = m.var("s1", 0, 10), m.var("s2", 0, 10)
+    m.row({s1: 1, s2: 1}, lb=10, ub=10)
+    levels: list[Level] = []
+    for c in range(1, 6):
+        b1, b2 = m.var(f"b1_{c}", 0, 1), m.var(f"b2_{c}", 0, 1)
+        m.row({b1: c, s1: -1}, ub=0)
+        m.row({b2: c, s2: -1}, ub=0)
+        prev = levels[-1].name if levels else ""
+        levels.append(Level(f"t{c}", "max", {b1: 1, b2: 1}, {b1: ([s1], c), b2: ([s2], c)}, bounded_by=prev))
+    return m, levels, {"s1": 10.0, "s2": 0.0}
+
+
+def test_a_chain_of_thresholds_is_proven_by_probes_ahead() -> None:
+    """Where the point falls short of a chain level's bound, one feasibility run at a level further
+    on (``_LexRun._probe_ahead``) proves every level between: at most the head's run and two probes
+    here, where a run per level could take five; the optima are those of the chain."""
+    m, levels, start = _threshold_chain()
+    res = m.solve(levels, start=start)
+    assert res is not None and res.optimal
+    assert res.objectives == {f"t{c}": 2 for c in range(1, 6)}
+    assert res.values[:2] == [5.0, 5.0]
+    assert res.highs_runs <= 3
+
+
+def test_probing_ahead_keeps_every_optimum(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A short tier of 14 workloads (1g-7g, 3-30 replicas, across tenants) on 3 nodes: the same
+    fairness optima and split with the probes as with one optimisation per threshold."""
+    from compiler.solve import lexmilp
+    from compiler.solve.demand import build_demand
+    from compiler.solve.milp import solve_cluster
+
+    rng = random.Random(5)
+    profiles = ["1g.10gb", "2g.20gb", "3g.40gb", "4g.40gb", "7g.80gb"]
+    ws = [
+        workload(f"w{j}", profile_need(rng.choice(profiles)), rng.randint(3, 30), tenant_name=f"t{j}")
+        for j in range(14)
+    ]
+    pol = policy([pool(nodes=3, gpus_per_node=8)], ws)
+    (cluster,) = pol.clusters
+
+    def run() -> dict[str, float]:
+        out = solve_cluster(cluster, CAT, build_demand(pol, cluster, CAT), [], {}, 60.0)
+        assert out.result is not None and out.result.optimal
+        fair = {n: v for n, v in out.result.objectives.items() if n.startswith(("fair:", "served:"))}
+        assert any(n.startswith("fair:") for n in fair)
+        return fair
+
+    probed = run()
+    monkeypatch.setattr(lexmilp._LexRun, "_probe_ahead", lambda self, chain: False)
+    assert run() == probed

@@ -211,8 +211,9 @@ class Milp:
             point = np.array([float(start.get(name, 0.0)) for name in self.names])
             if self.feasible(point):
                 run.result = LexResult(values=list(point))
-        for level in levels:
-            if not run.level(level):
+        ends = _chain_ends(levels)
+        for i, level in enumerate(levels):
+            if not run.level(level, levels[i : ends[i] + 1]):
                 break
         result = run.result
         if result is not None:
@@ -250,6 +251,7 @@ class _LexRun:
         for hook in (self.h.cbSimplexInterrupt, self.h.cbIpmInterrupt, self.h.cbMipInterrupt):
             hook.subscribe(self._interrupt)
         self.runs = 0  # HiGHS runs made
+        self.step = 1  # how many levels ahead in a chain the next probe looks (``_probe_ahead``)
 
     def gave_up(self) -> bool:
         """A HiGHS run ignored the deadline and was abandoned (its instance is off limits)."""
@@ -257,8 +259,11 @@ class _LexRun:
 
     # -- one level ---------------------------------------------------------------------------
 
-    def level(self, level: Level) -> bool:
-        """Optimise one level and fix its value; False when the run must stop here."""
+    def level(self, level: Level, chain: Sequence[Level] = ()) -> bool:
+        """Optimise one level and fix its value; False when the run must stop here.
+
+        ``chain``: this level and the ones after it that form a chain with it (``_chain``).
+        """
         if self.abandoned or self.deadline - time.perf_counter() <= _MIN_RUN_S:
             if self.result is not None:
                 self.result.unproven(level.name, TIME_LIMIT)
@@ -278,6 +283,11 @@ class _LexRun:
                 # it): proven without running HiGHS
                 self._finish_level(level, value, cols, coefs, level_started)
                 return self._go_on(level, value)
+            if level.bounded_by and len(chain) > 1 and self._probe_ahead(chain):
+                return self.level(level)  # the probe's point reaches the bound: proven
+            if self.gave_up():
+                self.result.unproven(level.name, TIME_LIMIT)
+                return False
         self._set_objective(level, cols, coefs)
         point = self._run(start=self.result.values if self.result is not None else None)
         if point.values is None:
@@ -295,6 +305,52 @@ class _LexRun:
         value = self._settle_claim(level, point, value, cols, coefs)
         self._finish_level(level, value, cols, coefs, level_started)
         return self._go_on(level, value)
+
+    def _probe_ahead(self, chain: Sequence[Level]) -> bool:
+        """Look for a point that keeps the bound of ``chain[0]`` up to a level further on.
+
+        In a chain each level's objective is at most the one before it at every point (the bound
+        ``bounded_by`` gives), and a point whose objective at a later level reaches ``k`` reaches
+        ``k`` at every level between once its columns are raised (``raise_to``). So where the
+        point from the level before falls short of ``k`` (the optimum of the level bounding
+        ``chain[0]``), one feasibility run "objective of ``chain[j]`` >= k" with j = ``step``
+        either finds a point proving ``chain[0..j]`` without another run (then the next probe
+        looks twice as far) or proves that none exists (then it looks half as far; after j = 1
+        the level is optimised as usual). Leximin thresholds (compiler/solve/milp.py) form such
+        chains: most thresholds keep the count of the one before, and HiGHS's point for one
+        threshold is arbitrary at the next, so without this nearly every threshold costs a run.
+        True when the point now held reaches ``chain[0]``'s bound.
+        """
+        assert self.result is not None
+        first = chain[0]
+        k = self.result.objectives[first.bounded_by]
+        while True:
+            j = min(self.step, len(chain) - 1)
+            if j < 1:
+                return False
+            target = chain[j]
+            cols = np.array(sorted(c for c, v in target.coefs.items() if v), dtype=np.int32)
+            coefs = np.array([float(target.coefs[int(c)]) for c in cols])
+            self.h.changeColsCost(self.n, np.arange(self.n, dtype=np.int32), np.zeros(self.n))
+            row = self._add_bound(first.sense, k, cols, coefs, strict=False)
+            probe = self._run(start=None)
+            if self.abandoned:
+                return False
+            self._drop_last_row(row)
+            if probe.status == highspy.HighsModelStatus.kInfeasible:
+                if j == 1:
+                    return False  # the bound drops at the next level: optimise this one
+                self.step = j // 2
+                continue
+            if (
+                probe.values is None
+                or probe.status != highspy.HighsModelStatus.kOptimal
+                or _evaluate(probe.values, cols, coefs) < k - 0.5
+            ):
+                return False  # time ran out or trouble: the level is optimised as usual
+            self.result.values = list(probe.values)
+            self.step *= 2
+            return True
 
     def _go_on(self, level: Level, value: float) -> bool:
         """False (and ``stopped`` set) when a ``stop_unless_bound`` level's optimum misses its bound."""
@@ -493,6 +549,22 @@ class _LexRun:
         if status == highspy.HighsModelStatus.kTimeLimit or self.deadline - time.perf_counter() <= _MIN_RUN_S:
             return TIME_LIMIT
         return f"numerical trouble: HiGHS stopped with status '{self.h.modelStatusToString(status)}'"
+
+
+def _chain_ends(levels: Sequence[Level]) -> list[int]:
+    """Per level, the index of the last level of its chain: the levels right after it each
+    bounded by the one before (``bounded_by``), of the same sense, every objective column raised
+    (``raise_to``) -- so that reaching a value at a later level reaches it at every one between."""
+    ends = list(range(len(levels)))
+    for i in range(len(levels) - 2, -1, -1):
+        nxt, cur = levels[i + 1], levels[i]
+        if (
+            nxt.bounded_by == cur.name
+            and nxt.sense == cur.sense
+            and all(c in nxt.raise_to for c, v in nxt.coefs.items() if v)
+        ):
+            ends[i] = ends[i + 1]
+    return ends
 
 
 def _evaluate(values: np.ndarray, cols: np.ndarray, coefs: np.ndarray) -> float:

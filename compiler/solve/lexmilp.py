@@ -262,7 +262,10 @@ class _LexRun:
     def level(self, level: Level, chain: Sequence[Level] = ()) -> bool:
         """Optimise one level and fix its value; False when the run must stop here.
 
-        ``chain``: this level and the ones after it that form a chain with it (``_chain``).
+        ``chain``: this level and the ones after it that form a chain with it (``_chain_ends``),
+        only to look ahead (``_probe_ahead``): every level is still proven by a bound its point
+        reaches or by a HiGHS run of its own, so a chain that does not behave as one costs runs,
+        never a wrong optimum.
         """
         if self.abandoned or self.deadline - time.perf_counter() <= _MIN_RUN_S:
             if self.result is not None:

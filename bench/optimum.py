@@ -4,6 +4,8 @@
   layout, cover every profile's demand), its LP relaxation as the lower bound;
 * :func:`max_served`: on a fixed number of GPUs, demand served tier by tier (true lexicographic
   order: each tier is maximised with the tiers above it fixed at their optimum);
+* :func:`pareto_gain`: whether a served vector leaves a tier a replica it could still have
+  without taking one from any workload of that tier or above (Pareto efficiency);
 * :func:`min_disruption`: exhaustive search over which GPUs change, for small fleets.
 
 Whole-GPU pods ask for k ∈ {1, 2, 4, 8} GPUs on one node. With 8-GPU nodes such sizes always pack
@@ -69,11 +71,15 @@ def measure_pods(geo: Geometry, pod: Pod) -> float:
 
 @dataclass(frozen=True)
 class Served:
-    """Per tier (highest first): pods served and the measure served."""
+    """Per tier (highest first): pods served, the measure served, and compute slices served."""
 
     pods: tuple[tuple[str, int], ...]
     measure: tuple[tuple[str, float], ...]
     optimal: bool = True
+    # compute slices served per tier (a whole GPU: all of its slices); for the pods-first reference
+    # (:func:`max_served` with :func:`measure_pods`) the most slices among the points serving the
+    # most pods in that tier, with the tiers above at their optimum
+    slices: tuple[tuple[str, float], ...] = ()
 
     def key(self) -> tuple[float, ...]:
         """Lexicographic comparison key: the measure served per tier, highest tier first."""
@@ -83,34 +89,60 @@ class Served:
 def served_of(geo: Geometry, served: Sequence[Pod], measure: Measure) -> Served:
     pods = {t: 0 for t, _ in TIERS}
     meas = {t: 0.0 for t, _ in TIERS}
+    slices = {t: 0.0 for t, _ in TIERS}
     for p in served:
         pods[p.tier] += 1
         meas[p.tier] += measure(geo, p)
-    return Served(tuple((t, pods[t]) for t, _ in TIERS), tuple((t, meas[t]) for t, _ in TIERS))
+        slices[p.tier] += measure_slices(geo, p)
+    return Served(
+        tuple((t, pods[t]) for t, _ in TIERS),
+        tuple((t, meas[t]) for t, _ in TIERS),
+        slices=tuple((t, slices[t]) for t, _ in TIERS),
+    )
 
 
-def max_served(geo: Geometry, pods: Sequence[Pod], fleet_gpus: int, measure: Measure) -> Served:
-    """The lexicographic optimum of served demand on ``fleet_gpus`` GPUs."""
+def _fleet_model(
+    geo: Geometry, groups: Mapping[tuple[str, ...], int], fleet_gpus: int
+) -> tuple[Model, dict[tuple[str, ...], int]]:
+    """Layout columns and one served column per group (``(..., tier, resource, k)`` keys, the last
+    three fields), at most ``fleet_gpus`` GPUs, each profile's served instances within what the
+    chosen layouts carry."""
     m = Model(maximize=True)
     layout_cols = {lay: m.var() for lay in geo.maximal}
-    groups: dict[tuple[str, str, int], int] = {}
-    for p in pods:
-        key = (p.tier, p.resource, p.count)
-        groups[key] = groups.get(key, 0) + 1
     serve_cols = {key: m.var(ub=float(n)) for key, n in sorted(groups.items())}
     fleet: dict[int, float] = {c: 1.0 for c in layout_cols.values()}
-    for (_, res, k), c in serve_cols.items():
-        if res == WHOLE:
-            fleet[c] = float(k)
+    for key, c in serve_cols.items():
+        if key[-2] == WHOLE:
+            fleet[c] = float(key[-1])
     m.row(fleet, ub=float(fleet_gpus))
-    for name in sorted({res for (_, res, _) in groups if res != WHOLE}):
-        row = {c: 1.0 for (_, res, _), c in serve_cols.items() if res == name}
+    for name in sorted({key[-2] for key in groups if key[-2] != WHOLE}):
+        row = {c: 1.0 for key, c in serve_cols.items() if key[-2] == name}
         for lay, c in layout_cols.items():
             row[c] = -float(dict(lay).get(name, 0))
         m.row(row, ub=0.0)
+    return m, serve_cols
+
+
+def _pod_of(key: tuple[str, ...]) -> Pod:
+    return Pod(key[-2], int(key[-1]), tier=key[-3])
+
+
+def max_served(geo: Geometry, pods: Sequence[Pod], fleet_gpus: int, measure: Measure) -> Served:
+    """The lexicographic optimum of served demand on ``fleet_gpus`` GPUs.
+
+    With :func:`measure_pods`, each tier's slices are also maximised among the points serving its
+    optimum (with the tiers above fixed), without fixing them: the most generous share the
+    pods-first rule can give that tier. The tiers below are optimised on pods alone.
+    """
+    groups: dict[tuple[str, ...], int] = {}
+    for p in pods:
+        key: tuple[str, ...] = (p.tier, p.resource, str(p.count))
+        groups[key] = groups.get(key, 0) + 1
+    m, serve_cols = _fleet_model(geo, groups, fleet_gpus)
     optimal = True
+    most_slices: dict[str, float] = {}
     for tier, _ in TIERS:
-        weights = {c: measure(geo, Pod(res, k, tier=t)) for (t, res, k), c in serve_cols.items() if t == tier}
+        weights = {c: measure(geo, _pod_of(key)) for key, c in serve_cols.items() if key[0] == tier}
         if not weights:
             continue
         m.costs = [0.0] * len(m.costs)
@@ -123,14 +155,59 @@ def max_served(geo: Geometry, pods: Sequence[Pod], fleet_gpus: int, measure: Mea
         # fix this tier at its optimum (minus a rounding guard) before optimising the next one
         m.row(dict(weights), lb=res_tier.objective - 1e-6)
         last = res_tier
+        if measure is measure_pods:
+            m.costs = [0.0] * len(m.costs)
+            for key, c in serve_cols.items():
+                if key[0] == tier:
+                    m.costs[c] = measure_slices(geo, _pod_of(key))
+            share = m.solve()
+            optimal = optimal and share.optimal
+            most_slices[tier] = max(0.0, round(share.objective, 6))  # no -0.0 from the rounding
     counts = {t: 0 for t, _ in TIERS}
     meas = {t: 0.0 for t, _ in TIERS}
+    slices = {t: 0.0 for t, _ in TIERS}
     if optimal and serve_cols:
-        for (t, res, k), c in serve_cols.items():
+        for key, c in serve_cols.items():
             n = round(last.values[c])
+            t = key[0]
             counts[t] += n
-            meas[t] += n * measure(geo, Pod(res, k, tier=t))
-    return Served(tuple((t, counts[t]) for t, _ in TIERS), tuple((t, meas[t]) for t, _ in TIERS), optimal)
+            meas[t] += n * measure(geo, _pod_of(key))
+            slices[t] += n * measure_slices(geo, _pod_of(key))
+    slices.update(most_slices)
+    return Served(
+        tuple((t, counts[t]) for t, _ in TIERS),
+        tuple((t, meas[t]) for t, _ in TIERS),
+        optimal,
+        tuple((t, slices[t]) for t, _ in TIERS),
+    )
+
+
+def pareto_gain(geo: Geometry, pods: Sequence[Pod], served: Sequence[Pod], fleet_gpus: int, tier: str) -> int:
+    """Replicas the tier could still gain on ``fleet_gpus`` GPUs with every workload (tenant,
+    tier, resource, k) of that tier and the tiers above kept at least at what ``served`` gives it;
+    0 when ``served`` is Pareto-efficient for the tier (no workload of it can get one more replica
+    without another of it or of a tier above losing one; the tiers below may lose). -1 when
+    ``served`` does not fit the fleet at all (in this model)."""
+    rank = {t: i for i, (t, _) in enumerate(TIERS)}
+    groups: dict[tuple[str, ...], int] = {}
+    for p in pods:
+        key: tuple[str, ...] = (p.tenant, p.tier, p.resource, str(p.count))
+        groups[key] = groups.get(key, 0) + 1
+    got: dict[tuple[str, ...], int] = {}
+    for p in served:
+        key = (p.tenant, p.tier, p.resource, str(p.count))
+        got[key] = got.get(key, 0) + 1
+    m, serve_cols = _fleet_model(geo, groups, fleet_gpus)
+    for key, c in serve_cols.items():
+        if rank[key[1]] <= rank[tier]:
+            m.lower[c] = float(got.get(key, 0))
+    tier_cols = [c for key, c in serve_cols.items() if key[1] == tier]
+    for c in tier_cols:
+        m.costs[c] = 1.0
+    res = m.solve()
+    if not res.optimal:
+        return -1
+    return round(res.objective) - sum(got.get(key, 0) for key in serve_cols if key[1] == tier)
 
 
 # --- minimum disruption -------------------------------------------------------------------------

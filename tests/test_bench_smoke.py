@@ -26,6 +26,7 @@ from bench.optimum import (
     measure_slices,
     min_disruption,
     min_gpus,
+    pareto_gain,
     served_of,
 )
 from compiler.catalog import GpuModel, load_catalog
@@ -85,8 +86,32 @@ def test_m2_optimum_serves_lexicographically_most() -> None:
             assert s.key() <= r.optimum.key()
         assert sum(p for _, p in r.optimum.pods) <= sum(p for _, p in r.demand.pods)
         if r.migc is not None:
-            assert r.migc.key() == r.optimum.key()
+            # migc's rule: the tiers above its first short tier in full, as the optimum; in that
+            # tier no more pods than the pods-first optimum and nothing left a workload could use
+            tiers = [t for t, _ in r.demand.pods]
+            short = r.short_tier or tiers[-1]
+            above = tiers[: tiers.index(short)]
+            assert [dict(r.migc.pods)[t] for t in above] == [dict(r.demand.pods)[t] for t in above]
+            assert [dict(r.optimum.pods)[t] for t in above] == [dict(r.demand.pods)[t] for t in above]
+            assert dict(r.migc.pods)[short] <= dict(r.optimum.pods)[short]
+            assert r.pareto_gain == 0
+    assert any(r.short_tier is not None for r in rows)  # the rule was exercised
     assert checks.failed == []
+    table = run.render_m2(rows, "pods")
+    assert "pods-first optimum" in table and "slice share" in table
+
+
+def test_pareto_gain_finds_a_replica_left_on_idle_capacity() -> None:
+    """The bench's Pareto check on one A100-SXM4-80GB, one tier: workload a asks 3g.40gb x 2,
+    b asks 1g.10gb x 3. A second 3g.40gb instance fits only without any 1g.10gb one (3g x 2 + 1g
+    is no valid layout; 3g + 1g x 4 is), so a x 1 + b x 3 is Pareto-efficient, a x 1 alone leaves
+    b three replicas on idle capacity, and serving all five does not fit."""
+    geo = geometry(_a100())
+    assert not geo.feasible({"3g.40gb": 2, "1g.10gb": 1}) and geo.feasible({"3g.40gb": 1, "1g.10gb": 4})
+    pods = [Pod("3g.40gb", 1, "a", "high")] * 2 + [Pod("1g.10gb", 1, "b", "high")] * 3
+    assert pareto_gain(geo, pods, [pods[0], *pods[2:]], 1, "high") == 0
+    assert pareto_gain(geo, pods, [pods[0]], 1, "high") == 3
+    assert pareto_gain(geo, pods, pods, 1, "high") == -1
 
 
 def test_m2_fleet_bound_is_respected_by_every_baseline() -> None:
@@ -251,21 +276,27 @@ def test_startup_rows_report_time_imports_and_failures() -> None:
     assert "| `migc --version` |" in table and "FAILED: exit 2" in table
 
 
-def test_fairness_oracle_on_a_hand_checked_case_and_migc_serves_the_most() -> None:
+def test_fairness_oracle_on_a_hand_checked_case_and_migc_gives_the_leximin_split() -> None:
     from fractions import Fraction
 
     from bench import fairness
 
     geo = geometry(_a100())
-    # one A100: 3g.40gb fits twice at most (with 1g.10gb besides), 4g.40gb once next to a 3g.40gb
+    # one A100: 3g.40gb fits twice at most (then nothing besides), 4g.40gb once next to a 3g.40gb
     case = fairness.Case(0, 1, (("3g.40gb", 2), ("3g.40gb", 2), ("4g.40gb", 1)))
-    total, best_min, best_at_max = fairness.oracle(geo, case)
-    assert total == 2  # 4g + 3g, or 3g + 3g
-    assert best_min == Fraction(0)  # three workloads, two instances: someone gets nothing
-    assert best_at_max == Fraction(0)
+    o = fairness.oracle(geo, case)
+    assert o.most == 2  # 4g + 3g, or 3g + 3g
+    assert o.min_at_most == Fraction(0)  # three workloads, two instances: someone gets nothing
+    # 4g + 3g (0, 1/2, 1) beats 3g + 3g (0, 1/2, 1/2)
+    assert o.leximin == (Fraction(0), Fraction(1, 2), Fraction(1)) and o.served_at_leximin == 2
+    # compute slices: 4g + 3g = 7 at the leximin split; pods-first's best, 4g + 3g too; 16 asked
+    assert (o.slices_at_leximin, o.slices_at_most, o.asked_slices) == (7, 7, 16)
     rows = fairness.run(3)
-    assert all(r.migc_served == r.max_served for r in rows)
-    assert all(r.oracle_min_at_max <= r.oracle_min for r in rows)
+    assert [r.case.label for r in rows[:2]] == ["issue 26: 7g", "issue 26: 3g"]
+    assert all(r.fair for r in rows)
+    assert all(0 < r.migc_slices <= r.oracle.slices_at_leximin for r in rows)
+    assert "slice share: migc / pods-first" in fairness.render(rows)
+    assert all(r.oracle.leximin[0] >= r.oracle.min_at_most for r in rows)
 
 
 def test_both_objective_orders_win_their_own_first_goal_on_the_m3_shifts() -> None:

@@ -455,7 +455,7 @@ def test_examples_solve(directory: Path) -> None:
 def test_highs_failure_falls_back_to_greedy(monkeypatch: pytest.MonkeyPatch) -> None:
     from compiler.solve import lexmilp
 
-    monkeypatch.setattr(lexmilp.Milp, "solve", lambda self, levels, time_limit=0.0, relax=False: None)
+    monkeypatch.setattr(lexmilp.Milp, "solve", lambda self, levels, *args, **kwargs: None)
     pol = policy([pool(nodes=1)], [workload("w", profile_need("2g.20gb"), 5)])
     sol = solve(pol, CAT)
     assert [d.code for d in sol.diagnostics] == ["MIGC203"]
@@ -534,14 +534,18 @@ def test_unproven_level_is_reported_and_marked(monkeypatch: pytest.MonkeyPatch) 
     real = lexmilp.Milp.solve
 
     def capped(
-        self: lexmilp.Milp, levels: list[lexmilp.Level], time_limit: float = 30.0, relax: bool = False
+        self: lexmilp.Milp,
+        levels: list[lexmilp.Level],
+        time_limit: float = 30.0,
+        relax: bool = False,
+        start: dict[str, float] | None = None,
     ) -> lexmilp.LexResult | None:
         if relax:
             return real(self, levels, time_limit, relax)
         # as if the time limit struck after the GPU level: keep its point, stop proving
         late = ("kept", "changed", "displaced", "burst", "fill")
         cut = [lv for lv in levels if not lv.name.startswith(late)]
-        res = real(self, cut, time_limit, relax)
+        res = real(self, cut, time_limit, relax, start)
         assert res is not None
         res.optimal = False
         res.failed_level = "fill"

@@ -91,24 +91,12 @@ class _Stuck(highspy.Highs):
 
     runs = 0
 
-    def startSolve(self) -> threading.Thread:
+    def run(self) -> highspy.HighsStatus:
         _Stuck.runs += 1
-        self.stuck = _Stuck.runs == 2
-        if not self.stuck:
-            return super().startSolve()
-        t = threading.Thread(target=time.sleep, args=(30,), daemon=True)
-        t.start()
-        return t
-
-    def wait(self, timeout: float = -1.0) -> tuple[bool, highspy.HighsStatus | None]:
-        if not self.stuck:
-            return super().wait(timeout)
-        time.sleep(max(0.0, timeout))
-        return (False, None)
-
-    def cancelSolve(self) -> None:
-        if not self.stuck:
-            super().cancelSolve()  # type: ignore[no-untyped-call]
+        if _Stuck.runs != 2:
+            return super().run()
+        time.sleep(30)
+        return highspy.HighsStatus.kError
 
 
 def test_a_run_past_the_deadline_is_abandoned_and_the_point_kept(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -122,6 +110,88 @@ def test_a_run_past_the_deadline_is_abandoned_and_the_point_kept(monkeypatch: py
     (d,) = [d for d in sol.diagnostics if d.code == "MIGC203"]
     assert "time limit ran out" in d.message and "'gpus'" in d.message
     assert served(sol, "w") == 5 and not sol.pools[0].optimal
+
+
+def _hard_milp(seed: int = 1) -> tuple[lexmilp.Milp, list[lexmilp.Level]]:
+    """A 200-item, 15-row 0/1 knapsack: HiGHS needs well over a second to prove it, so a run with
+    a short time limit is still searching (and firing its MIP interrupt callback) when it ends."""
+    rng = random.Random(seed)
+    m = lexmilp.Milp()
+    xs = [m.var(f"x{i}", 0, 1) for i in range(200)]
+    for _ in range(15):
+        w = {x: rng.randint(20, 120) for x in xs}
+        m.row(w, ub=sum(w.values()) // 2)
+    return m, [lexmilp.Level("value", "max", {x: rng.randint(20, 120) for x in xs})]
+
+
+def _tiny_milp() -> tuple[lexmilp.Milp, list[lexmilp.Level]]:
+    m = lexmilp.Milp()
+    x, y = m.var("x", 0, 10), m.var("y", 0, 10)
+    m.row({x: 1, y: 1}, lb=3)
+    return m, [lexmilp.Level("sum", "min", {x: 1, y: 1}), lexmilp.Level("x", "max", {x: 1})]
+
+
+def test_two_solves_at_once_do_not_collide() -> None:
+    """``plan`` solves the other objective order in a worker thread while the main thread may solve
+    too. highspy 1.16's ``startSolve`` guards "a run in flight" with a lock held on the *class*
+    (highspy/highs.py: ``__solver_stopped: RLock = RLock()`` in ``class Highs``), shared by every
+    instance: a second instance started while another runs raised ``HighsError: Solver is already
+    running`` (compile exit 70)."""
+    hard, hard_levels = _hard_milp()
+    out: dict[str, lexmilp.LexResult | None] = {}
+    worker = threading.Thread(target=lambda: out.update(hard=hard.solve(hard_levels, time_limit=2.0)))
+    worker.start()
+    try:
+        time.sleep(0.4)  # the worker's HiGHS run is under way (it runs for its whole 2 s limit)
+        tiny, tiny_levels = _tiny_milp()
+        res = tiny.solve(tiny_levels)
+    finally:
+        worker.join()
+    assert res is not None and res.optimal and res.objectives == {"sum": 3.0, "x": 3.0}
+    slow = out["hard"]
+    assert slow is not None and slow.failed_level == "value" and slow.cause == lexmilp.TIME_LIMIT
+
+
+class _SlowToStop(highspy.Highs):
+    """The first instance built stalls 4 s in its first MIP interrupt callback, as a HiGHS run under
+    load that notices neither its time limit nor the interrupt for a while: the guard abandons it
+    while its run is still in flight. Every other instance is plain HiGHS."""
+
+    built = 0
+
+    def __init__(self) -> None:
+        super().__init__()  # type: ignore[no-untyped-call]
+        _SlowToStop.built += 1
+        if _SlowToStop.built == 1:
+            stalled: list[bool] = []
+
+            def stall(_event: Any) -> None:
+                if not stalled:
+                    stalled.append(True)
+                    time.sleep(4.0)
+
+            self.cbMipInterrupt.subscribe(stall)
+
+
+def test_a_run_abandoned_in_flight_does_not_break_later_solves(monkeypatch: pytest.MonkeyPatch) -> None:
+    """After the guard gives up on a run that is still going, every later solve in the process (the
+    next component, the split pass, the LP bound, ``plan``'s other order) must still run: with
+    highspy's class-wide lock the abandoned run kept it, and the next ``startSolve`` anywhere raised
+    ``HighsError: Solver is already running`` (the crash bench M5 and time-limited compiles hit)."""
+    monkeypatch.setattr(lexmilp, "_GRACE_S", 0.2)
+    monkeypatch.setattr(highspy, "Highs", _SlowToStop)
+    _SlowToStop.built = 0
+    hard, hard_levels = _hard_milp()
+    started = time.perf_counter()
+    res = hard.solve(hard_levels, time_limit=0.3)
+    assert time.perf_counter() - started < 0.3 + 2 * 0.2 + 1.0  # the caller got control back
+    assert res is None  # abandoned before any point came back
+    tiny, tiny_levels = _tiny_milp()
+    again = tiny.solve(tiny_levels)
+    assert again is not None and again.optimal and again.values == [3.0, 0.0]
+    pol = policy([pool(nodes=1)], [workload("w", profile_need("2g.20gb"), 5)])
+    sol = solve(pol, CAT)  # a whole compile's solve while the abandoned run still goes
+    assert served(sol, "w") == 5 and sol.pools[0].optimal
 
 
 def _large(seed: int = 1) -> Policy:

@@ -1,20 +1,25 @@
-"""Optimality: an exhaustive search over layout multisets agrees with the solver on random small pools."""
+"""Optimality: an exhaustive search over layout multisets agrees with the solver on random small pools.
+
+Inside a tier the ranking is the fairness rule's (test_solve_fairness.key_of: sorted served
+fractions, then replicas served), searched over every served vector.
+"""
 
 from __future__ import annotations
 
 import itertools
 import random
 from collections import Counter
+from collections.abc import Sequence
 
 import networkx as nx
 import pytest
-from test_solve_support import Need, policy, pool, profile_need, workload
+from test_solve_fairness import Key, exhaustive, key_of
+from test_solve_support import Need, policy, pool, profile_need, served, workload
 
 from compiler.catalog import GpuModel, load_catalog
 from compiler.catalog.layouts import enumerate_layouts, is_feasible
 from compiler.model import GpuLayout, Workload
 from compiler.solve import solve
-from compiler.solve.result import Solution
 
 CAT = load_catalog()
 WHOLE = GpuLayout.whole()
@@ -25,49 +30,6 @@ def _model(name: str) -> GpuModel:
     m = CAT.get(name)
     assert m is not None
     return m
-
-
-def _best(model: GpuModel, gpus: int, workloads: list[Workload]) -> tuple[int, int, int]:
-    """(served high, served low, -GPUs used), maximised lexicographically by brute force.
-
-    Every multiset of ``gpus`` GPU layouts (whole, or a valid layout made of demanded profiles:
-    dropping instances keeps a layout valid, so other profiles never help) is tried; capacity goes
-    to the higher tier first, which is optimal when every workload names one profile.
-    """
-    demanded = {w.need.profiles[0] for w in workloads if w.need.profiles}
-    options = [WHOLE] + [
-        lay for lay in enumerate_layouts(model) if all(n in demanded for n, _ in lay.profiles)
-    ]
-    best = (-1, -1, -(10**9))
-    for combo in itertools.combinations_with_replacement(options, gpus):
-        cap: Counter[str] = Counter()
-        whole = 0
-        mig_gpus = 0
-        for lay in combo:
-            if lay.mig_enabled:
-                mig_gpus += 1
-                cap.update(lay.counts())
-            else:
-                whole += 1
-        served = []
-        whole_used = 0
-        for tier in TIERS:
-            got = 0
-            for w in workloads:
-                if w.priority_tier != tier:
-                    continue
-                if w.need.gpus:
-                    take = min(w.replicas, whole - whole_used)
-                    whole_used += take
-                else:
-                    q = w.need.profiles[0]
-                    take = min(w.replicas, cap[q])
-                    cap[q] -= take
-                got += take
-            served.append(got)
-        score = (served[0], served[1], -(mig_gpus + whole_used))
-        best = max(best, score)
-    return best
 
 
 def _instance(seed: int) -> tuple[GpuModel, int, int, list[Workload]]:
@@ -116,36 +78,41 @@ def test_solver_matches_exhaustive_search_on_random_instances() -> None:
         sol = solve(pol, CAT)
         (p,) = sol.pools
         assert p.optimal
-        got = [0, 0]
-        for d in p.demand:
-            got[TIERS.index(d.priority_tier)] += d.served
         for node in p.nodes:
             for gpu in node.gpus:
                 assert not gpu.mig_enabled or is_feasible(model, gpu.counts())
-        expected = _best(model, nodes * gpn, ws)
-        assert (got[0], got[1], -p.gpus_used) == expected, (seed, model.model, nodes, gpn, ws)
+        key, used = exhaustive(nodes * gpn, ws, model.model)
+        assert (key_of(ws, [served(sol, w.name) for w in ws]), p.gpus_used) == (key, used), (
+            seed,
+            model.model,
+            nodes,
+            gpn,
+            ws,
+        )
         assert p.lower_bound_gpus <= p.gpus_used + 1e-6
         checked += 1
     assert checked == 300
 
 
-def _best_with_preferences(
-    model: GpuModel, gpus: int, workloads: list[Workload]
-) -> tuple[int, int, int, int]:
-    """(served, workloads covered, -GPUs used, -preference penalty) maximised by brute force over
-    layout multisets; replicas are routed to profiles by ``_route``."""
+def _best_with_preferences(model: GpuModel, gpus: int, workloads: list[Workload]) -> tuple[Key, int, int]:
+    """(fairness key, -GPUs used, -preference penalty) maximised by brute force over layout
+    multisets; replicas are routed to profiles by ``_route``."""
     demanded = {n for w in workloads for n in w.need.profiles}
     options = [WHOLE] + [
         lay for lay in enumerate_layouts(model) if all(n in demanded for n, _ in lay.profiles)
     ]
-    best = (-1, -1, -(10**9), -(10**9))
+    best: tuple[Key, int, int] = ((), -(10**9), -(10**9))
+    memo: dict[tuple[tuple[str, int], ...], tuple[Key, int]] = {}
     for combo in itertools.combinations_with_replacement(options, gpus):
         cap: Counter[str] = Counter()
         for lay in combo:
             cap.update(lay.counts())
-        served, covered, penalty = _route(cap, workloads)
+        frozen = tuple(sorted(cap.items()))
+        if frozen not in memo:
+            memo[frozen] = _route(cap, workloads)
+        key, penalty = memo[frozen]
         used = sum(1 for lay in combo if lay.mig_enabled)
-        best = max(best, (served, covered, -used, -penalty))
+        best = max(best, (key, -used, -penalty))
     return best
 
 
@@ -166,7 +133,7 @@ def test_preference_lists_match_exhaustive_search() -> None:
         for d in p.demand:
             w = next(w for w in ws if w.name == d.workload)
             penalty += d.served * w.need.profiles.index(d.resource)
-        got = (sum(d.served for d in p.demand), _covered(sol), -p.gpus_used, -penalty)
+        got = (key_of(ws, [served(sol, w.name) for w in ws]), -p.gpus_used, -penalty)
         assert got == _best_with_preferences(model, nodes * gpn, ws), (seed, nodes, gpn, ws)
 
 
@@ -200,8 +167,8 @@ def test_choice_between_two_pools_matches_exhaustive_search() -> None:
         # every layout is maximal over the demanded profiles or whole; smaller layouts never do better
         opts1 = [WHOLE, *_maximal(a30, demanded & {"1g.6gb", "2g.12gb"})]
         opts2 = [WHOLE, *_maximal(a100, demanded & {"1g.10gb", "2g.20gb", "3g.40gb"})]
-        memo: dict[tuple[tuple[str, int], ...], tuple[int, int, int]] = {}
-        best = (-1, -1, -(10**9), -(10**9))
+        memo: dict[tuple[tuple[str, int], ...], tuple[Key, int]] = {}
+        best: tuple[Key, int, int] = ((), -(10**9), -(10**9))
         for c1 in itertools.combinations_with_replacement(opts1, g1):
             for c2 in itertools.combinations_with_replacement(opts2, g2):
                 cap: Counter[str] = Counter()
@@ -210,44 +177,59 @@ def test_choice_between_two_pools_matches_exhaustive_search() -> None:
                 key = tuple(sorted(cap.items()))
                 if key not in memo:
                     memo[key] = _route(cap, ws)
-                served, covered, penalty = memo[key]
+                fair, penalty = memo[key]
                 used = sum(1 for lay in (*c1, *c2) if lay.mig_enabled)
-                best = max(best, (served, covered, -used, -penalty))
+                best = max(best, (fair, -used, -penalty))
         pools_ = [pool("p1", "A30-24GB", nodes=1, gpus_per_node=g1), pool("p2", nodes=1, gpus_per_node=g2)]
         sol = solve(policy(pools_, ws), CAT)
         penalty = 0
-        served_total = 0
         for p in sol.pools:
             for d in p.demand:
                 w = next(w for w in ws if w.name == d.workload)
                 penalty += d.served * w.need.profiles.index(d.resource)
-                served_total += d.served
-        got = (served_total, _covered(sol), -sum(p.gpus_used for p in sol.pools), -penalty)
+        got = (key_of(ws, [served(sol, w.name) for w in ws]), -sum(p.gpus_used for p in sol.pools), -penalty)
         assert got == best, (seed, g1, g2, ws)
 
 
-def _route(cap: Counter[str], workloads: list[Workload]) -> tuple[int, int, int]:
-    """(served, workloads covered, preference penalty) of the best routing onto ``cap``: most
-    replicas, then most workloads with at least one replica (fairness inside the tier), then the
-    least penalty (rank in the preference list). A min-cost max flow whose first unit per workload
-    earns a bonus larger than any penalty."""
-    bonus = 1 + sum(w.replicas * len(w.need.profiles) for w in workloads)
+def _route(cap: Counter[str], workloads: list[Workload]) -> tuple[Key, int]:
+    """(fairness key, least preference penalty) of the best routing onto ``cap``: every served
+    vector is tried, best fairness key first (sorted served fractions, then replicas served:
+    test_solve_fairness.key_of); the first that routes (a feasible flow from workloads to the
+    profiles they list) fixes the key, and the least rank-weighted flow over the vectors with
+    that key is the penalty."""
+    vectors = sorted(
+        itertools.product(*(range(w.replicas + 1) for w in workloads)),
+        key=lambda got: key_of(workloads, got),
+        reverse=True,
+    )
+    best: Key | None = None
+    penalty = 0
+    for got in vectors:
+        key = key_of(workloads, got)
+        if best is not None and key != best:
+            break
+        cost = _flow_cost(cap, workloads, got)
+        if cost is None:
+            continue
+        penalty = cost if best is None else min(penalty, cost)
+        best = key
+    assert best is not None  # serving nothing always routes
+    return best, penalty
+
+
+def _flow_cost(cap: Counter[str], workloads: list[Workload], got: Sequence[int]) -> int | None:
+    """Least total preference rank of routing exactly ``got`` replicas per workload, or None."""
     g: nx.DiGraph[object] = nx.DiGraph()
-    for w in workloads:
-        g.add_edge("s", ("c", w.name), capacity=1, weight=-bonus)
-        g.add_edge(("c", w.name), ("w", w.name), capacity=1, weight=0)
-        if w.replicas > 1:
-            g.add_edge("s", ("w", w.name), capacity=w.replicas - 1, weight=0)
+    total = sum(got)
+    g.add_node("t", demand=total)
+    for w, n in zip(workloads, got, strict=True):
+        g.add_node(("w", w.name), demand=-n)
         for rank, name in enumerate(w.need.profiles):
-            g.add_edge(("w", w.name), ("p", name), capacity=w.replicas, weight=rank)
-    for name, c in cap.items():
-        g.add_edge(("p", name), "t", capacity=c, weight=0)
-    if "t" not in g:
-        return 0, 0, 0
-    flow = nx.max_flow_min_cost(g, "s", "t")
-    covered = sum(flow["s"][("c", w.name)] for w in workloads)
-    return sum(flow["s"].values()), covered, int(nx.cost_of_flow(g, flow)) + bonus * covered
-
-
-def _covered(sol: Solution) -> int:
-    return len({d.workload for p in sol.pools for d in p.demand if d.served})
+            g.add_edge(("w", w.name), ("p", name), capacity=n, weight=rank)
+    for name in {n for w in workloads for n in w.need.profiles}:
+        g.add_edge(("p", name), "t", capacity=cap.get(name, 0), weight=0)
+    try:
+        flow = nx.min_cost_flow(g)
+    except nx.NetworkXUnfeasible:
+        return None
+    return int(nx.cost_of_flow(g, flow))

@@ -71,6 +71,26 @@ class Unmet:
 
 
 @dataclass(frozen=True)
+class FairShare:
+    """One workload's part of a short tier: instances served and requested (over its pools)."""
+
+    tenant: str
+    workload: str
+    served: int
+    requested: int
+
+
+@dataclass(frozen=True)
+class FairTier:
+    """A priority tier of a cluster the solver could not serve in full, and how it shared it."""
+
+    cluster: str
+    tier: str
+    rule: str  # compiler.solve.result.FAIRNESS_RULE
+    shares: tuple[FairShare, ...]  # smallest served fraction first, then workload name
+
+
+@dataclass(frozen=True)
 class Eviction:
     cluster: str
     node: str
@@ -163,6 +183,7 @@ class Plan:
     dra: tuple[DraPool, ...] = ()  # DRA pools and backend migrations (compiler/plan/dra.py)
     # (cluster, pool) → (MIG-partitioned, sharing mode, nvidia.com/gpu per GPU): how a pool's "gpu" counts
     pool_kinds: Mapping[tuple[str, str], tuple[bool, str, int]] = field(default_factory=dict)
+    fairness: tuple[FairTier, ...] = ()  # per cluster, tiers highest first: the split of short tiers
 
     @property
     def has_changes(self) -> bool:

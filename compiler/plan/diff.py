@@ -21,6 +21,7 @@ from compiler.current import RecordedCapacity
 from compiler.model import WHOLE_GPU, CurrentState, GpuLayout, NodeLayout, NodePool, Policy
 from compiler.plan.data import CapacityRow, Cost, NodeChange, Plan, RemovedNode, SpreadRow, TenantRow, Unmet
 from compiler.plan.dra import dra_pools
+from compiler.plan.fairness import fair_tiers
 from compiler.plan.hami import hami_requests
 from compiler.plan.snapshot import evictions_on
 from compiler.plan.spread import spread_rows
@@ -409,4 +410,5 @@ def build_plan(
             for c in policy.clusters
             for p in c.pools
         },
+        fairness=fair_tiers(policy, solution),
     )

@@ -8,6 +8,7 @@ from typing import Any
 from compiler.model import NodeLayout
 from compiler.plan.data import Plan
 from compiler.plan.dra import dra_json
+from compiler.plan.fairness import fairness_json
 from compiler.plan.formatting import order_line, summary
 from compiler.plan.hami import hami_json
 
@@ -40,6 +41,7 @@ def to_json(plan: Plan) -> str:
         "capacity": [vars(r) for r in plan.capacity],
         "tenants": [vars(r) for r in plan.tenants],
         "unmet": [vars(u) for u in plan.unmet],
+        "fairness": fairness_json(plan),
         "evictions": None
         if not plan.snapshot_given
         else [

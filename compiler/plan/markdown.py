@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from compiler.plan.data import Plan
 from compiler.plan.dra import dra_markdown
+from compiler.plan.fairness import fairness_markdown
 from compiler.plan.formatting import (
     capacity_changes,
     estimate_note,
@@ -33,6 +34,7 @@ def to_markdown(plan: Plan, svg_dir: str | None = None, *, detail: bool = False)
         out += _tenant_table(plan)
         out += _evictions(plan)
     out += _unmet_table(plan)
+    out += fairness_markdown(plan)
     out += _spread_table(plan)
     out += hami_markdown(plan)
     out += dra_markdown(plan.dra)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from compiler.plan.data import Plan
 from compiler.plan.dra import dra_text
+from compiler.plan.fairness import fairness_text
 from compiler.plan.formatting import (
     capacity_changes,
     estimate_note,
@@ -87,6 +88,7 @@ def to_text(plan: Plan, *, detail: bool = False) -> str:
                 f"  {u.cluster}/{u.pool} {u.tenant}/{u.workload} ({u.priority_tier}): "
                 f"{u.served} of {u.requested} {pool_label(plan, u.cluster, u.pool, u.resource)}"
             )
+    out += fairness_text(plan)
     if plan.spread:
         out.append("")
         out.append("spread (served replicas per node and per domain)")

@@ -128,9 +128,7 @@ def assign_pool(decision: PoolDecision, current: Mapping[str, NodeLayout]) -> tu
     return _results(names, targets, current)
 
 
-def _node_slots(
-    layouts: Mapping[GpuLayout, int], gpn: int, cur: NodeLayout | None
-) -> list[GpuLayout | None]:
+def _node_slots(layouts: Mapping[GpuLayout, int], gpn: int, cur: NodeLayout | None) -> list[GpuLayout | None]:
     """One node of a pool solved node by node: its MIG layouts (whole GPUs for the rest) on its
     GPU indices, each GPU keeping its deployed layout while the node still carries it; the rest in
     canonical order (a new node: all sorted)."""

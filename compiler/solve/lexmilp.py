@@ -24,7 +24,7 @@ import threading
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 import highspy
 import numpy as np
@@ -38,10 +38,22 @@ class Level:
     name: str
     sense: Sense
     coefs: Mapping[int, int]
-    # column -> columns whose sum bounds it from above, where that and the column's own bounds are
-    # its only constraints: before this level runs, such a column of the previous point is raised
-    # to min(upper bound, sum), which keeps the point feasible and may prove the level trivially
-    raise_to: Mapping[int, Sequence[int]] = field(default_factory=dict)
+    # column -> (columns, d): d * column <= the columns' sum, where that, the column's own bounds and
+    # the rows fixing earlier levels of the same sense (where it counts positively) are its only
+    # constraints: before this level runs, such a column of the previous point is raised to
+    # min(upper bound, floor(sum / d)), which keeps the point feasible and may prove the level
+    # trivially
+    raise_to: Mapping[int, tuple[Sequence[int], int]] = field(default_factory=dict)
+    # a bound on the objective at every feasible point (max: from above; min: from below) that is
+    # tighter than the column bounds give, e.g. a tier's replicas: a point reaching it is proven
+    bound: float | None = None
+    # an earlier level of the same sense whose fixed optimum bounds this objective at every point
+    # left feasible (e.g. nested counts: workloads at >= 1/2 of their demand are among those at
+    # >= 1/3); a point reaching it is proven
+    bounded_by: str = ""
+    # stop the run after this level (``LexResult.stopped``) when its proven optimum does not reach
+    # ``bound``: the caller then builds the model this case needs and solves it again
+    stop_unless_bound: bool = False
 
 
 @dataclass
@@ -53,6 +65,8 @@ class LexResult:
     failed_level: str = ""  # first level that did not prove optimality ("" = none)
     cause: str = ""  # why ``failed_level`` is not proven: TIME_LIMIT, or a sentence on numerical trouble
     seconds: float = 0.0
+    stopped: str = ""  # a ``stop_unless_bound`` level whose optimum fell short of its bound ("" = none)
+    highs_runs: int = 0  # HiGHS runs made (levels proven without one do not count)
 
     def unproven(self, level: str, cause: str) -> None:
         """Record the first level that could not be proven optimal, and why."""
@@ -95,7 +109,6 @@ def new_highs() -> highspy.Highs:
                 os.close(saved)
             _banner_done = True
     h.silent()
-    h.HandleUserInterrupt = True  # lets a watched run be stopped (``_LexRun._run_guarded``)
     return h
 
 
@@ -129,6 +142,20 @@ class Milp:
     @property
     def num_vars(self) -> int:
         return len(self.lb)
+
+    def feasible(self, point: np.ndarray, tol: float = 1e-6) -> bool:
+        """Whether ``point`` is integral where it must be and within every bound and row."""
+        lb, ub = np.array(self.lb), np.array(self.ub)
+        if len(point) != len(lb) or (point < lb - tol).any() or (point > ub + tol).any():
+            return False
+        ints = np.array(self.integer, dtype=bool)
+        if (np.abs(point[ints] - np.round(point[ints])) > tol).any():
+            return False
+        for lo, up, coefs in self.rows:
+            value = sum(c * point[col] for col, c in coefs.items())
+            if value < lo - tol or value > up + tol:
+                return False
+        return True
 
     def _highs(self, time_limit: float, relax: bool) -> highspy.Highs:
         h = new_highs()
@@ -166,19 +193,32 @@ class Milp:
         return h
 
     def solve(
-        self, levels: Sequence[Level], time_limit: float = 30.0, relax: bool = False
+        self,
+        levels: Sequence[Level],
+        time_limit: float = 30.0,
+        relax: bool = False,
+        start: Mapping[str, float] | None = None,
     ) -> LexResult | None:
         """Optimise ``levels`` in order within ``time_limit`` seconds of wall clock for all of them.
 
+        ``start``: a point by column name (names it lacks read 0); when it is integral and satisfies
+        every bound and row, the first level starts from it as from a previous level's point, so
+        levels it already reaches a bound of are proven without HiGHS. Otherwise it is ignored.
         ``None`` when not even the first level found a feasible point.
         """
         run = _LexRun(self, time.perf_counter() + time_limit, relax)
-        for level in levels:
-            if not run.level(level):
+        if start is not None and not relax:
+            point = np.array([float(start.get(name, 0.0)) for name in self.names])
+            if self.feasible(point):
+                run.result = LexResult(values=list(point))
+        ends = _chain_ends(levels)
+        for i, level in enumerate(levels):
+            if not run.level(level, levels[i : ends[i] + 1]):
                 break
         result = run.result
         if result is not None:
             result.seconds = time.perf_counter() - run.started
+            result.highs_runs = run.runs
         return result
 
 
@@ -206,6 +246,12 @@ class _LexRun:
         self.col_ub = np.array(milp.ub, dtype=float)
         self.result: LexResult | None = None
         self.abandoned = False  # a HiGHS run ignored the deadline: its instance is off limits
+        # set to stop the run in flight: checked by HiGHS's simplex, IPM and MIP interrupt callbacks
+        self.stop = threading.Event()
+        for hook in (self.h.cbSimplexInterrupt, self.h.cbIpmInterrupt, self.h.cbMipInterrupt):
+            hook.subscribe(self._interrupt)
+        self.runs = 0  # HiGHS runs made
+        self.step = 1  # how many levels ahead in a chain the next probe looks (``_probe_ahead``)
 
     def gave_up(self) -> bool:
         """A HiGHS run ignored the deadline and was abandoned (its instance is off limits)."""
@@ -213,8 +259,14 @@ class _LexRun:
 
     # -- one level ---------------------------------------------------------------------------
 
-    def level(self, level: Level) -> bool:
-        """Optimise one level and fix its value; False when the run must stop here."""
+    def level(self, level: Level, chain: Sequence[Level] = ()) -> bool:
+        """Optimise one level and fix its value; False when the run must stop here.
+
+        ``chain``: this level and the ones after it that form a chain with it (``_chain_ends``),
+        only to look ahead (``_probe_ahead``): every level is still proven by a bound its point
+        reaches or by a HiGHS run of its own, so a chain that does not behave as one costs runs,
+        never a wrong optimum.
+        """
         if self.abandoned or self.deadline - time.perf_counter() <= _MIN_RUN_S:
             if self.result is not None:
                 self.result.unproven(level.name, TIME_LIMIT)
@@ -224,15 +276,21 @@ class _LexRun:
         level_started = time.perf_counter()
         if self.result is not None and not self.relax:
             prev = np.array(self.result.values)
-            for col, bounding in level.raise_to.items():
-                prev[col] = min(self.col_ub[col], float(prev[list(bounding)].sum()))
+            for col, (bounding, div) in level.raise_to.items():
+                prev[col] = min(self.col_ub[col], float(prev[list(bounding)].sum() // div))
             self.result.values = list(prev)
             value = _evaluate(prev, cols, coefs)
-            if value == self._bound(level.sense, cols, coefs):
-                # the previous point already reaches the level's trivial bound (every coefficient
-                # at its best column bound): proven without running HiGHS
+            if value == self._best_bound(level, cols, coefs):
+                # the previous point already reaches a bound of the level (every coefficient at its
+                # best column bound, the level's own bound, or the optimum of the level bounding
+                # it): proven without running HiGHS
                 self._finish_level(level, value, cols, coefs, level_started)
-                return True
+                return self._go_on(level, value)
+            if level.bounded_by and len(chain) > 1 and self._probe_ahead(chain):
+                return self.level(level)  # the probe's point reaches the bound: proven
+            if self.gave_up():
+                self.result.unproven(level.name, TIME_LIMIT)
+                return False
         self._set_objective(level, cols, coefs)
         point = self._run(start=self.result.values if self.result is not None else None)
         if point.values is None:
@@ -249,6 +307,60 @@ class _LexRun:
             return False
         value = self._settle_claim(level, point, value, cols, coefs)
         self._finish_level(level, value, cols, coefs, level_started)
+        return self._go_on(level, value)
+
+    def _probe_ahead(self, chain: Sequence[Level]) -> bool:
+        """Look for a point that keeps the bound of ``chain[0]`` up to a level further on.
+
+        In a chain each level's objective is at most the one before it at every point (the bound
+        ``bounded_by`` gives), and a point whose objective at a later level reaches ``k`` reaches
+        ``k`` at every level between once its columns are raised (``raise_to``). So where the
+        point from the level before falls short of ``k`` (the optimum of the level bounding
+        ``chain[0]``), one feasibility run "objective of ``chain[j]`` >= k" with j = ``step``
+        either finds a point proving ``chain[0..j]`` without another run (then the next probe
+        looks twice as far) or proves that none exists (then it looks half as far; after j = 1
+        the level is optimised as usual). Leximin thresholds (compiler/solve/milp.py) form such
+        chains: most thresholds keep the count of the one before, and HiGHS's point for one
+        threshold is arbitrary at the next, so without this nearly every threshold costs a run.
+        True when the point now held reaches ``chain[0]``'s bound.
+        """
+        assert self.result is not None
+        first = chain[0]
+        k = self.result.objectives[first.bounded_by]
+        while True:
+            j = min(self.step, len(chain) - 1)
+            if j < 1:
+                return False
+            target = chain[j]
+            cols = np.array(sorted(c for c, v in target.coefs.items() if v), dtype=np.int32)
+            coefs = np.array([float(target.coefs[int(c)]) for c in cols])
+            self.h.changeColsCost(self.n, np.arange(self.n, dtype=np.int32), np.zeros(self.n))
+            row = self._add_bound(first.sense, k, cols, coefs, strict=False)
+            probe = self._run(start=None)
+            if self.abandoned:
+                return False
+            self._drop_last_row(row)
+            if probe.status == highspy.HighsModelStatus.kInfeasible:
+                if j == 1:
+                    return False  # the bound drops at the next level: optimise this one
+                self.step = j // 2
+                continue
+            if (
+                probe.values is None
+                or probe.status != highspy.HighsModelStatus.kOptimal
+                or _evaluate(probe.values, cols, coefs) < k - 0.5
+            ):
+                return False  # time ran out or trouble: the level is optimised as usual
+            self.result.values = list(probe.values)
+            self.step *= 2
+            return True
+
+    def _go_on(self, level: Level, value: float) -> bool:
+        """False (and ``stopped`` set) when a ``stop_unless_bound`` level's optimum misses its bound."""
+        assert self.result is not None
+        if level.stop_unless_bound and level.bound is not None and value != level.bound:
+            self.result.stopped = level.name
+            return False
         return True
 
     def _no_point(
@@ -332,6 +444,16 @@ class _LexRun:
         up = self.col_ub[cols] * coefs
         return float(np.maximum(lo, up).sum() if sense == "max" else np.minimum(lo, up).sum())
 
+    def _best_bound(self, level: Level, cols: np.ndarray, coefs: np.ndarray) -> float:
+        """The tightest known bound on the level: column bounds, ``bound``, ``bounded_by``'s optimum."""
+        assert self.result is not None
+        bounds = [self._bound(level.sense, cols, coefs)]
+        if level.bound is not None:
+            bounds.append(level.bound)
+        if level.bounded_by:
+            bounds.append(self.result.objectives[level.bounded_by])
+        return min(bounds) if level.sense == "max" else max(bounds)
+
     # -- HiGHS plumbing ----------------------------------------------------------------------
 
     def _set_objective(self, level: Level, cols: np.ndarray, coefs: np.ndarray) -> None:
@@ -352,6 +474,7 @@ class _LexRun:
             sol.col_value = list(start)
             sol.value_valid = True
             h.setSolution(sol)
+        self.runs += 1
         if not self._run_guarded():
             self.abandoned = True
             return _Point(highspy.HighsModelStatus.kTimeLimit, None, math.nan)
@@ -364,28 +487,50 @@ class _LexRun:
             values[self.integer] = np.round(values[self.integer])
         return _Point(status, values, info.objective_function_value)
 
+    def _interrupt(self, event: Any) -> None:
+        if self.stop.is_set():
+            event.interrupt()
+
     def _run_guarded(self) -> bool:
-        """``run()`` in HiGHS's own solver thread, watched against the deadline.
+        """HiGHS's ``run()`` in a thread of this run's own, watched against the deadline.
 
         HiGHS checks its ``time_limit`` only at certain points; if a run is still going
         ``_GRACE_S`` after the deadline it is asked to stop (a user interrupt, honoured at its
         next simplex/IPM/MIP callback), and if it does not stop either, the run is abandoned and
         this instance is never touched again, so the caller always gets control back.
         False when the run had to be abandoned.
+
+        Not highspy's ``startSolve``/``wait``/``cancelSolve``: in highspy 1.16 (highspy/highs.py,
+        ``class Highs``) the lock that marks "a run in flight" is a class attribute
+        (``__solver_stopped: RLock = RLock()``), shared by every instance in the process. A run
+        abandoned here kept it, and so does a run in ``plan``'s other-order thread: any other
+        instance's ``startSolve`` then raised ``HighsError: Solver is already running``. The
+        event, the thread and the interrupt callback here belong to this instance alone; ``run()``
+        releases the GIL while it solves.
         """
         h = self.h
-        thread = h.startSolve()
+        self.stop.clear()
+        finished = threading.Event()
+
+        def target() -> None:
+            try:
+                h.run()
+            finally:
+                finished.set()
+
+        thread = threading.Thread(target=target, name="migc-highs", daemon=True)
+        thread.start()
         try:
-            done, _ = h.wait(max(0.0, self.deadline - time.perf_counter()) + _GRACE_S)
+            done = finished.wait(max(0.0, self.deadline - time.perf_counter()) + _GRACE_S)
             if not done:
-                h.cancelSolve()  # type: ignore[no-untyped-call]
-                done, _ = h.wait(_GRACE_S)
+                self.stop.set()
+                done = finished.wait(_GRACE_S)
         except BaseException:  # KeyboardInterrupt while waiting: stop HiGHS, then pass it on
-            h.cancelSolve()  # type: ignore[no-untyped-call]
+            self.stop.set()
             raise
         if done:
             thread.join()
-        return bool(done)
+        return done
 
     def _add_bound(
         self, sense: Sense, value: float, cols: np.ndarray, coefs: np.ndarray, strict: bool
@@ -407,6 +552,22 @@ class _LexRun:
         if status == highspy.HighsModelStatus.kTimeLimit or self.deadline - time.perf_counter() <= _MIN_RUN_S:
             return TIME_LIMIT
         return f"numerical trouble: HiGHS stopped with status '{self.h.modelStatusToString(status)}'"
+
+
+def _chain_ends(levels: Sequence[Level]) -> list[int]:
+    """Per level, the index of the last level of its chain: the levels right after it each
+    bounded by the one before (``bounded_by``), of the same sense, every objective column raised
+    (``raise_to``) -- so that reaching a value at a later level reaches it at every one between."""
+    ends = list(range(len(levels)))
+    for i in range(len(levels) - 2, -1, -1):
+        nxt, cur = levels[i + 1], levels[i]
+        if (
+            nxt.bounded_by == cur.name
+            and nxt.sense == cur.sense
+            and all(c in nxt.raise_to for c, v in nxt.coefs.items() if v)
+        ):
+            ends[i] = ends[i + 1]
+    return ends
 
 
 def _evaluate(values: np.ndarray, cols: np.ndarray, coefs: np.ndarray) -> float:

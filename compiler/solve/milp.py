@@ -8,10 +8,15 @@ left untouched, so the number of nodes touched is optimised here, jointly with t
 Levels, strictly lexicographic (each optimum is fixed before the next level runs):
 
 0. guarantee shortfall (minimise; non-zero means an infeasible guarantee, reported as an error);
-1. replicas served, one level per priority tier, highest tier first (maximise); then fairness
-   inside each tier without taking a replica from any tier: workloads that get at least one
-   replica, per tier (maximise; within one demand item, ``demand.split_served`` shares the
-   served replicas max-min fairly on each workload's served fraction);
+1. per priority tier, highest first: fairness, then replicas served (maximise). Fairness is one
+   rule across tenants and inside one: the served fractions (replicas served / asked) of the
+   tier's workloads are maximised leximin -- the smallest as large as possible, then the next --
+   written as counts over thresholds (``add_fairness``), so a workload of a large profile is not
+   left at 0 to serve a replica more; only then the tier's replicas. A tier that can be served in
+   full needs no rule: it is solved first without one (its served level stops the run when it
+   falls short, and the component is built again with the tier's fairness levels). Inside one
+   demand item, ``demand.split_served`` gives the same split back per workload (the leximin
+   split of the item's total). Then, per tier served in full, the workloads with a replica (moot);
 2. GPUs used: carrying an instance, a whole-GPU replica or a guarantee reservation (minimise);
 3. nodes left unchanged relative to ``current`` (maximise), then 4. GPUs changed, then
 5. instances displaced (minimise) -- only when a current state is known;
@@ -31,10 +36,13 @@ pool serves how much of a workload depends on the policy and the layouts alone
 
 from __future__ import annotations
 
+import dataclasses
+import math
 import time
 from collections import Counter
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass, field
+from fractions import Fraction
 from typing import TypeVar
 
 from compiler.catalog import Catalog, GpuModel
@@ -74,6 +82,12 @@ class ClusterOutcome:
     result: LexResult | None
     # pools of components for which HiGHS found no point (time ran out first): left to the caller
     unsolved: tuple[str, ...] = ()
+    # priority tiers (values) whose replicas could not all be served and were shared by the
+    # leximin rule (module doc, 1); a tier served in full needs no rule
+    fair_tiers: frozenset[int] = field(default_factory=frozenset)
+    # the point by column name, kept only where ``fair_tiers`` is not empty: the split pass starts
+    # from it (``_split_from_layouts``)
+    point: dict[str, float] = field(default_factory=dict)
 
 
 def job_patterns(sizes: Sequence[int], gpus_per_node: int) -> list[Pattern]:
@@ -220,6 +234,7 @@ def solve_cluster(
             _split_from_layouts(part, members, catalog, items, ids, gs, deadline, burst or {}, objective)
         outcome.decisions.update(part.decisions)
         outcome.shortfall.update(part.shortfall)
+        outcome.fair_tiers |= part.fair_tiers
         _merge_result(outcome, part.result)
     if outcome.result is None:  # no pools, or no component solved: nothing proven
         outcome.result = LexResult(values=[], optimal=not unsolved)
@@ -250,8 +265,28 @@ def _split_from_layouts(
     level, the first answer stays.
     """
     fixed = _ComponentModel.fixed_from(part.decisions)
+    known: dict[str, float] = {}
+    if part.fair_tiers and part.result is not None:
+        # with layouts fixed and no deployed state, the levels up to the last tier's served one
+        # have the same optima (this pass's model only narrows the first; the first's point is one
+        # of its points): the first's point, handed over as a start, proves them without HiGHS
+        for name, value in part.result.objectives.items():
+            if name == "guarantees" or name.startswith(("fair:", "served:")):
+                known[name] = value
     again = _solve_component(
-        pools, catalog, items, item_ids, guarantees, {}, deadline, burst, fixed, objective
+        pools,
+        catalog,
+        items,
+        item_ids,
+        guarantees,
+        {},
+        deadline,
+        burst,
+        fixed,
+        objective,
+        fair_tiers=part.fair_tiers,
+        start=part.point or None,
+        known=known,
     )
     if again.result is None or not again.result.optimal:
         return
@@ -271,6 +306,7 @@ def _merge_result(outcome: ClusterOutcome, part: LexResult) -> None:
         outcome.result = part
         return
     outcome.result.objectives.update(part.objectives)
+    outcome.result.highs_runs += part.highs_runs
     if not part.optimal:
         outcome.result.unproven(part.failed_level, part.cause)
 
@@ -287,12 +323,65 @@ def _solve_component(
     fixed: Mapping[str, _Fixed] | None = None,
     objective: Sequence[Objective] = OBJECTIVES,
     metrics_only: bool = False,
+    fair_tiers: frozenset[int] = frozenset(),
+    start: Mapping[str, float] | None = None,
+    known: Mapping[str, float] | None = None,
 ) -> ClusterOutcome:
     """Build the component's integer program step by step, solve its levels, read the decisions.
 
     ``fixed``: per pool, layouts, node patterns and shared GPUs to hold (see ``_split_from_layouts``).
     ``metrics_only``: stop after the last of the ``gpus`` and ``disruption`` levels (see ``solve_cluster``).
+    ``fair_tiers``: tiers known to be short, whose fairness levels are built from the start.
+    ``start`` and ``known``: a point by column name and level optima it reaches (split pass only).
+
+    A tier of several workloads outside ``fair_tiers`` is solved first as if it could be served
+    in full (its served level stops the run when it cannot, ``Level.stop_unless_bound``); the
+    model is then built again with that tier's fairness levels. A fleet whose tiers are all
+    served in full so pays nothing for the rule; a short tier costs one more build per tier.
     """
+    spent = 0
+    while True:
+        out = _solve_once(
+            pools,
+            catalog,
+            items,
+            item_ids,
+            guarantees,
+            current,
+            deadline,
+            burst,
+            fixed,
+            objective,
+            metrics_only,
+            fair_tiers,
+            start,
+            known or {},
+        )
+        if out.result is not None:
+            spent += out.result.highs_runs
+            out.result.highs_runs = spent
+        if out.result is None or not out.result.stopped:
+            return out
+        fair_tiers = fair_tiers | {int(out.result.stopped.removeprefix("served:"))}
+
+
+def _solve_once(
+    pools: Sequence[NodePool],
+    catalog: Catalog,
+    items: Sequence[DemandItem],
+    item_ids: Sequence[int],
+    guarantees: Sequence[Guarantee],
+    current: Mapping[tuple[str, str], NodeLayout],
+    deadline: float,
+    burst: Mapping[str, int],
+    fixed: Mapping[str, _Fixed] | None,
+    objective: Sequence[Objective],
+    metrics_only: bool,
+    fair_tiers: frozenset[int],
+    start: Mapping[str, float] | None,
+    known: Mapping[str, float],
+) -> ClusterOutcome:
+    """One build and solve of the component (see ``_solve_component``)."""
     b = _ComponentModel(catalog, items, guarantees, current, burst, fixed or {})
     b.add_demand(item_ids, pools)
     b.add_shortfall()
@@ -302,21 +391,28 @@ def _solve_component(
     b.add_spread()
     b.close_guarantees()
     burst_vars = b.add_burst()
+    b.add_fairness(item_ids, fair_tiers)
     levels = _levels(
         items,
         item_ids,
         b.pv,
         b.shortfall_vars,
         burst_vars,
+        b.fair,
         b.covered,
         b.covered_by,
         objective,
         metrics_only=metrics_only,
     )
-    result = b.m.solve(levels, time_limit=deadline - time.perf_counter())
+    if known:
+        levels = [dataclasses.replace(lv, bound=known[lv.name]) if lv.name in known else lv for lv in levels]
+    result = b.m.solve(levels, time_limit=deadline - time.perf_counter(), start=start)
     if result is None:
         return ClusterOutcome({}, {}, None)
-    return ClusterOutcome(b.decisions(result), b.shortfall(result), result)
+    point = dict(zip(b.m.names, result.values, strict=True)) if fair_tiers else {}
+    return ClusterOutcome(
+        b.decisions(result), b.shortfall(result), result, fair_tiers=fair_tiers, point=point
+    )
 
 
 class _ComponentModel:
@@ -348,6 +444,8 @@ class _ComponentModel:
         self.shortfall_vars: dict[tuple[str, str], int] = {}
         self.covered: dict[int, int] = {}  # item -> workloads of it served at least one replica
         self.covered_by: dict[int, tuple[int, ...]] = {}  # covered var -> the item's x vars
+        # tier -> its fairness levels' (threshold, objective, raise_to) (see ``add_fairness``)
+        self.fair: dict[int, list[tuple[Fraction, dict[int, int], dict[int, tuple[list[int], int]]]]] = {}
         self.guarantee_rows: dict[tuple[str, str], dict[int, float]] = {}
         self.served_vars: dict[int, list[int]] = {}  # item -> its x vars (every option)
         # item -> (pool, node, that node's xn vars) for items with a per-node spread
@@ -374,7 +472,9 @@ class _ComponentModel:
 
         covered[item] <= served replicas, at most the item's number of workloads: how many of its
         workloads get at least one replica (the fair split gives the first replicas to distinct
-        workloads), for the per-tier coverage level -- only in tiers with several workloads.
+        workloads), for the per-tier coverage level -- only in tiers with several workloads. In a
+        tier served in full it is moot; in a short tier the fairness levels (``add_fairness``),
+        whose first threshold counts the workloads with a replica, take its place.
         """
         self.per_pool_x = {p.name: [] for p in pools}
         workloads_per_tier = Counter[int]()
@@ -425,6 +525,53 @@ class _ComponentModel:
                 burst_vars[b] = 1
                 self.m.row({b: 1, **offer}, ub=0)
         return burst_vars
+
+    def add_fairness(self, item_ids: Sequence[int], tiers: Collection[int]) -> None:
+        """The leximin rule of each tier in ``tiers``, as counts over thresholds (module doc, 1).
+
+        Per workload w of such a tier (d_w replicas, s_w served: its item's x vars, or, for an item
+        of several workloads, a variable of its own whose sum over the item is the item's x vars)
+        and per c in 1..d_w: fair[w, c] binary with c * fair[w, c] <= s_w (1 only if w has c
+        replicas). For each threshold f in the tier's grid {k / d_w}, ascending, one level
+        maximises the workloads at >= f of their demand: the sum over w of fair[w, ceil(f d_w)].
+        Lexicographically maximising these counts is leximin on the served fractions: the first
+        threshold at which two splits differ is the smallest fraction of the better one's first
+        better position. Every coefficient is an integer, so lexmilp's ±0.5 fixing stays exact.
+        """
+        for tier in sorted(tiers, reverse=True):
+            workloads: list[tuple[int, list[int]]] = []  # (replicas, columns summing to s_w)
+            for i in item_ids:
+                item = self.items[i]
+                if item.tier_value != tier or i not in self.served_vars:
+                    continue
+                xs = self.served_vars[i]
+                if len(item.workloads) == 1:
+                    workloads.append((item.replicas, list(xs)))
+                    continue
+                row: dict[int, float] = dict.fromkeys(xs, -1)
+                for name, wanted in item.workloads:
+                    sw = self.m.var(f"fair-served[{i},{name}]", 0, wanted)
+                    row[sw] = 1
+                    workloads.append((wanted, [sw]))
+                self.m.row(row, lb=0, ub=0)
+            have: list[dict[int, int]] = []  # per workload: c -> fair[w, c]
+            raise_to: dict[int, tuple[list[int], int]] = {}
+            for j, (wanted, cols) in enumerate(workloads):
+                per_c = {}
+                for c in range(1, wanted + 1):
+                    var = self.m.var(f"fair[{tier},{j},{c}]", 0, 1)
+                    self.m.row({var: c, **dict.fromkeys(cols, -1)}, ub=0)
+                    per_c[c] = var
+                    raise_to[var] = (cols, c)
+                have.append(per_c)
+            grid = sorted({Fraction(k, wanted) for wanted, _ in workloads for k in range(1, wanted + 1)})
+            levels: list[tuple[Fraction, dict[int, int], dict[int, tuple[list[int], int]]]] = []
+            for f in grid:
+                coefs: dict[int, int] = {}
+                for (wanted, _), per_c in zip(workloads, have, strict=True):
+                    coefs[per_c[math.ceil(f * wanted)]] = 1
+                levels.append((f, coefs, {col: raise_to[col] for col in coefs}))
+            self.fair[tier] = levels
 
     # -- one pool ----------------------------------------------------------------------------
 
@@ -938,6 +1085,7 @@ def _levels(
     pv: Mapping[str, _PoolVars],
     shortfall: Mapping[tuple[str, str], int],
     burst: Mapping[int, int],
+    fair: Mapping[int, Sequence[tuple[Fraction, dict[int, int], dict[int, tuple[list[int], int]]]]],
     covered: Mapping[int, int],
     covered_by: Mapping[int, Sequence[int]],
     objective: Sequence[Objective] = OBJECTIVES,
@@ -954,7 +1102,7 @@ def _levels(
     levels: list[Level] = []
     if shortfall:
         levels.append(Level("guarantees", "min", dict.fromkeys(shortfall.values(), 1)))
-    levels.extend(_served_levels(items, item_ids, pv, covered, covered_by))
+    levels.extend(_served_levels(items, item_ids, pv, fair, covered, covered_by))
     used: dict[int, int] = {}
     for v in pv.values():
         for c, w in v.used.items():
@@ -985,25 +1133,39 @@ def _served_levels(
     items: Sequence[DemandItem],
     item_ids: Sequence[int],
     pv: Mapping[str, _PoolVars],
+    fair: Mapping[int, Sequence[tuple[Fraction, dict[int, int], dict[int, tuple[list[int], int]]]]],
     covered: Mapping[int, int],
     covered_by: Mapping[int, Sequence[int]],
 ) -> list[Level]:
-    """Replicas served per priority tier, highest first; then, fairness inside each tier without
-    taking a replica from any tier: the number of workloads that get at least one replica, per
-    tier, highest first (before packing, so a workload is not left at 0 to save a GPU)."""
-    tiers = sorted({items[i].tier_value for i in item_ids}, reverse=True)
+    """Per priority tier, highest first: the tier's fairness levels (when it is known to be short,
+    ``fair``), then its replicas served. A tier of several workloads without fairness levels
+    stops the run when it cannot be served in full (``_solve_component`` then adds them). Then,
+    per tier served in full, the workloads with a replica (moot there: proven without HiGHS)."""
+    tiers = sorted({items[i].tier_value for i in item_ids if items[i].options}, reverse=True)
     out = []
     for tier in tiers:
-        coefs: dict[int, int] = {}
+        prev = ""
+        for f, coefs, raise_to in fair.get(tier, ()):
+            name = f"fair:{tier}:{f}"
+            out.append(Level(name, "max", coefs, raise_to, bounded_by=prev))
+            prev = name
+        served: dict[int, int] = {}
         for v in pv.values():
             for (i, _res), var in v.x.items():
                 if items[i].tier_value == tier:
-                    coefs[var] = 1
-        out.append(Level(f"served:{tier}", "max", coefs))
+                    served[var] = 1
+        in_tier = [items[i] for i in item_ids if items[i].tier_value == tier and items[i].options]
+        wanted = sum(item.replicas for item in in_tier)
+        several = sum(len(item.workloads) for item in in_tier) > 1
+        out.append(
+            Level(
+                f"served:{tier}", "max", served, bound=wanted, stop_unless_bound=several and tier not in fair
+            )
+        )
     for tier in tiers:
         cover = {z: 1 for i, z in covered.items() if items[i].tier_value == tier}
-        if cover:
-            out.append(Level(f"covered:{tier}", "max", cover, {z: covered_by[z] for z in cover}))
+        if cover and tier not in fair:
+            out.append(Level(f"covered:{tier}", "max", cover, {z: (covered_by[z], 1) for z in cover}))
     return out
 
 

@@ -8,6 +8,14 @@ from typing import Any
 from compiler.diagnostics import Diagnostic
 from compiler.model import GpuLayout, NodeLayout
 
+# How the solver shares a priority tier it cannot serve in full (compiler/solve/milp.py, level 1);
+# the plan shows it next to each such tier's split.
+FAIRNESS_RULE = (
+    "leximin on each workload's served fraction (served / requested) inside the tier, across "
+    "tenants and inside one: the smallest fraction as large as possible, then the next; then the "
+    "most replicas"
+)
+
 
 @dataclass(frozen=True)
 class NodeResult:

@@ -8,10 +8,13 @@ that team's cluster, and replays them.
 
 Commands (``python -m bench.report_workload ...``)::
 
-    generate [--nodes 1,4] [--seeds 1,2,3] [--dir DIR]   # write DIR/report_<n>node_seed<s>.csv
+    generate [--nodes 1,4] [--seeds 1,2,3] [--dir DIR]   # DIR/report_<n>node_seed<s>.csv
     calibrate [--nodes 1,4] [--seeds 1,2,3]              # re-derive RATES (runs mig-off only)
-    run [--nodes 1,4] [--seeds 1,2,3] [--dir DIR] [--out FILE.jsonl] [--baselines all]
+    run [--nodes 1,4] [--seeds 1,2,3] [--reconf 60,90+300] [--idle-pass] [--dir DIR] [--out FILE.jsonl]
+        [--baselines all]                                 # every baseline on every trace
     table FILE.jsonl                                     # the Markdown tables and verdicts
+
+``--dir`` defaults to bench/out/report-traces and ``--out`` to bench/out/report.jsonl (ignored by git).
 
 **The fleet**: ``nodes`` × 8 A100-SXM4-80GB (``--gpu-product NVIDIA-A100-SXM4-80GB``), 1 node (the
 report's 8 GPUs) and 4 nodes. **The span**: 14 days (``DAYS``), starting on a Monday at 00:00, so two
@@ -36,9 +39,10 @@ traces are meant for the default compute mapping. No job maps to 4g (``gpu_milli
 drawn). Most jobs are small (notebooks, inference, tuning sweeps), a quarter medium, the big ones
 few: under MIG off, where every job holds a whole GPU, small and medium jobs hold about 55 % of the
 GPU-time (seed 1: 36 % + 21 %, whole-GPU 25 %, multi-GPU 19 %); on slices they need about a fifth of
-that, so a MIG fleet has room the whole-GPU fleet lacks — the report's situation. Every job has qos ``Burstable`` (one team, no priorities: the
-replay's queue is first come, first served, with backfilling), ``gpu_spec`` empty (any GPU), and
-``cpu_milli``/``memory_mib`` in proportion to the GPU share (the replay ignores them).
+that, so a MIG fleet has room the whole-GPU fleet lacks — the report's situation. Every job has
+qos ``Burstable`` (one team, no priorities: the replay's queue is first come, first served, with
+backfilling), ``gpu_spec`` empty (any GPU), and ``cpu_milli``/``memory_mib`` in proportion to the GPU
+share (the replay ignores them).
 
 **Run times** are heavy-tailed: lognormal around a per-class median with a per-class ``sigma``,
 clipped to [60 s, cap] (``CLASSES``): small median 30 min, sigma 1.4, cap 1 day; medium 45 min, 1.4,
@@ -67,7 +71,12 @@ jobs' p95 wait is 3 h (``TARGET_SECONDS``, the middle of the report's 2–4 h). 
 replaying only ``mig-off`` at the replay's defaults, until the small p95 is within 10 % of 3 h
 (``TOLERANCE``) or 40 steps, then the rate rounded to 4 significant digits. No other baseline is
 run while calibrating. The results are the constants in ``RATES``; ``python -m bench.report_workload
-calibrate`` re-derives them (and says whether they still match).
+calibrate`` re-derives them, prints the small p95 each gives and whether it matches ``RATES``
+(tests/test_bench_report_workload.py checks, marked slow, that every rate gives 2–4 h). On one node
+the p95 is a jumpy function of the rate (seed 1: 2.65/h gives 4,535 s, 2.683/h 22,391 s — one long
+job more or less at the wrong moment), so the bisection finds a crossing, not a unique rate, and the
+rounding to 4 digits moves the p95 by up to 12 % (seed 1: 10,636 s before rounding, 9,559 s after).
+The six rates give 9,559–11,649 s (2.7–3.2 h).
 """
 
 from __future__ import annotations
@@ -76,13 +85,14 @@ import argparse
 import bisect
 import csv
 import io
+import itertools
 import json
 import math
 import random
 import sys
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -329,28 +339,48 @@ def calibrate(nodes: int, seed: int, log: bool = True) -> float:
 # --- the replay of every baseline and the issue's verdicts ------------------------------------------
 
 
-def replay(nodes: int, seed: int, baselines: Sequence[str], directory: Path) -> dict[str, Any]:
-    """One trace (written to ``directory``, read back by the replay's reader) under every baseline."""
+def _report_row(res: Result, name: str) -> dict[str, Any]:
+    row = _row(res) | {"baseline": name}
+    classes = {}
+    for cls in REPLAY_CLASSES:
+        p95, lower, n = class_p95(res, cls)
+        classes[cls] = {"p95": round(p95, 1), "lowerBound": lower, "pods": n}
+    row["reportClasses"] = classes
+    return row
+
+
+def replay(
+    nodes: int,
+    seed: int,
+    baselines: Sequence[str],
+    directory: Path,
+    reconf: str = "60",
+    idle_pass: bool = False,
+) -> dict[str, Any]:
+    """One trace (written to ``directory``, read back by the replay's reader) under every baseline, at
+    the replay's defaults but the reconfiguration model (``60``: 60 s per GPU; ``90+300``: 90 s per GPU
+    and a 300 s operand pause per node); ``idle_pass`` adds the loop with ``--idle-pass``."""
     path = write(directory, nodes, seed)
     trace = read_trace(path)
     model = _model()
     policy = PartitionPolicy(mode="dynamic")
-    s = Settings(nodes=nodes, gpus_per_node=GPUS_PER_NODE)
-    rows = []
+    per_gpu, _, pause = reconf.partition("+")
+    s = Settings(
+        nodes=nodes,
+        gpus_per_node=GPUS_PER_NODE,
+        reconfigure_seconds=float(per_gpu),
+        drain_seconds=float(pause or 0),
+    )
     started = time.perf_counter()
-    for b in baselines:
-        res = simulate(trace.pods, model, s, b, policy)
-        row = _row(res)
-        classes = {}
-        for cls in REPLAY_CLASSES:
-            p95, lower, n = class_p95(res, cls)
-            classes[cls] = {"p95": round(p95, 1), "lowerBound": lower, "pods": n}
-        row["reportClasses"] = classes
-        rows.append(row)
+    rows = [_report_row(simulate(trace.pods, model, s, b, policy), b) for b in baselines]
+    if idle_pass:
+        res = simulate(trace.pods, model, replace(s, idle_pass=True), "default", policy)
+        rows.append(_report_row(res, "default+idle"))
     return {
         "trace": path.name,
         "nodes": nodes,
         "seed": seed,
+        "reconf": reconf,
         "rate": RATES[(nodes, seed)],
         "pods": len(trace.pods),
         "wallSeconds": round(time.perf_counter() - started, 1),
@@ -384,7 +414,8 @@ def table(path: Path) -> str:
         cell = json.loads(text)
         rows = {r["baseline"]: r for r in cell["results"]}
         out.append(
-            f"**{cell['trace']}** ({cell['nodes']} × 8 A100-80GB, rate {cell['rate']}/h, "
+            f"**{cell['trace']}** ({cell['nodes']} × 8 A100-80GB, reconf {cell['reconf']}, "
+            f"rate {cell['rate']}/h, "
             f"{cell['pods']} pods, {cell['wallSeconds']} s for {len(rows)} replays)\n"
         )
         names = list(rows)
@@ -400,7 +431,7 @@ def table(path: Path) -> str:
         for n in names:
             r = rows[n]
             cells = " | ".join(_p(r["reportClasses"][c]) for c in REPLAY_CLASSES)
-            if n in ("naive", "mig-off"):
+            if n in ("naive", "mig-off"):  # the references of the clauses
                 marks = ["(reference)"] * len(clauses) + [""]
             else:
                 v = verdicts(rows, n)
@@ -426,10 +457,14 @@ def main(argv: Sequence[str] | None = None) -> None:
         p.add_argument("--nodes", default="1,4")
         p.add_argument("--seeds", default="1,2,3")
         if name != "calibrate":
-            p.add_argument("--dir", default="report-traces")
+            p.add_argument("--dir", default="bench/out/report-traces")
         if name == "run":
-            p.add_argument("--out", default="report.jsonl")
+            p.add_argument("--out", default="bench/out/report.jsonl")
             p.add_argument("--baselines", default="all")
+            p.add_argument(
+                "--reconf", default="60,90+300", help="60: 60 s per GPU; 90+300: and a 300 s pause"
+            )
+            p.add_argument("--idle-pass", action="store_true", help="also the loop with --idle-pass")
     t = sub.add_parser("table")
     t.add_argument("file")
     args = ap.parse_args(argv)
@@ -461,11 +496,14 @@ def main(argv: Sequence[str] | None = None) -> None:
         ap.error(f"unknown baseline(s) {', '.join(unknown)}; known: {', '.join(BASELINES)}")
     print("policy for every trace:", PartitionPolicy(mode="dynamic"), file=sys.stderr)
     print("replay settings:", Settings(nodes=0, gpus_per_node=GPUS_PER_NODE), file=sys.stderr)
-    for n, s in pairs:
-        cell = replay(n, s, baselines, Path(args.dir))
-        with Path(args.out).open("a", encoding="utf-8") as fh:
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text("", encoding="utf-8")
+    for (n, s), reconf in itertools.product(pairs, args.reconf.split(",")):
+        cell = replay(n, s, baselines, Path(args.dir), reconf, args.idle_pass)
+        with out.open("a", encoding="utf-8") as fh:
             fh.write(json.dumps(cell, sort_keys=True) + "\n")
-        print(f"{cell['trace']}: {cell['wallSeconds']} s", file=sys.stderr, flush=True)
+        print(f"{cell['trace']} reconf {reconf}: {cell['wallSeconds']} s", file=sys.stderr, flush=True)
 
 
 if __name__ == "__main__":

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import warnings
 from collections import Counter
 from pathlib import Path
@@ -149,3 +150,21 @@ def test_the_calibrated_rates_give_mig_off_the_reports_before() -> None:
         p95 = rw.mig_off_small_p95(nodes, seed, rate)
         assert 2 * 3600 <= p95 <= 4 * 3600, (nodes, seed, p95)
         assert abs(p95 - rw.TARGET_SECONDS) <= 0.15 * rw.TARGET_SECONDS
+
+
+def test_run_and_table_cover_every_pod_with_the_four_classes(tmp_path: Path) -> None:
+    """The command's path end to end on one trace: every pod falls in one of the four classes (no
+    replay size class is left out of REPLAY_CLASSES), and the table shows the clauses per baseline."""
+    cell = rw.replay(1, 1, ["naive", "mig-off", "per-pod"], tmp_path, reconf="90+300")
+    assert cell["reconf"] == "90+300" and (tmp_path / rw.trace_name(1, 1)).exists()
+    for row in cell["results"]:
+        replay_sizes = {k for k in row["waitSeconds"] if k != "all"}
+        assert replay_sizes <= {s for classes in rw.REPLAY_CLASSES.values() for s in classes}
+        assert sum(c["pods"] for c in row["reportClasses"].values()) == cell["pods"]
+    out = tmp_path / "report.jsonl"
+    out.write_text(json.dumps(cell) + "\n", encoding="utf-8")
+    text = rw.table(out)
+    assert "small < 5 min" in text and "≥ 5× fewer than naive" in text
+    per_pod = next(line for line in text.splitlines() if line.startswith("| per-pod |"))
+    assert "meets" in per_pod or "misses" in per_pod
+    assert "(reference)" in next(line for line in text.splitlines() if line.startswith("| mig-off |"))

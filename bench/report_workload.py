@@ -37,9 +37,11 @@ them on 1g.10gb under ``--mapping memory`` too (125 × 80 GB / 1000 = 10 GB). Me
 15–40 GB: 2g.20gb and 3g.40gb; under ``--mapping memory`` the 2g half would become 1g.20gb, so the
 traces are meant for the default compute mapping. No job maps to 4g (``gpu_milli`` 429–999 is never
 drawn). Most jobs are small (notebooks, inference, tuning sweeps), a quarter medium, the big ones
-few: under MIG off, where every job holds a whole GPU, small and medium jobs hold about 55 % of the
-GPU-time (seed 1: 36 % + 21 %, whole-GPU 25 %, multi-GPU 19 %); on slices they need about a fifth of
-that, so a MIG fleet has room the whole-GPU fleet lacks — the report's situation. Every job has
+few: under MIG off, where every job holds a whole GPU, small and medium jobs hold 57–66 % of the
+GPU-time (whole-GPU 20–25 %, multi-GPU 12–18 %; the six calibrated traces), and on slices they need
+21–23 % of that, so a MIG fleet has room the whole-GPU fleet lacks — the report's situation. Run
+time over the fleet's GPU-hours with MIG off is 0.54–0.71: the waits come from the weekday
+afternoons and the long tails, not from a fleet saturated around the clock. Every job has
 qos ``Burstable`` (one team, no priorities: the replay's queue is first come, first served, with
 backfilling), ``gpu_spec`` empty (any GPU), and ``cpu_milli``/``memory_mib`` in proportion to the GPU
 share (the replay ignores them).

@@ -39,6 +39,11 @@ from controller.errors import InvalidAssignmentError, WrongClusterError
 
 DRA_KEY = "dra.json"
 DRA_CONFIGMAP = "migc-dra"
+# The device-plugin config names the compiler gives every node config of a DRA pool (the plugin is
+# kept off there; compiler/render/manifests.py DRA_DEVICE_PLUGIN_CONFIG, _MIXED): such a config is
+# verified from ResourceSlices only, so it needs a static DRA pool of a DraPlan to be verified at all
+# (tests/controller/test_controller_dra.py checks these names against the rendered examples/dra).
+DRA_DEVICE_PLUGIN_CONFIGS = frozenset({"migc-dra", "migc-dra-mixed"})
 DRIVER = "gpu.nvidia.com"
 WHOLE_GPU = "gpu"
 STATIC = "static"
@@ -238,6 +243,11 @@ def _labels(value: Mapping[str, str], where: str) -> dict[str, str]:
             raise InvalidDraPlanError(f"{where}: {_short(k)}={_short(v)} is not a node label")
         out[k] = v
     return dict(sorted(out.items()))
+
+
+def is_dra_config(cfg: ConfigSpec) -> bool:
+    """Whether the compiler rendered ``cfg`` for a DRA pool (its device plugin config is a DRA one)."""
+    return cfg.device_plugin_config in DRA_DEVICE_PLUGIN_CONFIGS
 
 
 def config_devices(cfg: ConfigSpec) -> dict[str, int]:

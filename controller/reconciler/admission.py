@@ -17,7 +17,7 @@ from controller.assignment import Assignment, Pool, Target
 from controller.errors import ControllerError, NotFoundError
 from controller.logs import log
 from controller.reconciler.context import Annotations, Context, device_plugin_only, incompatible
-from controller.reconciler.dra import dynamic_conflict, missing_node_labels
+from controller.reconciler.dra import dynamic_conflict, missing_node_labels, unverifiable
 from controller.reconciler.migparted import MigPartedError, device_plugin_names
 from controller.state import NodeView, Phase
 
@@ -239,6 +239,13 @@ class Admission:
                 ctx.event(
                     ctx.s.node_event_namespace, "Node", "v1", name, "DraNodeLabelsMissing", message, self.now
                 )
+            return False
+        why = unverifiable(ctx.dra, name, target.pool, self.assignment.configs.get(target.config))
+        if why is not None:
+            # draining a node whose new layout nothing could verify: wait for the DraPlan instead
+            if not ctx.seen(("dra-unverifiable", name, self.assignment.revision, ctx.dra is None)):
+                log(logging.WARNING, "node held: its DRA config cannot be verified", node=name, error=why)
+                ctx.event(ctx.s.node_event_namespace, "Node", "v1", name, "DraPlanMissing", why, self.now)
             return False
         daemons = self._daemons.get(name)
         if daemons:

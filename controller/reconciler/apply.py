@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 
 from controller import state as st
+from controller.dra import is_dra_config
 from controller.errors import ControllerError
 from controller.logs import log
 from controller.reconciler.context import (
@@ -15,7 +16,7 @@ from controller.reconciler.context import (
     device_plugin_only,
     incompatible,
 )
-from controller.reconciler.dra import slices_mismatch, static_pool
+from controller.reconciler.dra import slices_mismatch, static_pool, unverifiable
 from controller.reconciler.migparted import MigPartedError, device_plugin_names
 from controller.state import NodeView, Phase
 
@@ -291,6 +292,11 @@ def verifying(ctx: Context, step: Step) -> NodeView | None:
         pretty = ", ".join(f"{k}: want {w} have {h}" for k, (w, h) in diff.items())
         problem = f"allocatable does not match config {node.target}: {pretty}"
     pool = static_pool(ctx.dra, step)
+    if problem is None and pool is None:
+        # a DRA config on a node in flight whose DraPlan went away (or never came): nothing proves
+        # its layout, so it waits for one (then fails at --verify-timeout) rather than being released
+        desired_pool = step.desired.pool if step.desired is not None else node.annotations.get(st.POOL)
+        problem = unverifiable(ctx.dra, node.name, desired_pool, cfg)
     if problem is None and pool is not None:
         # DRA does not fill allocatable (the device plugin is off there, which the check above
         # verified): the layout is verified from the driver's ResourceSlices (reconciler/dra.py).
@@ -318,6 +324,14 @@ def verifying(ctx: Context, step: Step) -> NodeView | None:
             "waiting for the DRA driver to publish the layout in ResourceSlices",
             node=node.name,
             dra_pool=pool.name,
+            why=problem[:512],
+        )
+    elif cfg is not None and is_dra_config(cfg):
+        ctx.once(
+            ("verify-wait", node.name, node.target),
+            logging.WARNING,
+            "waiting for a DraPlan: a DRA layout is verified only from the ResourceSlices it names",
+            node=node.name,
             why=problem[:512],
         )
     return None

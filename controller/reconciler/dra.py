@@ -15,7 +15,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from controller import state as st
-from controller.dra import DraPlan, DraPool, config_devices, device_diff, published
+from controller.assignment import ConfigSpec
+from controller.dra import DraPlan, DraPool, config_devices, device_diff, is_dra_config, published
 from controller.reconciler.context import Context, Step
 from controller.state import NodeView
 
@@ -69,6 +70,28 @@ def slices_mismatch(ctx: Context, step: Step, pool: DraPool) -> str | None:
 
 def _fmt(devices: Mapping[str, int]) -> str:
     return "{" + ", ".join(f"{k}: {v}" for k, v in sorted(devices.items())) + "}"
+
+
+def unverifiable(plan: DraPlan | None, name: str, pool: str | None, cfg: ConfigSpec | None) -> str | None:
+    """Why a node's DRA config cannot be verified: no static DRA pool of a DraPlan covers the node.
+
+    A config rendered for a DRA pool expects nothing allocatable (the device plugin is off there),
+    so node allocatable proves nothing about its layout; only the driver's ResourceSlices do, and
+    which ones to read the DraPlan says. An assignment synced before its DraPlan (or a DraPlan
+    deleted) would otherwise let such a node be released unverified.
+    """
+    if cfg is None or not is_dra_config(cfg):
+        return None
+    if plan is not None and plan.static_pool_of(name, (pool,)) is not None:
+        return None
+    where = (
+        "no DraPlan is synced" if plan is None else f"the DraPlan has no static DRA pool for it (pool {pool})"
+    )
+    return (
+        f"node {name}'s config {cfg.name} is for a DRA pool (device plugin off) but {where}: its layout "
+        "can be verified only from ResourceSlices the DraPlan names; sync migc-system/migc-dra from the "
+        "same render as the assignment"
+    )
 
 
 def dynamic_conflict(plan: DraPlan | None, name: str, node: NodeView, pool: str) -> str | None:

@@ -388,6 +388,60 @@ def test_a_static_dra_node_without_its_draplan_labels_is_held_until_labelled(clu
     cluster.wait(lambda: cluster.converged(target))
 
 
+def test_an_assignment_synced_before_its_draplan_holds_the_dra_nodes_until_it_comes(cluster: Cluster) -> None:
+    """A GitOps sync may apply the assignment before the DraPlan. A DRA config expects nothing
+    allocatable, so without the DraPlan nothing could verify the node's new layout: it is not
+    cordoned (Event DraPlanMissing) until the DraPlan arrives, then rolled out and verified from
+    ResourceSlices."""
+    dra_setup(cluster)
+    add_dra_nodes(cluster, ["h100-0"], "dra-all-1g.10gb")
+    wait_published(cluster, ["h100-0"])
+    target = {"h100-0": "dra-6gpu-whole_2gpu-balanced"}
+    cluster.set_assignment(dra_assignment(target))
+    ctl = cluster.start()
+    cluster.wait(
+        lambda: any((c.body or {}).get("reason") == "DraPlanMissing" for c in cluster.controller_calls())
+    )
+    cluster.settle(ctl, 4)
+    assert not [c for c in cluster.controller_calls() if c.resource == "nodes" and c.verb == "patch"]
+    assert slice_devices(cluster, "h100-0") == EXPECTED["dra-all-1g.10gb"]
+    set_draplan(cluster, draplan(target))
+    cluster.wait(lambda: cluster.converged(target))
+    assert slice_devices(cluster, "h100-0") == EXPECTED["dra-6gpu-whole_2gpu-balanced"]
+    listed = [c for c in cluster.controller_calls() if c.resource == "resourceslices"]
+    assert listed, "verified without reading the ResourceSlices"
+
+
+def test_the_dra_config_names_the_controller_knows_are_the_ones_migc_renders() -> None:
+    """controller.dra.DRA_DEVICE_PLUGIN_CONFIGS marks a config as a DRA pool's: in the rendered
+    examples/dra every config of a DRA pool's node carries one of them and no other config does."""
+    import yaml
+
+    from controller.dra import DRA_DEVICE_PLUGIN_CONFIGS
+
+    seen_dra = seen_other = 0
+    for cluster_dir in sorted((GOLDEN_EAST.parent).iterdir()):
+        path = cluster_dir / "migc-system/configmap-migc-assignment.yaml"
+        dra_path = cluster_dir / "migc-system/configmap-migc-dra.yaml"
+        if not path.exists():
+            continue
+        doc = json.loads(yaml.safe_load(path.read_text(encoding="utf-8"))["data"]["assignment.json"])
+        dra_nodes: set[str] = set()
+        if dra_path.exists():
+            plan = json.loads(yaml.safe_load(dra_path.read_text(encoding="utf-8"))["data"]["dra.json"])
+            dra_nodes = {n["name"] for p in plan["pools"] if p["mig"] == "static" for n in p["nodes"]}
+        for pool in doc["pools"]:
+            for node in pool["nodes"]:
+                dp = doc["configs"][node["config"]]["devicePluginConfig"]
+                if node["name"] in dra_nodes:
+                    assert dp in DRA_DEVICE_PLUGIN_CONFIGS, (node, dp)
+                    seen_dra += 1
+                else:
+                    assert dp not in DRA_DEVICE_PLUGIN_CONFIGS, (node, dp)
+                    seen_other += 1
+    assert seen_dra and seen_other
+
+
 GOLDEN_EAST = Path(__file__).resolve().parents[1] / "golden" / "dra" / "east"
 
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import functools
-import json
 from collections import defaultdict
 from pathlib import Path
 
@@ -30,13 +29,12 @@ from compiler.commands._common import (
 )
 from compiler.current import read_current
 from compiler.diagnostics import Diagnostic, has_errors, make
-from compiler.escape import bound_markdown, terminal
 from compiler.exitcodes import ExitCode
 from compiler.fsio import write_files_atomic
 from compiler.load import load_paths
 from compiler.observe import ObserveError
-from compiler.recommend import gates as g
-from compiler.recommend.engine import Recommendation, evidence_markdown, recommend
+from compiler.recommend.engine import recommend
+from compiler.recommend.report import FORMATS
 from compiler.recommend.state import (
     KIND,
     STATE_FILE,
@@ -49,105 +47,6 @@ from compiler.recommend.state import (
     rebuild_from_cluster,
 )
 from compiler.validate import unique_sorted, validate
-
-
-def _to_json(rec: Recommendation) -> str:
-    doc = {
-        "proposed": rec.proposed_change,
-        "gain": round(rec.gain, 3),
-        "demand": [{"tenant": t, "profile": p, "running": r, "pending": q} for t, p, r, q in rec.demand],
-        "window": {
-            "seconds": rec.window_seconds,
-            "covered": rec.covered,
-            "since": rec.since.strftime("%Y-%m-%dT%H:%M:%SZ") if rec.since else None,
-            "demand": [
-                {
-                    "tenant": t,
-                    "profile": p,
-                    "running": r,
-                    "pending": q,
-                    "samples": n,
-                    "min": lo,
-                    "mean": round(mean, 3),
-                    "max": hi,
-                    "sizedFor": s,
-                }
-                for t, p, r, q, n, lo, mean, hi, s in rec.window
-            ],
-        },
-        "scaleDownWindow": {
-            "seconds": rec.keep_seconds,
-            "covered": rec.keep_covered,
-            "kept": [{"tenant": t, "profile": p, "instances": n} for t, p, n in rec.keep],
-        },
-        "capacity": {"current": dict(rec.current), "proposed": dict(rec.proposed)},
-        "gates": [
-            {"name": x.name, "passed": x.passed, "overridden": x.overridden, "why": x.why} for x in rec.gates
-        ],
-        "rules": list(rec.rules),
-        "ruleEffects": [
-            {"rule": r, "tenant": t, "profile": p, "workload": w or None, "replicas": n}
-            for r, t, p, w, n in rec.rule_effects
-        ],
-        "urgent": list(rec.urgent),
-        "replicas": [{"workload": w, "from": a, "to": b} for w, a, b in rec.replicas],
-        "nodes": list(rec.nodes),
-        "plan": [{"node": n, "gpus": k, "deployed": a, "proposed": b} for n, k, a, b in rec.node_plan],
-        "disruption": {
-            "model": rec.disruption,
-            "benefit": round(rec.benefit, 3),
-            "servedPending": rec.served_pending,
-            "cost": None if rec.cost is None else round(rec.cost, 3),
-            "drainGraceSeconds": rec.drain_grace_seconds,
-            "reconfigureSeconds": rec.reconfigure_seconds,
-            "nodes": [
-                {
-                    "node": d.node,
-                    "gpus": d.gpus,
-                    "changedGpus": d.changed_gpus,
-                    "running": d.running,
-                    "loss": None if d.loss is None else round(d.loss, 3),
-                    "outage": round(d.outage, 3),
-                    "displaced": round(d.displaced, 3),
-                    "cost": None if d.cost is None else round(d.cost, 3),
-                }
-                for d in rec.node_costs
-            ],
-        },
-    }
-    return json.dumps(doc, indent=2, sort_keys=True) + "\n"
-
-
-def _to_text(rec: Recommendation) -> str:
-    out = ["change proposed" if rec.proposed_change else "no change proposed", f"gain {rec.gain:.1f}%"]
-    out += [
-        f"demand {t}/{p}: now {r} running + {q} pending; window {n} sample(s) min {lo} mean {mean:.1f} "
-        f"max {hi}; sized for {s}"
-        for t, p, r, q, n, lo, mean, hi, s in rec.window
-    ]
-    kept = ", ".join(f"{t}/{p} {n}" for t, p, n in rec.keep) or "nothing"
-    cover = "" if rec.keep_covered else ", not covered yet: nothing shrinks below what is declared"
-    out.append(f"scale-down window {g.duration_text(rec.keep_seconds)}{cover}; kept: {kept}")
-    out += [f"{'ok ' if x.passed else 'NO '} {x.name}: {x.why}" for x in rec.gates]
-    if rec.disruption == "expected":
-        cost = "unknown" if rec.cost is None else f"{rec.cost:,.0f}"
-        out.append(
-            f"disruption: benefit {rec.benefit:,.0f} GPU-s ({rec.served_pending} pending instance(s) "
-            f"served), cost {cost} GPU-s"
-        )
-        out += [
-            f"disruption {d.node}: {d.changed_gpus} GPU(s) changed, {d.running} running GPU pod(s), "
-            f"cost {'unknown' if d.cost is None else f'{d.cost:,.0f}'} GPU-s"
-            for d in rec.node_costs
-        ]
-    out += [f"rule fired: {r}" for r in rec.rules]
-    out += [
-        f"rule {r}: tenant {t}: +{n} x {p} on Workload {w}" if w else f"rule {r}: tenant {t}: nothing added"
-        for r, t, p, w, n in rec.rule_effects
-    ]
-    out += [f"Workload {w}: replicas {a} -> {b}" for w, a, b in rec.replicas]
-    out += [f"node {n}: {k} GPU(s): {a} -> {b}" for n, k, a, b in rec.node_plan]
-    return "\n".join(out) + "\n"
 
 
 @click.command(name="recommend")
@@ -175,7 +74,7 @@ def _to_text(rec: Recommendation) -> str:
     "(docs/recommend.md); off: the gain threshold.",
     "Reconfiguration time per changed GPU (the node is out meanwhile).",
 )
-@result_format_option(["text", "markdown", "json"], "Format of the evidence on stdout.")
+@result_format_option(list(FORMATS), "Format of the evidence on stdout.")
 def command(
     policy_path: str,
     snapshots: tuple[str, ...],
@@ -299,19 +198,14 @@ def _recommend(
     emit_diagnostics(unique_sorted(diagnostics), "text", to_stderr=True)
     if has_errors(rec.diagnostics):
         return ExitCode.INVALID
-    body = {"markdown": evidence_markdown, "json": _to_json, "text": _to_text}[fmt](rec)
-    if fmt == "markdown":
-        body = bound_markdown(body)  # the forge refuses a pull-request body over 65,536 characters
-    elif fmt == "text":
-        body = terminal(body)
-    click.echo(body, nl=False)
+    click.echo(FORMATS[fmt](rec), nl=False)
     if not dry_run:
         edited: dict[Path, str] = {}
         if rec.proposed_change:
             by_file: dict[str, dict[tuple[str, str], int]] = defaultdict(dict)
             spans = {w.name: w.span.file for w in policy.workloads}
-            for name, _, new in rec.replicas:
-                by_file[spans[name]][("Workload", name)] = new
+            for change in rec.replicas:
+                by_file[spans[change.workload]][("Workload", change.workload)] = change.new
             for file, changes in sorted(by_file.items()):
                 path = Path(file)
                 try:

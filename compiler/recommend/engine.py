@@ -34,7 +34,6 @@ from dataclasses import dataclass, replace
 
 from compiler.catalog import Catalog
 from compiler.diagnostics import Diagnostic, make
-from compiler.escape import markdown_cell as _md
 from compiler.model import CurrentState, GpuLayout, Policy, Rule, Workload
 from compiler.observe import Observation, ObservedPod
 from compiler.observe.model import profile_of
@@ -45,6 +44,10 @@ from compiler.recommend.state import State
 from compiler.solve import solve
 from compiler.solve.demand import sized_resource
 from compiler.solve.result import Solution
+
+
+def _rounded(x: float | None) -> float | None:
+    return None if x is None else round(x, 3)
 
 
 @dataclass(frozen=True)
@@ -65,6 +68,18 @@ class NodeDisruption:
     def cost(self) -> float | None:
         return None if self.loss is None else self.loss + self.outage + self.displaced
 
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "node": self.node,
+            "gpus": self.gpus,
+            "changedGpus": self.changed_gpus,
+            "running": self.running,
+            "loss": _rounded(self.loss),
+            "outage": round(self.outage, 3),
+            "displaced": round(self.displaced, 3),
+            "cost": _rounded(self.cost),
+        }
+
 
 def total_cost(nodes: Sequence[NodeDisruption]) -> float | None:
     """Σ of the nodes' costs; None when one is unknown."""
@@ -73,12 +88,117 @@ def total_cost(nodes: Sequence[NodeDisruption]) -> float | None:
 
 
 @dataclass(frozen=True)
+class TenantDemand:
+    """The instances a tenant's pods ask for of one profile now."""
+
+    tenant: str
+    profile: str
+    running: int
+    pending: int
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "tenant": self.tenant,
+            "profile": self.profile,
+            "running": self.running,
+            "pending": self.pending,
+        }
+
+
+@dataclass(frozen=True)
+class WindowDemand:
+    """One (tenant, profile) over the stabilization window, and what it is sized for."""
+
+    tenant: str
+    profile: str
+    running: int  # now
+    pending: int  # now
+    samples: int
+    low: int
+    mean: float  # weighted by time
+    high: int
+    sized_for: int
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "tenant": self.tenant,
+            "profile": self.profile,
+            "running": self.running,
+            "pending": self.pending,
+            "samples": self.samples,
+            "min": self.low,
+            "mean": round(self.mean, 3),
+            "max": self.high,
+            "sizedFor": self.sized_for,
+        }
+
+
+@dataclass(frozen=True)
+class Kept:
+    """The most running + pending instances of a (tenant, profile) at any sample of the scaleDownWindow:
+    its capacity is shrunk no lower."""
+
+    tenant: str
+    profile: str
+    instances: int
+
+    def to_dict(self) -> dict[str, object]:
+        return {"tenant": self.tenant, "profile": self.profile, "instances": self.instances}
+
+
+@dataclass(frozen=True)
+class RuleEffect:
+    """What a fired rule did for one tenant: ``replicas`` more on ``workload`` ("" and 0: no Workload in
+    the rule's pools could take them, MIGC428)."""
+
+    rule: str
+    tenant: str
+    profile: str
+    workload: str
+    replicas: int
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "rule": self.rule,
+            "tenant": self.tenant,
+            "profile": self.profile,
+            "workload": self.workload or None,
+            "replicas": self.replicas,
+        }
+
+
+@dataclass(frozen=True)
+class ReplicaChange:
+    """A Workload whose replicas the proposal changes."""
+
+    workload: str
+    old: int
+    new: int
+
+    def to_dict(self) -> dict[str, object]:
+        return {"workload": self.workload, "from": self.old, "to": self.new}
+
+
+@dataclass(frozen=True)
+class NodeChange:
+    """One node of the plan of the change: GPUs reconfigured, deployed and proposed layout (as text)."""
+
+    node: str
+    gpus: int
+    deployed: str
+    proposed: str
+
+    def to_dict(self) -> dict[str, object]:
+        return {"node": self.node, "gpus": self.gpus, "deployed": self.deployed, "proposed": self.proposed}
+
+
+@dataclass(frozen=True)
 class Recommendation:
     now: dt.datetime
-    demand: tuple[tuple[str, str, int, int], ...]  # (tenant, profile, running, pending)
+    demand: tuple[TenantDemand, ...]
     current: tuple[tuple[str, int], ...]  # profile → instances deployed
     proposed: tuple[tuple[str, int], ...]  # profile → instances after the change
-    replicas: tuple[tuple[str, int, int], ...]  # (workload, old, new) for workloads that change
+    replicas: tuple[ReplicaChange, ...]  # workloads that change
     nodes: tuple[str, ...]  # nodes whose layout changes
     gain: float
     gates: tuple[g.Gate, ...]
@@ -86,19 +206,15 @@ class Recommendation:
     urgent: tuple[str, ...]
     state: State  # the state to write back
     diagnostics: tuple[Diagnostic, ...]
-    # what each fired rule did: (rule, tenant, profile, workload or "" when none in its pools, replicas)
-    rule_effects: tuple[tuple[str, str, str, str, int], ...] = ()
-    # the plan of the change: (node, GPUs reconfigured, deployed layout, proposed layout)
-    node_plan: tuple[tuple[str, int, str, str], ...] = ()
+    rule_effects: tuple[RuleEffect, ...] = ()  # what each fired rule did
+    node_plan: tuple[NodeChange, ...] = ()  # the plan of the change
     since: dt.datetime | None = None  # the demand has been watched without a gap since
-    # per (tenant, profile) over the window: (tenant, profile, running now, pending now, samples, min,
-    # mean, max, instances sized for)
-    window: tuple[tuple[str, str, int, int, int, int, float, int, int], ...] = ()
+    window: tuple[WindowDemand, ...] = ()  # per (tenant, profile) over the window
     covered: bool = False  # the history covers the whole stabilization window
     window_seconds: int = 0  # the stabilizationWindow
     # per (tenant, profile) the most running + pending at any sample of the scaleDownWindow: capacity
     # is shrunk no lower (until the history covers that window, no lower than declared either)
-    keep: tuple[tuple[str, str, int], ...] = ()
+    keep: tuple[Kept, ...] = ()
     keep_covered: bool = False
     keep_seconds: int = 0  # the longer of scaleDownWindow and stabilizationWindow
     # the disruption rule ("expected"; "off": the gain threshold instead): the pending GPU-seconds the
@@ -118,6 +234,45 @@ class Recommendation:
     @property
     def proposed_change(self) -> bool:
         return bool(self.replicas) and g.all_passed(self.gates)
+
+    def to_dict(self) -> dict[str, object]:
+        """The evidence as plain data (``migc recommend -o json``; neither the state nor the diagnostics)."""
+        return {
+            "proposed": self.proposed_change,
+            "gain": round(self.gain, 3),
+            "demand": [d.to_dict() for d in self.demand],
+            "window": {
+                "seconds": self.window_seconds,
+                "covered": self.covered,
+                "since": self.since.strftime("%Y-%m-%dT%H:%M:%SZ") if self.since else None,
+                "demand": [w.to_dict() for w in self.window],
+            },
+            "scaleDownWindow": {
+                "seconds": self.keep_seconds,
+                "covered": self.keep_covered,
+                "kept": [k.to_dict() for k in self.keep],
+            },
+            "capacity": {"current": dict(self.current), "proposed": dict(self.proposed)},
+            "gates": [
+                {"name": x.name, "passed": x.passed, "overridden": x.overridden, "why": x.why}
+                for x in self.gates
+            ],
+            "rules": list(self.rules),
+            "ruleEffects": [e.to_dict() for e in self.rule_effects],
+            "urgent": list(self.urgent),
+            "replicas": [r.to_dict() for r in self.replicas],
+            "nodes": list(self.nodes),
+            "plan": [n.to_dict() for n in self.node_plan],
+            "disruption": {
+                "model": self.disruption,
+                "benefit": round(self.benefit, 3),
+                "servedPending": self.served_pending,
+                "cost": _rounded(self.cost),
+                "drainGraceSeconds": self.drain_grace_seconds,
+                "reconfigureSeconds": self.reconfigure_seconds,
+                "nodes": [d.to_dict() for d in self.node_costs],
+            },
+        }
 
 
 def _tenant_of(policy: Policy) -> dict[str, str]:
@@ -214,7 +369,7 @@ def wanted_replicas(
     demand: dict[tuple[str, str], list[int]],
     headroom: Sequence[tuple[Rule, Mapping[str, int]]] = (),
     size: Callable[[tuple[str, str], int], int] | None = None,
-) -> tuple[dict[str, int], list[Diagnostic], list[tuple[str, str, str, str, int]]]:
+) -> tuple[dict[str, int], list[Diagnostic], list[RuleEffect]]:
     """workload name → replicas wanted (only workloads that change); MIGC424/MIGC428; rule effects.
 
     ``size(key, declared)``: the instances a (tenant, profile) is sized for, given the instances its
@@ -228,7 +383,7 @@ def wanted_replicas(
     """
     out: dict[str, int] = {}
     diags: list[Diagnostic] = []
-    effects: list[tuple[str, str, str, str, int]] = []
+    effects: list[RuleEffect] = []
     extra_keys = {(t, r.maximize) for r, per in headroom for t, n in per.items() if n > 0}
     for tenant, profile in sorted(set(demand) | extra_keys):
         running, pending = demand.get((tenant, profile), [0, 0])
@@ -259,7 +414,7 @@ def wanted_replicas(
                 continue
             target = rule_target(policy, catalog, group, rule)
             if target is None:
-                effects.append((rule.name, tenant, profile, "", 0))
+                effects.append(RuleEffect(rule.name, tenant, profile, "", 0))
                 which = f"asking for {profile} is confined to pools {', '.join(rule.pools)}"
                 diags.append(
                     make(
@@ -271,7 +426,7 @@ def wanted_replicas(
                 )
                 continue
             new[target.name] += count
-            effects.append((rule.name, tenant, profile, target.name, count))
+            effects.append(RuleEffect(rule.name, tenant, profile, target.name, count))
         for w in group:
             if new[w.name] != w.replicas:
                 out[w.name] = new[w.name]
@@ -532,10 +687,10 @@ def recommend(
     old = {w.name: w.replicas for w in policy.workloads}
     return Recommendation(
         now=now,
-        demand=tuple(sorted((t, p, r, q) for (t, p), (r, q) in demand.items())),
+        demand=tuple(TenantDemand(t, p, r, q) for (t, p), (r, q) in sorted(demand.items())),
         current=tuple(cur_cap.items()),
         proposed=tuple(new_cap.items()),
-        replicas=tuple((k, old[k], v) for k, v in sorted(wanted.items())),
+        replicas=tuple(ReplicaChange(k, old[k], v) for k, v in sorted(wanted.items())),
         nodes=tuple(changing),
         gain=gain,
         gates=tuple(gates),
@@ -547,7 +702,7 @@ def recommend(
         since=win.since,
         covered=win.covered,
         window_seconds=part.stabilization_seconds,
-        keep=tuple((t, p, n) for (t, p), n in sorted(keep.items())),
+        keep=tuple(Kept(t, p, n) for (t, p), n in sorted(keep.items())),
         keep_covered=keep_covered,
         keep_seconds=h.longest(part),
         disruption=disruption,
@@ -557,12 +712,13 @@ def recommend(
         drain_grace_seconds=drain_grace_seconds,
         reconfigure_seconds=reconfigure_seconds,
         window=tuple(
-            (t, p, r, q, st.samples, st.low, st.mean, st.high, sized[(t, p)])
+            WindowDemand(t, p, r, q, st.samples, st.low, st.mean, st.high, sized[(t, p)])
             for (t, p), st in sorted(stats.items())
             for r, q in [demand.get((t, p), [0, 0])]
         ),
         node_plan=tuple(
-            sorted(
+            NodeChange(*row)
+            for row in sorted(
                 (n.name, len(n.changed_gpus), layout_text(n.current), layout_text(n.gpus))
                 for pool in solution.pools
                 for n in pool.nodes
@@ -570,140 +726,3 @@ def recommend(
             )
         ),
     )
-
-
-def disruption_markdown(rec: Recommendation) -> list[str]:
-    """The disruption rule's evidence: benefit, cost per changed node, verdict (none when it is off)."""
-    if rec.disruption != "expected":
-        return []
-    grace = g.duration_text(rec.drain_grace_seconds)
-    lines = [
-        "### Disruption (is the change worth its drains?)",
-        "",
-        f"**Benefit:** the proposal serves {rec.served_pending} pending instance(s); the GPU-time they "
-        f"have waited, Σ f × W = {rec.benefit:,.0f} GPU-s, is what it avoids.",
-        "",
-        f"**Cost** per changed node: Σ over its running GPU pods of f × E² / (E + G), G = {grace} "
-        f"(the controller's drain grace), plus the outage (its GPUs × {rec.reconfigure_seconds:g} s × "
-        "GPUs changed), plus the wait it displaces: Σ f × W₀ over the running pods the node keeps no "
-        "instance for, W₀ how long each waited before it started.",
-        "",
-        "| node | GPUs changed | running GPU pods | expected loss (GPU-s) | outage (GPU-s) "
-        "| displaced wait (GPU-s) | cost (GPU-s) |",
-        "|---|---:|---:|---:|---:|---:|---:|",
-    ]
-    for d in rec.node_costs[:MAX_PLAN_ROWS]:
-        loss = "unknown" if d.loss is None else f"{d.loss:,.0f}"
-        cost = "unknown" if d.cost is None else f"{d.cost:,.0f}"
-        cells = (d.node, d.changed_gpus, d.running, loss, f"{d.outage:,.0f}", f"{d.displaced:,.0f}", cost)
-        lines.append("| " + " | ".join(_md(c) for c in cells) + " |")
-    if len(rec.node_costs) > MAX_PLAN_ROWS:
-        lines.append(f"| … {len(rec.node_costs) - MAX_PLAN_ROWS} more node(s) | | | | | | |")
-    if not rec.node_costs:
-        lines.append("| – | 0 | 0 | 0 | 0 | 0 | 0 |")
-    gate = next((x for x in rec.gates if x.name == "disruption"), None)
-    if gate is not None and not rec.node_costs:
-        # no node changes: there is no drain to weigh, so no verdict on one (the gates say why not)
-        lines += ["", "**Verdict:** nothing to weigh: the proposal reconfigures no node."]
-    elif gate is not None:
-        verdict = "worth it" if gate.passed else "**not worth it**"
-        lines += ["", f"**Verdict:** {verdict}: {_md(gate.why, 2000)}."]
-    return [*lines, ""]
-
-
-MAX_PLAN_ROWS = 50  # a pull-request body stays readable; `migc plan` lists every node
-
-
-def evidence_markdown(rec: Recommendation, sources: Sequence[str] = ()) -> str:
-    """The pull-request body: demand, capacity, gain, gates, rules and the change."""
-    lines = [f"## migc recommend — {rec.now.strftime('%Y-%m-%d %H:%M UTC')}", ""]
-    verdict = "**Change proposed.**" if rec.proposed_change else "**No change proposed.**"
-    lines += [
-        verdict,
-        "",
-        "### Observed demand (instances)",
-        "",
-        f"Now, and running + pending over the {g.duration_text(rec.window_seconds)} stabilization window "
-        "(samples of earlier runs, held until the next; mean weighted by time).",
-        "",
-        f"*kept* is the most over the {g.duration_text(rec.keep_seconds)} scaleDownWindow"
-        + ("" if rec.keep_covered else " (not covered yet: nothing shrinks below what is declared)")
-        + ": capacity is given back no lower.",
-        "",
-        "| tenant | profile | running | pending | samples | min | mean | max | kept | sized for |",
-        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|",
-    ]
-    kept = {(t, p): n for t, p, n in rec.keep}
-    lines += [
-        f"| {_md(t)} | {_md(p)} | {r} | {q} | {n} | {lo} | {mean:.1f} | {hi} | {kept.get((t, p), 0)} | {s} |"
-        for t, p, r, q, n, lo, mean, hi, s in rec.window
-    ] or ["| – | – | 0 | 0 | 1 | 0 | 0.0 | 0 | 0 | 0 |"]
-    if rec.since is not None:
-        since = rec.since.strftime("%Y-%m-%d %H:%M UTC")
-        watched = g.duration_text((rec.now - rec.since).total_seconds())
-        lines += [
-            "",
-            f"Demand watched without a gap since {since} ({watched}): "
-            + (
-                "the window is covered, so each is sized for what persisted through all of it "
-                "(declared replicas kept between the window's min and max)."
-                if rec.covered
-                else "the window is not covered yet, so the declared replicas stay "
-                "(only pods past their max wait add instances)."
-            ),
-        ]
-    cur, new = dict(rec.current), dict(rec.proposed)
-    lines += ["", "### Capacity (instances)", "", "| profile | current | proposed |", "|---|---:|---:|"]
-    lines += [f"| {_md(p)} | {cur.get(p, 0)} | {new.get(p, 0)} |" for p in sorted(set(cur) | set(new))]
-    lines += [
-        "",
-        f"**Gain:** the proposal serves {rec.gain:.1f}% of the slice-weighted demand the current "
-        "layout leaves unserved.",
-        "",
-    ]
-    lines += disruption_markdown(rec)
-    lines += [
-        "### Gates",
-        "",
-        "| gate | result | why |",
-        "|---|---|---|",
-    ]
-    for gate in rec.gates:
-        res = "overridden" if gate.overridden else ("passed" if gate.passed else "**blocked**")
-        lines.append(f"| {_md(gate.name)} | {res} | {_md(gate.why, 2000)} |")
-    lines += ["", "### Rules fired", ""]
-    for name in rec.rules:
-        effects = [e for e in rec.rule_effects if e[0] == name]
-        lines += [
-            f"- {_md(name)}: tenant {_md(tenant)}: +{n} x {_md(profile)} on Workload {_md(workload)}"
-            if workload
-            else f"- {_md(name)}: tenant {_md(tenant)}: no Workload asking for {_md(profile)} can take it "
-            "(in the rule's pools); nothing added (MIGC428)"
-            for _, tenant, profile, workload, n in effects
-        ] or [f"- {_md(name)}: nothing added (no pending pod it matches waited through the whole window)"]
-    if not rec.rules:
-        lines.append("- none")
-    if rec.urgent:
-        lines += ["", "### Pods past their max wait", ""]
-        lines += [f"- {_md(k)}" for k in rec.urgent[:MAX_PLAN_ROWS]]
-        if len(rec.urgent) > MAX_PLAN_ROWS:
-            lines.append(f"- … {len(rec.urgent) - MAX_PLAN_ROWS} more pod(s)")
-    lines += ["", "### Change", ""]
-    lines += [f"- Workload {_md(w)}: replicas {a} → {b}" for w, a, b in rec.replicas] or ["- none"]
-    if rec.nodes:
-        lines.append(
-            f"- nodes reconfigured: {len(rec.nodes)} ({', '.join(_md(n) for n in rec.nodes[:10])}"
-            f"{', …' if len(rec.nodes) > 10 else ''})"
-        )
-    if rec.node_plan:
-        lines += [
-            "",
-            "### Plan of the change (per node, as `migc compile` will render it)",
-            "",
-            "| node | GPUs reconfigured | deployed | proposed |",
-            "|---|---:|---|---|",
-        ]
-        lines += [f"| {_md(n)} | {k} | {_md(a)} | {_md(b)} |" for n, k, a, b in rec.node_plan[:MAX_PLAN_ROWS]]
-        if len(rec.node_plan) > MAX_PLAN_ROWS:
-            lines.append(f"| … {len(rec.node_plan) - MAX_PLAN_ROWS} more node(s) | | | |")
-    return "\n".join(lines) + "\n"

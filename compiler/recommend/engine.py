@@ -567,6 +567,247 @@ def pending_benefit(
     return benefit, served
 
 
+@dataclass(frozen=True)
+class _Demand:
+    """What the Tenants' pods ask for now and over the window: what the proposal is sized from."""
+
+    counts: Mapping[tuple[str, str], list[int]]  # (tenant, profile) → [running, pending] instances now
+    pending: Sequence[g.PendingPod]
+    diagnostics: Sequence[Diagnostic]  # MIGC424 for the pods of namespaces no Tenant lists
+    fired: tuple[Rule, ...]
+    sample: h.Sample  # this evaluation's sample
+    window: h.Window
+    stats: Mapping[tuple[str, str], h.Stats]  # per (tenant, profile) over the window
+    # each fired rule with, per tenant, its matched pending pods that persisted through the window
+    headroom: Sequence[tuple[Rule, Mapping[str, int]]]
+    keep: Mapping[tuple[str, str], int]  # the most over the scaleDownWindow
+    keep_covered: bool
+    late: Mapping[tuple[str, str], int]  # pending pods past their max wait
+
+
+def _watch_demand(policy: Policy, obs: Observation, state: State, now: dt.datetime) -> _Demand:
+    """Step 1: the observed demand, the rules it fires and its history over the windows."""
+    part = policy.partition
+    demand, pending, diags = observed_demand(policy, obs)
+    fired = g.fired_rules(part.rules, pending)
+    owner = _tenant_of(policy)
+    current_sample = h.sample(now, demand)
+    win = h.window(state.history, current_sample, part)
+    tenants = sorted({owner[ns] for pod in pending if (ns := pod.key.split("/", 1)[0]) in owner})
+    headroom = [(r, {t: h.pending_low(win, t, r.when.profile) for t in tenants}) for r in fired]
+    keep, keep_covered = h.peaks(state.history, current_sample, part)
+    late: dict[tuple[str, str], int] = defaultdict(int)
+    for pod in pending:
+        tenant = owner.get(pod.key.split("/", 1)[0])
+        if tenant is not None and pod.late:
+            late[(tenant, pod.profile)] += 1
+    return _Demand(
+        demand,
+        pending,
+        diags,
+        fired,
+        current_sample,
+        win,
+        h.stats(win, now, part),
+        headroom,
+        keep,
+        keep_covered,
+        late,
+    )
+
+
+@dataclass(frozen=True)
+class _Sizing:
+    """Step 2: the replicas each Workload is wanted at, and the instances each (tenant, profile) is
+    sized for (:func:`compiler.recommend.history.sized`)."""
+
+    wanted: Mapping[str, int]  # workload → replicas, for those that change
+    sized: Mapping[tuple[str, str], int]
+    diagnostics: Sequence[Diagnostic]  # MIGC424/MIGC428
+    effects: Sequence[RuleEffect]
+
+
+def _size(policy: Policy, catalog: Catalog, d: _Demand) -> _Sizing:
+    sized: dict[tuple[str, str], int] = {}
+
+    def size(key: tuple[str, str], declared: int) -> int:
+        running, pend = d.counts.get(key, [0, 0])
+        sized[key] = h.sized(
+            declared,
+            d.stats.get(key),
+            d.window.covered,
+            running + pend,
+            d.late.get(key, 0),
+            (d.keep.get(key, 0), d.keep_covered),
+        )
+        return sized[key]
+
+    known = {**{k: [0, 0] for k in d.stats}, **d.counts}
+    wanted, diags, effects = wanted_replicas(policy, catalog, known, d.headroom, size)
+    for key in d.stats:  # keys no Workload describes: sized as if nothing were declared
+        if key not in sized:
+            size(key, 0)
+    return _Sizing(wanted, sized, diags, effects)
+
+
+@dataclass(frozen=True)
+class _Proposal:
+    """Step 3: the proposed policy solved from the deployed layout, and what it changes."""
+
+    solution: Solution
+    current: dict[str, int]  # capacity deployed, per profile
+    proposed: dict[str, int]  # capacity after the change
+    gain: float
+    changing: list[str]  # nodes whose layout changes
+    urgent: tuple[str, ...]
+
+
+def _solve_proposal(
+    policy: Policy,
+    catalog: Catalog,
+    current: CurrentState,
+    d: _Demand,
+    sizing: _Sizing,
+    slices: Mapping[str, int],
+    time_limit_s: float,
+) -> _Proposal:
+    workloads = tuple(replace(w, replicas=sizing.wanted.get(w.name, w.replicas)) for w in policy.workloads)
+    solution = solve(replace(policy, workloads=workloads), catalog, current, time_limit_s=time_limit_s)
+    cur_cap = capacity(solution, "current")
+    new_cap = capacity(solution, "target")
+    want: dict[str, int] = defaultdict(int)  # the demand the proposal is sized for, per profile
+    for (_, p), n in sizing.sized.items():
+        want[p] += n
+    return _Proposal(
+        solution,
+        cur_cap,
+        new_cap,
+        g.gain_pct(cur_cap, new_cap, want, slices),
+        sorted({n.name for pool in solution.pools for n in pool.nodes if n.changed}),
+        g.urgent_pods(d.pending, cur_cap, new_cap),
+    )
+
+
+@dataclass(frozen=True)
+class _Weighed:
+    """Step 4: the gates that weigh the proposal (the disruption rule's, or the gain threshold) and the
+    disruption rule's evidence."""
+
+    gates: list[g.Gate]
+    node_costs: tuple[NodeDisruption, ...] = ()
+    benefit: float = 0.0
+    served_pending: int = 0
+
+
+def _weigh(
+    policy: Policy,
+    obs: Observation,
+    now: dt.datetime,
+    d: _Demand,
+    prop: _Proposal,
+    slices: Mapping[str, int],
+    disruption: str,
+    grace_seconds: float,
+    reconfigure_seconds: float,
+) -> _Weighed:
+    part = policy.partition
+    if disruption != "expected":
+        return _Weighed([g.threshold(prop.gain, part, prop.urgent)])
+    node_costs = node_disruption(prop.solution, obs, now, slices, grace_seconds, reconfigure_seconds)
+    observed: dict[str, int] = defaultdict(int)
+    for (_, p), (run, pend) in d.counts.items():
+        observed[p] += run + pend
+    benefit, served_pending = pending_benefit(
+        pending_waits(policy, obs), observed, prop.current, prop.proposed, slices
+    )
+    # the threshold is applied by the disruption rule to GPU-time saved vs destroyed; the share of
+    # the shortage is not asked a second time (as in migc simulate's default loop)
+    gates = [
+        g.Gate("threshold", True, f"gain {prop.gain:.1f}%: applied by the disruption rule"),
+        g.disruption(benefit, total_cost(node_costs), part),
+    ]
+    return _Weighed(gates, node_costs, benefit, served_pending)
+
+
+def _failures(obs: Observation, state: State) -> tuple[int, dt.datetime | None]:
+    """backoff: a Failed rollout the controller recorded on a node counts once (by its time)."""
+    failed = [
+        n.rollout.since for n in obs.nodes if n.rollout.phase == "Failed" and n.rollout.since is not None
+    ]
+    return g.count_failures(state.failures, state.last_failure, failed, state.last_change)
+
+
+def _gates(
+    policy: Policy,
+    obs: Observation,
+    state: State,
+    now: dt.datetime,
+    d: _Demand,
+    prop: _Proposal,
+    weighed: _Weighed,
+    failures: tuple[int, dt.datetime | None],
+) -> list[g.Gate]:
+    """Step 5: every gate, in the order the evidence lists them."""
+    part = policy.partition
+    rolling = sorted(n.name for n in obs.nodes if n.rollout.in_progress and n.rollout.phase != "Failed")
+    return [
+        g.mode(part),
+        g.Gate(
+            "rollout",
+            not rolling,
+            "no rollout in progress"
+            if not rolling
+            else f"{len(rolling)} node(s) still rolling out: {', '.join(rolling[:5])}",
+        ),
+        *weighed.gates,
+        h.window_gate(d.window, now, part, prop.urgent, adds=g.added_profiles(prop.current, prop.proposed)),
+        g.min_dwell(prop.changing, state.node_last_change(), now, part),
+        g.daily_budget(len(prop.changing), g.changes_last_day((t for _, t in state.changes), now), part),
+        g.backoff(*failures, now, part),
+    ]
+
+
+def _next_state(
+    policy: Policy,
+    state: State,
+    now: dt.datetime,
+    d: _Demand,
+    changing: Sequence[str],
+    ok: bool,
+    failures: tuple[int, dt.datetime | None],
+) -> State:
+    """Step 6: the state to write back: the sample recorded, and the change when one is proposed."""
+    return State(
+        updated=now,
+        history=h.record(state.history, d.sample, policy.partition),
+        last_change=now if ok else state.last_change,
+        changes=state.changes + (tuple((n, now) for n in changing) if ok else ()),
+        failures=failures[0],
+        last_failure=failures[1],
+    )
+
+
+def _window_rows(d: _Demand, sizing: _Sizing) -> tuple[WindowDemand, ...]:
+    rows = []
+    for (t, p), st in sorted(d.stats.items()):
+        running, pending = d.counts.get((t, p), [0, 0])
+        rows.append(
+            WindowDemand(t, p, running, pending, st.samples, st.low, st.mean, st.high, sizing.sized[(t, p)])
+        )
+    return tuple(rows)
+
+
+def _node_plan(solution: Solution) -> tuple[NodeChange, ...]:
+    """The changed nodes: GPUs reconfigured, deployed and proposed layout, by node name."""
+    rows = (
+        (n.name, len(n.changed_gpus), layout_text(n.current), layout_text(n.gpus))
+        for pool in solution.pools
+        for n in pool.nodes
+        if n.changed
+    )
+    return tuple(NodeChange(*row) for row in sorted(rows))
+
+
 def recommend(
     policy: Policy,
     catalog: Catalog,
@@ -584,145 +825,42 @@ def recommend(
     threshold is applied there, as in ``migc simulate``'s default loop); "off": the gain threshold."""
     part = policy.partition
     slices = _slices(catalog)
-    demand, pending, diags = observed_demand(policy, obs)
-    fired = g.fired_rules(part.rules, pending)
-    owner = _tenant_of(policy)
-    # the demand history over the window decides what each (tenant, profile) is sized for
-    current_sample = h.sample(now, demand)
-    win = h.window(state.history, current_sample, part)
-    headroom: list[tuple[Rule, Mapping[str, int]]] = []
-    tenants = {owner[ns] for pod in pending if (ns := pod.key.split("/", 1)[0]) in owner}
-    for r in fired:  # a rule's headroom: its matched pending pods that persisted through the window
-        per_tenant = {t: h.pending_low(win, t, r.when.profile) for t in sorted(tenants)}
-        headroom.append((r, per_tenant))
-    stats = h.stats(win, now, part)
-    keep, keep_covered = h.peaks(state.history, current_sample, part)
-    late: dict[tuple[str, str], int] = defaultdict(int)
-    for pod in pending:
-        tenant = owner.get(pod.key.split("/", 1)[0])
-        if tenant is not None and pod.late:
-            late[(tenant, pod.profile)] += 1
-    sized: dict[tuple[str, str], int] = {}
-
-    def size(key: tuple[str, str], declared: int) -> int:
-        running, pend = demand.get(key, [0, 0])
-        sized[key] = h.sized(
-            declared,
-            stats.get(key),
-            win.covered,
-            running + pend,
-            late.get(key, 0),
-            (keep.get(key, 0), keep_covered),
-        )
-        return sized[key]
-
-    known = {**{k: [0, 0] for k in stats}, **demand}
-    wanted, more, effects = wanted_replicas(policy, catalog, known, headroom, size)
-    diags.extend(more)
-    for key in stats:  # keys no Workload describes: sized as if nothing were declared
-        if key not in sized:
-            size(key, 0)
-    new_workloads = tuple(replace(w, replicas=wanted.get(w.name, w.replicas)) for w in policy.workloads)
-    proposed_policy = replace(policy, workloads=new_workloads)
-    solution = solve(proposed_policy, catalog, current, time_limit_s=time_limit_s)
-    cur_cap = capacity(solution, "current")
-    new_cap = capacity(solution, "target")
-    want: dict[str, int] = defaultdict(int)  # the demand the proposal is sized for, per profile
-    for (_, p), n in sized.items():
-        want[p] += n
-    gain = g.gain_pct(cur_cap, new_cap, want, slices)
-    changing = sorted({n.name for pool in solution.pools for n in pool.nodes if n.changed})
-    urgent = g.urgent_pods(pending, cur_cap, new_cap)
-
-    # backoff: a Failed rollout the controller recorded on a node counts once (by its time)
-    failed = [
-        n.rollout.since for n in obs.nodes if n.rollout.phase == "Failed" and n.rollout.since is not None
-    ]
-    failures, last_failure = g.count_failures(state.failures, state.last_failure, failed, state.last_change)
-    rolling = sorted(n.name for n in obs.nodes if n.rollout.in_progress and n.rollout.phase != "Failed")
-
-    node_costs: tuple[NodeDisruption, ...] = ()
-    benefit, served_pending = 0.0, 0
-    if disruption == "expected":
-        node_costs = node_disruption(solution, obs, now, slices, drain_grace_seconds, reconfigure_seconds)
-        observed: dict[str, int] = defaultdict(int)
-        for (_, p), (run, pend) in demand.items():
-            observed[p] += run + pend
-        benefit, served_pending = pending_benefit(
-            pending_waits(policy, obs), observed, cur_cap, new_cap, slices
-        )
-        total = total_cost(node_costs)
-        # the threshold is applied by the disruption rule to GPU-time saved vs destroyed; the share of
-        # the shortage is not asked a second time (as in migc simulate's default loop)
-        weighed = [
-            g.Gate("threshold", True, f"gain {gain:.1f}%: applied by the disruption rule"),
-            g.disruption(benefit, total, part),
-        ]
-    else:
-        weighed = [g.threshold(gain, part, urgent)]
-    gates = [
-        g.mode(part),
-        g.Gate(
-            "rollout",
-            not rolling,
-            "no rollout in progress"
-            if not rolling
-            else f"{len(rolling)} node(s) still rolling out: {', '.join(rolling[:5])}",
-        ),
-        *weighed,
-        h.window_gate(win, now, part, urgent, adds=g.added_profiles(cur_cap, new_cap)),
-        g.min_dwell(changing, state.node_last_change(), now, part),
-        g.daily_budget(len(changing), g.changes_last_day((t for _, t in state.changes), now), part),
-        g.backoff(failures, last_failure, now, part),
-    ]
-    ok = bool(wanted) and g.all_passed(gates)
-    new_state = State(
-        updated=now,
-        history=h.record(state.history, current_sample, part),
-        last_change=now if ok else state.last_change,
-        changes=state.changes + (tuple((n, now) for n in changing) if ok else ()),
-        failures=failures,
-        last_failure=last_failure,
+    demand = _watch_demand(policy, obs, state, now)
+    sizing = _size(policy, catalog, demand)
+    prop = _solve_proposal(policy, catalog, current, demand, sizing, slices, time_limit_s)
+    failures = _failures(obs, state)
+    weighed = _weigh(
+        policy, obs, now, demand, prop, slices, disruption, drain_grace_seconds, reconfigure_seconds
     )
+    gates = _gates(policy, obs, state, now, demand, prop, weighed, failures)
+    ok = bool(sizing.wanted) and g.all_passed(gates)
     old = {w.name: w.replicas for w in policy.workloads}
     return Recommendation(
         now=now,
-        demand=tuple(TenantDemand(t, p, r, q) for (t, p), (r, q) in sorted(demand.items())),
-        current=tuple(cur_cap.items()),
-        proposed=tuple(new_cap.items()),
-        replicas=tuple(ReplicaChange(k, old[k], v) for k, v in sorted(wanted.items())),
-        nodes=tuple(changing),
-        gain=gain,
+        demand=tuple(TenantDemand(t, p, r, q) for (t, p), (r, q) in sorted(demand.counts.items())),
+        current=tuple(prop.current.items()),
+        proposed=tuple(prop.proposed.items()),
+        replicas=tuple(ReplicaChange(k, old[k], v) for k, v in sorted(sizing.wanted.items())),
+        nodes=tuple(prop.changing),
+        gain=prop.gain,
         gates=tuple(gates),
-        rules=tuple(r.name for r in fired),
-        urgent=urgent,
-        state=new_state,
-        diagnostics=tuple(diags) + solution.diagnostics,
-        rule_effects=tuple(effects),
-        since=win.since,
-        covered=win.covered,
+        rules=tuple(r.name for r in demand.fired),
+        urgent=prop.urgent,
+        state=_next_state(policy, state, now, demand, prop.changing, ok, failures),
+        diagnostics=(*demand.diagnostics, *sizing.diagnostics, *prop.solution.diagnostics),
+        rule_effects=tuple(sizing.effects),
+        since=demand.window.since,
+        covered=demand.window.covered,
         window_seconds=part.stabilization_seconds,
-        keep=tuple(Kept(t, p, n) for (t, p), n in sorted(keep.items())),
-        keep_covered=keep_covered,
+        keep=tuple(Kept(t, p, n) for (t, p), n in sorted(demand.keep.items())),
+        keep_covered=demand.keep_covered,
         keep_seconds=h.longest(part),
         disruption=disruption,
-        benefit=benefit,
-        served_pending=served_pending,
-        node_costs=node_costs,
+        benefit=weighed.benefit,
+        served_pending=weighed.served_pending,
+        node_costs=weighed.node_costs,
         drain_grace_seconds=drain_grace_seconds,
         reconfigure_seconds=reconfigure_seconds,
-        window=tuple(
-            WindowDemand(t, p, r, q, st.samples, st.low, st.mean, st.high, sized[(t, p)])
-            for (t, p), st in sorted(stats.items())
-            for r, q in [demand.get((t, p), [0, 0])]
-        ),
-        node_plan=tuple(
-            NodeChange(*row)
-            for row in sorted(
-                (n.name, len(n.changed_gpus), layout_text(n.current), layout_text(n.gpus))
-                for pool in solution.pools
-                for n in pool.nodes
-                if n.changed
-            )
-        ),
+        window=_window_rows(demand, sizing),
+        node_plan=_node_plan(prop.solution),
     )

@@ -194,6 +194,10 @@ class NodeChange:
 
 @dataclass(frozen=True)
 class Recommendation:
+    """One evaluation: the demand, the proposal, its gates and the state to write back. Each row is a
+    frozen record with named fields; :meth:`to_dict` is the JSON evidence, and
+    :mod:`compiler.recommend.report` holds its text, markdown and JSON forms (``FORMATS``)."""
+
     now: dt.datetime
     demand: tuple[TenantDemand, ...]
     current: tuple[tuple[str, int], ...]  # profile → instances deployed

@@ -390,51 +390,69 @@ def wanted_replicas(
     effects: list[RuleEffect] = []
     extra_keys = {(t, r.maximize) for r, per in headroom for t, n in per.items() if n > 0}
     for tenant, profile in sorted(set(demand) | extra_keys):
-        running, pending = demand.get((tenant, profile), [0, 0])
         group = sorted(
             (w for w in policy.workloads if w.tenant == tenant and _matches(policy, catalog, w, profile)),
             key=lambda w: w.name,
         )
         new = {w.name: w.replicas for w in group}
         if (tenant, profile) in demand:
-            if not group:
-                if running + pending > 0:  # not when seen earlier in the window only
-                    diags.append(
-                        make(
-                            "MIGC424",
-                            f"tenant {tenant}: {running + pending} x {profile} observed, but no Workload "
-                            "of the tenant asks for it",
-                        )
+            running, pending = demand[(tenant, profile)]
+            if group:
+                new[group[0].name] = _sized_replicas(group, (tenant, profile), running + pending, size)
+            elif running + pending > 0:  # not when seen earlier in the window only
+                diags.append(
+                    make(
+                        "MIGC424",
+                        f"tenant {tenant}: {running + pending} x {profile} observed, but no Workload "
+                        "of the tenant asks for it",
                     )
-            else:
-                per = max(group[0].need.gpus if profile == "gpu" else 1, 1)
-                declared = sum(w.replicas for w in group)
-                wanted = running + pending if size is None else size((tenant, profile), declared * per)
-                observed = -(-wanted // per)
-                new[group[0].name] = max(0, group[0].replicas + observed - declared)
+                )
         for rule, per_tenant in headroom:
             count = per_tenant.get(tenant, 0)
             if rule.maximize != profile or count <= 0:
                 continue
-            target = rule_target(policy, catalog, group, rule)
-            if target is None:
-                effects.append(RuleEffect(rule.name, tenant, profile, "", 0))
-                which = f"asking for {profile} is confined to pools {', '.join(rule.pools)}"
-                diags.append(
-                    make(
-                        "MIGC428",
-                        f"rule {rule.name}: no Workload of tenant {tenant} "
-                        f"{which if group else f'asks for {profile}'}, "
-                        f"so its headroom of {count} x {profile} is not proposed",
-                    )
-                )
-                continue
-            new[target.name] += count
-            effects.append(RuleEffect(rule.name, tenant, profile, target.name, count))
-        for w in group:
-            if new[w.name] != w.replicas:
-                out[w.name] = new[w.name]
+            effect, missing = _rule_headroom(policy, catalog, group, rule, tenant, count)
+            effects.append(effect)
+            if missing is not None:
+                diags.append(missing)
+            else:
+                new[effect.workload] += count
+        out.update({w.name: new[w.name] for w in group if new[w.name] != w.replicas})
     return out, diags, effects
+
+
+def _sized_replicas(
+    group: Sequence[Workload],
+    key: tuple[str, str],
+    observed: int,
+    size: Callable[[tuple[str, str], int], int] | None,
+) -> int:
+    """The replicas of ``group``'s first Workload (by name) once the group is sized for its demand:
+    the difference between the instances wanted (``observed`` running + pending, or what ``size``
+    says) and those declared goes to it, never below 0; whole-GPU Workloads count GPUs ÷ need.gpus."""
+    first = group[0]
+    per = max(first.need.gpus if key[1] == "gpu" else 1, 1)
+    declared = sum(w.replicas for w in group)
+    wanted = observed if size is None else size(key, declared * per)
+    return max(0, first.replicas + -(-wanted // per) - declared)
+
+
+def _rule_headroom(
+    policy: Policy, catalog: Catalog, group: Sequence[Workload], rule: Rule, tenant: str, count: int
+) -> tuple[RuleEffect, Diagnostic | None]:
+    """What ``rule``'s headroom of ``count`` instances does for ``tenant``: the Workload that takes
+    it (:func:`rule_target`), or none and MIGC428."""
+    profile = rule.maximize
+    target = rule_target(policy, catalog, group, rule)
+    if target is not None:
+        return RuleEffect(rule.name, tenant, profile, target.name, count), None
+    which = f"asking for {profile} is confined to pools {', '.join(rule.pools)}"
+    return RuleEffect(rule.name, tenant, profile, "", 0), make(
+        "MIGC428",
+        f"rule {rule.name}: no Workload of tenant {tenant} "
+        f"{which if group else f'asks for {profile}'}, "
+        f"so its headroom of {count} x {profile} is not proposed",
+    )
 
 
 def capacity(solution: Solution, which: str) -> dict[str, int]:

@@ -418,18 +418,18 @@ def md_poison(value: Any) -> Any:
 def test_every_field_of_the_pr_body_is_escaped(
     tmp_path: Path, compiled: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from compiler.recommend import engine
+    from compiler.recommend import report
 
-    real = engine.evidence_markdown
+    real = report.evidence_markdown
     seen: list[str] = []
 
-    def poisoned(rec: Any, sources: Any = ()) -> str:
+    def poisoned(rec: Any) -> str:
         clean = real(rec)
         body = real(md_poison(rec))
         seen.extend([clean, body])
         return body
 
-    monkeypatch.setattr("compiler.commands.recommend.evidence_markdown", poisoned)
+    monkeypatch.setattr(report, "evidence_markdown", poisoned)
     base = setup(tmp_path, compiled, urgent=True)
     assert run(base, "06:20", "--dry-run", "-o", "markdown") == ExitCode.DRIFT
     out = capsys.readouterr().out

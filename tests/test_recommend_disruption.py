@@ -15,8 +15,9 @@ from compiler.commands._common import load_and_validate
 from compiler.model import CurrentState
 from compiler.observe import read_snapshots
 from compiler.recommend import disruption as dis
-from compiler.recommend.engine import evidence_markdown, recommend
+from compiler.recommend.engine import recommend
 from compiler.recommend.history import sample
+from compiler.recommend.report import evidence_markdown
 from compiler.recommend.state import State
 from compiler.simulate import engine
 from controller.settings import Settings

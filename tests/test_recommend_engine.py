@@ -15,7 +15,7 @@ from compiler.catalog import load_catalog
 from compiler.commands._common import load_and_validate
 from compiler.model import CurrentState, Policy, Rule, RuleCondition
 from compiler.observe import read_snapshots
-from compiler.recommend.engine import capacity, recommend, rule_target, wanted_replicas
+from compiler.recommend.engine import RuleEffect, capacity, recommend, rule_target, wanted_replicas
 from compiler.recommend.history import sample
 from compiler.recommend.state import State
 from compiler.schemas import kind_schemas
@@ -85,7 +85,7 @@ def test_rule_without_pools_grows_the_first_workload(tmp_path: Path) -> None:
     wanted, diags, effects = wanted_replicas(p, CATALOG, DEMAND, [(rule(), {"search": 4})])
     # observed 6 vs declared 3: +3 on bert (first by name), and the rule's 4 on bert as well
     assert wanted == {"bert": 2 + 3 + 4}
-    assert diags == [] and effects == [("small", "search", "1g.10gb", "bert", 4)]
+    assert diags == [] and effects == [RuleEffect("small", "search", "1g.10gb", "bert", 4)]
 
 
 def test_rule_headroom_is_per_tenant_even_without_demand_of_the_profile(tmp_path: Path) -> None:
@@ -123,8 +123,8 @@ spec: {tenant: ads, replicas: 1, need: {profile: 1g.10gb}}
         "proposed"
     ]
     assert effects == [
-        ("small", "ads", "1g.10gb", "ads-small", 2),
-        ("small", "search", "1g.10gb", "bert", 4),
+        RuleEffect("small", "ads", "1g.10gb", "ads-small", 2),
+        RuleEffect("small", "search", "1g.10gb", "bert", 4),
     ]
 
 
@@ -132,7 +132,7 @@ def test_rule_with_pools_grows_only_a_workload_confined_to_them(tmp_path: Path) 
     p = policy(tmp_path, pinned=True, pools="[a100]")
     wanted, diags, effects = wanted_replicas(p, CATALOG, DEMAND, [(p.partition.rules[0], {"search": 4})])
     assert wanted == {"bert": 5, "bert-a100": 1 + 4}  # bert may land on h100: the headroom goes to bert-a100
-    assert diags == [] and effects == [("small", "search", "1g.10gb", "bert-a100", 4)]
+    assert diags == [] and effects == [RuleEffect("small", "search", "1g.10gb", "bert-a100", 4)]
 
 
 def test_rule_with_pools_and_no_workload_there_adds_nothing_and_says_so(tmp_path: Path) -> None:
@@ -141,7 +141,7 @@ def test_rule_with_pools_and_no_workload_there_adds_nothing_and_says_so(tmp_path
     assert wanted == {"bert": 5}  # the observed demand only
     assert [d.code for d in diags] == ["MIGC428"]
     assert "no Workload of tenant search asking for 1g.10gb is confined to pools h100" in diags[0].message
-    assert effects == [("small", "search", "1g.10gb", "", 0)]
+    assert effects == [RuleEffect("small", "search", "1g.10gb", "", 0)]
 
 
 def test_a_workload_without_pools_is_confined_when_only_the_rule_pools_have_the_profile(
@@ -176,7 +176,7 @@ def test_the_proposal_carves_the_rule_headroom_on_the_rule_pools(
     watched = State(history=(sample(NOW - dt.timedelta(minutes=2), DEMAND),))
     rec = recommend(p, CATALOG, CurrentState(), obs, watched, NOW, time_limit_s=30)
     assert rec.rules == ("small",)
-    assert {w: b for w, _, b in rec.replicas} == replicas
+    assert {r.workload: r.new for r in rec.replicas} == replicas
     # solved as proposed: the a100 pool carries every replica of the Workload confined to it
     proposed = replace(
         p, workloads=tuple(replace(w, replicas=replicas.get(w.name, w.replicas)) for w in p.workloads)

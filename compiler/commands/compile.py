@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -209,32 +209,48 @@ def command(
         click.echo(report.summary(too_big, what="compile") + "; nothing was written", err=True)
         return ExitCode.INVALID
     if to_stdout:
-        if cluster is not None and cluster not in {c.name for c in result.policy.clusters}:
-            raise click.BadParameter(f"no cluster named {cluster!r} in the policy", param_hint="--cluster")
-        sys.stdout.buffer.write(manifest_stream(files, cluster))
-        sys.stdout.flush()
-        click.echo(f"migc: {len(files)} files rendered to stdout", err=True)
-        return ExitCode.OK
+        return _print_stream(files, result.policy, cluster)
     if check:
-        drift = compare(files, out_dir, prune=prune)
-        if drift.diagnostics:
-            emit_diagnostics(drift.diagnostics, output_format, to_stderr=True)
-        if has_errors(list(drift.diagnostics)):
-            return ExitCode.INVALID
-        if drift.clean:
-            click.echo(f"migc: {display_path(out_dir)} is up to date ({len(files)} files)", err=True)
-            return ExitCode.OK
-        for label, items in (("stale", drift.stale), ("missing", drift.missing), ("extra", drift.extra)):
-            for item in items:
-                click.echo(f"{label}: {display_path(out_dir / item)}")
-        stale_diag = make(
-            "MIGC302",
-            f"{display_path(out_dir)} is out of date: {len(drift.stale)} stale, "
-            f"{len(drift.missing)} missing, {len(drift.extra)} extra",
-            file=display_path(out_dir),
-        )
-        emit_diagnostics([stale_diag], output_format, to_stderr=True)
-        return ExitCode.DRIFT
+        return _check(files, out_dir, prune, output_format)
+    return _write(files, out_dir, prune, output_format, len(result.policy.clusters))
+
+
+def _print_stream(files: Mapping[str, bytes], policy: Policy, cluster: str | None) -> int:
+    """``--stdout``: the manifests (of ``cluster`` alone when named) as one multi-document YAML stream."""
+    if cluster is not None and cluster not in {c.name for c in policy.clusters}:
+        raise click.BadParameter(f"no cluster named {cluster!r} in the policy", param_hint="--cluster")
+    sys.stdout.buffer.write(manifest_stream(files, cluster))
+    sys.stdout.flush()
+    click.echo(f"migc: {len(files)} files rendered to stdout", err=True)
+    return ExitCode.OK
+
+
+def _check(files: Mapping[str, bytes], out_dir: Path, prune: bool, output_format: str) -> int:
+    """``--check``: the rendered files against ``out_dir``; each stale, missing or extra file on stdout
+    and MIGC302 (exit 3) when they differ."""
+    drift = compare(files, out_dir, prune=prune)
+    if drift.diagnostics:
+        emit_diagnostics(drift.diagnostics, output_format, to_stderr=True)
+    if has_errors(list(drift.diagnostics)):
+        return ExitCode.INVALID
+    if drift.clean:
+        click.echo(f"migc: {display_path(out_dir)} is up to date ({len(files)} files)", err=True)
+        return ExitCode.OK
+    for label, items in (("stale", drift.stale), ("missing", drift.missing), ("extra", drift.extra)):
+        for item in items:
+            click.echo(f"{label}: {display_path(out_dir / item)}")
+    stale_diag = make(
+        "MIGC302",
+        f"{display_path(out_dir)} is out of date: {len(drift.stale)} stale, "
+        f"{len(drift.missing)} missing, {len(drift.extra)} extra",
+        file=display_path(out_dir),
+    )
+    emit_diagnostics([stale_diag], output_format, to_stderr=True)
+    return ExitCode.DRIFT
+
+
+def _write(files: Mapping[str, bytes], out_dir: Path, prune: bool, output_format: str, clusters: int) -> int:
+    """The default: ``out_dir`` replaced atomically; every file removed from it reported on stderr."""
     written = write_tree(files, out_dir, prune=prune)
     emit_diagnostics(written.diagnostics, output_format, to_stderr=False)
     if written.failed:
@@ -248,7 +264,6 @@ def command(
         click.echo(f"migc: removed {display_path(out_dir / name)}{os.sep} ({count} files; --prune)", err=True)
     for path in written.removed_files:
         click.echo(f"migc: removed {display_path(out_dir / path)} (no longer rendered)", err=True)
-    clusters = len(result.policy.clusters)
     removed = len(written.removed_files) + sum(n for _, n in written.removed_clusters)
     kept = f", kept {len(written.kept_clusters)} other cluster(s)" if written.kept_clusters else ""
     click.echo(

@@ -9,14 +9,13 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
-import functools
-import json
 from collections import defaultdict
+from dataclasses import dataclass
 from pathlib import Path
 
 import click
 
-from compiler.catalog import load_catalog
+from compiler.catalog import Catalog, load_catalog
 from compiler.commands._common import (
     cannot_write,
     cluster_source_options,
@@ -30,16 +29,17 @@ from compiler.commands._common import (
 )
 from compiler.current import read_current
 from compiler.diagnostics import Diagnostic, has_errors, make
-from compiler.escape import bound_markdown, terminal
 from compiler.exitcodes import ExitCode
 from compiler.fsio import write_files_atomic
 from compiler.load import load_paths
-from compiler.observe import ObserveError
-from compiler.recommend import gates as g
-from compiler.recommend.engine import Recommendation, evidence_markdown, recommend
+from compiler.model import CurrentState, Policy
+from compiler.observe import Observation, ObserveError
+from compiler.recommend.engine import Recommendation, recommend
+from compiler.recommend.report import FORMATS
 from compiler.recommend.state import (
     KIND,
     STATE_FILE,
+    State,
     StateBusy,
     StateLock,
     StateNotWritten,
@@ -51,103 +51,23 @@ from compiler.recommend.state import (
 from compiler.validate import unique_sorted, validate
 
 
-def _to_json(rec: Recommendation) -> str:
-    doc = {
-        "proposed": rec.proposed_change,
-        "gain": round(rec.gain, 3),
-        "demand": [{"tenant": t, "profile": p, "running": r, "pending": q} for t, p, r, q in rec.demand],
-        "window": {
-            "seconds": rec.window_seconds,
-            "covered": rec.covered,
-            "since": rec.since.strftime("%Y-%m-%dT%H:%M:%SZ") if rec.since else None,
-            "demand": [
-                {
-                    "tenant": t,
-                    "profile": p,
-                    "running": r,
-                    "pending": q,
-                    "samples": n,
-                    "min": lo,
-                    "mean": round(mean, 3),
-                    "max": hi,
-                    "sizedFor": s,
-                }
-                for t, p, r, q, n, lo, mean, hi, s in rec.window
-            ],
-        },
-        "scaleDownWindow": {
-            "seconds": rec.keep_seconds,
-            "covered": rec.keep_covered,
-            "kept": [{"tenant": t, "profile": p, "instances": n} for t, p, n in rec.keep],
-        },
-        "capacity": {"current": dict(rec.current), "proposed": dict(rec.proposed)},
-        "gates": [
-            {"name": x.name, "passed": x.passed, "overridden": x.overridden, "why": x.why} for x in rec.gates
-        ],
-        "rules": list(rec.rules),
-        "ruleEffects": [
-            {"rule": r, "tenant": t, "profile": p, "workload": w or None, "replicas": n}
-            for r, t, p, w, n in rec.rule_effects
-        ],
-        "urgent": list(rec.urgent),
-        "replicas": [{"workload": w, "from": a, "to": b} for w, a, b in rec.replicas],
-        "nodes": list(rec.nodes),
-        "plan": [{"node": n, "gpus": k, "deployed": a, "proposed": b} for n, k, a, b in rec.node_plan],
-        "disruption": {
-            "model": rec.disruption,
-            "benefit": round(rec.benefit, 3),
-            "servedPending": rec.served_pending,
-            "cost": None if rec.cost is None else round(rec.cost, 3),
-            "drainGraceSeconds": rec.drain_grace_seconds,
-            "reconfigureSeconds": rec.reconfigure_seconds,
-            "nodes": [
-                {
-                    "node": d.node,
-                    "gpus": d.gpus,
-                    "changedGpus": d.changed_gpus,
-                    "running": d.running,
-                    "loss": None if d.loss is None else round(d.loss, 3),
-                    "outage": round(d.outage, 3),
-                    "displaced": round(d.displaced, 3),
-                    "cost": None if d.cost is None else round(d.cost, 3),
-                }
-                for d in rec.node_costs
-            ],
-        },
-    }
-    return json.dumps(doc, indent=2, sort_keys=True) + "\n"
+@dataclass(frozen=True)
+class _Request:
+    """One run, as its options ask for it (built once by :func:`command`)."""
 
-
-def _to_text(rec: Recommendation) -> str:
-    out = ["change proposed" if rec.proposed_change else "no change proposed", f"gain {rec.gain:.1f}%"]
-    out += [
-        f"demand {t}/{p}: now {r} running + {q} pending; window {n} sample(s) min {lo} mean {mean:.1f} "
-        f"max {hi}; sized for {s}"
-        for t, p, r, q, n, lo, mean, hi, s in rec.window
-    ]
-    kept = ", ".join(f"{t}/{p} {n}" for t, p, n in rec.keep) or "nothing"
-    cover = "" if rec.keep_covered else ", not covered yet: nothing shrinks below what is declared"
-    out.append(f"scale-down window {g.duration_text(rec.keep_seconds)}{cover}; kept: {kept}")
-    out += [f"{'ok ' if x.passed else 'NO '} {x.name}: {x.why}" for x in rec.gates]
-    if rec.disruption == "expected":
-        cost = "unknown" if rec.cost is None else f"{rec.cost:,.0f}"
-        out.append(
-            f"disruption: benefit {rec.benefit:,.0f} GPU-s ({rec.served_pending} pending instance(s) "
-            f"served), cost {cost} GPU-s"
-        )
-        out += [
-            f"disruption {d.node}: {d.changed_gpus} GPU(s) changed, {d.running} running GPU pod(s), "
-            f"cost {'unknown' if d.cost is None else f'{d.cost:,.0f}'} GPU-s"
-            for d in rec.node_costs
-        ]
-    out += [f"rule fired: {r}" for r in rec.rules]
-    out += [
-        f"rule {r}: tenant {t}: +{n} x {p} on Workload {w}" if w else f"rule {r}: tenant {t}: nothing added"
-        for r, t, p, w, n in rec.rule_effects
-    ]
-    out += [f"Workload {w}: replicas {a} -> {b}" for w, a, b in rec.replicas]
-    out += [f"node {n}: {k} GPU(s): {a} -> {b}" for n, k, a, b in rec.node_plan]
-    return "\n".join(out) + "\n"
+    policy_path: str
+    snapshots: tuple[str, ...]  # the cluster source: snapshot files, or a live cluster
+    kubeconfig: str | None
+    context: str | None
+    in_cluster: bool
+    against: Path  # rendered output that describes what is deployed now
+    state_file: Path
+    moment: dt.datetime  # the time of the observation
+    dry_run: bool
+    disruption: str
+    drain_grace: float
+    reconfigure_seconds: float
+    fmt: str  # a key of compiler.recommend.report.FORMATS
 
 
 @click.command(name="recommend")
@@ -175,7 +95,7 @@ def _to_text(rec: Recommendation) -> str:
     "(docs/recommend.md); off: the gain threshold.",
     "Reconfiguration time per changed GPU (the node is out meanwhile).",
 )
-@result_format_option(["text", "markdown", "json"], "Format of the evidence on stdout.")
+@result_format_option(list(FORMATS), "Format of the evidence on stdout.")
 def command(
     policy_path: str,
     snapshots: tuple[str, ...],
@@ -201,55 +121,102 @@ def command(
     if isinstance(moment, Diagnostic):
         return fail([moment])
     root = Path(policy_path)
-    state_file = Path(state_path) if state_path else (root if root.is_dir() else root.parent) / STATE_FILE
-    go = functools.partial(
-        _recommend,
-        policy_path,
-        snapshots,
-        kubeconfig,
-        context,
-        in_cluster,
-        against,
-        state_file,
-        moment,
-        dry_run,
-        disruption,
-        drain_grace,
-        reconfigure_seconds,
-        fmt,
+    req = _Request(
+        policy_path=policy_path,
+        snapshots=snapshots,
+        kubeconfig=kubeconfig,
+        context=context,
+        in_cluster=in_cluster,
+        against=Path(against),
+        state_file=Path(state_path) if state_path else (root if root.is_dir() else root.parent) / STATE_FILE,
+        moment=moment,
+        dry_run=dry_run,
+        disruption=disruption,
+        drain_grace=drain_grace,
+        reconfigure_seconds=reconfigure_seconds,
+        fmt=fmt,
     )
-    if dry_run or not state_file.parent.is_dir():  # writes nothing (or cannot): no lock to take
-        return go()
+    if dry_run or not req.state_file.parent.is_dir():  # writes nothing (or cannot): no lock to take
+        return _recommend(req)
     with contextlib.ExitStack() as stack:
         try:  # one run at a time per state file, from reading the policy to writing both files
-            stack.enter_context(StateLock(state_file))
+            stack.enter_context(StateLock(req.state_file))
         except StateBusy as exc:
             return fail([exc.diagnostic])
         except OSError as exc:  # the lock file cannot be created (read-only directory …)
             why = exc.strerror or str(exc)
-            return fail([make("MIGC447", f"cannot lock {state_file}: {why}", file=str(state_file))])
-        return go()
+            return fail([make("MIGC447", f"cannot lock {req.state_file}: {why}", file=str(req.state_file))])
+        return _recommend(req)
 
 
-def _recommend(
-    policy_path: str,
-    snapshots: tuple[str, ...],
-    kubeconfig: str | None,
-    context: str | None,
-    in_cluster: bool,
-    against: str,
-    state_file: Path,
-    moment: dt.datetime,
-    dry_run: bool,
-    disruption: str,
-    drain_grace: float,
-    reconfigure_seconds: float,
-    fmt: str,
-) -> int:
+def _recommend(req: _Request) -> int:
+    """Load the policy, observe the cluster, recommend, print the evidence, write (unless a dry run)."""
     catalog = load_catalog()
-    docs, load_diags = load_paths([policy_path])
-    # the machine-owned state never blocks the recommender: it is read (and judged) on its own below
-    skip = {str(state_file), str(state_file.resolve())}
+    policy, diagnostics = _load_policy(req, catalog)
+    if policy is None:
+        return fail(diagnostics)
+    seen, more = _observe(req, policy)
+    if seen is None:
+        return fail([*diagnostics, *more])
+    diagnostics.extend(more)
+    rec = recommend(
+        policy,
+        catalog,
+        seen.current,
+        seen.cluster,
+        seen.state,
+        req.moment,
+        disruption=req.disruption,
+        drain_grace_seconds=req.drain_grace,
+        reconfigure_seconds=req.reconfigure_seconds,
+    )
+    diagnostics.extend(rec.diagnostics)
+    emit_diagnostics(unique_sorted(diagnostics), "text", to_stderr=True)
+    if has_errors(rec.diagnostics):
+        return ExitCode.INVALID
+    click.echo(FORMATS[req.fmt](rec), nl=False)
+    failed = None if req.dry_run else _write(req, policy, rec)
+    if failed is not None:
+        return failed
+    click.echo(
+        ("change proposed" if rec.proposed_change else "no change proposed")
+        + (" (dry run: nothing written)" if req.dry_run else f"; state in {req.state_file}"),
+        err=True,
+    )
+    return ExitCode.DRIFT if rec.proposed_change else ExitCode.OK
+
+
+@dataclass(frozen=True)
+class _Observed:
+    """What the recommendation starts from besides the policy."""
+
+    current: CurrentState  # the deployed layouts (--against)
+    cluster: Observation  # the pods and nodes
+    state: State  # the ObservedDemand state, rebuilt from the cluster where it was lost
+
+
+def _observe(req: _Request, policy: Policy) -> tuple[_Observed | None, list[Diagnostic]]:
+    """The deployed layouts, the cluster and the state; None (and the diagnostics so far, the cluster's
+    last) when the cluster cannot be read."""
+    current, diagnostics = read_current(req.against, policy)
+    try:
+        obs = read_cluster_source(req.moment, req.snapshots, req.kubeconfig, req.context, req.in_cluster)
+    except ObserveError as exc:
+        return None, [*diagnostics, exc.diagnostic]
+    diagnostics.extend(obs.warnings)
+    state, more = read_state(req.state_file, req.moment, policy.partition)
+    diagnostics.extend(more)
+    state, more = rebuild_from_cluster(state, obs, req.moment)
+    return _Observed(current, obs, state), [*diagnostics, *more]
+
+
+def _load_policy(req: _Request, catalog: Catalog) -> tuple[Policy | None, list[Diagnostic]]:
+    """The validated policy (None when it has errors) and its diagnostics, MIGC422 when it is static.
+
+    The machine-owned state never blocks the recommender: its documents are left out here and it is
+    read (and judged) on its own by :func:`compiler.recommend.state.read_state`."""
+    docs, load_diags = load_paths([req.policy_path])
+    skip = {str(req.state_file), str(req.state_file.resolve())}
     docs = [
         d
         for d in docs
@@ -259,7 +226,7 @@ def _recommend(
     policy, diags = validate(docs, catalog, incomplete=has_errors(load_diags))
     diagnostics: list[Diagnostic] = unique_sorted([*load_diags, *diags])
     if policy is None or has_errors(diagnostics):
-        return fail(diagnostics)
+        return None, diagnostics
     part = policy.partition
     if part.mode != "dynamic":
         span = part.span
@@ -273,69 +240,48 @@ def _recommend(
                 col=span.col,
             )
         )
-    current, more = read_current(Path(against), policy)
-    diagnostics.extend(more)
-    try:
-        obs = read_cluster_source(moment, snapshots, kubeconfig, context, in_cluster)
-    except ObserveError as exc:
-        return fail([*diagnostics, exc.diagnostic])
-    diagnostics.extend(obs.warnings)
-    state, more = read_state(state_file, moment, policy.partition)
-    diagnostics.extend(more)
-    state, more = rebuild_from_cluster(state, obs, moment)
-    diagnostics.extend(more)
-    rec = recommend(
-        policy,
-        catalog,
-        current,
-        obs,
-        state,
-        moment,
-        disruption=disruption,
-        drain_grace_seconds=drain_grace,
-        reconfigure_seconds=reconfigure_seconds,
-    )
-    diagnostics.extend(rec.diagnostics)
-    emit_diagnostics(unique_sorted(diagnostics), "text", to_stderr=True)
-    if has_errors(rec.diagnostics):
-        return ExitCode.INVALID
-    body = {"markdown": evidence_markdown, "json": _to_json, "text": _to_text}[fmt](rec)
-    if fmt == "markdown":
-        body = bound_markdown(body)  # the forge refuses a pull-request body over 65,536 characters
-    elif fmt == "text":
-        body = terminal(body)
-    click.echo(body, nl=False)
-    if not dry_run:
-        edited: dict[Path, str] = {}
-        if rec.proposed_change:
-            by_file: dict[str, dict[tuple[str, str], int]] = defaultdict(dict)
-            spans = {w.name: w.span.file for w in policy.workloads}
-            for name, _, new in rec.replicas:
-                by_file[spans[name]][("Workload", name)] = new
-            for file, changes in sorted(by_file.items()):
-                path = Path(file)
-                try:
-                    edited[path] = edit_replicas(path.read_text(encoding="utf-8"), changes)
-                except (OSError, ValueError, UnicodeDecodeError) as exc:
-                    emit_diagnostics([make("MIGC427", f"{file}: {exc}", file=file)], "text", to_stderr=True)
-                    return ExitCode.INVALID
-        # Both files as nearly one step: every temporary file written and the state read back first,
-        # then the renames back to back, the state first — a run killed between two renames leaves
-        # the change recorded (minDwell and the budget hold) with the Workloads unedited, never
-        # Workloads edited with no record of the change.
+    return policy, diagnostics
+
+
+def _edited_workloads(policy: Policy, rec: Recommendation) -> dict[Path, str] | Diagnostic:
+    """Each policy file holding a Workload whose replicas the proposal changes, edited in place
+    (comments kept); MIGC427 for a file that cannot be edited."""
+    edited: dict[Path, str] = {}
+    by_file: dict[str, dict[tuple[str, str], int]] = defaultdict(dict)
+    spans = {w.name: w.span.file for w in policy.workloads}
+    for change in rec.replicas:
+        by_file[spans[change.workload]][("Workload", change.workload)] = change.new
+    for file, changes in sorted(by_file.items()):
+        path = Path(file)
         try:
-            data, check, warned = prepare_state(state_file, rec.state, moment)
-            write_files_atomic(
-                [(state_file, data, check), *((p, text.encode("utf-8"), None) for p, text in edited.items())]
-            )
-        except StateNotWritten as exc:
-            return fail([exc.diagnostic])
-        except OSError as exc:
-            return fail([cannot_write(str(exc.filename or state_file), exc)])
-        emit_diagnostics(warned, "text", to_stderr=True)
-    click.echo(
-        ("change proposed" if rec.proposed_change else "no change proposed")
-        + (" (dry run: nothing written)" if dry_run else f"; state in {state_file}"),
-        err=True,
-    )
-    return ExitCode.DRIFT if rec.proposed_change else ExitCode.OK
+            edited[path] = edit_replicas(path.read_text(encoding="utf-8"), changes)
+        except (OSError, ValueError, UnicodeDecodeError) as exc:
+            return make("MIGC427", f"{file}: {exc}", file=file)
+    return edited
+
+
+def _write(req: _Request, policy: Policy, rec: Recommendation) -> int | None:
+    """The state file and, when a change is proposed, the edited Workloads; an exit code when they
+    cannot be written (None when they were)."""
+    edited: dict[Path, str] = {}
+    if rec.proposed_change:
+        done = _edited_workloads(policy, rec)
+        if isinstance(done, Diagnostic):
+            emit_diagnostics([done], "text", to_stderr=True)
+            return ExitCode.INVALID
+        edited = done
+    # Both files as nearly one step: every temporary file written and the state read back first,
+    # then the renames back to back, the state first — a run killed between two renames leaves
+    # the change recorded (minDwell and the budget hold) with the Workloads unedited, never
+    # Workloads edited with no record of the change.
+    try:
+        data, check, warned = prepare_state(req.state_file, rec.state, req.moment)
+        write_files_atomic(
+            [(req.state_file, data, check), *((p, text.encode("utf-8"), None) for p, text in edited.items())]
+        )
+    except StateNotWritten as exc:
+        return fail([exc.diagnostic])
+    except OSError as exc:
+        return fail([cannot_write(str(exc.filename or req.state_file), exc)])
+    emit_diagnostics(warned, "text", to_stderr=True)
+    return None

@@ -34,7 +34,6 @@ from dataclasses import dataclass, replace
 
 from compiler.catalog import Catalog
 from compiler.diagnostics import Diagnostic, make
-from compiler.escape import markdown_cell as _md
 from compiler.model import CurrentState, GpuLayout, Policy, Rule, Workload
 from compiler.observe import Observation, ObservedPod
 from compiler.observe.model import profile_of
@@ -45,6 +44,10 @@ from compiler.recommend.state import State
 from compiler.solve import solve
 from compiler.solve.demand import sized_resource
 from compiler.solve.result import Solution
+
+
+def _rounded(x: float | None) -> float | None:
+    return None if x is None else round(x, 3)
 
 
 @dataclass(frozen=True)
@@ -65,6 +68,18 @@ class NodeDisruption:
     def cost(self) -> float | None:
         return None if self.loss is None else self.loss + self.outage + self.displaced
 
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "node": self.node,
+            "gpus": self.gpus,
+            "changedGpus": self.changed_gpus,
+            "running": self.running,
+            "loss": _rounded(self.loss),
+            "outage": round(self.outage, 3),
+            "displaced": round(self.displaced, 3),
+            "cost": _rounded(self.cost),
+        }
+
 
 def total_cost(nodes: Sequence[NodeDisruption]) -> float | None:
     """Σ of the nodes' costs; None when one is unknown."""
@@ -73,12 +88,121 @@ def total_cost(nodes: Sequence[NodeDisruption]) -> float | None:
 
 
 @dataclass(frozen=True)
+class TenantDemand:
+    """The instances a tenant's pods ask for of one profile now."""
+
+    tenant: str
+    profile: str
+    running: int
+    pending: int
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "tenant": self.tenant,
+            "profile": self.profile,
+            "running": self.running,
+            "pending": self.pending,
+        }
+
+
+@dataclass(frozen=True)
+class WindowDemand:
+    """One (tenant, profile) over the stabilization window, and what it is sized for."""
+
+    tenant: str
+    profile: str
+    running: int  # now
+    pending: int  # now
+    samples: int
+    low: int
+    mean: float  # weighted by time
+    high: int
+    sized_for: int
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "tenant": self.tenant,
+            "profile": self.profile,
+            "running": self.running,
+            "pending": self.pending,
+            "samples": self.samples,
+            "min": self.low,
+            "mean": round(self.mean, 3),
+            "max": self.high,
+            "sizedFor": self.sized_for,
+        }
+
+
+@dataclass(frozen=True)
+class Kept:
+    """The most running + pending instances of a (tenant, profile) at any sample of the scaleDownWindow:
+    its capacity is shrunk no lower."""
+
+    tenant: str
+    profile: str
+    instances: int
+
+    def to_dict(self) -> dict[str, object]:
+        return {"tenant": self.tenant, "profile": self.profile, "instances": self.instances}
+
+
+@dataclass(frozen=True)
+class RuleEffect:
+    """What a fired rule did for one tenant: ``replicas`` more on ``workload`` ("" and 0: no Workload in
+    the rule's pools could take them, MIGC428)."""
+
+    rule: str
+    tenant: str
+    profile: str
+    workload: str
+    replicas: int
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "rule": self.rule,
+            "tenant": self.tenant,
+            "profile": self.profile,
+            "workload": self.workload or None,
+            "replicas": self.replicas,
+        }
+
+
+@dataclass(frozen=True)
+class ReplicaChange:
+    """A Workload whose replicas the proposal changes."""
+
+    workload: str
+    old: int
+    new: int
+
+    def to_dict(self) -> dict[str, object]:
+        return {"workload": self.workload, "from": self.old, "to": self.new}
+
+
+@dataclass(frozen=True)
+class NodeChange:
+    """One node of the plan of the change: GPUs reconfigured, deployed and proposed layout (as text)."""
+
+    node: str
+    gpus: int
+    deployed: str
+    proposed: str
+
+    def to_dict(self) -> dict[str, object]:
+        return {"node": self.node, "gpus": self.gpus, "deployed": self.deployed, "proposed": self.proposed}
+
+
+@dataclass(frozen=True)
 class Recommendation:
+    """One evaluation: the demand, the proposal, its gates and the state to write back. Each row is a
+    frozen record with named fields; :meth:`to_dict` is the JSON evidence, and
+    :mod:`compiler.recommend.report` holds its text, markdown and JSON forms (``FORMATS``)."""
+
     now: dt.datetime
-    demand: tuple[tuple[str, str, int, int], ...]  # (tenant, profile, running, pending)
+    demand: tuple[TenantDemand, ...]
     current: tuple[tuple[str, int], ...]  # profile → instances deployed
     proposed: tuple[tuple[str, int], ...]  # profile → instances after the change
-    replicas: tuple[tuple[str, int, int], ...]  # (workload, old, new) for workloads that change
+    replicas: tuple[ReplicaChange, ...]  # workloads that change
     nodes: tuple[str, ...]  # nodes whose layout changes
     gain: float
     gates: tuple[g.Gate, ...]
@@ -86,19 +210,15 @@ class Recommendation:
     urgent: tuple[str, ...]
     state: State  # the state to write back
     diagnostics: tuple[Diagnostic, ...]
-    # what each fired rule did: (rule, tenant, profile, workload or "" when none in its pools, replicas)
-    rule_effects: tuple[tuple[str, str, str, str, int], ...] = ()
-    # the plan of the change: (node, GPUs reconfigured, deployed layout, proposed layout)
-    node_plan: tuple[tuple[str, int, str, str], ...] = ()
+    rule_effects: tuple[RuleEffect, ...] = ()  # what each fired rule did
+    node_plan: tuple[NodeChange, ...] = ()  # the plan of the change
     since: dt.datetime | None = None  # the demand has been watched without a gap since
-    # per (tenant, profile) over the window: (tenant, profile, running now, pending now, samples, min,
-    # mean, max, instances sized for)
-    window: tuple[tuple[str, str, int, int, int, int, float, int, int], ...] = ()
+    window: tuple[WindowDemand, ...] = ()  # per (tenant, profile) over the window
     covered: bool = False  # the history covers the whole stabilization window
     window_seconds: int = 0  # the stabilizationWindow
     # per (tenant, profile) the most running + pending at any sample of the scaleDownWindow: capacity
     # is shrunk no lower (until the history covers that window, no lower than declared either)
-    keep: tuple[tuple[str, str, int], ...] = ()
+    keep: tuple[Kept, ...] = ()
     keep_covered: bool = False
     keep_seconds: int = 0  # the longer of scaleDownWindow and stabilizationWindow
     # the disruption rule ("expected"; "off": the gain threshold instead): the pending GPU-seconds the
@@ -118,6 +238,45 @@ class Recommendation:
     @property
     def proposed_change(self) -> bool:
         return bool(self.replicas) and g.all_passed(self.gates)
+
+    def to_dict(self) -> dict[str, object]:
+        """The evidence as plain data (``migc recommend -o json``; neither the state nor the diagnostics)."""
+        return {
+            "proposed": self.proposed_change,
+            "gain": round(self.gain, 3),
+            "demand": [d.to_dict() for d in self.demand],
+            "window": {
+                "seconds": self.window_seconds,
+                "covered": self.covered,
+                "since": self.since.strftime("%Y-%m-%dT%H:%M:%SZ") if self.since else None,
+                "demand": [w.to_dict() for w in self.window],
+            },
+            "scaleDownWindow": {
+                "seconds": self.keep_seconds,
+                "covered": self.keep_covered,
+                "kept": [k.to_dict() for k in self.keep],
+            },
+            "capacity": {"current": dict(self.current), "proposed": dict(self.proposed)},
+            "gates": [
+                {"name": x.name, "passed": x.passed, "overridden": x.overridden, "why": x.why}
+                for x in self.gates
+            ],
+            "rules": list(self.rules),
+            "ruleEffects": [e.to_dict() for e in self.rule_effects],
+            "urgent": list(self.urgent),
+            "replicas": [r.to_dict() for r in self.replicas],
+            "nodes": list(self.nodes),
+            "plan": [n.to_dict() for n in self.node_plan],
+            "disruption": {
+                "model": self.disruption,
+                "benefit": round(self.benefit, 3),
+                "servedPending": self.served_pending,
+                "cost": _rounded(self.cost),
+                "drainGraceSeconds": self.drain_grace_seconds,
+                "reconfigureSeconds": self.reconfigure_seconds,
+                "nodes": [d.to_dict() for d in self.node_costs],
+            },
+        }
 
 
 def _tenant_of(policy: Policy) -> dict[str, str]:
@@ -214,7 +373,7 @@ def wanted_replicas(
     demand: dict[tuple[str, str], list[int]],
     headroom: Sequence[tuple[Rule, Mapping[str, int]]] = (),
     size: Callable[[tuple[str, str], int], int] | None = None,
-) -> tuple[dict[str, int], list[Diagnostic], list[tuple[str, str, str, str, int]]]:
+) -> tuple[dict[str, int], list[Diagnostic], list[RuleEffect]]:
     """workload name → replicas wanted (only workloads that change); MIGC424/MIGC428; rule effects.
 
     ``size(key, declared)``: the instances a (tenant, profile) is sized for, given the instances its
@@ -228,54 +387,72 @@ def wanted_replicas(
     """
     out: dict[str, int] = {}
     diags: list[Diagnostic] = []
-    effects: list[tuple[str, str, str, str, int]] = []
+    effects: list[RuleEffect] = []
     extra_keys = {(t, r.maximize) for r, per in headroom for t, n in per.items() if n > 0}
     for tenant, profile in sorted(set(demand) | extra_keys):
-        running, pending = demand.get((tenant, profile), [0, 0])
         group = sorted(
             (w for w in policy.workloads if w.tenant == tenant and _matches(policy, catalog, w, profile)),
             key=lambda w: w.name,
         )
         new = {w.name: w.replicas for w in group}
         if (tenant, profile) in demand:
-            if not group:
-                if running + pending > 0:  # not when seen earlier in the window only
-                    diags.append(
-                        make(
-                            "MIGC424",
-                            f"tenant {tenant}: {running + pending} x {profile} observed, but no Workload "
-                            "of the tenant asks for it",
-                        )
+            running, pending = demand[(tenant, profile)]
+            if group:
+                new[group[0].name] = _sized_replicas(group, (tenant, profile), running + pending, size)
+            elif running + pending > 0:  # not when seen earlier in the window only
+                diags.append(
+                    make(
+                        "MIGC424",
+                        f"tenant {tenant}: {running + pending} x {profile} observed, but no Workload "
+                        "of the tenant asks for it",
                     )
-            else:
-                per = max(group[0].need.gpus if profile == "gpu" else 1, 1)
-                declared = sum(w.replicas for w in group)
-                wanted = running + pending if size is None else size((tenant, profile), declared * per)
-                observed = -(-wanted // per)
-                new[group[0].name] = max(0, group[0].replicas + observed - declared)
+                )
         for rule, per_tenant in headroom:
             count = per_tenant.get(tenant, 0)
             if rule.maximize != profile or count <= 0:
                 continue
-            target = rule_target(policy, catalog, group, rule)
-            if target is None:
-                effects.append((rule.name, tenant, profile, "", 0))
-                which = f"asking for {profile} is confined to pools {', '.join(rule.pools)}"
-                diags.append(
-                    make(
-                        "MIGC428",
-                        f"rule {rule.name}: no Workload of tenant {tenant} "
-                        f"{which if group else f'asks for {profile}'}, "
-                        f"so its headroom of {count} x {profile} is not proposed",
-                    )
-                )
-                continue
-            new[target.name] += count
-            effects.append((rule.name, tenant, profile, target.name, count))
-        for w in group:
-            if new[w.name] != w.replicas:
-                out[w.name] = new[w.name]
+            effect, missing = _rule_headroom(policy, catalog, group, rule, tenant, count)
+            effects.append(effect)
+            if missing is not None:
+                diags.append(missing)
+            else:
+                new[effect.workload] += count
+        out.update({w.name: new[w.name] for w in group if new[w.name] != w.replicas})
     return out, diags, effects
+
+
+def _sized_replicas(
+    group: Sequence[Workload],
+    key: tuple[str, str],
+    observed: int,
+    size: Callable[[tuple[str, str], int], int] | None,
+) -> int:
+    """The replicas of ``group``'s first Workload (by name) once the group is sized for its demand:
+    the difference between the instances wanted (``observed`` running + pending, or what ``size``
+    says) and those declared goes to it, never below 0; whole-GPU Workloads count GPUs ÷ need.gpus."""
+    first = group[0]
+    per = max(first.need.gpus if key[1] == "gpu" else 1, 1)
+    declared = sum(w.replicas for w in group)
+    wanted = observed if size is None else size(key, declared * per)
+    return max(0, first.replicas + -(-wanted // per) - declared)
+
+
+def _rule_headroom(
+    policy: Policy, catalog: Catalog, group: Sequence[Workload], rule: Rule, tenant: str, count: int
+) -> tuple[RuleEffect, Diagnostic | None]:
+    """What ``rule``'s headroom of ``count`` instances does for ``tenant``: the Workload that takes
+    it (:func:`rule_target`), or none and MIGC428."""
+    profile = rule.maximize
+    target = rule_target(policy, catalog, group, rule)
+    if target is not None:
+        return RuleEffect(rule.name, tenant, profile, target.name, count), None
+    which = f"asking for {profile} is confined to pools {', '.join(rule.pools)}"
+    return RuleEffect(rule.name, tenant, profile, "", 0), make(
+        "MIGC428",
+        f"rule {rule.name}: no Workload of tenant {tenant} "
+        f"{which if group else f'asks for {profile}'}, "
+        f"so its headroom of {count} x {profile} is not proposed",
+    )
 
 
 def capacity(solution: Solution, which: str) -> dict[str, int]:
@@ -412,6 +589,247 @@ def pending_benefit(
     return benefit, served
 
 
+@dataclass(frozen=True)
+class _Demand:
+    """What the Tenants' pods ask for now and over the window: what the proposal is sized from."""
+
+    counts: Mapping[tuple[str, str], list[int]]  # (tenant, profile) → [running, pending] instances now
+    pending: Sequence[g.PendingPod]
+    diagnostics: Sequence[Diagnostic]  # MIGC424 for the pods of namespaces no Tenant lists
+    fired: tuple[Rule, ...]
+    sample: h.Sample  # this evaluation's sample
+    window: h.Window
+    stats: Mapping[tuple[str, str], h.Stats]  # per (tenant, profile) over the window
+    # each fired rule with, per tenant, its matched pending pods that persisted through the window
+    headroom: Sequence[tuple[Rule, Mapping[str, int]]]
+    keep: Mapping[tuple[str, str], int]  # the most over the scaleDownWindow
+    keep_covered: bool
+    late: Mapping[tuple[str, str], int]  # pending pods past their max wait
+
+
+def _watch_demand(policy: Policy, obs: Observation, state: State, now: dt.datetime) -> _Demand:
+    """Step 1: the observed demand, the rules it fires and its history over the windows."""
+    part = policy.partition
+    demand, pending, diags = observed_demand(policy, obs)
+    fired = g.fired_rules(part.rules, pending)
+    owner = _tenant_of(policy)
+    current_sample = h.sample(now, demand)
+    win = h.window(state.history, current_sample, part)
+    tenants = sorted({owner[ns] for pod in pending if (ns := pod.key.split("/", 1)[0]) in owner})
+    headroom = [(r, {t: h.pending_low(win, t, r.when.profile) for t in tenants}) for r in fired]
+    keep, keep_covered = h.peaks(state.history, current_sample, part)
+    late: dict[tuple[str, str], int] = defaultdict(int)
+    for pod in pending:
+        tenant = owner.get(pod.key.split("/", 1)[0])
+        if tenant is not None and pod.late:
+            late[(tenant, pod.profile)] += 1
+    return _Demand(
+        demand,
+        pending,
+        diags,
+        fired,
+        current_sample,
+        win,
+        h.stats(win, now, part),
+        headroom,
+        keep,
+        keep_covered,
+        late,
+    )
+
+
+@dataclass(frozen=True)
+class _Sizing:
+    """Step 2: the replicas each Workload is wanted at, and the instances each (tenant, profile) is
+    sized for (:func:`compiler.recommend.history.sized`)."""
+
+    wanted: Mapping[str, int]  # workload → replicas, for those that change
+    sized: Mapping[tuple[str, str], int]
+    diagnostics: Sequence[Diagnostic]  # MIGC424/MIGC428
+    effects: Sequence[RuleEffect]
+
+
+def _size(policy: Policy, catalog: Catalog, d: _Demand) -> _Sizing:
+    sized: dict[tuple[str, str], int] = {}
+
+    def size(key: tuple[str, str], declared: int) -> int:
+        running, pend = d.counts.get(key, [0, 0])
+        sized[key] = h.sized(
+            declared,
+            d.stats.get(key),
+            d.window.covered,
+            running + pend,
+            d.late.get(key, 0),
+            (d.keep.get(key, 0), d.keep_covered),
+        )
+        return sized[key]
+
+    known = {**{k: [0, 0] for k in d.stats}, **d.counts}
+    wanted, diags, effects = wanted_replicas(policy, catalog, known, d.headroom, size)
+    for key in d.stats:  # keys no Workload describes: sized as if nothing were declared
+        if key not in sized:
+            size(key, 0)
+    return _Sizing(wanted, sized, diags, effects)
+
+
+@dataclass(frozen=True)
+class _Proposal:
+    """Step 3: the proposed policy solved from the deployed layout, and what it changes."""
+
+    solution: Solution
+    current: dict[str, int]  # capacity deployed, per profile
+    proposed: dict[str, int]  # capacity after the change
+    gain: float
+    changing: list[str]  # nodes whose layout changes
+    urgent: tuple[str, ...]
+
+
+def _solve_proposal(
+    policy: Policy,
+    catalog: Catalog,
+    current: CurrentState,
+    d: _Demand,
+    sizing: _Sizing,
+    slices: Mapping[str, int],
+    time_limit_s: float,
+) -> _Proposal:
+    workloads = tuple(replace(w, replicas=sizing.wanted.get(w.name, w.replicas)) for w in policy.workloads)
+    solution = solve(replace(policy, workloads=workloads), catalog, current, time_limit_s=time_limit_s)
+    cur_cap = capacity(solution, "current")
+    new_cap = capacity(solution, "target")
+    want: dict[str, int] = defaultdict(int)  # the demand the proposal is sized for, per profile
+    for (_, p), n in sizing.sized.items():
+        want[p] += n
+    return _Proposal(
+        solution,
+        cur_cap,
+        new_cap,
+        g.gain_pct(cur_cap, new_cap, want, slices),
+        sorted({n.name for pool in solution.pools for n in pool.nodes if n.changed}),
+        g.urgent_pods(d.pending, cur_cap, new_cap),
+    )
+
+
+@dataclass(frozen=True)
+class _Weighed:
+    """Step 4: the gates that weigh the proposal (the disruption rule's, or the gain threshold) and the
+    disruption rule's evidence."""
+
+    gates: list[g.Gate]
+    node_costs: tuple[NodeDisruption, ...] = ()
+    benefit: float = 0.0
+    served_pending: int = 0
+
+
+def _weigh(
+    policy: Policy,
+    obs: Observation,
+    now: dt.datetime,
+    d: _Demand,
+    prop: _Proposal,
+    slices: Mapping[str, int],
+    disruption: str,
+    grace_seconds: float,
+    reconfigure_seconds: float,
+) -> _Weighed:
+    part = policy.partition
+    if disruption != "expected":
+        return _Weighed([g.threshold(prop.gain, part, prop.urgent)])
+    node_costs = node_disruption(prop.solution, obs, now, slices, grace_seconds, reconfigure_seconds)
+    observed: dict[str, int] = defaultdict(int)
+    for (_, p), (run, pend) in d.counts.items():
+        observed[p] += run + pend
+    benefit, served_pending = pending_benefit(
+        pending_waits(policy, obs), observed, prop.current, prop.proposed, slices
+    )
+    # the threshold is applied by the disruption rule to GPU-time saved vs destroyed; the share of
+    # the shortage is not asked a second time (as in migc simulate's default loop)
+    gates = [
+        g.Gate("threshold", True, f"gain {prop.gain:.1f}%: applied by the disruption rule"),
+        g.disruption(benefit, total_cost(node_costs), part),
+    ]
+    return _Weighed(gates, node_costs, benefit, served_pending)
+
+
+def _failures(obs: Observation, state: State) -> tuple[int, dt.datetime | None]:
+    """backoff: a Failed rollout the controller recorded on a node counts once (by its time)."""
+    failed = [
+        n.rollout.since for n in obs.nodes if n.rollout.phase == "Failed" and n.rollout.since is not None
+    ]
+    return g.count_failures(state.failures, state.last_failure, failed, state.last_change)
+
+
+def _gates(
+    policy: Policy,
+    obs: Observation,
+    state: State,
+    now: dt.datetime,
+    d: _Demand,
+    prop: _Proposal,
+    weighed: _Weighed,
+    failures: tuple[int, dt.datetime | None],
+) -> list[g.Gate]:
+    """Step 5: every gate, in the order the evidence lists them."""
+    part = policy.partition
+    rolling = sorted(n.name for n in obs.nodes if n.rollout.in_progress and n.rollout.phase != "Failed")
+    return [
+        g.mode(part),
+        g.Gate(
+            "rollout",
+            not rolling,
+            "no rollout in progress"
+            if not rolling
+            else f"{len(rolling)} node(s) still rolling out: {', '.join(rolling[:5])}",
+        ),
+        *weighed.gates,
+        h.window_gate(d.window, now, part, prop.urgent, adds=g.added_profiles(prop.current, prop.proposed)),
+        g.min_dwell(prop.changing, state.node_last_change(), now, part),
+        g.daily_budget(len(prop.changing), g.changes_last_day((t for _, t in state.changes), now), part),
+        g.backoff(*failures, now, part),
+    ]
+
+
+def _next_state(
+    policy: Policy,
+    state: State,
+    now: dt.datetime,
+    d: _Demand,
+    changing: Sequence[str],
+    ok: bool,
+    failures: tuple[int, dt.datetime | None],
+) -> State:
+    """Step 6: the state to write back: the sample recorded, and the change when one is proposed."""
+    return State(
+        updated=now,
+        history=h.record(state.history, d.sample, policy.partition),
+        last_change=now if ok else state.last_change,
+        changes=state.changes + (tuple((n, now) for n in changing) if ok else ()),
+        failures=failures[0],
+        last_failure=failures[1],
+    )
+
+
+def _window_rows(d: _Demand, sizing: _Sizing) -> tuple[WindowDemand, ...]:
+    rows = []
+    for (t, p), st in sorted(d.stats.items()):
+        running, pending = d.counts.get((t, p), [0, 0])
+        rows.append(
+            WindowDemand(t, p, running, pending, st.samples, st.low, st.mean, st.high, sizing.sized[(t, p)])
+        )
+    return tuple(rows)
+
+
+def _node_plan(solution: Solution) -> tuple[NodeChange, ...]:
+    """The changed nodes: GPUs reconfigured, deployed and proposed layout, by node name."""
+    rows = (
+        (n.name, len(n.changed_gpus), layout_text(n.current), layout_text(n.gpus))
+        for pool in solution.pools
+        for n in pool.nodes
+        if n.changed
+    )
+    return tuple(NodeChange(*row) for row in sorted(rows))
+
+
 def recommend(
     policy: Policy,
     catalog: Catalog,
@@ -429,281 +847,42 @@ def recommend(
     threshold is applied there, as in ``migc simulate``'s default loop); "off": the gain threshold."""
     part = policy.partition
     slices = _slices(catalog)
-    demand, pending, diags = observed_demand(policy, obs)
-    fired = g.fired_rules(part.rules, pending)
-    owner = _tenant_of(policy)
-    # the demand history over the window decides what each (tenant, profile) is sized for
-    current_sample = h.sample(now, demand)
-    win = h.window(state.history, current_sample, part)
-    headroom: list[tuple[Rule, Mapping[str, int]]] = []
-    tenants = {owner[ns] for pod in pending if (ns := pod.key.split("/", 1)[0]) in owner}
-    for r in fired:  # a rule's headroom: its matched pending pods that persisted through the window
-        per_tenant = {t: h.pending_low(win, t, r.when.profile) for t in sorted(tenants)}
-        headroom.append((r, per_tenant))
-    stats = h.stats(win, now, part)
-    keep, keep_covered = h.peaks(state.history, current_sample, part)
-    late: dict[tuple[str, str], int] = defaultdict(int)
-    for pod in pending:
-        tenant = owner.get(pod.key.split("/", 1)[0])
-        if tenant is not None and pod.late:
-            late[(tenant, pod.profile)] += 1
-    sized: dict[tuple[str, str], int] = {}
-
-    def size(key: tuple[str, str], declared: int) -> int:
-        running, pend = demand.get(key, [0, 0])
-        sized[key] = h.sized(
-            declared,
-            stats.get(key),
-            win.covered,
-            running + pend,
-            late.get(key, 0),
-            (keep.get(key, 0), keep_covered),
-        )
-        return sized[key]
-
-    known = {**{k: [0, 0] for k in stats}, **demand}
-    wanted, more, effects = wanted_replicas(policy, catalog, known, headroom, size)
-    diags.extend(more)
-    for key in stats:  # keys no Workload describes: sized as if nothing were declared
-        if key not in sized:
-            size(key, 0)
-    new_workloads = tuple(replace(w, replicas=wanted.get(w.name, w.replicas)) for w in policy.workloads)
-    proposed_policy = replace(policy, workloads=new_workloads)
-    solution = solve(proposed_policy, catalog, current, time_limit_s=time_limit_s)
-    cur_cap = capacity(solution, "current")
-    new_cap = capacity(solution, "target")
-    want: dict[str, int] = defaultdict(int)  # the demand the proposal is sized for, per profile
-    for (_, p), n in sized.items():
-        want[p] += n
-    gain = g.gain_pct(cur_cap, new_cap, want, slices)
-    changing = sorted({n.name for pool in solution.pools for n in pool.nodes if n.changed})
-    urgent = g.urgent_pods(pending, cur_cap, new_cap)
-
-    # backoff: a Failed rollout the controller recorded on a node counts once (by its time)
-    failed = [
-        n.rollout.since for n in obs.nodes if n.rollout.phase == "Failed" and n.rollout.since is not None
-    ]
-    failures, last_failure = g.count_failures(state.failures, state.last_failure, failed, state.last_change)
-    rolling = sorted(n.name for n in obs.nodes if n.rollout.in_progress and n.rollout.phase != "Failed")
-
-    node_costs: tuple[NodeDisruption, ...] = ()
-    benefit, served_pending = 0.0, 0
-    if disruption == "expected":
-        node_costs = node_disruption(solution, obs, now, slices, drain_grace_seconds, reconfigure_seconds)
-        observed: dict[str, int] = defaultdict(int)
-        for (_, p), (run, pend) in demand.items():
-            observed[p] += run + pend
-        benefit, served_pending = pending_benefit(
-            pending_waits(policy, obs), observed, cur_cap, new_cap, slices
-        )
-        total = total_cost(node_costs)
-        # the threshold is applied by the disruption rule to GPU-time saved vs destroyed; the share of
-        # the shortage is not asked a second time (as in migc simulate's default loop)
-        weighed = [
-            g.Gate("threshold", True, f"gain {gain:.1f}%: applied by the disruption rule"),
-            g.disruption(benefit, total, part),
-        ]
-    else:
-        weighed = [g.threshold(gain, part, urgent)]
-    gates = [
-        g.mode(part),
-        g.Gate(
-            "rollout",
-            not rolling,
-            "no rollout in progress"
-            if not rolling
-            else f"{len(rolling)} node(s) still rolling out: {', '.join(rolling[:5])}",
-        ),
-        *weighed,
-        h.window_gate(win, now, part, urgent, adds=g.added_profiles(cur_cap, new_cap)),
-        g.min_dwell(changing, state.node_last_change(), now, part),
-        g.daily_budget(len(changing), g.changes_last_day((t for _, t in state.changes), now), part),
-        g.backoff(failures, last_failure, now, part),
-    ]
-    ok = bool(wanted) and g.all_passed(gates)
-    new_state = State(
-        updated=now,
-        history=h.record(state.history, current_sample, part),
-        last_change=now if ok else state.last_change,
-        changes=state.changes + (tuple((n, now) for n in changing) if ok else ()),
-        failures=failures,
-        last_failure=last_failure,
+    demand = _watch_demand(policy, obs, state, now)
+    sizing = _size(policy, catalog, demand)
+    prop = _solve_proposal(policy, catalog, current, demand, sizing, slices, time_limit_s)
+    failures = _failures(obs, state)
+    weighed = _weigh(
+        policy, obs, now, demand, prop, slices, disruption, drain_grace_seconds, reconfigure_seconds
     )
+    gates = _gates(policy, obs, state, now, demand, prop, weighed, failures)
+    ok = bool(sizing.wanted) and g.all_passed(gates)
     old = {w.name: w.replicas for w in policy.workloads}
     return Recommendation(
         now=now,
-        demand=tuple(sorted((t, p, r, q) for (t, p), (r, q) in demand.items())),
-        current=tuple(cur_cap.items()),
-        proposed=tuple(new_cap.items()),
-        replicas=tuple((k, old[k], v) for k, v in sorted(wanted.items())),
-        nodes=tuple(changing),
-        gain=gain,
+        demand=tuple(TenantDemand(t, p, r, q) for (t, p), (r, q) in sorted(demand.counts.items())),
+        current=tuple(prop.current.items()),
+        proposed=tuple(prop.proposed.items()),
+        replicas=tuple(ReplicaChange(k, old[k], v) for k, v in sorted(sizing.wanted.items())),
+        nodes=tuple(prop.changing),
+        gain=prop.gain,
         gates=tuple(gates),
-        rules=tuple(r.name for r in fired),
-        urgent=urgent,
-        state=new_state,
-        diagnostics=tuple(diags) + solution.diagnostics,
-        rule_effects=tuple(effects),
-        since=win.since,
-        covered=win.covered,
+        rules=tuple(r.name for r in demand.fired),
+        urgent=prop.urgent,
+        state=_next_state(policy, state, now, demand, prop.changing, ok, failures),
+        diagnostics=(*demand.diagnostics, *sizing.diagnostics, *prop.solution.diagnostics),
+        rule_effects=tuple(sizing.effects),
+        since=demand.window.since,
+        covered=demand.window.covered,
         window_seconds=part.stabilization_seconds,
-        keep=tuple((t, p, n) for (t, p), n in sorted(keep.items())),
-        keep_covered=keep_covered,
+        keep=tuple(Kept(t, p, n) for (t, p), n in sorted(demand.keep.items())),
+        keep_covered=demand.keep_covered,
         keep_seconds=h.longest(part),
         disruption=disruption,
-        benefit=benefit,
-        served_pending=served_pending,
-        node_costs=node_costs,
+        benefit=weighed.benefit,
+        served_pending=weighed.served_pending,
+        node_costs=weighed.node_costs,
         drain_grace_seconds=drain_grace_seconds,
         reconfigure_seconds=reconfigure_seconds,
-        window=tuple(
-            (t, p, r, q, st.samples, st.low, st.mean, st.high, sized[(t, p)])
-            for (t, p), st in sorted(stats.items())
-            for r, q in [demand.get((t, p), [0, 0])]
-        ),
-        node_plan=tuple(
-            sorted(
-                (n.name, len(n.changed_gpus), layout_text(n.current), layout_text(n.gpus))
-                for pool in solution.pools
-                for n in pool.nodes
-                if n.changed
-            )
-        ),
+        window=_window_rows(demand, sizing),
+        node_plan=_node_plan(prop.solution),
     )
-
-
-def disruption_markdown(rec: Recommendation) -> list[str]:
-    """The disruption rule's evidence: benefit, cost per changed node, verdict (none when it is off)."""
-    if rec.disruption != "expected":
-        return []
-    grace = g.duration_text(rec.drain_grace_seconds)
-    lines = [
-        "### Disruption (is the change worth its drains?)",
-        "",
-        f"**Benefit:** the proposal serves {rec.served_pending} pending instance(s); the GPU-time they "
-        f"have waited, Σ f × W = {rec.benefit:,.0f} GPU-s, is what it avoids.",
-        "",
-        f"**Cost** per changed node: Σ over its running GPU pods of f × E² / (E + G), G = {grace} "
-        f"(the controller's drain grace), plus the outage (its GPUs × {rec.reconfigure_seconds:g} s × "
-        "GPUs changed), plus the wait it displaces: Σ f × W₀ over the running pods the node keeps no "
-        "instance for, W₀ how long each waited before it started.",
-        "",
-        "| node | GPUs changed | running GPU pods | expected loss (GPU-s) | outage (GPU-s) "
-        "| displaced wait (GPU-s) | cost (GPU-s) |",
-        "|---|---:|---:|---:|---:|---:|---:|",
-    ]
-    for d in rec.node_costs[:MAX_PLAN_ROWS]:
-        loss = "unknown" if d.loss is None else f"{d.loss:,.0f}"
-        cost = "unknown" if d.cost is None else f"{d.cost:,.0f}"
-        cells = (d.node, d.changed_gpus, d.running, loss, f"{d.outage:,.0f}", f"{d.displaced:,.0f}", cost)
-        lines.append("| " + " | ".join(_md(c) for c in cells) + " |")
-    if len(rec.node_costs) > MAX_PLAN_ROWS:
-        lines.append(f"| … {len(rec.node_costs) - MAX_PLAN_ROWS} more node(s) | | | | | | |")
-    if not rec.node_costs:
-        lines.append("| – | 0 | 0 | 0 | 0 | 0 | 0 |")
-    gate = next((x for x in rec.gates if x.name == "disruption"), None)
-    if gate is not None and not rec.node_costs:
-        # no node changes: there is no drain to weigh, so no verdict on one (the gates say why not)
-        lines += ["", "**Verdict:** nothing to weigh: the proposal reconfigures no node."]
-    elif gate is not None:
-        verdict = "worth it" if gate.passed else "**not worth it**"
-        lines += ["", f"**Verdict:** {verdict}: {_md(gate.why, 2000)}."]
-    return [*lines, ""]
-
-
-MAX_PLAN_ROWS = 50  # a pull-request body stays readable; `migc plan` lists every node
-
-
-def evidence_markdown(rec: Recommendation, sources: Sequence[str] = ()) -> str:
-    """The pull-request body: demand, capacity, gain, gates, rules and the change."""
-    lines = [f"## migc recommend — {rec.now.strftime('%Y-%m-%d %H:%M UTC')}", ""]
-    verdict = "**Change proposed.**" if rec.proposed_change else "**No change proposed.**"
-    lines += [
-        verdict,
-        "",
-        "### Observed demand (instances)",
-        "",
-        f"Now, and running + pending over the {g.duration_text(rec.window_seconds)} stabilization window "
-        "(samples of earlier runs, held until the next; mean weighted by time).",
-        "",
-        f"*kept* is the most over the {g.duration_text(rec.keep_seconds)} scaleDownWindow"
-        + ("" if rec.keep_covered else " (not covered yet: nothing shrinks below what is declared)")
-        + ": capacity is given back no lower.",
-        "",
-        "| tenant | profile | running | pending | samples | min | mean | max | kept | sized for |",
-        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|",
-    ]
-    kept = {(t, p): n for t, p, n in rec.keep}
-    lines += [
-        f"| {_md(t)} | {_md(p)} | {r} | {q} | {n} | {lo} | {mean:.1f} | {hi} | {kept.get((t, p), 0)} | {s} |"
-        for t, p, r, q, n, lo, mean, hi, s in rec.window
-    ] or ["| – | – | 0 | 0 | 1 | 0 | 0.0 | 0 | 0 | 0 |"]
-    if rec.since is not None:
-        since = rec.since.strftime("%Y-%m-%d %H:%M UTC")
-        watched = g.duration_text((rec.now - rec.since).total_seconds())
-        lines += [
-            "",
-            f"Demand watched without a gap since {since} ({watched}): "
-            + (
-                "the window is covered, so each is sized for what persisted through all of it "
-                "(declared replicas kept between the window's min and max)."
-                if rec.covered
-                else "the window is not covered yet, so the declared replicas stay "
-                "(only pods past their max wait add instances)."
-            ),
-        ]
-    cur, new = dict(rec.current), dict(rec.proposed)
-    lines += ["", "### Capacity (instances)", "", "| profile | current | proposed |", "|---|---:|---:|"]
-    lines += [f"| {_md(p)} | {cur.get(p, 0)} | {new.get(p, 0)} |" for p in sorted(set(cur) | set(new))]
-    lines += [
-        "",
-        f"**Gain:** the proposal serves {rec.gain:.1f}% of the slice-weighted demand the current "
-        "layout leaves unserved.",
-        "",
-    ]
-    lines += disruption_markdown(rec)
-    lines += [
-        "### Gates",
-        "",
-        "| gate | result | why |",
-        "|---|---|---|",
-    ]
-    for gate in rec.gates:
-        res = "overridden" if gate.overridden else ("passed" if gate.passed else "**blocked**")
-        lines.append(f"| {_md(gate.name)} | {res} | {_md(gate.why, 2000)} |")
-    lines += ["", "### Rules fired", ""]
-    for name in rec.rules:
-        effects = [e for e in rec.rule_effects if e[0] == name]
-        lines += [
-            f"- {_md(name)}: tenant {_md(tenant)}: +{n} x {_md(profile)} on Workload {_md(workload)}"
-            if workload
-            else f"- {_md(name)}: tenant {_md(tenant)}: no Workload asking for {_md(profile)} can take it "
-            "(in the rule's pools); nothing added (MIGC428)"
-            for _, tenant, profile, workload, n in effects
-        ] or [f"- {_md(name)}: nothing added (no pending pod it matches waited through the whole window)"]
-    if not rec.rules:
-        lines.append("- none")
-    if rec.urgent:
-        lines += ["", "### Pods past their max wait", ""]
-        lines += [f"- {_md(k)}" for k in rec.urgent[:MAX_PLAN_ROWS]]
-        if len(rec.urgent) > MAX_PLAN_ROWS:
-            lines.append(f"- … {len(rec.urgent) - MAX_PLAN_ROWS} more pod(s)")
-    lines += ["", "### Change", ""]
-    lines += [f"- Workload {_md(w)}: replicas {a} → {b}" for w, a, b in rec.replicas] or ["- none"]
-    if rec.nodes:
-        lines.append(
-            f"- nodes reconfigured: {len(rec.nodes)} ({', '.join(_md(n) for n in rec.nodes[:10])}"
-            f"{', …' if len(rec.nodes) > 10 else ''})"
-        )
-    if rec.node_plan:
-        lines += [
-            "",
-            "### Plan of the change (per node, as `migc compile` will render it)",
-            "",
-            "| node | GPUs reconfigured | deployed | proposed |",
-            "|---|---:|---|---|",
-        ]
-        lines += [f"| {_md(n)} | {k} | {_md(a)} | {_md(b)} |" for n, k, a, b in rec.node_plan[:MAX_PLAN_ROWS]]
-        if len(rec.node_plan) > MAX_PLAN_ROWS:
-            lines.append(f"| … {len(rec.node_plan) - MAX_PLAN_ROWS} more node(s) | | | |")
-    return "\n".join(lines) + "\n"

@@ -128,6 +128,17 @@ def greedy_cluster(
 ) -> ClusterOutcome:
     del current  # the heuristic does not try to minimise change
     state = {p.name: _PoolState(p, catalog) for p in sorted(cluster.pools, key=lambda p: p.name)}
+    shortfall = _reserve_guarantees(state, guarantees)
+    served = _serve_demand(state, items)
+    decisions = {name: _decision(st, served[name]) for name, st in state.items()}
+    return ClusterOutcome(decisions=decisions, shortfall=shortfall, result=None)
+
+
+def _reserve_guarantees(
+    state: Mapping[str, _PoolState], guarantees: Sequence[Guarantee]
+) -> dict[tuple[str, str], int]:
+    """Step 1: each guarantee's units placed and held idle, one at a time, in the first of its pools
+    with room; (tenant, resource) → the units that found none."""
     shortfall: dict[tuple[str, str], int] = {}
     for g in guarantees:
         got = 0
@@ -141,7 +152,14 @@ def greedy_cluster(
             got += 1
         if got < g.amount:
             shortfall[(g.tenant, g.resource)] = g.amount - got
+    return shortfall
 
+
+def _serve_demand(
+    state: Mapping[str, _PoolState], items: Sequence[DemandItem]
+) -> dict[str, Counter[tuple[int, str]]]:
+    """Step 2: the demand by tier (highest first), larger instances first, each replica into the first
+    of its options with room (a held guarantee unit first); pool → (item, resource) → replicas."""
     served: dict[str, Counter[tuple[int, str]]] = {name: Counter() for name in state}
 
     def size_key(i: int) -> tuple[int, int, int]:
@@ -157,49 +175,49 @@ def greedy_cluster(
         item = items[i]
         opts = sorted(item.options, key=lambda o: (o.rank, o.pool, o.resource))
         for _ in range(item.replicas):
-            placed = False
-            for opt in opts:
-                st = state[opt.pool]
-                key = (item.tenant, opt.resource)
-                # held guarantee units are single GPUs or instances: only 1-unit replicas may use them
-                if item.kind != "shared" and item.size == 1 and st.held[key] >= 1:
-                    st.held[key] -= 1
-                    served[opt.pool][(i, opt.resource)] += 1
-                    placed = True
-                    break
-                if st.place(item.kind, opt.resource, item.size):
-                    served[opt.pool][(i, opt.resource)] += 1
-                    placed = True
-                    break
-            if not placed:
+            pool = next((o for o in opts if _place_replica(state[o.pool], item, o.resource)), None)
+            if pool is None:
                 break
+            served[pool.pool][(i, pool.resource)] += 1
+    return served
 
-    decisions: dict[str, PoolDecision] = {}
-    for name, st in state.items():
-        layouts: Counter[GpuLayout] = Counter()
-        for lay, count in st.open.items():
-            layouts[GpuLayout(mig_enabled=True, profiles=lay)] += count
-        patterns: Counter[Pattern] = Counter()
-        for jobs in st.node_jobs.values():
-            patterns[tuple(sorted(jobs, reverse=True))] += 1
-        if st.reserve_nodes:
-            patterns[RESERVE] = st.reserve_nodes
-        multi = sum(sum(p) * c for p, c in patterns.items() if p != RESERVE)
-        used = sum(layouts.values()) + st.singles + multi
-        if is_shared_pool(st.pool):
-            used = math.ceil(st.slots / max(1, st.pool.sharing.replicas))
-        decisions[name] = PoolDecision(
-            pool=st.pool,
-            model=st.model,
-            layouts=dict(layouts),
-            patterns=dict(patterns),
-            kept={},
-            served=dict(served[name]),
-            reserved={k: v for k, v in sorted(st.held.items()) if v > 0},
-            gpus_used=used,
-            optimal=False,
-        )
-    return ClusterOutcome(decisions=decisions, shortfall=shortfall, result=None)
+
+def _place_replica(st: _PoolState, item: DemandItem, resource: str) -> bool:
+    """One replica of ``item`` as ``resource`` in ``st``'s pool: on a held guarantee unit of its tenant
+    (single GPUs or instances: only 1-unit replicas may use them), else on free room."""
+    key = (item.tenant, resource)
+    if item.kind != "shared" and item.size == 1 and st.held[key] >= 1:
+        st.held[key] -= 1
+        return True
+    return st.place(item.kind, resource, item.size)
+
+
+def _decision(st: _PoolState, served: Counter[tuple[int, str]]) -> PoolDecision:
+    """Step 3: what a pool ended with: its MIG layouts, its multi-GPU node patterns and reserve, the
+    GPUs used (for a shared pool, its slots over the replicas per GPU), the held guarantee units."""
+    layouts: Counter[GpuLayout] = Counter()
+    for lay, count in st.open.items():
+        layouts[GpuLayout(mig_enabled=True, profiles=lay)] += count
+    patterns: Counter[Pattern] = Counter()
+    for jobs in st.node_jobs.values():
+        patterns[tuple(sorted(jobs, reverse=True))] += 1
+    if st.reserve_nodes:
+        patterns[RESERVE] = st.reserve_nodes
+    multi = sum(sum(p) * c for p, c in patterns.items() if p != RESERVE)
+    used = sum(layouts.values()) + st.singles + multi
+    if is_shared_pool(st.pool):
+        used = math.ceil(st.slots / max(1, st.pool.sharing.replicas))
+    return PoolDecision(
+        pool=st.pool,
+        model=st.model,
+        layouts=dict(layouts),
+        patterns=dict(patterns),
+        kept={},
+        served=dict(served),
+        reserved={k: v for k, v in sorted(st.held.items()) if v > 0},
+        gpus_used=used,
+        optimal=False,
+    )
 
 
 def _hold(st: _PoolState, g: Guarantee) -> bool:

@@ -6,10 +6,7 @@ import json
 from typing import Any
 
 from compiler.advise.model import Advice, ClusterSizing, Finding, PoolAdvice, SizingRow
-
-
-def _money(value: float | None) -> str:
-    return "-" if value is None else f"${value:,.2f}"
+from compiler.formatting import money
 
 
 def _finding(f: Finding) -> dict[str, str]:
@@ -91,11 +88,11 @@ def _cells(r: SizingRow) -> tuple[str, ...]:
         r.gpu_model + (" (MIG)" if r.mig else ""),
         f"{r.gpus}{flag}",
         f"{r.nodes} x {r.gpus_per_node}",
-        _money(r.cost_per_hour),
+        money(r.cost_per_hour),
         "-" if r.balanced_gpus is None else str(r.balanced_gpus),
-        _money(r.balanced_saving_per_hour),
+        money(r.balanced_saving_per_hour),
         str(r.whole_gpus),
-        _money(r.whole_saving_per_hour),
+        money(r.whole_saving_per_hour),
         f"{r.replicas_served}/{r.replicas_wanted}",
     )
 

@@ -24,7 +24,7 @@ from compiler.plan.data import (
     TenantRow,
     Unmet,
 )
-from compiler.plan.diff import build_plan, gpus_in_use, layout_counts
+from compiler.plan.diff import build_plan, gpus_in_use
 from compiler.plan.formatting import gpu_text
 from compiler.plan.json import to_json
 from compiler.plan.markdown import to_markdown
@@ -45,7 +45,6 @@ __all__ = [
     "build_plan",
     "gpu_text",
     "gpus_in_use",
-    "layout_counts",
     "parse_snapshot",
     "snapshot_diagnostic",
     "svg_files",

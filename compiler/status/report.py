@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from compiler.escape import markdown_cell, terminal
+from compiler.formatting import duration, money
 from compiler.observe.model import Counts, profile_of
 from compiler.status.model import FleetStatus, NodeStatus, PendingPod, PoolStatus, TenantStatus
 
@@ -27,27 +28,10 @@ def fmt_counts(counts: Counts) -> str:
     return ", ".join(f"{short(r)}×{n}" for r, n in counts) or "-"
 
 
-def fmt_duration(seconds: float | None) -> str:
-    if seconds is None:
-        return "?"
-    s = int(seconds)
-    if s < 120:
-        return f"{s}s"
-    if s < 7200:
-        return f"{s // 60}m"
-    if s < 172800:
-        return f"{s // 3600}h{(s % 3600) // 60:02d}m"
-    return f"{s // 86400}d{(s % 86400) // 3600}h"
-
-
 def fmt_triple(t: tuple[float, float, float]) -> str:
     """held/guaranteed/burst; a quota the tenant does not set shows as -."""
     held, guaranteed, burst = t
     return "/".join(f"{v:g}" if v or i == 0 else "-" for i, v in enumerate((held, guaranteed, burst)))
-
-
-def money(v: float | None) -> str:
-    return "-" if v is None else f"${v:,.2f}"
 
 
 def _cell(value: str) -> str:
@@ -182,8 +166,8 @@ def _pending_row(p: PendingPod) -> list[str]:
         p.pod,
         p.tenant,
         fmt_counts(p.requests),
-        fmt_duration(p.pending_seconds),
-        fmt_duration(p.max_wait_seconds) if p.max_wait_seconds else "-",
+        duration(p.pending_seconds),
+        duration(p.max_wait_seconds) if p.max_wait_seconds else "-",
         "yes" if p.over_max_wait else "-",
     ]
 

@@ -27,9 +27,9 @@ from typing import Any
 
 from bench.openb import shared_dir
 from compiler.catalog import load_catalog
-from compiler.commands.simulate import _row
 from compiler.model import PartitionPolicy
 from compiler.simulate.engine import BASELINES, Settings, simulate
+from compiler.simulate.report import result_dict
 from compiler.simulate.trace import read_trace
 
 FIVE_MIN = 300.0
@@ -73,9 +73,9 @@ def run(args: argparse.Namespace) -> None:
                 seed=seed,
             )
             started = time.perf_counter()
-            rows = [_row(simulate(pods, model, s, b, policy, catalog=catalog)) for b in baselines]
+            rows = [result_dict(simulate(pods, model, s, b, policy, catalog=catalog)) for b in baselines]
             if args.idle_pass:
-                row = _row(
+                row = result_dict(
                     simulate(pods, model, replace(s, idle_pass=True), "default", policy, catalog=catalog)
                 )
                 rows.append(row | {"baseline": "default+idle"})

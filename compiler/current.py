@@ -55,7 +55,9 @@ class _Unreadable(ValueError):
     pass
 
 
-def _layout(config: Any) -> NodeLayout:
+def _layout(config: Any, interned: dict[GpuLayout, GpuLayout] | None = None) -> NodeLayout:
+    """The GPUs of one config. ``interned``: equal layouts come back as one object, so the solver's
+    counts of 80,000 deployed GPUs find each key by identity instead of comparing field by field."""
     if not isinstance(config, dict) or not isinstance(config.get("devices"), list):
         raise _Unreadable("config without a device list")
     gpus = []
@@ -63,7 +65,8 @@ def _layout(config: Any) -> NodeLayout:
         if not isinstance(device, dict) or not isinstance(device.get("profiles", {}), dict):
             raise _Unreadable("malformed device entry")
         profiles = {str(k): int(v) for k, v in device.get("profiles", {}).items()}
-        gpus.append(GpuLayout(mig_enabled=bool(device.get("migEnabled")), profiles=frozen_counts(profiles)))
+        gpu = GpuLayout(mig_enabled=bool(device.get("migEnabled")), profiles=frozen_counts(profiles))
+        gpus.append(gpu if interned is None else interned.setdefault(gpu, gpu))
     return tuple(gpus)
 
 
@@ -165,13 +168,14 @@ def state_from_assignment(
     cluster = str(doc["cluster"])
     configs = doc.get("configs", {})
     layouts: dict[str, NodeLayout] = {}  # thousands of nodes share a handful of configs
+    interned: dict[GpuLayout, GpuLayout] = {}
 
     def layout_of(config_name: Any) -> NodeLayout:
         if not isinstance(config_name, str):
-            return _layout(configs.get(config_name))  # refused there, as before
+            return _layout(configs.get(config_name), interned)  # refused there, as before
         found = layouts.get(config_name)
         if found is None:
-            found = layouts[config_name] = _layout(configs.get(config_name))
+            found = layouts[config_name] = _layout(configs.get(config_name), interned)
         return found
 
     out: dict[tuple[str, str, str], NodeLayout] = {}

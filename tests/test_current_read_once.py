@@ -68,3 +68,14 @@ def test_a_replaced_tree_is_read_again(tmp_path: Path, monkeypatch: pytest.Monke
     second = read_assignment(path)
     assert second is not first
     assert not any(p.get("nodeShards") for p in second["pools"]) and second == first
+
+
+def test_equal_deployed_layouts_are_one_object(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The solver counts deployed GPUs by layout (80,000 at 10,000 nodes): equal layouts of
+    different configs and nodes are handed over as one object, found by identity."""
+    out, _ = _sharded(tmp_path, monkeypatch)
+    state, _ = read_current(out, policy())
+    gpus = [gpu for layout in state.as_dict().values() for gpu in layout]
+    distinct = {gpu: gpu for gpu in gpus}
+    assert len(distinct) < len(gpus)  # the case this is for: layouts repeat
+    assert all(gpu is distinct[gpu] for gpu in gpus)

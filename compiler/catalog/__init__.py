@@ -146,6 +146,17 @@ def _schema() -> dict[str, Any]:
     return bundled_schema("catalog.schema.json")
 
 
+# libyaml's scanner where PyYAML was built with it (the constructors are the same Python code):
+# 0.04 -> 0.006 s for the 13 data files, every run. tests/test_catalog_loader.py holds the two
+# loaders equal on every shipped file.
+_DataLoader: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+def load_data(text: str) -> Any:
+    """One catalog data file, with the C safe loader where there is one."""
+    return yaml.load(text, Loader=_DataLoader)  # a safe loader, C or Python
+
+
 def parse_model(raw: Mapping[str, Any], origin: str) -> GpuModel:
     """Validate one catalog document against the catalog schema and build the model."""
     validator = jsonschema.Draft202012Validator(_schema())
@@ -191,7 +202,7 @@ def load_catalog() -> Catalog:
     for item in sorted(data_dir.iterdir(), key=lambda p: p.name):
         if not item.name.endswith(".yaml"):
             continue
-        raw = yaml.safe_load(item.read_text(encoding="utf-8"))
+        raw = load_data(item.read_text(encoding="utf-8"))
         if not isinstance(raw, dict):
             raise CatalogError(f"{item.name}: expected a mapping at the top level")
         models.append(parse_model(raw, item.name))

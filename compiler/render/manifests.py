@@ -403,9 +403,12 @@ def assignment_configmaps(doc: Mapping[str, Any]) -> list[tuple[str, Obj]]:
     the whole document with the nodes inline: a reader that puts the shards back recomputes it, so
     a half-synced set (index and shards from different revisions) is seen, never acted on.
     """
-    single = assignment_configmap(doc)
-    if len(single[1]["data"][ASSIGNMENT_KEY].encode("utf-8")) <= SHARD_BYTES:
-        return [single]
+    # The indented document is at least as long as the compact one (it only adds whitespace):
+    # a compact form over the bound shards without writing the large single form first.
+    if len(canonical_json(doc).encode("utf-8")) <= SHARD_BYTES:
+        single = assignment_configmap(doc)
+        if len(single[1]["data"][ASSIGNMENT_KEY].encode("utf-8")) <= SHARD_BYTES:
+            return [single]
     revision = str(doc["revision"])
     index = dict(doc)
     pools: list[dict[str, Any]] = []

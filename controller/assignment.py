@@ -17,8 +17,6 @@ from importlib import resources
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-import jsonschema
-
 from controller.errors import IncompleteAssignmentError, InvalidAssignmentError, WrongClusterError
 
 ASSIGNMENT_KEY = "assignment.json"
@@ -237,6 +235,8 @@ def _check_schema(doc: Any, sub: Mapping[str, Any], key: str, part: str | None =
     ``sub`` for the fast pre-check ("" the whole schema, else a ``$defs`` entry; None: none)."""
     if part is not None and _fast_valid(doc, part):
         return
+    import jsonschema  # only for a document the fast check did not accept: its first error
+
     validator = jsonschema.Draft202012Validator(sub)
     errors = sorted(validator.iter_errors(doc), key=lambda e: (list(map(str, e.absolute_path)), e.message))
     if errors:

@@ -66,6 +66,24 @@ def test_short_calls_import_no_pipeline_stage(args: tuple[str, ...]) -> None:
     assert _loaded(modules, tuple(others)) == []
 
 
+def test_a_valid_compile_never_imports_jsonschema() -> None:
+    # jsonschema-rs answers "valid?" for the policy, the catalog and the deployed assignment;
+    # jsonschema (0.05 s to import) is only for wording the errors of a document it did not accept.
+    pytest.importorskip("jsonschema_rs")
+    rc, out, modules = _imported("compile", "examples/prod", "--stdout")
+    assert rc == ExitCode.OK and "kind: " in out
+    assert "jsonschema_rs" in modules
+    assert _loaded(modules, ("jsonschema",)) == []
+
+
+def test_an_invalid_policy_still_gets_jsonschemas_diagnostics(tmp_path: Path) -> None:
+    policy = tmp_path / "bad.yaml"
+    policy.write_text("apiVersion: migc.dev/v1alpha1\nkind: Tenant\nmetadata: {name: a}\nspec: {nope: 1}\n")
+    rc, _, modules = _imported("validate", str(policy))
+    assert rc == ExitCode.INVALID
+    assert "jsonschema" in modules
+
+
 def test_compile_does_load_the_solver_so_the_probe_can_tell() -> None:
     # The negative checks above mean something only if the probe sees a solver import when one happens.
     rc, out, modules = _imported("compile", "examples/prod", "--stdout")

@@ -149,6 +149,14 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as exc:  # the last line of defence: report, do not crash with a traceback
         import os
 
+        from compiler.diagnostics import DiagnosticError
+
+        if isinstance(exc, DiagnosticError):
+            # input a stage refused that its command did not catch: the diagnostic, exit 1 — still
+            # not a crash (nothing is written before a command's last step)
+            from compiler.commands._common import fail
+
+            return fail([exc.diagnostic])
         if os.environ.get("MIGC_DEBUG"):
             traceback.print_exc()
         click.echo(

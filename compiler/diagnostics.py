@@ -84,6 +84,19 @@ class UnknownCodeError(KeyError):
 _SAFE_LOADER: type[yaml.SafeLoader] | type[yaml.CSafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
+class DiagnosticError(Exception):
+    """Input a stage cannot go on with: ``diagnostic`` says which file, what and how to fix it.
+
+    The one base of the errors a stage raises instead of returning diagnostics (the observed
+    cluster, a refused read, discovery, a trace); a command catches it once and prints the
+    diagnostic through a reporter, never a traceback.
+    """
+
+    def __init__(self, diagnostic: Diagnostic) -> None:
+        super().__init__(diagnostic.message)
+        self.diagnostic = diagnostic
+
+
 @functools.cache
 def registry() -> Mapping[str, CodeInfo]:
     """All documented codes, read from the YAML files shipped in ``compiler/codes``."""

@@ -32,7 +32,7 @@ from typing import Any
 import yaml
 
 from compiler.catalog import Catalog, GpuModel, parse_model
-from compiler.diagnostics import Diagnostic, make
+from compiler.diagnostics import Diagnostic, DiagnosticError, make
 
 MIB = 1024 * 1024
 GIB = 1024 * MIB
@@ -65,12 +65,8 @@ _ERR_LIBRARY_NOT_FOUND = 12
 _ERR_FUNCTION_NOT_FOUND = 13
 
 
-class DiscoverError(Exception):
+class DiscoverError(DiagnosticError):
     """Discovery cannot go on; ``diagnostic`` says why and what to do."""
-
-    def __init__(self, diagnostic: Diagnostic) -> None:
-        super().__init__(diagnostic.message)
-        self.diagnostic = diagnostic
 
 
 # What NVML may answer (anything else is MIGC909, before any buffer is sized by it): a GPU has at

@@ -32,7 +32,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from types import TracebackType
 
-from compiler.diagnostics import Diagnostic, make
+from compiler.diagnostics import Diagnostic, DiagnosticError, make
 
 MiB = 1024 * 1024
 ASSIGNMENT_LIMIT = 16 * MiB  # a NodeAssignment ConfigMap; the API server caps a ConfigMap at 1 MiB
@@ -42,12 +42,8 @@ RENDERED_LIMIT = 64 * MiB  # any rendered file compared by --check
 SNAPSHOT_LIMIT = 512 * MiB  # `kubectl get pods -A -o json` of a large cluster
 
 
-class ReadRefused(Exception):
+class ReadRefused(DiagnosticError):
     """A path that is not a readable regular file within its limit; carries the coded diagnostic."""
-
-    def __init__(self, diagnostic: Diagnostic) -> None:
-        super().__init__(diagnostic.message)
-        self.diagnostic = diagnostic
 
 
 def file_kind(mode: int) -> str:

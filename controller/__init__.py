@@ -1,7 +1,8 @@
 """migc controller: applies the node -> MIG config assignment rendered by the compiler, safely.
 
-It imports nothing from ``compiler/``; its only contract is ``assignment.schema.json`` (a copy of
-the repository's ``schema/assignment.schema.json``, kept equal by a test).
+It imports nothing from ``compiler/``; its contracts are ``assignment.schema.json`` and, for
+Kubernetes DRA pools, ``draplan.schema.json`` (copies of the repository's ``schema/`` files, kept
+equal by tests).
 """
 
 from importlib.metadata import PackageNotFoundError

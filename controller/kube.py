@@ -30,6 +30,8 @@ class Kube:
         self.api_client = api_client
         self.core = client.CoreV1Api(api_client)
         self.coord = client.CoordinationV1Api(api_client)
+        # resource.k8s.io/v1 (GA in Kubernetes 1.34): the client has it from v34.
+        self.resource = client.ResourceV1Api(api_client)
         self.dry_run = dry_run
         self.request_timeout: tuple[float, float] = (5.0, 30.0)
 
@@ -71,6 +73,37 @@ class Kube:
         if node is not None:
             items = [p for p in items if (p.get("spec") or {}).get("nodeName") == node]
         return items
+
+    def list_resource_slices(
+        self, node: str, driver: str, *, page: int = 100, max_pages: int = 16
+    ) -> list[dict[str, Any]]:
+        """The ResourceSlices of ``driver`` for ``node`` (``resource.k8s.io/v1``), page by page.
+
+        The API server supports the field selectors ``spec.nodeName`` and ``spec.driver`` on
+        ResourceSlices (kubernetes/kubernetes@02d4c8c3 pkg/registry/resource/resourceslice/
+        strategy.go:178-193, toSelectableFields); the result is filtered again by the caller. A listing
+        longer than ``max_pages`` pages is refused rather than read without end.
+        """
+        items: list[dict[str, Any]] = []
+        token: str | None = None
+        what = f"list resourceslices of {driver} on {node}"
+        for _ in range(max_pages):
+            kw: dict[str, Any] = {"limit": page}
+            if token:
+                kw["_continue"] = token
+            resp = self._call(
+                what,
+                self.resource.list_resource_slice,
+                field_selector=f"spec.nodeName={node},spec.driver={driver}",
+                **kw,
+            )
+            got = resp.get("items")
+            items.extend(i for i in (got if isinstance(got, list) else []) if isinstance(i, dict))
+            meta = resp.get("metadata")
+            token = meta.get("continue") if isinstance(meta, dict) else None
+            if not isinstance(token, str) or not token:
+                return items
+        raise PermanentError(f"{what}: more than {max_pages * page} slices; not read any further")
 
     def get_lease(self, namespace: str, name: str) -> dict[str, Any]:
         out: dict[str, Any] = self._call(

@@ -112,6 +112,13 @@ class Metrics:
             registry=r,
         )
         self.leader = Gauge("migc_leader", "1 while this replica holds the leader Lease.", registry=r)
+        self.dra_pools = Gauge(
+            "migc_dra_pools",
+            "Pools of the DraPlan in use, by MIG mode (static: rolled out, verified from ResourceSlices; "
+            "dynamic: the DRA driver's DynamicMIG, left alone).",
+            ["mig"],
+            registry=r,
+        )
         self.pending = Histogram(
             "migc_gpu_pod_pending_seconds",
             "Time GPU pods waited from creation to being scheduled, by requested MIG profile "

@@ -38,9 +38,19 @@ def terminating(pod: Mapping[str, Any]) -> bool:
     return bool((pod.get("metadata") or {}).get("deletionTimestamp"))
 
 
-def blocking(pod: Mapping[str, Any]) -> bool:
-    """A pod that must be gone before the node's GPUs can be repartitioned."""
-    return uses_gpu(pod) and not is_daemonset_pod(pod) and not finished(pod)
+def claims_devices(pod: Mapping[str, Any]) -> bool:
+    """Whether the pod asks for devices through DRA (``spec.resourceClaims``): on a DRA node that
+    is how a pod holds a GPU or a MIG device; nothing is in its resource limits then."""
+    claims = (pod.get("spec") or {}).get("resourceClaims")
+    return isinstance(claims, list) and len(claims) > 0
+
+
+def blocking(pod: Mapping[str, Any], *, dra: bool = False) -> bool:
+    """A pod that must be gone before the node's GPUs can be repartitioned. On a DRA node
+    (``dra``) a pod with any ResourceClaim counts: the controller reads no ResourceClaims, so it
+    cannot tell a GPU claim from another driver's, and drains both (the conservative choice)."""
+    holds = uses_gpu(pod) or (dra and claims_devices(pod))
+    return holds and not is_daemonset_pod(pod) and not finished(pod)
 
 
 # The MIG manager stops third-party DaemonSet pods only through this nodeSelector key: it sets the

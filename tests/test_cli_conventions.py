@@ -103,3 +103,36 @@ def test_status_prints_markdown_with_the_text_report_s_content(
     assert all(h in md for h in headings)
     rows = [line for line in md.splitlines() if line.startswith("| gpu-")]
     assert len(rows) == 11 and all(row.count(" | ") == 7 for row in rows)  # 8 cells per node row
+
+
+def test_a_refused_input_no_command_caught_is_a_diagnostic_and_exit_1(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Every stage error carries its diagnostic (``DiagnosticError``); one that escapes a command is
+    printed as that diagnostic with exit 1, not as an internal error (70)."""
+    from compiler import cli
+    from compiler.diagnostics import make
+    from compiler.fsio import ReadRefused
+
+    def refuse(**_: object) -> int:
+        raise ReadRefused(make("MIGC304", "cannot read output/x.yaml: a directory", file="output/x.yaml"))
+
+    monkeypatch.setattr(cli.cli, "main", refuse)
+    assert main(["validate", "examples/lab"]) == 1
+    err = capsys.readouterr().err
+    assert "output/x.yaml" in err and "MIGC304" in err
+    assert "MIGC000" not in err and "internal error" not in err
+
+
+def test_any_other_exception_is_an_internal_error_exit_70(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from compiler import cli
+
+    def crash(**_: object) -> int:
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(cli.cli, "main", crash)
+    assert main(["validate", "examples/lab"]) == 70
+    err = capsys.readouterr().err
+    assert "MIGC000" in err and "RuntimeError: boom" in err and "Traceback" not in err

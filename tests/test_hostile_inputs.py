@@ -54,11 +54,11 @@ def test_trace_times_must_be_finite_and_in_range(tmp_path: Path, value: str, col
     with pytest.raises(TraceError) as info:
         read_trace(trace(tmp_path, row))
     d = info.value.diagnostic
-    assert d.code == "MIGC425" and d.line == 3  # type: ignore[attr-defined]
+    assert d.code == "MIGC425" and d.line == 3
     # the column (1-based) is the first character of the bad field on that line
     i = ["creation_time", "deletion_time", "scheduled_time"].index(column)
-    assert d.col == len(prefix) + sum(len(c) + 1 for c in cells[:i]) + 1  # type: ignore[attr-defined]
-    assert column in d.message  # type: ignore[attr-defined]
+    assert d.col == len(prefix) + sum(len(c) + 1 for c in cells[:i]) + 1
+    assert column in d.message
 
 
 @pytest.mark.parametrize(
@@ -71,7 +71,7 @@ def test_trace_counts_are_bounded(tmp_path: Path, field: str, value: str) -> Non
     row = f"p1,1000,1024,{values['num_gpu']},{values['gpu_milli']},,LS,Running,10,110,20\n"
     with pytest.raises(TraceError) as info:
         read_trace(trace(tmp_path, row))
-    assert info.value.diagnostic.code == "MIGC425" and field in info.value.diagnostic.message  # type: ignore[attr-defined]
+    assert info.value.diagnostic.code == "MIGC425" and field in info.value.diagnostic.message
 
 
 def test_simulate_cli_reports_an_infinite_deletion_time(
@@ -94,7 +94,7 @@ def test_any_trace_row_reads_or_is_refused(cells: list[str]) -> None:
         try:
             tr = read_trace(path)
         except TraceError as exc:
-            assert exc.diagnostic.code in ("MIGC425",)  # type: ignore[attr-defined]
+            assert exc.diagnostic.code in ("MIGC425",)
             return
         for p in tr.pods:
             assert 0 <= p.arrival <= MAX_TRACE_SECONDS and 0 <= p.duration <= MAX_TRACE_SECONDS

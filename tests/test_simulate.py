@@ -140,6 +140,10 @@ def test_cli_json_is_deterministic(tmp_path: Path, capsys: pytest.CaptureFixture
         "default",
         "static-balanced",
         "static-optimal",
+        "mig-off",
+        "static-peak",
+        "static-average",
+        "per-pod",
     ]
     for r in doc["results"]:
         assert set(r["waitSeconds"]["all"]) == {"p50", "p95", "p99", "pods", "censored", "lowerBound"}

@@ -13,7 +13,8 @@ pool actually serves). The tree, in order:
 
 Then what the current choice costs or risks (MIGC510, MIGC511, MIGC513).
 HAMi (issue 13) hook: a pool mode the tree does not know is reported as its current mode; add its
-rule as one more branch in :func:`_choose` and a value in :data:`compiler.advise.model.Mode`.
+rule as one more step (a ``_for_…`` function) in :func:`_choose` and a value in
+:data:`compiler.advise.model.Mode`.
 """
 
 from __future__ import annotations
@@ -104,51 +105,65 @@ def _choose(
     shared = [w for w in workloads if w.isolation == "shared"]
     whole = [w for w in workloads if w not in hardware and w not in shared]
     if hardware:
-        what = _names(served_profiles) or "memory/compute needs"
-        asked = (
-            f"{len(hardware)} workload(s) of tenant(s) {_names([w.tenant for w in hardware])} ask for "
-            f"hardware isolation ({what})"
-        )
-        if mig_capable:
-            return "mig", [Finding("MIGC500", "note", f"{asked}; {pool.gpu_model} supports MIG")]
-        replicas = sum(w.replicas for w in hardware)
-        return "whole-gpu", [
-            Finding(
-                "MIGC501",
-                "warning",
-                f"{asked}, but {pool.gpu_model} has no MIG: isolating them costs a whole GPU per "
-                f"replica ({replicas} GPU(s))",
-            )
-        ]
+        return _for_hardware_isolation(pool, hardware, mig_capable, served_profiles)
     if shared:
-        tenants = sorted({w.tenant for w in shared})
-        low = [w for w in shared if w.priority_tier == lowest_tier]
-        if not supports_mps(pool.gpu_model):
-            return "time-slicing", [
-                Finding("MIGC504", "note", f"{pool.gpu_model} predates Volta: MPS is not available"),
-                Finding(
-                    "MIGC503", "note", f"{len(shared)} shared workload(s): time-slicing is the only sharing"
-                ),
-            ]
-        if len(tenants) == 1 and not low:
-            return "mps", [
-                Finding(
-                    "MIGC502",
-                    "note",
-                    f"{len(shared)} shared workload(s) of one tenant ({tenants[0]}): MPS runs them "
-                    f"concurrently with per-client limits on {pool.gpu_model}",
-                )
-            ]
-        why = (
-            f"{len(tenants)} tenants ({_names(tenants)})"
-            if len(tenants) > 1
-            else f"best-effort work of tier {low[0].priority_tier} ({_names([w.name for w in low])})"
+        return _for_sharing(pool, shared, lowest_tier)
+    return _for_whole_gpus(whole)
+
+
+def _for_hardware_isolation(
+    pool: NodePool, hardware: Sequence[Workload], mig_capable: bool, served_profiles: Sequence[str]
+) -> tuple[Mode, list[Finding]]:
+    """Step 1: MIG where the model has it (MIGC500), else a whole GPU per replica (MIGC501)."""
+    what = _names(served_profiles) or "memory/compute needs"
+    asked = (
+        f"{len(hardware)} workload(s) of tenant(s) {_names([w.tenant for w in hardware])} ask for "
+        f"hardware isolation ({what})"
+    )
+    if mig_capable:
+        return "mig", [Finding("MIGC500", "note", f"{asked}; {pool.gpu_model} supports MIG")]
+    replicas = sum(w.replicas for w in hardware)
+    return "whole-gpu", [
+        Finding(
+            "MIGC501",
+            "warning",
+            f"{asked}, but {pool.gpu_model} has no MIG: isolating them costs a whole GPU per "
+            f"replica ({replicas} GPU(s))",
         )
+    ]
+
+
+def _for_sharing(pool: NodePool, shared: Sequence[Workload], lowest_tier: str) -> tuple[Mode, list[Finding]]:
+    """Step 2: MPS for one tenant's non-best-effort work on Volta+ (MIGC502), else time-slicing
+    (MIGC503; MIGC504 first when the model predates MPS)."""
+    tenants = sorted({w.tenant for w in shared})
+    low = [w for w in shared if w.priority_tier == lowest_tier]
+    if not supports_mps(pool.gpu_model):
         return "time-slicing", [
+            Finding("MIGC504", "note", f"{pool.gpu_model} predates Volta: MPS is not available"),
+            Finding("MIGC503", "note", f"{len(shared)} shared workload(s): time-slicing is the only sharing"),
+        ]
+    if len(tenants) == 1 and not low:
+        return "mps", [
             Finding(
-                "MIGC503", "note", f"shared workloads of {why}: time-slicing suits bursty, mostly idle use"
+                "MIGC502",
+                "note",
+                f"{len(shared)} shared workload(s) of one tenant ({tenants[0]}): MPS runs them "
+                f"concurrently with per-client limits on {pool.gpu_model}",
             )
         ]
+    why = (
+        f"{len(tenants)} tenants ({_names(tenants)})"
+        if len(tenants) > 1
+        else f"best-effort work of tier {low[0].priority_tier} ({_names([w.name for w in low])})"
+    )
+    return "time-slicing", [
+        Finding("MIGC503", "note", f"shared workloads of {why}: time-slicing suits bursty, mostly idle use")
+    ]
+
+
+def _for_whole_gpus(whole: Sequence[Workload]) -> tuple[Mode, list[Finding]]:
+    """Step 3: only whole- or multi-GPU work: whole GPUs (MIGC505)."""
     sizes = _names([f"{w.name}: {w.need.gpus or 1} GPU(s) per replica" for w in whole])
     kind = "multi-GPU training" if any(w.need.gpus > 1 for w in whole) else "whole-GPU work"
     return "whole-gpu", [

@@ -14,11 +14,12 @@ from pathlib import Path
 
 import click
 
-from compiler.catalog import load_catalog
+from compiler.catalog import Catalog, GpuModel, load_catalog
 from compiler.commands._common import disruption_options, fail, load_and_validate, result_format_option
 from compiler.diagnostics import has_errors, make
 from compiler.exitcodes import ExitCode
 from compiler.model import PartitionPolicy
+from compiler.simulate import fill as fl
 from compiler.simulate.engine import (
     BASELINES,
     DEMAND_MODELS,
@@ -72,6 +73,10 @@ def _row(r: Result) -> dict[str, object]:
         "evaluations": r.evaluations,
         "blockedBy": dict(sorted(r.blocked.items())),
         "rulesFired": r.rules_fired,
+        "heldOnIdleGpu": r.held_on_idle,
+        "nonMaximalLayouts": r.non_maximal,
+        "instancesCarved": r.instances_carved,
+        "idleRecarves": r.idle_recarves,
     }
 
 
@@ -119,7 +124,34 @@ def _duration(text: str | None, flag: str) -> int | None:
     return secs
 
 
+REPLAY_ONLY = (
+    "policy_path",
+    "baseline",
+    "time_scale",
+    "reconfigure_seconds",
+    "drain_seconds",
+    "drain_grace",
+    "eviction",
+    "demand_model",
+    "demand_window",
+    "disruption",
+    "failure_rate",
+    "operator_retry",
+    "max_unavailable",
+    "max_wait",
+    "idle_pass",
+)
+
+
 @click.command(name="simulate")
+@click.option(
+    "--mode",
+    default="replay",
+    show_default=True,
+    type=click.Choice(["replay", "fill"]),
+    help="replay: the time replay of the trace; fill: FGD's packing protocol (random arrivals from "
+    "--seed, no departures, until the requests reach 100 % of the GPUs).",
+)
 @click.option(
     "--trace",
     "trace_path",
@@ -201,7 +233,13 @@ def _duration(text: str | None, flag: str) -> int | None:
     type=click.FloatRange(0, 1, max_open=True),
     help="Probability that one MIG reconfiguration of a node fails (seeded, deterministic; below 1).",
 )
-@click.option("--seed", default=0, show_default=True, type=int, help="Seed of the --failure-rate draws.")
+@click.option(
+    "--seed",
+    default=0,
+    show_default=True,
+    type=click.IntRange(0),
+    help="Seed of the --failure-rate draws (--mode fill: of the arrival draws).",
+)
 @click.option(
     "--operator-retry",
     default="1h",
@@ -216,8 +254,17 @@ def _duration(text: str | None, flag: str) -> int | None:
     help="Nodes reconfiguring at once.",
 )
 @click.option("--max-wait", default=None, help="migc.dev/max-wait-time given to every pod (e.g. 15m).")
+@click.option(
+    "--idle-pass/--no-idle-pass",
+    default=False,
+    show_default=True,
+    help="Default loop: at each evaluation first re-carve idle nodes (no GPU pod on them) for the pods "
+    "waiting, past the stabilizationWindow, scaleDownWindow, minDwell and disruption rule "
+    "(docs/simulate.md, heldOnIdleGpu).",
+)
 @result_format_option(["text", "json"], "Format of the results.")
 def command(
+    mode: str,
     trace_path: str,
     gpu_product: str,
     nodes: int,
@@ -238,18 +285,30 @@ def command(
     operator_retry: str,
     max_unavailable: int,
     max_wait: str | None,
+    idle_pass: bool,
     fmt: str,
 ) -> int:
     """Replay a pod trace (openb CSV) on a simulated MIG fleet and compare re-partitioning policies.
 
     Exit status: 0 ok, 1 unreadable trace, unknown GPU product or invalid policy, 2 usage error.
     """
+    if mode == "fill":
+        ctx = click.get_current_context()
+        given = [
+            f"--{name.replace('_path', '').replace('_model', '').replace('_', '-')}"
+            for name in REPLAY_ONLY
+            if ctx.get_parameter_source(name) not in (None, click.core.ParameterSource.DEFAULT)
+        ]
+        if given:
+            raise click.UsageError(f"{', '.join(given)}: only for --mode replay (--mode fill has no time)")
     catalog = load_catalog()
     model = catalog.by_product(gpu_product)
     if model is None or not model.mig_capable:
         known = ", ".join(sorted(p for m in catalog.models if m.mig_capable for p in m.gpu_products[:1]))
         why = f"--gpu-product {gpu_product!r} is not a MIG-capable catalog model; known: {known}"
         return fail([make("MIGC426", why)])
+    if mode == "fill":
+        return _fill(trace_path, catalog, model, nodes, gpus_per_node, mapping, seed, fmt)
     wait_s = _duration(max_wait, "--max-wait")
     window_s = _duration(demand_window, "--demand-window")
     operator_s = _duration(operator_retry, "--operator-retry")
@@ -262,7 +321,7 @@ def command(
     try:
         trace = read_trace(Path(trace_path))
     except TraceError as exc:
-        return fail([exc.diagnostic])  # type: ignore[list-item]
+        return fail([exc.diagnostic])
     settings = Settings(
         nodes=nodes,
         gpus_per_node=gpus_per_node,
@@ -280,6 +339,7 @@ def command(
         operator_retry_seconds=float(operator_s or 0),
         max_unavailable=max_unavailable,
         max_wait_seconds=wait_s,
+        idle_pass=idle_pass,
     )
     chosen = BASELINES if baseline == "all" else (baseline,)
     rows = []
@@ -290,7 +350,7 @@ def command(
             bar = "#" * int(frac * 30)
             print(f"\r{name:<16}[{bar:<30}] {frac * 100:3.0f}%", end="", file=sys.stderr, flush=True)
 
-        rows.append(_row(simulate(trace.pods, model, settings, b, policy, progress)))
+        rows.append(_row(simulate(trace.pods, model, settings, b, policy, progress, catalog)))
         print(f"\r{b:<16}[{'#' * 30}] done", file=sys.stderr, flush=True)
     header = (
         f"trace {Path(trace_path).name}: {len(trace.pods)} GPU pods replayed "
@@ -320,10 +380,76 @@ def command(
             "seed": seed,
             "operatorRetrySeconds": operator_s,
             "maxUnavailable": max_unavailable,
+            "idlePass": idle_pass,
             "results": rows,
         }
         click.echo(json.dumps(doc, indent=2, sort_keys=True))
     else:
         click.echo(_text(rows, header), nl=False)
     click.echo(f"migc: simulated {len(chosen)} baseline(s) in {time.perf_counter() - started:.1f}s", err=True)
+    return ExitCode.OK
+
+
+def _fill(
+    trace_path: str,
+    catalog: Catalog,
+    model: GpuModel,
+    nodes: int,
+    gpus_per_node: int,
+    mapping: str,
+    seed: int,
+    fmt: str,
+) -> int:
+    """``--mode fill``: FGD's protocol (compiler/simulate/fill.py), every policy on the same draws."""
+    try:
+        trace = read_trace(Path(trace_path), times=False)
+    except TraceError as exc:
+        return fail([exc.diagnostic])
+    started = time.perf_counter()
+    capacity = nodes * gpus_per_node
+    pods = fl.arrivals(trace.pods, capacity, seed, gpus_per_node)
+    results = [fl.fill_order(pods, catalog, model, nodes, gpus_per_node, p, mapping) for p in fl.POLICIES]
+    ceiling = fl.rounding_ceiling(model, pods, capacity, mapping)
+    doc = {
+        "mode": "fill",
+        "trace": Path(trace_path).name,
+        "tracePods": len(trace.pods),
+        "nodes": nodes,
+        "gpusPerNode": gpus_per_node,
+        "gpuModel": model.model,
+        "mapping": mapping,
+        "seed": seed,
+        "capacityGpus": capacity,
+        "requests": len(pods),
+        "requestedGpus": round(sum(fl.share(p) for p in pods), 4),
+        "migRoundingCeiling": round(ceiling, 4),
+        "roundedShareRatio": round(fl.rounded_share_ratio(model, pods, mapping), 4),
+        "results": [
+            {
+                "policy": r.policy,
+                "placed": r.placed,
+                "failed": r.failed,
+                "allocatedGpus": round(r.allocated_share, 4),
+                "allocationRatio": round(r.ratio, 4),
+            }
+            for r in results
+        ],
+    }
+    if fmt == "json":
+        click.echo(json.dumps(doc, indent=2, sort_keys=True))
+    else:
+        lines = [
+            f"trace {doc['trace']}: FGD fill protocol, seed {seed}; {nodes} x {gpus_per_node} "
+            f"{model.model}; {len(pods)} requests for {doc['requestedGpus']} GPUs; "
+            f"MIG rounding ceiling {doc['migRoundingCeiling']}",
+            "",
+            f"{'policy':<14}{'placed':>8}{'failed':>8}{'allocated GPUs':>16}{'ratio':>8}",
+        ]
+        for r in results:
+            lines.append(
+                f"{r.policy:<14}{r.placed:>8}{r.failed:>8}"
+                f"{round(r.allocated_share, 4):>16}{round(r.ratio, 4):>8}"
+            )
+        click.echo("\n".join(lines))
+    click.echo(f"migc: filled {len(fl.POLICIES)} policies in {time.perf_counter() - started:.1f}s", err=True)
     return ExitCode.OK

@@ -8,13 +8,15 @@ The table or JSON goes to stdout, diagnostics to stderr; ``--html FILE`` also wr
 
 from __future__ import annotations
 
+import datetime as dt
 import os
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import click
 
-from compiler.catalog import load_catalog
+from compiler.catalog import Catalog, load_catalog
 from compiler.commands._common import (
     cannot_write,
     cluster_source_options,
@@ -32,10 +34,11 @@ from compiler.commands.compile import compile_policy
 from compiler.current import ASSIGNMENT_FILE, read_assignment, state_from_assignment
 from compiler.diagnostics import Diagnostic, has_errors, make
 from compiler.exitcodes import ExitCode
+from compiler.model import Policy
 from compiler.observe import Observation, ObserveError
 from compiler.observe.prometheus import InstanceUsage, instance_usage
 from compiler.render import manifests
-from compiler.status import Filters, build_status, to_html, to_json, to_markdown, to_text
+from compiler.status import Filters, FleetStatus, build_status, to_html, to_json, to_markdown, to_text
 
 
 @click.command(name="status")
@@ -95,6 +98,33 @@ def command(
     if loaded is None or has_errors(diagnostics):
         return fail(diagnostics, summary="status")
     policy = loaded
+    _check_filters(policy, pools, tenants)
+    expected, diagnostics = _expected_layouts(paths, policy, catalog, Path(against), diagnostics)
+    if expected is None:
+        return fail(diagnostics, summary="status")
+    observation: Observation | None = None
+    usage: tuple[InstanceUsage, ...] | None = None
+    if not has_errors(diagnostics):
+        source = _ClusterSource(moment, snapshots, kubeconfig, context, in_cluster, timeout)
+        observation, usage = _observe(source, prometheus, diagnostics)
+    if observation is None or has_errors(diagnostics):
+        return fail(diagnostics, summary="status")
+    emit_diagnostics(diagnostics, "text", to_stderr=True)
+    status = build_status(
+        policy,
+        catalog,
+        observation,
+        expected.assignments,
+        expected_from=expected.source,
+        usage=usage,
+        filters=Filters(pools=pools, tenants=tenants, free_only=free_only),
+    )
+    return _report(status, fmt, html_file, exit_code)
+
+
+def _check_filters(policy: Policy, pools: tuple[str, ...], tenants: tuple[str, ...]) -> None:
+    """A usage error (exit 2) for a ``--pool`` or ``--tenant`` the policy does not name: a typo
+    would otherwise show an empty fleet."""
     for name, known, option in (
         (pools, {p.name for c in policy.clusters for p in c.pools}, "--pool"),
         (tenants, {t.name for t in policy.tenants}, "--tenant"),
@@ -103,15 +133,34 @@ def command(
         if unknown:
             raise click.BadParameter(f"not in the policy: {', '.join(unknown)}", param_hint=option)
 
+
+@dataclass(frozen=True)
+class _Expected:
+    """What each cluster's nodes should carry (its NodeAssignment document) and where that came from
+    (the report's "expected layouts from" line)."""
+
+    assignments: dict[str, dict[str, Any]]
+    source: str
+
+
+def _expected_layouts(
+    paths: tuple[str, ...], policy: Policy, catalog: Catalog, against: Path, diagnostics: list[Diagnostic]
+) -> tuple[_Expected | None, list[Diagnostic]]:
+    """Each cluster's NodeAssignment from ``against``, MIGC405 for one that cannot be used; clusters
+    with none there are compared with what compiling the policy assigns.
+
+    Returns the diagnostics to go on with: compiling replaces them with its own (which hold the
+    policy's again). ``None`` when the compile fails: the command stops with those diagnostics.
+    """
     assignments: dict[str, dict[str, Any]] = {}
     sources: set[str] = set()
     unrendered = []
     for cluster in policy.clusters:
-        path = Path(against) / cluster.name / ASSIGNMENT_FILE
+        path = against / cluster.name / ASSIGNMENT_FILE
         if not path.exists():
             unrendered.append(cluster)
             continue
-        sources.add(f"{Path(against)}{os.sep}")
+        sources.add(f"{against}{os.sep}")
         try:
             doc = read_assignment(path)
             state_from_assignment(doc)  # the structure compile and the controller rely on
@@ -123,42 +172,58 @@ def command(
     if unrendered and not has_errors(diagnostics):
         # no rendered output for these clusters: compare with what compiling the policy would assign
         sources.add("the solved policy")
-        result = compile_policy(paths, Path(against))
+        result = compile_policy(paths, against)
         diagnostics = list(result.diagnostics)
         if result.failed or result.solution is None:
-            return fail(diagnostics, summary="status")
+            return None, diagnostics
         for cluster in unrendered:
             configs = manifests.collect_configs(cluster, result.solution, catalog)
             assignments[cluster.name] = manifests.assignment_document(cluster, result.solution, configs)
-    expected_from = " and ".join(sorted(sources))
+    return _Expected(assignments, " and ".join(sorted(sources))), diagnostics
 
-    observation: Observation | None = None
-    if not has_errors(diagnostics):
-        try:
-            observation = read_cluster_source(
-                moment, snapshots, kubeconfig, context, in_cluster, timeout=timeout
-            )
-        except ObserveError as exc:
-            diagnostics.append(exc.diagnostic)
+
+@dataclass(frozen=True)
+class _ClusterSource:
+    """Where and when the cluster is read (the shared ``--snapshot``/``--kubeconfig`` options)."""
+
+    moment: dt.datetime
+    snapshots: tuple[str, ...]
+    kubeconfig: str | None
+    context: str | None
+    in_cluster: bool
+    timeout: float
+
+
+def _observe(
+    source: _ClusterSource, prometheus: str | None, diagnostics: list[Diagnostic]
+) -> tuple[Observation | None, tuple[InstanceUsage, ...] | None]:
+    """The observed cluster and, with ``--prometheus``, its DCGM usage; what goes wrong is appended to
+    ``diagnostics`` (an unreadable cluster as its diagnostic, usage that cannot be read in full as
+    none at all, then the observation's own warnings)."""
+    try:
+        observation = read_cluster_source(
+            source.moment,
+            source.snapshots,
+            source.kubeconfig,
+            source.context,
+            source.in_cluster,
+            timeout=source.timeout,
+        )
+    except ObserveError as exc:
+        diagnostics.append(exc.diagnostic)
+        return None, None
     usage: tuple[InstanceUsage, ...] | None = None
-    if observation is not None and prometheus is not None:
-        got, more = instance_usage(prometheus, timeout)
+    if prometheus is not None:
+        got, more = instance_usage(prometheus, source.timeout)
         diagnostics.extend(more)
         usage = None if more else got
-    if observation is not None:
-        diagnostics.extend(observation.warnings)
-    if observation is None or has_errors(diagnostics):
-        return fail(diagnostics, summary="status")
-    emit_diagnostics(diagnostics, "text", to_stderr=True)
-    status = build_status(
-        policy,
-        catalog,
-        observation,
-        assignments,
-        expected_from=expected_from,
-        usage=usage,
-        filters=Filters(pools=pools, tenants=tenants, free_only=free_only),
-    )
+    diagnostics.extend(observation.warnings)
+    return observation, usage
+
+
+def _report(status: FleetStatus, fmt: str, html_file: str | None, exit_code: bool) -> int:
+    """The HTML console (when asked), the report on stdout, the one-line summary on stderr; exit 3
+    with ``--exit-code`` when a node shown drifts."""
     if html_file is not None:
         try:
             html_path = Path(html_file)

@@ -282,27 +282,78 @@ def pod_requests(
     return total
 
 
+def _mapping(obj: Mapping[str, Any], key: str) -> dict[str, Any]:
+    """``obj[key]`` when it is a mapping, else empty: a snapshot may hold anything there."""
+    value = obj.get(key)
+    return value if isinstance(value, dict) else {}
+
+
+def _skipped_pod(name: Any, namespace: Any, file: str) -> Diagnostic:
+    return make(
+        "MIGC402",
+        f"a Pod named {_shown(name)} in namespace {_shown(namespace)} was skipped: not a "
+        "Kubernetes object name (lower-case letters, digits, '-' and '.')",
+        file=file,
+    )
+
+
+def _profile_preference(
+    annotations: Mapping[str, str], where: str, diags: list[Diagnostic], file: str
+) -> tuple[str, ...]:
+    """The pod's ``migc.dev/profile-preference`` hint; a malformed one is a MIGC401 warning and none."""
+    if PROFILE_PREFERENCE not in annotations:
+        return ()
+    parsed = parse_preference(annotations[PROFILE_PREFERENCE])
+    if parsed is not None:
+        return parsed
+    diags.append(
+        make(
+            "MIGC401",
+            f"{where}: {PROFILE_PREFERENCE}={annotations[PROFILE_PREFERENCE]!r} is not a "
+            "comma-separated list of MIG profiles (e.g. 1g.10gb,2g.20gb); ignored",
+            file=file,
+        )
+    )
+    return ()
+
+
+def _max_wait(annotations: Mapping[str, str], where: str, diags: list[Diagnostic], file: str) -> int | None:
+    """The pod's ``migc.dev/max-wait-time`` hint in seconds; a malformed one is a MIGC401 warning."""
+    if MAX_WAIT not in annotations:
+        return None
+    max_wait = parse_duration(annotations[MAX_WAIT])
+    if max_wait is None:
+        diags.append(
+            make(
+                "MIGC401",
+                f"{where}: {MAX_WAIT}={annotations[MAX_WAIT]!r} is not a duration "
+                "such as 15m, 1h30m or 90s; ignored",
+                file=file,
+            )
+        )
+    return max_wait
+
+
+def _pending_seconds(
+    node: str | None, phase: str, created: dt.datetime | None, now: dt.datetime
+) -> float | None:
+    """How long an unscheduled pending pod has waited (its age at ``now``); ``None`` for any other pod."""
+    if node is None and phase == "Pending" and created is not None:
+        return max(0.0, (now - created).total_seconds())
+    return None
+
+
 def parse_pod(
     obj: Mapping[str, Any], now: dt.datetime, file: str = "", unknown: Unknown | None = None
 ) -> tuple[ObservedPod | None, list[Diagnostic]]:
     """One Pod; ``None`` when it asks for no GPU resource or has finished."""
-    meta = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
-    assert isinstance(meta, dict)
+    meta = _mapping(obj, "metadata")
     name, namespace = meta.get("name"), meta.get("namespace") or "default"
     if not valid_name(name) or not valid_name(namespace, namespace=True):
-        return None, [
-            make(
-                "MIGC402",
-                f"a Pod named {_shown(name)} in namespace {_shown(namespace)} was skipped: not a "
-                "Kubernetes object name (lower-case letters, digits, '-' and '.')",
-                file=file,
-            )
-        ]
+        return None, [_skipped_pod(name, namespace, file)]
     assert isinstance(name, str) and isinstance(namespace, str)
     where = f"pod {namespace}/{name}"
-    spec = obj.get("spec") if isinstance(obj.get("spec"), dict) else {}
-    status = obj.get("status") if isinstance(obj.get("status"), dict) else {}
-    assert isinstance(spec, dict) and isinstance(status, dict)
+    spec, status = _mapping(obj, "spec"), _mapping(obj, "status")
     raw_phase = status.get("phase")
     phase = raw_phase if isinstance(raw_phase, str) and raw_phase else "Pending"
     if phase in _FINISHED:
@@ -313,32 +364,8 @@ def parse_pod(
     if not any(requests.values()):
         return None, diags
     annotations = _str_map(meta.get("annotations"))
-    preference: tuple[str, ...] = ()
-    if PROFILE_PREFERENCE in annotations:
-        parsed = parse_preference(annotations[PROFILE_PREFERENCE])
-        if parsed is None:
-            diags.append(
-                make(
-                    "MIGC401",
-                    f"{where}: {PROFILE_PREFERENCE}={annotations[PROFILE_PREFERENCE]!r} is not a "
-                    "comma-separated list of MIG profiles (e.g. 1g.10gb,2g.20gb); ignored",
-                    file=file,
-                )
-            )
-        else:
-            preference = parsed
-    max_wait: int | None = None
-    if MAX_WAIT in annotations:
-        max_wait = parse_duration(annotations[MAX_WAIT])
-        if max_wait is None:
-            diags.append(
-                make(
-                    "MIGC401",
-                    f"{where}: {MAX_WAIT}={annotations[MAX_WAIT]!r} is not a duration "
-                    "such as 15m, 1h30m or 90s; ignored",
-                    file=file,
-                )
-            )
+    preference = _profile_preference(annotations, where, diags, file)
+    max_wait = _max_wait(annotations, where, diags, file)
     node = spec.get("nodeName") if isinstance(spec.get("nodeName"), str) and spec.get("nodeName") else None
     if node is not None and not valid_name(node):
         diags.append(
@@ -346,9 +373,6 @@ def parse_pod(
         )
         return None, diags
     created = _time_field(meta.get("creationTimestamp"), f"{where}: creationTimestamp", diags, file)
-    pending_for = None
-    if node is None and phase == "Pending" and created is not None:
-        pending_for = max(0.0, (now - created).total_seconds())
     pod = ObservedPod(
         namespace=namespace,
         name=name,
@@ -356,7 +380,7 @@ def parse_pod(
         node=node,
         requests=_counts(requests),
         created=created,
-        pending_seconds=pending_for,
+        pending_seconds=_pending_seconds(node, phase, created, now),
         profile_preference=preference,
         max_wait_seconds=max_wait,
         priority_class=str(spec.get("priorityClassName") or ""),

@@ -18,7 +18,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from compiler.diagnostics import Diagnostic, make
+from compiler.diagnostics import DiagnosticError, make
 from compiler.observe.model import Observation
 from compiler.observe.parse import parse_objects
 
@@ -27,12 +27,8 @@ PAGE_SIZE = 500
 LIST_TIMEOUT_S = 30.0  # seconds per list request to a live cluster, unless the caller says otherwise
 
 
-class ObserveError(Exception):
+class ObserveError(DiagnosticError):
     """Input that cannot be observed at all; ``diagnostic`` says which and why."""
-
-    def __init__(self, diagnostic: Diagnostic) -> None:
-        super().__init__(diagnostic.message)
-        self.diagnostic = diagnostic
 
 
 def _read_bounded(path: Path) -> bytes:

@@ -30,7 +30,7 @@ import os
 import shutil
 import stat
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -263,7 +263,123 @@ def write_tree(files: Mapping[str, bytes], out: Path, *, prune: bool = False) ->
         return Written((make("MIGC301", f"cannot lock {out}: {exc.strerror or exc}", file=str(out)),))
 
 
+@dataclass(frozen=True)
+class _Replacement:
+    """What replacing ``<out>`` means, worked out from the tree on disk before anything is written:
+    the cluster directories an earlier run wrote that are not rendered now (``gone``; removed with
+    ``prune``, else kept), the files of rendered clusters that are not rendered any more, and the
+    foreign entries carried across."""
+
+    gone: tuple[str, ...]
+    dropped: frozenset[str]
+    removed_files: tuple[str, ...]
+    carried: tuple[str, ...]
+
+    @classmethod
+    def of(
+        cls,
+        files: Mapping[str, bytes],
+        on_disk: Mapping[str, int],
+        indexed: Mapping[str, set[str]],
+        prune: bool,
+    ) -> _Replacement:
+        owned = _owned_dirs(files)
+        gone = sorted(c for c in indexed if c not in owned)
+        dropped = set(gone) if prune else set()
+        # Everything under (or named as) a cluster directory rendered now is migc's: replaced or removed.
+        removed_files = sorted(p for p in on_disk if _top(p) in owned and p not in files)
+        carried = sorted(
+            p for p in on_disk if p not in files and _top(p) not in owned and _top(p) not in dropped
+        )
+        return cls(tuple(gone), frozenset(dropped), tuple(removed_files), tuple(carried))
+
+
+def _refuse_existing(
+    out: Path, on_disk: Mapping[str, int], indexed: Mapping[str, set[str]], index_diags: list[Diagnostic]
+) -> tuple[Diagnostic, ...]:
+    """Why the tree at ``out`` must not be replaced (empty: it may): an index that cannot be read, or
+    files without any index (a directory migc did not write)."""
+    if index_diags:
+        return tuple(index_diags)
+    if on_disk and not indexed:
+        return (
+            make(
+                "MIGC300",
+                f"{out} holds {len(on_disk)} files and no {INDEX_NAME}; refusing to replace a directory "
+                "migc did not write",
+                file=str(out),
+            ),
+        )
+    return ()
+
+
+def _uncarriable(out: Path, on_disk: Mapping[str, int], carried: Sequence[str]) -> tuple[Diagnostic, ...]:
+    """MIGC321 per foreign entry that is neither a regular file nor a link (a FIFO, device, socket):
+    the run refuses before it writes anything."""
+    special = [p for p in carried if not (stat.S_ISREG(on_disk[p]) or stat.S_ISLNK(on_disk[p]))]
+    return tuple(
+        make(
+            "MIGC321",
+            f"{out / p} is {file_kind(on_disk[p])}; migc cannot carry it into the new output, "
+            "nothing was written",
+            file=str(out / p),
+        )
+        for p in special
+    )
+
+
+def _fill(
+    tmp: Path, files: Mapping[str, bytes], out: Path, carried: Sequence[str], on_disk: Mapping[str, int]
+) -> None:
+    """The new tree in ``tmp``: every rendered file (in path order), then the carried entries."""
+    made = {""}  # directories of the new tree created so far (relative), "" is tmp itself
+    for path, data in sorted(files.items()):
+        parent = path.rpartition("/")[0]
+        if parent not in made:  # one mkdir per new directory, parents first
+            parts = parent.split("/")
+            for depth in range(1, len(parts) + 1):
+                sub = "/".join(parts[:depth])
+                if sub not in made:
+                    os.mkdir(tmp / sub)
+                    made.add(sub)
+        _write_file(tmp / path, data)
+    for path in carried:
+        _carry(out / path, tmp / path, on_disk[path])
+
+
+def _swap(tmp: Path, out: Path) -> None:
+    """``tmp`` becomes ``out``: the old tree renamed to the backup, the new one into place (the old
+    one back when that fails), the backup removed; a kill between the renames is undone by
+    :func:`recover`."""
+    if os.path.lexists(out):
+        backup = _backup_path(out)
+        os.rename(out, backup)
+        try:
+            os.rename(tmp, out)
+        except OSError:
+            os.rename(backup, out)
+            raise
+        _remove(backup)
+    else:
+        os.rename(tmp, out)
+
+
+def _kept_notes(out: Path, kept: Sequence[str]) -> list[Diagnostic]:
+    """MIGC324 per cluster directory of an earlier run that this policy does not produce (no prune)."""
+    return [
+        make(
+            "MIGC324",
+            f"{out / cluster} was written by an earlier run and is not produced by this policy; "
+            "kept (pass --prune to remove it)",
+            file=str(out / cluster),
+        )
+        for cluster in kept
+    ]
+
+
 def _write_locked(files: Mapping[str, bytes], out: Path, prune: bool) -> Written:
+    """The write, with the lock held: recover and tidy, refuse what must not be replaced, plan, write
+    the new tree next to ``out`` and swap it in (see the module docstring)."""
     try:
         diagnostics = recover(out)
         _remove_orphans(out)
@@ -273,64 +389,17 @@ def _write_locked(files: Mapping[str, bytes], out: Path, prune: bool) -> Written
         return Written((make("MIGC301", f"{out} exists and is not a directory", file=str(out)),))
     on_disk = _scan(out)
     indexed, index_diags = read_index(out, on_disk)
-    if index_diags:
-        return Written(tuple(index_diags))
-    if on_disk and not indexed:
-        return Written(
-            (
-                make(
-                    "MIGC300",
-                    f"{out} holds {len(on_disk)} files and no {INDEX_NAME}; refusing to replace a directory "
-                    "migc did not write",
-                    file=str(out),
-                ),
-            )
-        )
-    owned = _owned_dirs(files)
-    gone = sorted(c for c in indexed if c not in owned)
-    dropped = set(gone) if prune else set()
-    # Everything under (or named as) a cluster directory rendered now is migc's: replaced or removed.
-    removed_files = sorted(p for p in on_disk if _top(p) in owned and p not in files)
-    carried = sorted(p for p in on_disk if p not in files and _top(p) not in owned and _top(p) not in dropped)
-    special = [p for p in carried if not (stat.S_ISREG(on_disk[p]) or stat.S_ISLNK(on_disk[p]))]
+    refused = _refuse_existing(out, on_disk, indexed, index_diags)
+    if refused:
+        return Written(refused)
+    plan = _Replacement.of(files, on_disk, indexed, prune)
+    special = _uncarriable(out, on_disk, plan.carried)
     if special:
-        return Written(
-            tuple(
-                make(
-                    "MIGC321",
-                    f"{out / p} is {file_kind(on_disk[p])}; migc cannot carry it into the new output, "
-                    "nothing was written",
-                    file=str(out / p),
-                )
-                for p in special
-            )
-        )
+        return Written(special)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.migc-tmp-{os.getpid()}-", dir=out.parent))
     try:
-        made = {""}  # directories of the new tree created so far (relative), "" is tmp itself
-        for path, data in sorted(files.items()):
-            parent = path.rpartition("/")[0]
-            if parent not in made:  # one mkdir per new directory, parents first
-                parts = parent.split("/")
-                for depth in range(1, len(parts) + 1):
-                    sub = "/".join(parts[:depth])
-                    if sub not in made:
-                        os.mkdir(tmp / sub)
-                        made.add(sub)
-            _write_file(tmp / path, data)
-        for path in carried:
-            _carry(out / path, tmp / path, on_disk[path])
-        if os.path.lexists(out):
-            backup = _backup_path(out)
-            os.rename(out, backup)
-            try:
-                os.rename(tmp, out)
-            except OSError:
-                os.rename(backup, out)
-                raise
-            _remove(backup)
-        else:
-            os.rename(tmp, out)
+        _fill(tmp, files, out, plan.carried, on_disk)
+        _swap(tmp, out)
     except OSError as exc:
         _remove(tmp)
         return Written(
@@ -339,20 +408,12 @@ def _write_locked(files: Mapping[str, bytes], out: Path, prune: bool) -> Written
     except BaseException:
         _remove(tmp)
         raise
-    kept = [] if prune else gone
-    for cluster in kept:
-        diagnostics.append(
-            make(
-                "MIGC324",
-                f"{out / cluster} was written by an earlier run and is not produced by this policy; "
-                "kept (pass --prune to remove it)",
-                file=str(out / cluster),
-            )
-        )
+    kept = [] if prune else list(plan.gone)
+    diagnostics += _kept_notes(out, kept)
     return Written(
         diagnostics=tuple(diagnostics),
-        removed_files=tuple(removed_files),
-        removed_clusters=tuple((c, sum(1 for p in on_disk if _top(p) == c)) for c in sorted(dropped)),
+        removed_files=plan.removed_files,
+        removed_clusters=tuple((c, sum(1 for p in on_disk if _top(p) == c)) for c in sorted(plan.dropped)),
         kept_clusters=tuple(kept),
-        carried=tuple(carried),
+        carried=plan.carried,
     )

@@ -51,8 +51,11 @@ Model (documented in docs/simulate.md):
   change adds persisted through the window) on a demand history kept as recommend's state file keeps
   it, one sample of running and pending instances per profile at each evaluation;
   ``static-balanced`` keeps the model's all-balanced layout; ``static-optimal`` keeps the
-  layout that covers the trace's time-averaged demand, scaled to the fleet. Dynamic policies start
-  from all-balanced.
+  layout that covers the trace's time-averaged demand, scaled to the fleet; ``mig-off`` gives every
+  pod whole GPUs (a fraction takes one); ``static-peak``/``static-average`` keep the solver's layout
+  (:func:`solver_static`) for the peak / the time-averaged pods per shape; ``per-pod`` carves an
+  instance per pod at the first free placement (:mod:`compiler.simulate.carve`), destroyed when it
+  ends, nothing evicted. Dynamic policies start from all-balanced.
 * **Waits**: a pod's wait is the total time it spent pending (over all its attempts, when it was
   evicted). Pods still pending when the replay ends — and pods larger than a node — are *censored*:
   their wait so far is counted and marked, so a percentile that reaches one is a lower bound.
@@ -68,18 +71,30 @@ import math
 import random
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
-from compiler.catalog import GpuModel
+from compiler.catalog import Catalog, GpuModel, load_catalog
 from compiler.catalog.layouts import enumerate_layouts
-from compiler.model import PartitionPolicy
+from compiler.model import Cluster, GpuLayout, Need, NodePool, PartitionPolicy, Policy, Tenant, Workload
 from compiler.recommend import disruption as dis
 from compiler.recommend import gates as g
 from compiler.recommend import history as h
-from compiler.simulate.trace import TracePod, profile_for
+from compiler.simulate.carve import CarvedGpu, Carver
+from compiler.simulate.trace import TracePod, full_profile, profile_for
+from compiler.solve import solve
 
 EPOCH = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
-BASELINES = ("naive", "default", "static-balanced", "static-optimal")
+BASELINES = (
+    "naive",
+    "default",
+    "static-balanced",
+    "static-optimal",
+    "mig-off",
+    "static-peak",
+    "static-average",
+    "per-pod",
+)
+RECARVING = ("naive", "default")  # the policies that re-carve nodes (the counters below are theirs)
 EVICTION_MODELS = ("restart", "resume")
 DEMAND_MODELS = ("now", "peak", "history")
 # controller/settings.py Settings.drain_grace_timeout (one constant, shared with migc recommend)
@@ -114,6 +129,9 @@ class Settings:
     failure_rate: float = 0.0  # probability that one MIG manager apply fails (seeded, deterministic)
     seed: int = 0
     operator_retry_seconds: float = 3600.0  # a human retries a node past the automatic attempts
+    # default loop: re-carve idle nodes for the pods waiting, ahead of the gates (_Run.idle_pass);
+    # off by default: measured to hold no idle GPU but to make the matrix worse (bench/RESULTS.md)
+    idle_pass: bool = False
 
 
 @dataclass
@@ -138,6 +156,15 @@ class Result:
     revisions: int = 0  # proposals handed to the controller (new assignment revisions)
     retargets: int = 0  # nodes in flight whose target a new revision changed (controller: step.retarget)
     failures: int = 0  # failed MIG manager applies (--failure-rate)
+    # naive and default (None elsewhere): pending pods that, sampled once per interval, could run on
+    # an idle node (Idle, no GPU pod: a re-carve evicts nobody) once re-carved, and stayed so longer
+    # than one interval plus one node's reconfiguration (_Run.held_check)
+    held_on_idle: int | None = None
+    # naive and default (None elsewhere): GPU layouts applied where one more instance would still
+    # fit (dark slices: a catalog layout holds this one and more)
+    non_maximal: int | None = None
+    instances_carved: int = 0  # per-pod: MIG instances created (one per pod start)
+    idle_recarves: int = 0  # default: revisions made by the idle pass (_Run.idle_pass)
 
     # first to last arrival: the same for every baseline of a trace, so rates compare the same period
     # (the replay's own length grows with the work a policy throws away and runs again)
@@ -271,6 +298,7 @@ def cover(
     extra: Layout | None = None,
     weigh: Weigh | None = None,
     big: Sequence[BigPod] = (),
+    mix: Layout | None = None,
 ) -> tuple[dict[int, Layout], Layout]:
     """GPUs to re-carve (gpu → new layout) and the resulting capacity; see the module docstring.
 
@@ -280,7 +308,9 @@ def cover(
     ``big``: pending multi-GPU pods (in queue order; their instances are part of ``demand``): each is
     given ``count`` full GPUs *on one node* — idle full GPUs of one node if there are enough, else
     the first node in ``order`` whose change passes ``weigh`` gets them (idle GPUs first) — and the
-    per-GPU cover then works on the rest of the demand and of the GPUs.
+    per-GPU cover then works on the rest of the demand and of the GPUs. ``mix``: the demand whose
+    mix a changed node's GPUs that serve nothing of ``demand`` are re-carved to (default: ``demand``
+    and ``extra``; the idle pass passes the demand the loop sizes for).
     """
     cap = fleet.capacity()
     want = dict(demand)
@@ -340,7 +370,7 @@ def cover(
     for node, _ in order:
         if not short:
             break
-        node_cap, node_changes = _cover_node(fleet, node, want, dict(rest), short, lay, taken)
+        node_cap, node_changes = _cover_node(fleet, node, want, dict(rest), short, lay, taken, mix)
         if not node_changes:
             continue
         if weigh is not None and not weigh(
@@ -382,6 +412,7 @@ def _cover_node(
     short: Layout,
     lay: Callable[[int], Layout],
     taken: set[int],
+    mix: Layout | None = None,
 ) -> tuple[Layout, dict[int, Layout]]:
     """Re-carve one node's GPUs greedily against the shortage; the new capacity and the changes.
 
@@ -418,14 +449,14 @@ def _cover_node(
     if changes:
         # The node is drained anyway: also re-carve its GPUs that serve nothing of the demand to
         # the layout serving the most of the whole demand (batching: one drain instead of several)
-        mix = _key(want)
+        whole_mix = _key(want if mix is None else mix)
         for gi in gpus:
             if gi in changes:
                 continue
             old = lay(gi)
             if any(c - spare.get(p, 0) > 0 for p, c in old.items()):
                 continue
-            new = dict(_best_layout(fleet.model, mix))
+            new = dict(_best_layout(fleet.model, whole_mix))
             if new == old:
                 continue
             changes[gi] = new
@@ -459,6 +490,114 @@ def optimal_static(model: GpuModel, s: Settings, avg: Mapping[str, float]) -> li
         need = {p: v for p, v in need.items() if v > 0}
         out.append(lay)
     return out
+
+
+@functools.lru_cache(maxsize=4096)
+def maximal(model: GpuModel, lay: tuple[tuple[str, int], ...]) -> bool:
+    """Whether no further instance fits on a GPU carrying ``lay``: no catalog layout holds every
+    instance of ``lay`` and more (an empty GPU is not maximal)."""
+    have = dict(lay)
+    n = sum(have.values())
+    for big in enumerate_layouts(model):
+        more = dict(big.profiles)
+        if sum(more.values()) > n and all(c <= more.get(p, 0) for p, c in have.items()):
+            return False
+    return True
+
+
+Shape = tuple[str, int]  # (profile, instances on one node)
+
+
+def shape_average(pods: Sequence[_Pod], span: float) -> dict[Shape, float]:
+    """Per pod shape, the time-averaged number of such pods running (each for its run time)."""
+    out: dict[Shape, float] = {}
+    for p in pods:
+        key = (p.profile, p.count)
+        out[key] = out.get(key, 0.0) + p.src.duration / max(span, 1.0)
+    return out
+
+
+def shape_peak(pods: Sequence[_Pod]) -> dict[Shape, float]:
+    """Per pod shape, the most such pods running at once had each started on arrival."""
+    events: dict[Shape, list[tuple[float, int]]] = {}
+    for p in pods:
+        ev = events.setdefault((p.profile, p.count), [])
+        ev += [(p.arrival, 1), (p.arrival + p.src.duration, -1)]
+    out: dict[Shape, float] = {}
+    for key, ev in events.items():
+        now = most = 0
+        for _, d in sorted(ev):  # a departure (-1) before an arrival (+1) at the same instant
+            now += d
+            most = max(most, now)
+        out[key] = float(most)
+    return out
+
+
+def solver_static(
+    catalog: Catalog, model: GpuModel, s: Settings, want: Mapping[Shape, float], *, fill: bool
+) -> list[Layout]:
+    """The solver's layouts (``migc compile``, :func:`compiler.solve.solve`) for ``want`` pods per
+    shape: one Workload per shape (``need.profiles`` for a MIG pod; ``need.gpus: k`` whole GPUs on
+    one node for a pod of ``k`` full-GPU instances, carried as the full profile); ``fill``: the demand
+    scaled to fill the fleet's compute slices (``static-average``), else the demand itself, scaled
+    down only when it exceeds the fleet (``static-peak``). A GPU the solver leaves without instances
+    gets the all-balanced layout (the GPU Operator's default)."""
+    full = full_profile(model).name
+    slices = {p.name: p.compute_slices for p in model.profiles}
+    fits = {k: v for k, v in want.items() if k[1] <= s.gpus_per_node and v > 0}
+    total = sum(v * slices[p] * k for (p, k), v in fits.items())
+    n = s.nodes * s.gpus_per_node
+    scale = n * model.compute_slices / total if total > 0 else 0.0
+    if not fill:
+        scale = min(scale, 1.0)
+    width = len(str(max(s.nodes - 1, 0)))
+    names = tuple(f"node-{i:0{width}d}" for i in range(s.nodes))
+    pool = NodePool(
+        name="sim",
+        cluster="sim",
+        gpu_product=model.gpu_products[0] if model.gpu_products else model.model,
+        gpu_model=model.model,
+        gpus_per_node=s.gpus_per_node,
+        node_names=names,
+        max_unavailable=s.max_unavailable,
+    )
+    policy = PartitionPolicy()
+    tier = policy.tiers[-1].name
+    workloads = tuple(
+        Workload(
+            name=f"gpu-{k}" if p == full else "mig-" + p.replace(".", "-").replace("+", "-"),
+            tenant="sim",
+            replicas=max(1, round(v * scale)),
+            need=Need(gpus=k) if p == full else Need(profiles=(p,)),
+            isolation="exclusive" if p == full else "hardware",
+            priority_tier=tier,
+            cluster="sim",
+        )
+        for (p, k), v in sorted(fits.items())
+    )
+    doc = Policy(
+        clusters=(Cluster("sim", (pool,)),),
+        tenants=(Tenant("sim", ("sim",), tier),),
+        workloads=workloads,
+        partition=policy,
+        fleet_name="replay",
+    )
+    out = [balanced_layout(model) for _ in range(n)]
+    if not workloads:
+        return out
+    index = {name: i for i, name in enumerate(names)}
+    for res in solve(doc, catalog, None).pools:
+        for node in res.nodes:
+            for gi, lay in enumerate(node.gpus):
+                out[index[node.name] * s.gpus_per_node + gi] = _from_gpu_layout(lay, full, model)
+    return out
+
+
+def _from_gpu_layout(lay: GpuLayout, full: str, model: GpuModel) -> Layout:
+    if not lay.mig_enabled:
+        return {full: 1}  # a whole GPU serves what one full-GPU instance serves
+    counts = dict(lay.profiles)
+    return counts if counts else balanced_layout(model)
 
 
 def average_demand(pods: Sequence[_Pod], span: float) -> dict[str, float]:
@@ -550,6 +689,15 @@ class _Run:
         if baseline == "default":
             self.push(start + self.interval, _TICK, 0)
         self.done = 0
+        # per-pod carving (compiler/simulate/carve.py): the instances carved on each GPU
+        self.carver = Carver(model) if baseline == "per-pod" else None
+        self.carved = [CarvedGpu() for _ in range(s.nodes * s.gpus_per_node)]
+        self.placed: dict[int, list[tuple[int, int]]] = {}  # running pod → [(GPU, placement start)]
+        # heldOnIdleGpu (Result.held_on_idle): sampled once per interval, between events
+        self.next_check = start + self.interval if res.held_on_idle is not None else math.inf
+        self.idle_since: dict[int, float] = {}  # pending pod → first sample it could run on an idle node
+        self.held: set[int] = set()  # pods counted in Result.held_on_idle
+        self.sized: Layout = {}  # what the last evaluation sized for (the idle pass's mix)
 
     def push(self, t: float, kind: int, payload: int) -> int:
         heapq.heappush(self.events, (t, self.seq, kind, payload))
@@ -637,21 +785,85 @@ class _Run:
             for gi, f in free:
                 if need and f > 0:
                     k = min(f, need)
-                    fleet.busy[gi][p.profile] = fleet.busy[gi].get(p.profile, 0) + k
                     took.append((gi, k))
                     need -= k
-            self.bound[i] = took
-            self.node_of[i] = node
-            self.node_pods[node].add(i)
-            self.started[i] = now
-            self.ever_ran.add(i)
-            self.busy_slices += fleet.slices[p.profile] * p.count
-            self.last_wait[i] = now - self.queued_at.pop(i)
-            self.waited[i] += self.last_wait[i]
-            run = p.src.duration if self.s.eviction == "restart" else self.remaining[i]
-            self.dep_seq[i] = self.push(now + run, _DEPARTURE, i)
+            self._bind(i, node, took, now)
             return True
         return False
+
+    def _bind(self, i: int, node: int, took: Sequence[tuple[int, int]], now: float) -> None:
+        """Pod ``i`` starts on ``node`` holding ``took`` = [(GPU, instances of its profile)]."""
+        fleet, p = self.fleet, self.pods[i]
+        for gi, k in took:
+            fleet.busy[gi][p.profile] = fleet.busy[gi].get(p.profile, 0) + k
+        self.bound[i] = list(took)
+        self.node_of[i] = node
+        self.node_pods[node].add(i)
+        self.started[i] = now
+        self.ever_ran.add(i)
+        self.busy_slices += fleet.slices[p.profile] * p.count
+        self.last_wait[i] = now - self.queued_at.pop(i)
+        self.waited[i] += self.last_wait[i]
+        run = p.src.duration if self.s.eviction == "restart" else self.remaining[i]
+        self.dep_seq[i] = self.push(now + run, _DEPARTURE, i)
+
+    def carve_bind(self, i: int, now: float) -> bool:
+        """``per-pod``: create the pod's instance(s) at the first free placement (compiler/simulate/
+        carve.py: the DRA driver's DynamicMIG), first fit over nodes and their GPUs; a pod of ``k``
+        full-GPU instances needs ``k`` GPUs of one node where the full profile still fits (empty)."""
+        fleet, p, carver = self.fleet, self.pods[i], self.carver
+        assert carver is not None
+        for node in range(self.s.nodes):
+            spots = []
+            for gi in fleet.gpus(node):
+                start = carver.start(self.carved[gi], p.profile)
+                if start is not None:
+                    spots.append((gi, start))
+                    if len(spots) == p.count:
+                        break
+            if len(spots) < p.count:
+                continue
+            for gi, start in spots:
+                carver.carve(self.carved[gi], p.profile, start)
+                fleet.layout[gi] = dict(self.carved[gi].instances)
+            self.placed[i] = spots
+            self.res.instances_carved += len(spots)
+            self._bind(i, node, [(gi, 1) for gi, _ in spots], now)
+            return True
+        return False
+
+    def _schedule_per_pod(self, now: float) -> None:
+        """Pending pods in (priority, queued-at) order over every profile, each carved where it fits.
+
+        Nothing is freed during a pass, so once a pod of ``k`` instances of a profile does not fit,
+        no pod of that profile with ``k`` or more does in this pass; a profile whose single instance
+        does not fit drops out of the pass (a k-way merge of the sorted queues)."""
+        profs = list(self.pending)
+        heap = [(self.pending[p][0], k, 0) for k, p in enumerate(profs)]
+        heapq.heapify(heap)
+        failed: dict[str, int] = {}  # profile → fewest instances that did not fit
+        bound: set[int] = set()
+        while heap:
+            item, k, pos = heapq.heappop(heap)
+            prof = profs[k]
+            count = self.pods[item[2]].count
+            if count < failed.get(prof, count + 1):
+                if self.carve_bind(item[2], now):
+                    bound.add(item[2])
+                else:
+                    failed[prof] = count
+                    if count == 1:
+                        continue  # nothing of this profile fits any more
+            queue = self.pending[prof]
+            if pos + 1 < len(queue):
+                heapq.heappush(heap, (queue[pos + 1], k, pos + 1))
+        if bound:
+            for prof in profs:
+                kept = [x for x in self.pending[prof] if x[2] not in bound]
+                if kept:
+                    self.pending[prof] = kept
+                else:
+                    del self.pending[prof]
 
     def free_counts(self) -> Layout:
         out: Layout = {}
@@ -669,6 +881,9 @@ class _Run:
 
     def schedule(self, now: float) -> None:
         if not self.pending:
+            return
+        if self.carver is not None:
+            self._schedule_per_pod(now)
             return
         free = self.free_counts()
         for prof in list(self.pending):
@@ -705,6 +920,11 @@ class _Run:
         pod, fleet = self.pods[i], self.fleet
         for gi, k in self.bound.pop(i):
             fleet.busy[gi][pod.profile] -= k
+        if self.carver is not None:  # per-pod: the pod's instances are destroyed with it
+            for gi, start in self.placed.pop(i):
+                self.carver.destroy(self.carved[gi], pod.profile, start)
+                fleet.layout[gi] = dict(self.carved[gi].instances)
+                fleet.busy[gi] = {q: c for q, c in fleet.busy[gi].items() if c > 0}
         self.busy_slices -= fleet.slices[pod.profile] * pod.count
         self.dep_seq.pop(i)
         self.started.pop(i)
@@ -798,6 +1018,8 @@ class _Run:
             return
         for gi, lay in changed.items():
             fleet.layout[gi] = lay
+            if res.non_maximal is not None and not maximal(self.model, _key(lay)):
+                res.non_maximal += 1
         if changed:
             res.reconfigurations += 1
             res.gpu_reconfigurations += len(changed)
@@ -938,6 +1160,52 @@ class _Run:
         )
 
     def evaluate(self, now: float) -> None:
+        """One recommend evaluation (:meth:`_evaluate`; with ``Settings.idle_pass`` the idle pass
+        first)."""
+        self._evaluate(now)
+
+    def idle_pass(self, now: float) -> bool:
+        """Re-carve idle nodes for the pods waiting now, past the hysteresis (issue 22 item 3: an idle
+        GPU is never held against a pending pod that fits it after a re-carve for longer than one
+        interval plus the reconfiguration time).
+
+        An idle node is Idle with no GPU pod on it: its re-carve evicts nobody and its outage delays
+        nobody, so what the disruption rule, the stabilizationWindow, the scaleDownWindow and minDwell
+        guard against (lost work, flapping running capacity) is not at stake. The idle nodes are
+        covered (:func:`cover`, the same cover) for the demand of the moment — running plus pending
+        instances, so capacity the scaleDownWindow keeps for pods that are gone yields to pods that
+        wait — and the proposal passes migc recommend's rollout gate, the dailyChangeBudget and the
+        backoff (limits the user sets), not the others.
+        """
+        res, policy, fleet = self.res, self.policy, self.fleet
+        idle = [(n, 0.0) for n in range(self.s.nodes) if fleet.state[n] == IDLE and not self.node_pods[n]]
+        if not idle:
+            return False
+        mix = dict(self.now_demand)
+        for p, n in self.sized.items():
+            mix[p] = max(n, mix.get(p, 0))
+        changes, _ = cover(fleet, self.now_demand, idle, big=self.big_pods(now), mix=mix)
+        if not changes:
+            return False
+        when = EPOCH + dt.timedelta(seconds=now)
+        nodes = sorted({fleet.node(gi) for gi in changes})
+        last_failure = None if self.last_failure is None else EPOCH + dt.timedelta(seconds=self.last_failure)
+        checks = [
+            g.daily_budget(
+                len(nodes),
+                g.changes_last_day(self.change_log[-max(policy.daily_change_budget, 1) * 2 :], when),
+                policy,
+            ),
+            g.backoff(self.failures, last_failure, when, policy),
+        ]
+        if all(c.passed for c in checks):
+            res.idle_recarves += 1
+            self.apply(changes, now)
+            self.last_proposal = now
+            return True
+        return False
+
+    def _evaluate(self, now: float) -> None:
         """One recommend evaluation: the cover of the demand, applied where every gate passes."""
         res, policy, fleet = self.res, self.policy, self.fleet
         res.evaluations += 1
@@ -960,6 +1228,9 @@ class _Run:
             waiting = self._waiting(now)
         extra = self._rule_extra(waiting)
         d = sized if sized is not None else self.window_demand(now)
+        self.sized = d
+        if self.s.idle_pass and self.idle_pass(now):  # idle nodes first: their re-carve evicts nobody
+            return
         cur = fleet.capacity()
         want = dict(d)
         for p, n in extra.items():
@@ -998,6 +1269,27 @@ class _Run:
         if not failed:
             self.apply(changes, now)
             self.last_proposal = now
+
+    def held_check(self, now: float) -> None:
+        """One sample of ``Result.held_on_idle``, on the state between events: a pending pod could run
+        on an idle node (Idle, no GPU pod on it, so a re-carve evicts nobody; the controller drains
+        whole nodes) once that node is re-carved, when the node has as many GPUs as the pod asks for.
+        It is counted once, when it has been so for longer than one interval plus one node's
+        reconfiguration (``drain_seconds`` + ``reconfigure_seconds`` × its GPUs)."""
+        fleet, s = self.fleet, self.s
+        if not any(fleet.state[n] == IDLE and not self.node_pods[n] for n in range(s.nodes)):
+            self.idle_since.clear()
+            return
+        limit = self.interval + s.drain_seconds + s.reconfigure_seconds * s.gpus_per_node
+        since = self.idle_since
+        for i in list(since):
+            if i not in self.queued_at:
+                del since[i]
+        for i in self.queued_at:  # every queued pod fits a node (larger ones are never queued)
+            first = since.setdefault(i, now)
+            if now - first > limit and i not in self.held:
+                self.held.add(i)
+                self.res.held_on_idle = (self.res.held_on_idle or 0) + 1
 
     # ---- events -------------------------------------------------------------------------------------
 
@@ -1047,6 +1339,9 @@ class _Run:
         horizon = max(policy.stabilization_seconds, policy.min_dwell_seconds, 86400) + 2 * self.interval
         while events:
             t, seq, kind, x = heapq.heappop(events)
+            while self.next_check <= t:  # the state from the last event until t
+                self.held_check(self.next_check)
+                self.next_check += self.interval
             if kind != _TICK:
                 last_activity = t
             self.res.busy_slice_seconds += self.busy_slices * (t - self.last_t)
@@ -1076,19 +1371,37 @@ def simulate(
     baseline: str,
     policy: PartitionPolicy,
     progress: Callable[[float], None] | None = None,
+    catalog: Catalog | None = None,
 ) -> Result:
+    """Replay ``trace`` under ``baseline`` (module docstring); ``catalog`` for the solver of
+    ``static-peak``/``static-average`` (default: the shipped catalog)."""
     pods = _trace_pods(trace, model, s)
     start = min((p.arrival for p in pods), default=0.0)
     end_arrival = max((p.arrival for p in pods), default=0.0)
     span = max(end_arrival - start, 1.0)
+    if baseline == "mig-off":  # every pod on whole GPUs (a fraction takes a whole one); class kept
+        full = full_profile(model).name
+        pods = [replace(p, profile=full, count=max(1, p.count)) for p in pods]
+    layouts: list[Layout] | None = None
     if baseline == "static-optimal":
         layouts = optimal_static(model, s, average_demand(pods, span))
+    elif baseline in ("static-peak", "static-average"):
+        want = shape_peak(pods) if baseline == "static-peak" else shape_average(pods, span)
+        layouts = solver_static(catalog or load_catalog(), model, s, want, fill=baseline == "static-average")
+    if layouts is not None:
         fleet = _Fleet(model, s, {})
         fleet.layout = layouts
         fleet.target = [dict(x) for x in layouts]
+    elif baseline == "mig-off":
+        fleet = _Fleet(model, s, {full_profile(model).name: 1})
+    elif baseline == "per-pod":
+        fleet = _Fleet(model, s, {})  # MIG on, no instance: each pod's is created when it starts
     else:
         fleet = _Fleet(model, s, balanced_layout(model))
     res = Result(baseline, hours=0.0, total_slices=s.nodes * s.gpus_per_node * model.compute_slices)
+    if baseline in RECARVING:
+        res.held_on_idle = 0
+        res.non_maximal = 0
     run = _Run(pods, model, s, baseline, policy, fleet, res, start)
     run.run(progress)
     end = run.last_t

@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from compiler.catalog import GpuModel, Profile
-from compiler.diagnostics import make
+from compiler.diagnostics import DiagnosticError, make
 from compiler.fsio import ReadRefused, read_bounded
 
 TRACE_LIMIT = 256 * 1024 * 1024
@@ -46,10 +46,8 @@ COLUMNS = ("name", "num_gpu", "gpu_milli", "qos", "creation_time", "deletion_tim
 PRIORITY = {"LS": 3, "Guaranteed": 2, "Burstable": 1, "BE": 0}
 
 
-class TraceError(Exception):
-    def __init__(self, diagnostic: object) -> None:
-        super().__init__(str(getattr(diagnostic, "message", diagnostic)))
-        self.diagnostic = diagnostic
+class TraceError(DiagnosticError):
+    """A trace that cannot be replayed (MIGC425): which file, line and column, and why."""
 
 
 @dataclass(frozen=True)
@@ -126,7 +124,12 @@ class _Row:
         return t
 
 
-def read_trace(path: Path) -> Trace:
+SHAPE_COLUMNS = ("name", "num_gpu", "gpu_milli")  # enough for --mode fill (no departures, no times)
+
+
+def read_trace(path: Path, *, times: bool = True) -> Trace:
+    """The trace's GPU pods. ``times=False`` (``--mode fill``): only the shape columns are read and
+    needed (openb's ``multigpu20`` list has no times); every GPU pod is kept, arrival 0, no run time."""
     shown = str(path)
     try:
         raw = read_bounded(path, TRACE_LIMIT, what="a pod trace")
@@ -144,7 +147,7 @@ def read_trace(path: Path) -> Trace:
         header = list(reader.fieldnames or ())
     except csv.Error as exc:
         raise _fail(shown, f"not CSV: {exc}", 1, 1) from exc
-    missing = [c for c in COLUMNS if c not in header]
+    missing = [c for c in (COLUMNS if times else SHAPE_COLUMNS) if c not in header]
     if missing:
         raise _fail(shown, f"missing column(s) {', '.join(missing)}", 1, 1)
     pods: list[TracePod] = []
@@ -160,6 +163,12 @@ def read_trace(path: Path) -> Trace:
         r = _Row(shown, row, header, line, lines[line - 1] if 0 < line <= len(lines) else "")
         num_gpu = r.whole("num_gpu", 0, MAX_POD_GPUS)
         milli = r.whole("gpu_milli", 0, 1000, default=0)
+        if not times:
+            if num_gpu <= 0:
+                no_gpu += 1
+            else:
+                pods.append(TracePod(str(row["name"]), 0.0, 0.0, num_gpu, milli if num_gpu == 1 else 1000, 0))
+            continue
         created = r.seconds("creation_time")
         assert created is not None
         start = r.seconds("scheduled_time", optional=True)

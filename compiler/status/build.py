@@ -199,60 +199,105 @@ def _gpu_views(
         by_gpu.setdefault(u.gpu, []).append(u)
     views = []
     for index, dev in enumerate(devices):
-        raw_profiles = dev.get("profiles") or {}
-        profiles = (
-            {str(k): v for k, v in raw_profiles.items() if isinstance(v, int) and not isinstance(v, bool)}
-            if isinstance(raw_profiles, dict)
-            else {}
-        )
+        profiles = _device_profiles(dev)
         mig = bool(dev.get("migEnabled"))
         gpu_usage = sorted(by_gpu.get(index, []), key=lambda u: (u.profile, _id_order(u.instance)))
-        slots: list[tuple[str, float, float]] = []
-        if not mig:
-            n = pool.shares_per_gpu  # a HAMi GPU is one slot: its shares are sized, not equal
-            slots = [(GPU_RESOURCE, i / n, 1 / n) for i in range(n)]
-        elif model is not None and model.memory_slices:
-            witness = place(model, profiles) if profiles else ()
-            placed: list[tuple[str, int, int]] = list(witness) if witness is not None else []
-            covered = [False] * model.memory_slices
-            if witness is None:  # not placeable (hand-edited config): draw side by side
-                pos = 0
-                for name, count in sorted(profiles.items()):
-                    prof = model.profile(name)
-                    size = prof.memory_slices if prof else 1
-                    for _ in range(max(0, min(count, model.memory_slices))):  # a GPU holds no more
-                        placed.append((name, pos, size))
-                        pos += size
-            for name, start, size in placed:
-                slots.append((resource_of(name), start / model.memory_slices, size / model.memory_slices))
-                for i in range(start, min(start + size, model.memory_slices)):
-                    covered[i] = True
-            for i, c in enumerate(covered):
-                if not c:
-                    slots.append(("", i / model.memory_slices, 1 / model.memory_slices))
-        made: list[Slot] = []
-        used_usage: set[int] = set()
-        for resource, left, span in sorted(slots, key=lambda s: s[1]):
-            tenant, pod = "", ""
-            if resource and occupants.get(resource):
-                tenant, pod, left_over = occupants[resource][0]
-                if left_over > 1:
-                    occupants[resource][0] = (tenant, pod, left_over - 1)
-                else:
-                    occupants[resource].pop(0)
-            active = mem = None
-            want_profile = profile_of(resource) or ""
-            for i, u in enumerate(gpu_usage):
-                if i in used_usage or not resource:
-                    continue
-                if (want_profile and u.profile == want_profile) or (not want_profile and not u.instance):
-                    used_usage.add(i)
-                    active, mem = u.engine_active, u.memory_used_mib
-                    break
-            share = shares.of(resource) if resource else 0.0
-            made.append(Slot(resource, round(left, 6), round(span, 6), share, tenant, pod, active, mem))
-        views.append(GpuView(index, mig, tuple(made)))
+        slots = _slot_layout(pool, model, mig, profiles)
+        views.append(GpuView(index, mig, _fill_slots(slots, occupants, gpu_usage, shares)))
     return tuple(views)
+
+
+def _device_profiles(dev: Mapping[str, Any]) -> dict[str, int]:
+    """The ``profiles`` of one mig-parted device entry, keeping only integer counts: the document
+    comes from a cluster's ConfigMap and may have been edited by hand."""
+    raw_profiles = dev.get("profiles") or {}
+    if not isinstance(raw_profiles, dict):
+        return {}
+    return {str(k): v for k, v in raw_profiles.items() if isinstance(v, int) and not isinstance(v, bool)}
+
+
+def _slot_layout(
+    pool: NodePool, model: GpuModel | None, mig: bool, profiles: Mapping[str, int]
+) -> list[tuple[str, float, float]]:
+    """Where each bar segment of one GPU sits: ``(resource, left, span)`` as fractions of the GPU.
+
+    A GPU without MIG is ``shares_per_gpu`` equal segments (a HAMi GPU is one: its shares are sized,
+    not equal); a MIG GPU has one segment per instance at its memory-slice placement, and an empty
+    segment for each slice no instance covers. A model without memory slices draws nothing.
+    """
+    if not mig:
+        n = pool.shares_per_gpu
+        return [(GPU_RESOURCE, i / n, 1 / n) for i in range(n)]
+    if model is None or not model.memory_slices:
+        return []
+    slots: list[tuple[str, float, float]] = []
+    covered = [False] * model.memory_slices
+    for name, start, size in _placed_instances(model, profiles):
+        slots.append((resource_of(name), start / model.memory_slices, size / model.memory_slices))
+        for i in range(start, min(start + size, model.memory_slices)):
+            covered[i] = True
+    for i, c in enumerate(covered):
+        if not c:
+            slots.append(("", i / model.memory_slices, 1 / model.memory_slices))
+    return slots
+
+
+def _placed_instances(model: GpuModel, profiles: Mapping[str, int]) -> list[tuple[str, int, int]]:
+    """``(profile, first memory slice, slices)`` per instance: the catalog's placement, or, for a
+    config that cannot be placed (hand-edited), the instances side by side in profile name order,
+    at most as many of each as the GPU has memory slices."""
+    witness = place(model, profiles) if profiles else ()
+    if witness is not None:
+        return list(witness)
+    placed: list[tuple[str, int, int]] = []
+    pos = 0
+    for name, count in sorted(profiles.items()):
+        prof = model.profile(name)
+        size = prof.memory_slices if prof else 1
+        for _ in range(max(0, min(count, model.memory_slices))):  # a GPU holds no more
+            placed.append((name, pos, size))
+            pos += size
+    return placed
+
+
+def _fill_slots(
+    slots: Sequence[tuple[str, float, float]],
+    occupants: dict[str, list[tuple[str, str, int]]],
+    gpu_usage: Sequence[InstanceUsage],
+    shares: _Shares,
+) -> tuple[Slot, ...]:
+    """The segments left to right, each given the next pod holding its resource on the node (taken
+    from ``occupants``, which the node's later GPUs continue from) and the first unmatched DCGM
+    sample of its profile (a whole GPU: a sample without an instance)."""
+    made: list[Slot] = []
+    used_usage: set[int] = set()
+    for resource, left, span in sorted(slots, key=lambda s: s[1]):
+        tenant, pod = _take_occupant(occupants, resource)
+        active = mem = None
+        want_profile = profile_of(resource) or ""
+        for i, u in enumerate(gpu_usage):
+            if i in used_usage or not resource:
+                continue
+            if (want_profile and u.profile == want_profile) or (not want_profile and not u.instance):
+                used_usage.add(i)
+                active, mem = u.engine_active, u.memory_used_mib
+                break
+        share = shares.of(resource) if resource else 0.0
+        made.append(Slot(resource, round(left, 6), round(span, 6), share, tenant, pod, active, mem))
+    return tuple(made)
+
+
+def _take_occupant(occupants: dict[str, list[tuple[str, str, int]]], resource: str) -> tuple[str, str]:
+    """``(tenant, pod)`` of the next pod holding one ``resource`` (a pod holding several fills as
+    many segments); ``("", "")`` for an empty segment or when no pod is left."""
+    if not resource or not occupants.get(resource):
+        return "", ""
+    tenant, pod, left_over = occupants[resource][0]
+    if left_over > 1:
+        occupants[resource][0] = (tenant, pod, left_over - 1)
+    else:
+        occupants[resource].pop(0)
+    return tenant, pod
 
 
 def _id_order(instance: str) -> tuple[int, str]:

@@ -9,8 +9,17 @@ each slot's ``title`` and ``data-*`` attributes (``data-resource``, ``data-tenan
 from __future__ import annotations
 
 from compiler.escape import html_text
-from compiler.status.model import FleetStatus, GpuView, NodeStatus, Slot
-from compiler.status.report import fmt_counts, fmt_duration, fmt_triple, money, short
+from compiler.status.model import (
+    Cost,
+    FleetStatus,
+    GpuView,
+    NodeStatus,
+    PendingPod,
+    PoolStatus,
+    Slot,
+    TenantStatus,
+)
+from compiler.status.report import fmt_counts, fmt_duration, fmt_triple, money, node_state, node_used, short
 
 # Okabe–Ito and Tableau colours: distinguishable for colour-blind viewers, dark enough for white text.
 PALETTE = (
@@ -136,10 +145,10 @@ def _row(cells: list[str], header: bool = False) -> str:
     return "<tr>" + "".join(f"<{tag}>{c}</{tag}>" for c in cells) + "</tr>"
 
 
-def to_html(s: FleetStatus) -> str:
-    colours = tenant_colours(s)
+def _page_head(s: FleetStatus, colours: dict[str, str]) -> list[str]:
+    """Doctype, the CSP that forbids every fetch and script, title, source line and tenant legend."""
     when = s.taken_at.strftime("%Y-%m-%dT%H:%M:%SZ")
-    out = [
+    return [
         "<!DOCTYPE html>",
         '<html lang="en"><head><meta charset="utf-8">',
         '<meta http-equiv="Content-Security-Policy" '
@@ -151,148 +160,160 @@ def to_html(s: FleetStatus) -> str:
         '<div class="legend">'
         + "".join(f'<span><i style="background:{c}"></i>{_e(t)}</span>' for t, c in colours.items())
         + f'<span><i style="background:{FREE}"></i>free</span></div>',
-        "<h2>GPUs</h2>",
     ]
-    for n in s.nodes:
-        flags = []
-        if n.rolling_out:
-            flags.append(f'<span class="warn">{_e(n.phase if n.phase != "Idle" else n.mig_state)}</span>')
-        if n.drift:
-            flags.append(f'<span class="warn">drift: {_e("; ".join(n.drift))}</span>')
-        out.append(
-            f'<div class="node" id="node-{_e(n.name)}"><h3>{_e(n.name)} · {_e(n.pool)} · {_e(n.gpu_model)} '
-            f"· {_e(n.config or 'no config')} {' '.join(flags)}</h3>"
-            f'<div class="gpus">{"".join(_gpu(n, g, colours) for g in n.gpus)}</div></div>'
-        )
-    out.append('<h2>Nodes</h2><table id="nodes">')
-    out.append(_row(["Node", "Pool", "Capacity", "Allocated", "Free", "Used", "State", "Drift"], True))
-    for n in s.nodes:
-        used = (
-            "-"
-            if n.mean_engine_active is None
-            else f"{n.used_instances} busy, {n.mean_engine_active:.0%} active"
-        )
-        state = n.phase if n.phase not in ("", "Idle") else (n.mig_state or "-")
-        out.append(
-            _row(
-                [
-                    _e(n.name),
-                    _e(n.pool),
-                    _e(fmt_counts(n.capacity)),
-                    _e(fmt_counts(n.allocated)),
-                    _e(fmt_counts(n.free)),
-                    _e(used),
-                    _e(state),
-                    _e("; ".join(n.drift) or "-"),
-                ]
-            )
-        )
-    out.append('</table><h2>Tenants</h2><table id="tenants">')
-    out.append(
-        _row(
-            [
-                "Tenant",
-                "Allocated",
-                "Guaranteed",
-                "Burst",
-                "GPU shares",
-                "Memory GB held/guar./burst",
-                "Compute slices held/guar./burst",
-                "Pending",
-                "Cost/h",
-                "Notes",
-            ],
-            True,
-        )
+
+
+def _node_card(n: NodeStatus, colours: dict[str, str]) -> str:
+    """One node's heading (pool, model, config, rollout and drift warnings) above its GPU boxes."""
+    flags = []
+    if n.rolling_out:
+        flags.append(f'<span class="warn">{_e(n.phase if n.phase != "Idle" else n.mig_state)}</span>')
+    if n.drift:
+        flags.append(f'<span class="warn">drift: {_e("; ".join(n.drift))}</span>')
+    return (
+        f'<div class="node" id="node-{_e(n.name)}"><h3>{_e(n.name)} · {_e(n.pool)} · {_e(n.gpu_model)} '
+        f"· {_e(n.config or 'no config')} {' '.join(flags)}</h3>"
+        f'<div class="gpus">{"".join(_gpu(n, g, colours) for g in n.gpus)}</div></div>'
     )
-    for t in s.tenants:
-        notes = []
-        if t.above_guarantee:
-            notes.append("above guarantee: " + _e(", ".join(short(r) for r in t.above_guarantee)))
-        if t.starved:
-            notes.append(
-                '<span class="warn">starved: ' + _e(", ".join(short(r) for r in t.starved)) + "</span>"
-            )
-        out.append(
-            _row(
-                [
-                    f'<i class="swatch" style="background:{colours.get(t.name, FREE)}"></i> ' + _e(t.name),
-                    _e(fmt_counts(t.allocated)),
-                    _e(fmt_counts(t.guaranteed)),
-                    _e(fmt_counts(t.burst)),
-                    _e(f"{t.allocated_share:.2f}"),
-                    _e(fmt_triple(t.memory_gb)),
-                    _e(fmt_triple(t.compute_slices)),
-                    _e(t.pending),
-                    _e(money(t.cost_per_hour)),
-                    "; ".join(notes) or "-",
-                ]
-            )
-        )
-    out.append('</table><h2>Pools, fragmentation and cost</h2><table id="pools">')
-    out.append(
-        _row(
-            [
-                "Pool",
-                "Model",
-                "Nodes",
-                "GPUs",
-                "Allocated shares",
-                "Free shares",
-                "Fragmented shares",
-                "$/GPU-h",
-                "Cost/h",
-                "Idle/h",
-            ],
-            True,
-        )
+
+
+def _node_row(n: NodeStatus) -> str:
+    return _row(
+        [
+            _e(n.name),
+            _e(n.pool),
+            _e(fmt_counts(n.capacity)),
+            _e(fmt_counts(n.allocated)),
+            _e(fmt_counts(n.free)),
+            _e(node_used(n)),
+            _e(node_state(n)),
+            _e("; ".join(n.drift) or "-"),
+        ]
     )
-    for p in s.pools:
-        out.append(
-            _row(
-                [
-                    _e(p.name),
-                    _e(p.gpu_model),
-                    _e(f"{p.nodes_seen}/{p.nodes}"),
-                    _e(p.gpus),
-                    _e(f"{p.allocated_share:.2f}"),
-                    _e(f"{p.free_share:.2f}"),
-                    _e(f"{p.fragmented_share:.2f}"),
-                    _e(money(p.price_per_gpu_hour)),
-                    _e(money(p.cost_per_hour)),
-                    _e(money(p.idle_cost_per_hour)),
-                ]
-            )
-        )
-    c = s.cost
+
+
+def _tenant_row(t: TenantStatus, colours: dict[str, str]) -> str:
+    """One tenant, with its legend colour and its notes (above guarantee; starved, in red)."""
+    notes = []
+    if t.above_guarantee:
+        notes.append("above guarantee: " + _e(", ".join(short(r) for r in t.above_guarantee)))
+    if t.starved:
+        notes.append('<span class="warn">starved: ' + _e(", ".join(short(r) for r in t.starved)) + "</span>")
+    return _row(
+        [
+            f'<i class="swatch" style="background:{colours.get(t.name, FREE)}"></i> ' + _e(t.name),
+            _e(fmt_counts(t.allocated)),
+            _e(fmt_counts(t.guaranteed)),
+            _e(fmt_counts(t.burst)),
+            _e(f"{t.allocated_share:.2f}"),
+            _e(fmt_triple(t.memory_gb)),
+            _e(fmt_triple(t.compute_slices)),
+            _e(t.pending),
+            _e(money(t.cost_per_hour)),
+            "; ".join(notes) or "-",
+        ]
+    )
+
+
+def _pool_row(p: PoolStatus) -> str:
+    return _row(
+        [
+            _e(p.name),
+            _e(p.gpu_model),
+            _e(f"{p.nodes_seen}/{p.nodes}"),
+            _e(p.gpus),
+            _e(f"{p.allocated_share:.2f}"),
+            _e(f"{p.free_share:.2f}"),
+            _e(f"{p.fragmented_share:.2f}"),
+            _e(money(p.price_per_gpu_hour)),
+            _e(money(p.cost_per_hour)),
+            _e(money(p.idle_cost_per_hour)),
+        ]
+    )
+
+
+def _cost_paragraph(c: Cost) -> str:
+    """Closes the pools table; the fleet's cost and its savings against the two baselines."""
     balanced = f"{money(c.savings_vs_balanced_per_hour)}/h vs all-balanced on every MIG GPU"
-    out.append(
+    return (
         f'</table><p id="cost">Cost {_e(money(c.per_hour))}/h, '
         f"allocated {_e(money(c.allocated_per_hour))}/h, idle {_e(money(c.idle_per_hour))}/h. "
         f"Savings {_e(money(c.savings_vs_whole_gpu_per_hour))}/h vs one whole "
         f"GPU per instance requested; {_e(balanced)}.</p>"
     )
-    out.append(f'<h2>Pending GPU pods ({_e(len(s.pending))})</h2><table id="pending">')
-    out.append(_row(["Pod", "Tenant", "Requests", "Pending for", "Max wait"], True))
-    for w in s.pending:
-        wait = _e(fmt_duration(w.pending_seconds))
-        if w.over_max_wait:
-            wait = f'<span class="warn">{wait}</span>'
-        out.append(
-            _row(
-                [
-                    _e(w.pod),
-                    _e(w.tenant),
-                    _e(fmt_counts(w.requests)),
-                    wait,
-                    _e(fmt_duration(w.max_wait_seconds)) if w.max_wait_seconds else "-",
-                ]
-            )
-        )
-    out.append("</table>")
+
+
+def _pending_row(w: PendingPod) -> str:
+    """One pending pod; its wait in red once it is past its max wait."""
+    wait = _e(fmt_duration(w.pending_seconds))
+    if w.over_max_wait:
+        wait = f'<span class="warn">{wait}</span>'
+    return _row(
+        [
+            _e(w.pod),
+            _e(w.tenant),
+            _e(fmt_counts(w.requests)),
+            wait,
+            _e(fmt_duration(w.max_wait_seconds)) if w.max_wait_seconds else "-",
+        ]
+    )
+
+
+def _unplaced_nodes(s: FleetStatus) -> list[str]:
+    """The policy's nodes the cluster lacks, and the GPU nodes no pool selects."""
+    out = []
     if s.missing_nodes:
         out.append(f"<p>Not found in the cluster: {_e(', '.join(s.missing_nodes))}</p>")
     if s.unmanaged_nodes:
         out.append(f"<p>GPU nodes no pool selects: {_e(', '.join(s.unmanaged_nodes))}</p>")
+    return out
+
+
+_NODE_HEADER = ["Node", "Pool", "Capacity", "Allocated", "Free", "Used", "State", "Drift"]
+_TENANT_HEADER = [
+    "Tenant",
+    "Allocated",
+    "Guaranteed",
+    "Burst",
+    "GPU shares",
+    "Memory GB held/guar./burst",
+    "Compute slices held/guar./burst",
+    "Pending",
+    "Cost/h",
+    "Notes",
+]
+_POOL_HEADER = [
+    "Pool",
+    "Model",
+    "Nodes",
+    "GPUs",
+    "Allocated shares",
+    "Free shares",
+    "Fragmented shares",
+    "$/GPU-h",
+    "Cost/h",
+    "Idle/h",
+]
+_PENDING_HEADER = ["Pod", "Tenant", "Requests", "Pending for", "Max wait"]
+
+
+def to_html(s: FleetStatus) -> str:
+    colours = tenant_colours(s)
+    out = [*_page_head(s, colours), "<h2>GPUs</h2>"]
+    out += [_node_card(n, colours) for n in s.nodes]
+    out += ['<h2>Nodes</h2><table id="nodes">', _row(_NODE_HEADER, True)]
+    out += [_node_row(n) for n in s.nodes]
+    out += ['</table><h2>Tenants</h2><table id="tenants">', _row(_TENANT_HEADER, True)]
+    out += [_tenant_row(t, colours) for t in s.tenants]
+    out += ['</table><h2>Pools, fragmentation and cost</h2><table id="pools">', _row(_POOL_HEADER, True)]
+    out += [_pool_row(p) for p in s.pools]
+    out.append(_cost_paragraph(s.cost))
+    out += [
+        f'<h2>Pending GPU pods ({_e(len(s.pending))})</h2><table id="pending">',
+        _row(_PENDING_HEADER, True),
+    ]
+    out += [_pending_row(w) for w in s.pending]
+    out.append("</table>")
+    out += _unplaced_nodes(s)
     out.append("</body></html>")
     return "\n".join(out) + "\n"

@@ -15,7 +15,8 @@ keyword migc uses, and a differential property test (tests/test_validate_fast_sc
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from compiler.diagnostics import Diagnostic
@@ -116,95 +117,158 @@ def schema_diagnostics(doc: LoadedDocument, kind: str, profiles: Sequence[str]) 
     return out
 
 
-def _translate(doc: LoadedDocument, error: ValidationError, profiles: Sequence[str]) -> list[Diagnostic]:
-    path: PathT = tuple(p for p in error.absolute_path if isinstance(p, str | int))
-    validator = str(error.validator)
-    schema = error.schema if isinstance(error.schema, dict) else {}
-    instance: Any = error.instance
-    bound: Any = error.validator_value
-    where = json_path(path)
+@dataclass(frozen=True)
+class _SchemaError:
+    """One jsonschema error with what every translation reads from it: the document, the path of the
+    offending node, the keyword, the schema and value there, the keyword's bound."""
 
-    if validator == "required":
-        missing = [r for r in bound if isinstance(instance, dict) and r not in instance]
-        return [
-            doc.at("MIGC030", f"missing required field '{name}' in {where}", path, key=bool(path))
-            for name in missing
-        ]
-    if validator == "additionalProperties" and isinstance(instance, dict):
-        known = set(schema.get("properties", {}))
-        out = []
-        for name in sorted(k for k in instance if k not in known):
-            hint = suggest(name, known)
-            out.append(
-                doc.at(
-                    "MIGC031",
-                    f"unknown field '{name}' in {where}{hint}",
-                    (*path, name),
-                    key=True,
-                    hint=f"known fields here: {listing(known)}",
-                )
+    doc: LoadedDocument
+    error: ValidationError
+    profiles: Sequence[str]
+    path: PathT
+    validator: str
+    schema: dict[str, Any]
+    instance: Any
+    bound: Any
+
+    @classmethod
+    def of(cls, doc: LoadedDocument, error: ValidationError, profiles: Sequence[str]) -> _SchemaError:
+        return cls(
+            doc=doc,
+            error=error,
+            profiles=profiles,
+            path=tuple(p for p in error.absolute_path if isinstance(p, str | int)),
+            validator=str(error.validator),
+            schema=error.schema if isinstance(error.schema, dict) else {},
+            instance=error.instance,
+            bound=error.validator_value,
+        )
+
+    @property
+    def where(self) -> str:
+        return json_path(self.path)
+
+
+_Translation = Callable[[_SchemaError], "list[Diagnostic] | None"]
+"""A keyword's translation; ``None``: none of its specific answers fits, the generic ones decide."""
+
+
+def _missing_fields(e: _SchemaError) -> list[Diagnostic]:
+    """MIGC030 per required field absent, at the mapping's key."""
+    missing = [r for r in e.bound if isinstance(e.instance, dict) and r not in e.instance]
+    return [
+        e.doc.at("MIGC030", f"missing required field '{name}' in {e.where}", e.path, key=bool(e.path))
+        for name in missing
+    ]
+
+
+def _unknown_fields(e: _SchemaError) -> list[Diagnostic] | None:
+    """MIGC031 per unknown field, at its key, with a did-you-mean and the fields known there."""
+    if not isinstance(e.instance, dict):
+        return None
+    known = set(e.schema.get("properties", {}))
+    out = []
+    for name in sorted(k for k in e.instance if k not in known):
+        hint = suggest(name, known)
+        out.append(
+            e.doc.at(
+                "MIGC031",
+                f"unknown field '{name}' in {e.where}{hint}",
+                (*e.path, name),
+                key=True,
+                hint=f"known fields here: {listing(known)}",
             )
-        return out
-    if validator == "oneOf" or validator == "anyOf":
-        return _translate_choice(doc, error, path, profiles)
-    if validator == "type":
-        expected = bound
-        words = " or ".join(expected) if isinstance(expected, list) else str(expected)
-        words = words.replace("object", "mapping").replace("array", "list")
+        )
+    return out
+
+
+def _choice(e: _SchemaError) -> list[Diagnostic]:
+    return _translate_choice(e.doc, e.error, e.path, e.profiles)
+
+
+def _wrong_type(e: _SchemaError) -> list[Diagnostic]:
+    """MIGC032, in the policy's words (mapping and list, not object and array)."""
+    expected = e.bound
+    words = " or ".join(expected) if isinstance(expected, list) else str(expected)
+    words = words.replace("object", "mapping").replace("array", "list")
+    return [
+        e.doc.at(
+            "MIGC032",
+            f"{e.where} must be {article(words)}, not {article(type_name(e.instance))} ({short(e.instance)})",
+            e.path,
+        )
+    ]
+
+
+def _not_allowed(e: _SchemaError) -> list[Diagnostic]:
+    """MIGC033 for ``enum`` and ``const``, with a did-you-mean among the allowed values."""
+    allowed = e.bound if e.validator == "enum" else [e.bound]
+    words = ", ".join(str(a) for a in allowed)
+    hint = suggest(str(e.instance), [str(a) for a in allowed])
+    return [e.doc.at("MIGC033", f"{e.where}: {short(e.instance)} is not one of: {words}{hint}", e.path)]
+
+
+def _string_form(e: _SchemaError) -> list[Diagnostic] | None:
+    """``pattern`` and the length bounds of a patterned string: a bad name (MIGC109, at the mapping
+    key when the name is one), a bad duration (MIGC114), or MIGC034 saying what the pattern means.
+    ``None`` for a length bound of another string (a range error, MIGC035)."""
+    pattern = e.schema.get("pattern", "")
+    instance, path = e.instance, e.path
+    key_of = value_at(e.doc.data, path)
+    on_key = isinstance(key_of, dict) and isinstance(instance, str) and instance in key_of
+    at_path: PathT = (*path, str(instance)) if on_key else path
+    if pattern == DNS_LABEL_PATTERN:
         return [
-            doc.at(
-                "MIGC032",
-                f"{where} must be {article(words)}, not {article(type_name(instance))} ({short(instance)})",
+            e.doc.at(
+                "MIGC109",
+                f"{json_path(at_path)}: {short(instance)} is not a DNS-1123 label "
+                "(lower-case letters, digits and '-', at most 63, starting and ending alphanumeric)",
+                at_path,
+                key=on_key,
+            )
+        ]
+    if pattern == NODE_NAME_PATTERN:
+        return [
+            e.doc.at(
+                "MIGC109",
+                f"{json_path(at_path)}: {short(instance)} is not a valid node name "
+                "(a DNS-1123 subdomain: lower-case letters, digits, '-' and '.', at most 253)",
+                at_path,
+            )
+        ]
+    if pattern == DURATION_PATTERN:
+        return [
+            e.doc.at(
+                "MIGC114",
+                f"{e.where}: {short(instance)} is not a duration (write e.g. 30s, 10m, 1h30m, 2d)",
                 path,
             )
         ]
-    if validator in ("enum", "const"):
-        allowed = bound if validator == "enum" else [bound]
-        words = ", ".join(str(a) for a in allowed)
-        hint = suggest(str(instance), [str(a) for a in allowed])
-        return [doc.at("MIGC033", f"{where}: {short(instance)} is not one of: {words}{hint}", path)]
-    if validator in ("pattern", "minLength", "maxLength"):
-        pattern = schema.get("pattern", "")
-        key_of = value_at(doc.data, path)
-        on_key = isinstance(key_of, dict) and isinstance(instance, str) and instance in key_of
-        at_path: PathT = (*path, str(instance)) if on_key else path
-        if pattern == DNS_LABEL_PATTERN:
-            return [
-                doc.at(
-                    "MIGC109",
-                    f"{json_path(at_path)}: {short(instance)} is not a DNS-1123 label "
-                    "(lower-case letters, digits and '-', at most 63, starting and ending alphanumeric)",
-                    at_path,
-                    key=on_key,
-                )
-            ]
-        if pattern == NODE_NAME_PATTERN:
-            return [
-                doc.at(
-                    "MIGC109",
-                    f"{json_path(at_path)}: {short(instance)} is not a valid node name "
-                    "(a DNS-1123 subdomain: lower-case letters, digits, '-' and '.', at most 253)",
-                    at_path,
-                )
-            ]
-        if pattern == DURATION_PATTERN:
-            return [
-                doc.at(
-                    "MIGC114",
-                    f"{where}: {short(instance)} is not a duration (write e.g. 30s, 10m, 1h30m, 2d)",
-                    path,
-                )
-            ]
-        if validator == "pattern":
-            words = _PATTERN_WORDS.get(pattern, f"a string matching {pattern}")
-            if pattern == PROFILE_PATTERN:
-                words += suggest(str(instance), profiles)
-            return [
-                doc.at(
-                    "MIGC034", f"{json_path(at_path)}: {short(instance)} is not {words}", at_path, key=on_key
-                )
-            ]
-    if validator in (
+    if e.validator != "pattern":
+        return None
+    words = _PATTERN_WORDS.get(pattern, f"a string matching {pattern}")
+    if pattern == PROFILE_PATTERN:
+        words += suggest(str(instance), e.profiles)
+    return [
+        e.doc.at("MIGC034", f"{json_path(at_path)}: {short(instance)} is not {words}", at_path, key=on_key)
+    ]
+
+
+_TRANSLATIONS: dict[str, _Translation] = {
+    "required": _missing_fields,
+    "additionalProperties": _unknown_fields,
+    "oneOf": _choice,
+    "anyOf": _choice,
+    "type": _wrong_type,
+    "enum": _not_allowed,
+    "const": _not_allowed,
+    "pattern": _string_form,
+    "minLength": _string_form,
+    "maxLength": _string_form,
+}
+
+_RANGE_KEYWORDS = frozenset(
+    {
         "minimum",
         "maximum",
         "exclusiveMinimum",
@@ -216,9 +280,22 @@ def _translate(doc: LoadedDocument, error: ValidationError, profiles: Sequence[s
         "maxLength",
         "minProperties",
         "maxProperties",
-    ):
-        return [doc.at("MIGC035", f"{where}: {_rephrase(error)}", path)]
-    return [doc.at("MIGC039", f"{where}: {error.message}", path)]
+    }
+)
+"""Bounds answered as MIGC035 in words (:func:`_rephrase`)."""
+
+
+def _translate(doc: LoadedDocument, error: ValidationError, profiles: Sequence[str]) -> list[Diagnostic]:
+    """The diagnostics of one schema error: the keyword's own translation, else MIGC035 for a bound,
+    else MIGC039 with jsonschema's message."""
+    e = _SchemaError.of(doc, error, profiles)
+    translation = _TRANSLATIONS.get(e.validator)
+    found = translation(e) if translation is not None else None
+    if found is not None:
+        return found
+    if e.validator in _RANGE_KEYWORDS:
+        return [doc.at("MIGC035", f"{e.where}: {_rephrase(error)}", e.path)]
+    return [doc.at("MIGC039", f"{e.where}: {error.message}", e.path)]
 
 
 def _rephrase(error: ValidationError) -> str:

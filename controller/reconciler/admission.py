@@ -17,6 +17,7 @@ from controller.assignment import Assignment, Pool, Target
 from controller.errors import ControllerError, NotFoundError
 from controller.logs import log
 from controller.reconciler.context import Annotations, Context, device_plugin_only, incompatible
+from controller.reconciler.dra import dynamic_conflict, missing_node_labels
 from controller.reconciler.migparted import MigPartedError, device_plugin_names
 from controller.state import NodeView, Phase
 
@@ -216,6 +217,28 @@ class Admission:
             record = start_record(node, target, self.assignment, t)
             self.nodes[name] = ctx.fail(node, reason, self.now, permanent=True, extra=record)
             self.failures.append(name)
+            return False
+        conflict = dynamic_conflict(ctx.dra, name, node, target.pool)
+        if conflict is not None:
+            if not ctx.seen(("dra-dynamic", name, self.assignment.revision)):
+                log(logging.ERROR, "node held: a DynamicMIG pool covers it", node=name, error=conflict)
+                ctx.event(
+                    ctx.s.node_event_namespace, "Node", "v1", name, "DraDynamicPool", conflict, self.now
+                )
+            return False
+        missing = missing_node_labels(ctx.dra, name, node, target.pool)
+        if missing:
+            if not ctx.seen(("dra-labels", name, self.assignment.revision, tuple(missing.items()))):
+                wanted = ", ".join(f"{k}={v}" for k, v in missing.items())
+                message = (
+                    f"node {name} is in static DRA pool {target.pool} but lacks the labels its DraPlan "
+                    f"names ({wanted}): the device plugin would run beside the DRA driver; label the "
+                    "node, it is not touched until then"
+                )
+                log(logging.WARNING, "node held: DRA node labels missing", node=name, missing=missing)
+                ctx.event(
+                    ctx.s.node_event_namespace, "Node", "v1", name, "DraNodeLabelsMissing", message, self.now
+                )
             return False
         daemons = self._daemons.get(name)
         if daemons:

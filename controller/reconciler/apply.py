@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 
 from controller import state as st
+from controller.errors import ControllerError
 from controller.logs import log
 from controller.reconciler.context import (
     Annotations,
@@ -14,6 +15,7 @@ from controller.reconciler.context import (
     device_plugin_only,
     incompatible,
 )
+from controller.reconciler.dra import slices_mismatch, static_pool
 from controller.reconciler.migparted import MigPartedError, device_plugin_names
 from controller.state import NodeView, Phase
 
@@ -284,12 +286,40 @@ def verifying(ctx: Context, step: Step) -> NodeView | None:
         diff: dict[str, tuple[int, int]] = {}
     else:
         diff = allocatable_diff(node.allocatable, cfg.resources)
-    if not diff:
-        log(logging.INFO, "verified; uncordoning", node=node.name, config=node.target)
+    problem = None
+    if diff:
+        pretty = ", ".join(f"{k}: want {w} have {h}" for k, (w, h) in diff.items())
+        problem = f"allocatable does not match config {node.target}: {pretty}"
+    pool = static_pool(ctx.dra, step)
+    if problem is None and pool is not None:
+        # DRA does not fill allocatable (the device plugin is off there, which the check above
+        # verified): the layout is verified from the driver's ResourceSlices (reconciler/dra.py).
+        try:
+            problem = slices_mismatch(ctx, step, pool)
+        except ControllerError as exc:
+            problem = f"cannot read the node's ResourceSlices: {exc}"
+    if problem is None:
+        log(
+            logging.INFO,
+            "verified; uncordoning",
+            node=node.name,
+            config=node.target,
+            **({"verified_from": "ResourceSlices", "dra_pool": pool.name} if pool is not None else {}),
+        )
+        ctx.forget(("verify-wait", node.name, node.target))
         return ctx.uncordon(node, {st.PHASE: Phase.DONE.value, st.PHASE_SINCE: step.t})
     if (now - (node.since() or now)).total_seconds() >= ctx.s.verify_timeout:
-        pretty = ", ".join(f"{k}: want {w} have {h}" for k, (w, h) in diff.items())
-        return ctx.fail(node, f"allocatable does not match config {node.target}: {pretty}", now)
+        ctx.forget(("verify-wait", node.name, node.target))
+        return ctx.fail(node, problem, now)
+    if pool is not None:
+        ctx.once(
+            ("verify-wait", node.name, node.target),
+            logging.INFO,
+            "waiting for the DRA driver to publish the layout in ResourceSlices",
+            node=node.name,
+            dra_pool=pool.name,
+            why=problem[:512],
+        )
     return None
 
 

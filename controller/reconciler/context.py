@@ -17,6 +17,7 @@ from typing import Any
 from controller import pods as podlib
 from controller import state as st
 from controller.assignment import Assignment, ConfigSpec, Target
+from controller.dra import DraPlan
 from controller.errors import ControllerError
 from controller.kube import Kube
 from controller.logs import log
@@ -153,6 +154,8 @@ class Context:
         # The cordoned in-flight nodes this controller acted on in its last pass (trust.held):
         # they keep their slots, so that a node half done is never parked for another.
         self.acting: set[str] = set()
+        # The DraPlan of this pass (the last valid one; None: no pool is on DRA).
+        self.dra: DraPlan | None = None
 
     # --- logging -----------------------------------------------------------------------------
     def once(self, key: tuple[Any, ...], level: int, msg: str, **fields: Any) -> None:

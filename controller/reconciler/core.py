@@ -37,7 +37,7 @@ from controller.reconciler.admission import Admission
 from controller.reconciler.context import Context, Step
 from controller.reconciler.dryrun import dry_run
 from controller.reconciler.phases import run_chain
-from controller.reconciler.source import AssignmentSource, Loaded
+from controller.reconciler.source import AssignmentSource, DraPlanSource, Loaded
 from controller.reconciler.trust import future_since, held, untrusted
 from controller.settings import Settings
 from controller.state import NodeView, Phase
@@ -54,6 +54,7 @@ class Reconciler:
     ) -> None:
         self.ctx = Context(kube, settings, metrics, clock)
         self.source = AssignmentSource(self.ctx)
+        self.dra_source = DraPlanSource(self.ctx)
         self.health = health
         self.busy = False
 
@@ -61,6 +62,11 @@ class Reconciler:
         ctx = self.ctx
         now = ctx.clock()
         loaded = self.source.load(now)
+        dra = self.dra_source.load(now)
+        ctx.dra = dra.plan
+        for mode in ("static", "dynamic"):
+            count = sum(1 for p in dra.plan.pools if p.mig == mode) if dra.plan is not None else 0
+            ctx.metrics.dra_pools.labels(mig=mode).set(count)
         nodes = {n.name: n for n in map(NodeView.from_obj, ctx.kube.list_nodes())}
         if self.health is not None:
             self.health.api_ok()
@@ -80,7 +86,7 @@ class Reconciler:
                 continue  # ``over``: beyond the pool's budget, waits until others finish
             self._continue(nodes, name, Step(n, targets.get(name), loaded.assignment, now))
         assignment = loaded.assignment
-        if assignment is not None and loaded.valid:
+        if assignment is not None and loaded.valid and dra.valid:
             if loaded.paused:
                 ctx.once(
                     ("paused", assignment.revision),

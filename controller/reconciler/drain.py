@@ -11,6 +11,7 @@ from controller.errors import NotFoundError, TemporaryError
 from controller.logs import log
 from controller.reconciler.apply import start_apply
 from controller.reconciler.context import Annotations, Context, Step
+from controller.reconciler.dra import static_pool
 from controller.state import NodeView, Phase
 
 Pod = dict[str, Any]
@@ -36,7 +37,9 @@ def draining(ctx: Context, step: Step) -> NodeView | None:
         ctx.evict.reset(node.name)
         return start_apply(ctx, step)
     pods = ctx.kube.list_pods(node.name)
-    remaining = [p for p in pods if podlib.blocking(p)]
+    # On a static DRA node pods hold MIG devices through ResourceClaims, not limits.
+    dra = static_pool(ctx.dra, step) is not None
+    remaining = [p for p in pods if podlib.blocking(p, dra=dra)]
     daemons = sorted("/".join(podlib.ref(p)) for p in pods if podlib.unmanaged_gpu_daemon(p))
     since = node.since() or now
     elapsed = (now - since).total_seconds()

@@ -14,6 +14,8 @@ from dataclasses import dataclass
 
 from controller import state as st
 from controller.assignment import ASSIGNMENT_KEY, SHARD_KEY, Assignment, assemble, parse_document, shard_names
+from controller.dra import DRA_CONFIGMAP, DRA_KEY, DraPlan, InvalidDraPlanError
+from controller.dra import parse as parse_draplan
 from controller.errors import (
     IncompleteAssignmentError,
     InvalidAssignmentError,
@@ -145,3 +147,90 @@ class AssignmentSource:
             error=message[:1024],
         )
         self.ctx.assignment_event(event, message, now)
+
+
+@dataclass(frozen=True)
+class LoadedDra:
+    plan: DraPlan | None  # the current, else the last valid one (None: no DRA pools)
+    valid: bool  # False while the current document is refused: no node is admitted then
+
+
+class DraPlanSource:
+    """The DraPlan (ConfigMap ``migc-dra``, key ``dra.json``), read each pass like the assignment.
+
+    No ConfigMap: no pool is on DRA. A refused document is reported once per content (log line
+    at ERROR, ``migc_assignment_refusals_total{reason="dra-invalid"|"dra-wrong-cluster"}``, a
+    Warning Event ``InvalidDraPlan`` on the ConfigMap); nodes in flight keep the last valid plan,
+    and no node is admitted anywhere until a valid one arrives: without it the controller cannot
+    tell which nodes must be verified from ResourceSlices instead of node allocatable.
+    """
+
+    def __init__(self, ctx: Context) -> None:
+        self.ctx = ctx
+        self._parsed: tuple[str, DraPlan] | None = None
+        self._last_valid: DraPlan | None = None
+        self._reported: str | None = None
+
+    def load(self, now: dt.datetime) -> LoadedDra:
+        ctx = self.ctx
+        ns = ctx.s.namespace
+        try:
+            cm = ctx.kube.get_configmap(ns, DRA_CONFIGMAP)
+        except NotFoundError:
+            self._parsed = None
+            return LoadedDra(None, True)
+        text = (cm.get("data") or {}).get(DRA_KEY) if isinstance(cm.get("data"), dict) else None
+        digest = hashlib.sha256(str(text).encode("utf-8", "surrogatepass")).hexdigest()
+        if self._parsed is not None and self._parsed[0] == digest:
+            return LoadedDra(self._parsed[1], True)
+        try:
+            if not isinstance(text, str):
+                raise InvalidDraPlanError(f"ConfigMap {ns}/{DRA_CONFIGMAP} has no key {DRA_KEY}")
+            plan = parse_draplan(text, cluster=ctx.s.cluster)
+        except Exception as exc:
+            if self._reported != digest:
+                self._reported = digest
+                self._refuse(exc, now)
+            return LoadedDra(self._last_valid, False)
+        self._parsed = (digest, plan)
+        self._last_valid = plan
+        self._reported = None
+        log(
+            logging.INFO,
+            "DraPlan loaded",
+            revision=plan.revision[:12],
+            static=[p.name for p in plan.pools if p.static],
+            dynamic=[p.name for p in plan.pools if not p.static],
+        )
+        for pool in plan.pools:
+            if not pool.static:
+                log(
+                    logging.INFO,
+                    "DRA pool uses the driver's DynamicMIG: no layout to roll out, its nodes are left alone "
+                    "(the driver creates a MIG device per prepared claim)",
+                    pool=pool.name,
+                    selector=dict(pool.selector or {}),
+                )
+        return LoadedDra(plan, True)
+
+    def _refuse(self, exc: Exception, now: dt.datetime) -> None:
+        ctx = self.ctx
+        reason = "dra-wrong-cluster" if isinstance(exc, WrongClusterError) else "dra-invalid"
+        message = str(exc) if isinstance(exc, InvalidAssignmentError) else f"{type(exc).__name__}: {exc}"
+        ctx.metrics.refusals.labels(reason=reason).inc()
+        log(
+            logging.ERROR,
+            "DraPlan refused; no new reconfigurations until it is fixed",
+            configmap=f"{ctx.s.namespace}/{DRA_CONFIGMAP}",
+            reason=reason,
+            error=message[:1024],
+        )
+        ctx.event(
+            ctx.s.namespace,
+            "ConfigMap",
+            "v1",
+            DRA_CONFIGMAP,
+            "InvalidDraPlan",
+            f"{message}; no node is admitted until a valid DraPlan is synced (migc compile renders it)",
+            now,
+        )

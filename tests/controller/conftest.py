@@ -24,6 +24,7 @@ from emulation import (
     Call,
     EmulatorThread,
     FakeDevicePlugin,
+    FakeDraDriver,
     FakeMigManager,
     assignment_configmap,
     device_plugin_configmap,
@@ -192,7 +193,8 @@ class Cluster:
     def __init__(self) -> None:
         self.mig = FakeMigManager(resources=RESOURCES, configmap=MIG_PARTED)
         self.device_plugin = FakeDevicePlugin()
-        self.emu = EmulatorThread(self.mig, self.device_plugin).start()
+        self.dra = FakeDraDriver()
+        self.emu = EmulatorThread(self.mig, self.device_plugin, self.dra).start()
         self.clock = Clock()
         self.running: list[Running] = []
         self.set_mig_parted(CONFIGS)

@@ -17,7 +17,11 @@ real API-server behaviour the controller depends on (each marked where it is don
   ``nvidia.com/gpu.deploy.*`` labels while it applies; a DaemonSet controller for those
   operands, and a device plugin that publishes allocatable only while its pod runs; and
   a fake device plugin that re-advertises ``nvidia.com/gpu`` on the other nodes when their
-  ``nvidia.com/device-plugin.config`` label changes.
+  ``nvidia.com/device-plugin.config`` label changes;
+* ResourceSlices (``resource.k8s.io/v1``, cluster-scoped): the field selectors the real API server
+  supports on them, and nothing else (400 otherwise), and chunked lists (``limit``/``continue``)
+  served from one snapshot; and the NVIDIA DRA driver's kubelet plugin publishing them
+  (``FakeDraDriver``).
 
 Test-only (it lives under tests/, is not part of the installed package, and needs the test
 extra ``pip install -e '.[test]'``): kmock is imported only by this module.
@@ -30,6 +34,7 @@ import copy
 import dataclasses
 import functools
 import itertools
+import re
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -45,6 +50,7 @@ PODS = kmock.resource("", "v1", "pods")
 CONFIGMAPS = kmock.resource("", "v1", "configmaps")
 EVENTS = kmock.resource("", "v1", "events")
 LEASES = kmock.resource("coordination.k8s.io", "v1", "leases")
+RESOURCESLICES = kmock.resource("resource.k8s.io", "v1", "resourceslices")
 
 MIG_CONFIG = "nvidia.com/mig.config"
 MIG_STATE = "nvidia.com/mig.config.state"
@@ -180,6 +186,9 @@ class ApiServer(kmock.KubernetesEmulator):
     # (namespace, name) -> (nodeSelector, GPU resource or None): third-party DaemonSets.
     client_daemonsets: dict[tuple[str, str], tuple[dict[str, str], str | None]] = attrs.field(factory=dict)
     plugin: DevicePluginState = attrs.field(factory=lambda: DevicePluginState())
+    dra_driver: FakeDraDriver | None = attrs.field(default=None)
+    _snapshots: dict[str, list[dict[str, Any]]] = attrs.field(factory=dict)
+    _tokens: Any = attrs.field(factory=itertools.count)
     _syncing: set[tuple[str, str]] = attrs.field(factory=set)
     history: list[Call] = attrs.field(factory=list)
     _seq: Any = attrs.field(factory=itertools.count)
@@ -434,16 +443,26 @@ class ApiServer(kmock.KubernetesEmulator):
             pkey = (PODS, ns, pod_name)
             running = pkey in self.objects and not self.objects[pkey].deleted
             wanted = all(labels.get(k) == v for k, v in selector.items())
+            dra = (
+                self.dra_driver
+                if self.dra_driver is not None and self.dra_driver.daemonset == (ns, ds)
+                else None
+            )
             if wanted and not running:
                 pod = pod_object(pod_name, node, namespace=ns, gpu=gpu, daemonset=True)
                 pod["spec"]["nodeSelector"] = dict(selector)
                 pod["metadata"]["labels"] = {"app": ds}
                 await self.upsert(PODS, ns, pod_name, pod)
+                if dra is not None:
+                    dra.started(self, node)
             elif running and not wanted:
                 await self.remove(PODS, ns, pod_name)
+                if dra is not None:
+                    dra.stopped(self, node)
 
     def gpu_clients(self, node: str) -> list[str]:
-        """Running pods on ``node`` that hold GPUs (request nvidia.com/gpu or nvidia.com/mig-*)."""
+        """Running pods on ``node`` that hold GPUs (request nvidia.com/gpu or nvidia.com/mig-*, or,
+        on a DRA node, a device through a ResourceClaim: ``spec.resourceClaims``)."""
         out = []
         for (res, ns, name), obj in self.objects.items():
             if res != PODS or obj.deleted:
@@ -452,6 +471,9 @@ class ApiServer(kmock.KubernetesEmulator):
             if (raw.get("spec") or {}).get("nodeName") != node:
                 continue
             if (raw.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
+                continue
+            if (raw.get("spec") or {}).get("resourceClaims"):
+                out.append(f"{ns}/{name}")
                 continue
             for c in (raw.get("spec") or {}).get("containers") or []:
                 res_ = c.get("resources") or {}
@@ -499,10 +521,57 @@ class ApiServer(kmock.KubernetesEmulator):
         )
 
     async def _serve_list(self, request: kmock.Request) -> Any:
+        if request.resource == RESOURCESLICES:
+            return await self._serve_slices(request)
         payload: Any = await super()._serve_list(request)
         # Real API-server behaviour: field and label selectors (equality only).
         payload["items"] = [o for o in payload["items"] if _selected(o, request.params)]
         return payload
+
+    async def _serve_slices(self, request: kmock.Request) -> Any:
+        """List ResourceSlices as the real API server does.
+
+        Field selectors: only ``metadata.name``, ``spec.nodeName`` and ``spec.driver``
+        (kubernetes/kubernetes@02d4c8c3 pkg/registry/resource/resourceslice/strategy.go,
+        toSelectableFields :178-193); any other field is a 400 ("field label not supported"). A ``limit``
+        chunks the list in name order (etcd's key order for a cluster-scoped resource) with a
+        ``continue`` token, and continued pages come from the snapshot of the first page (the
+        API's consistency promise for chunked lists; api-concepts "Retrieving large results sets
+        in chunks"), so slices republished between two pages are not mixed into one answer.
+        """
+        params = request.params
+        for term in filter(None, (params.get("fieldSelector") or "").split(",")):
+            label = term.partition("=")[0].rstrip("!=")
+            if label not in SLICE_FIELDS:
+                raise kmock.KubernetesError(
+                    status=400, reason="BadRequest", message=f"field label not supported: {label}"
+                )
+        token = params.get("continue") or ""
+        if token:
+            if token not in self._snapshots:
+                raise kmock.KubernetesError(
+                    status=410, reason="Expired", message="The provided continue parameter is too old"
+                )
+            items = self._snapshots.pop(token)
+        else:
+            payload: Any = await super()._serve_list(request)
+            items = sorted(
+                (copy.deepcopy(o) for o in payload["items"] if _selected(o, params)),
+                key=lambda o: str(_get(o, "metadata.name")),
+            )
+        limit = int(params.get("limit") or 0)
+        meta: dict[str, Any] = {"resourceVersion": self._next_rv()}
+        if limit > 0 and len(items) > limit:
+            token = f"c{next(self._tokens)}"
+            self._snapshots[token] = items[limit:]
+            items = items[:limit]
+            meta["continue"] = token
+        return {
+            "apiVersion": "resource.k8s.io/v1",
+            "kind": "ResourceSliceList",
+            "metadata": meta,
+            "items": items,
+        }
 
     async def _serve_watch(self, request: kmock.Request) -> Any:
         self._watched.setdefault(request.resource, set()).add(request.namespace)
@@ -980,14 +1049,299 @@ class FakeDevicePlugin:
         )
 
 
+# --- the NVIDIA DRA driver's kubelet plugin ---------------------------------------------------------
+DRA_DRIVER = "kubernetes-sigs/dra-driver-nvidia-gpu@95932046683719c43b6a0dd9613c2e5aad5d6703"
+# ResourceSlice fields the API server can select on (strategy.go toSelectableFields, cited above).
+SLICE_FIELDS = ("metadata.name", "spec.nodeName", "spec.driver")
+_ARCH = {
+    "A": ("Ampere", "8.0.0"),
+    "H": ("Hopper", "9.0.0"),
+    "G": ("Hopper", "9.0.0"),
+    "B": ("Blackwell", "10.0.0"),
+}
+
+
+@dataclass
+class FakeDraDriver:
+    """Plays the NVIDIA DRA driver's GPU kubelet plugin in static-MIG mode (``DynamicMIG`` off) on
+    the nodes its DaemonSet runs on, and the kubelet's clean-up of its ResourceSlices
+    (kubernetes-sigs/dra-driver-nvidia-gpu@95932046, vendored k8s.io/dynamic-resource-allocation).
+
+    * Its DaemonSet (``daemonset``, registered with ``ApiServer.add_client_daemonset``) selects
+      ``nvidia.com/gpu.deploy.client=true`` (the affinity migc renders in the driver's values,
+      docs/dra.md), so the MIG manager pauses it while it changes a layout (mig-parted
+      reconfigure.go:381-383, :412-415) and re-enables it afterwards: the pod is deleted and
+      created again.
+    * Devices are discovered once, when the plugin starts (cmd/gpu-kubelet-plugin/nvlib.go:201-205
+      GetPerGpuAllocatableDevices "is called once upon startup"; docs: "Partitions added after the
+      driver starts are not discovered until the GPU kubelet plugin restarts"), from what is on the
+      GPUs -- ``FakeMigManager.applied``, the layout the MIG manager really applied, never the
+      assignment or the DraPlan -- after ``start_delay`` (discovery, kubelet registration). A GPU
+      with MIG off is one device ``gpu-<minor>`` of type ``gpu`` (nvlib.go:311-318,
+      deviceinfo.go:124-126, :170-196); a GPU with MIG on announces only its MIG devices, not
+      itself (nvlib.go:321-327), each named ``gpu-<minor>-mig-<profile without dots>-<GI profile
+      id>-<placement start>`` (mig.go:111-114) with attributes ``type: mig``, ``parentUUID``,
+      ``profile``, ``productName``, ... and ``uuid`` (mig.go:139-167, deviceinfo.go:258-281) and a
+      ``memorySlice<i>`` capacity per memory slice it holds. Profile ids and placements come from
+      compiler/catalog (the placement is the catalog's witness ``place``; NVML's own choice may
+      differ, which only changes device names). ``hidden_gpus`` injects GPUs NVML does not see
+      (fallen off the bus): their devices are not announced.
+    * Publishing: one pool named after the node; static mode hands all devices to the
+      ResourceSlice controller as one Slice (driver.go:480-492). ``slices_per_pool`` > 1 splits
+      them by GPU, as a driver handing several Slices does (its DynamicMIG mode: one per GPU,
+      driver.go:201-250), to exercise the controller's generation handling. The ResourceSlice
+      controller's ``syncPool`` (resourceslice/resourceslicecontroller.go:668-935) is followed
+      call by call, ``api_delay`` apart: the newest existing generation is kept when at most one
+      slice must change and none is new (:803-804), else bumped (:805-808); obsolete slices (an
+      older generation, or no matching index, :733-761) are deleted first (:812-816), then matched
+      slices updated (:818-843), then missing ones created with ``generateName``
+      ``<index, 5 hex digits>-gpu.nvidia.com-<node>-`` (:845-909, the name :864-870): while that
+      runs the API shows a newest generation with fewer slices than its ``resourceSliceCount``,
+      beside the older one's slices not updated yet.
+    * When the plugin's pod goes away its slices stay (nobody deletes them on stop) until the
+      kubelet wipes the node's slices of the driver ``wipe_delay`` later, unless the plugin
+      registers again first (kubernetes/kubernetes@00623539 pkg/kubelet/cm/dra/plugin/
+      dra_plugin_manager.go: pendingWipes, wipeResourceSlices's DeleteCollection by
+      spec.nodeName and spec.driver): so right after a layout change the old layout's slices are
+      still there until the new plugin has published.
+    """
+
+    daemonset: tuple[str, str] = ("nvidia-dra-driver-gpu", "nvidia-dra-driver-gpu-kubelet-plugin")
+    driver: str = "gpu.nvidia.com"
+    start_delay: float = 0.05
+    api_delay: float = 0.0
+    wipe_delay: float = 30.0
+    slices_per_pool: int = 1
+    hidden_gpus: dict[str, set[int]] = field(default_factory=dict)
+    # node -> the plugin process generation (bumped at every start and stop).
+    epoch: dict[str, int] = field(default_factory=dict)
+    # (node, pool generation, slices) after each finished sync; (node, "wiped") for kubelet wipes.
+    published: list[tuple[str, Any, int]] = field(default_factory=list)
+    # node -> len(api.history) when its last sync wrote its first and its last object.
+    sync_window: dict[str, tuple[int, int]] = field(default_factory=dict)
+
+    def started(self, api: ApiServer, node: str) -> None:
+        self.epoch[node] = self.epoch.get(node, 0) + 1
+        api._spawn(self._start(api, node, self.epoch[node]))
+
+    def stopped(self, api: ApiServer, node: str) -> None:
+        self.epoch[node] = self.epoch.get(node, 0) + 1
+        api._spawn(self._wipe_later(api, node, self.epoch[node]))
+
+    async def _wipe_later(self, api: ApiServer, node: str, epoch: int) -> None:
+        await asyncio.sleep(self.wipe_delay)
+        if self.epoch.get(node) != epoch:
+            return  # the plugin registered again: the kubelet's pending wipe is cancelled
+        for name, _obj in self.slices(api, node):
+            await api.remove(RESOURCESLICES, None, name)
+        self.published.append((node, "wiped", 0))
+
+    def slices(self, api: ApiServer, node: str) -> list[tuple[str, dict[str, Any]]]:
+        out = []
+        for (res, _ns, name), obj in api.objects.items():
+            if res != RESOURCESLICES or obj.deleted:
+                continue
+            spec = obj.raw.get("spec") or {}
+            if spec.get("nodeName") == node and spec.get("driver") == self.driver:
+                out.append((str(name), copy.deepcopy(obj.raw)))
+        return sorted(out)
+
+    async def _start(self, api: ApiServer, node: str, epoch: int) -> None:
+        await asyncio.sleep(self.start_delay)
+        if self.epoch.get(node) != epoch:
+            return
+        await self._sync(api, node, epoch, self.discover(api, node))
+
+    # --- discovery ------------------------------------------------------------------------------
+    def discover(self, api: ApiServer, node: str) -> list[list[dict[str, Any]]]:
+        """The devices of each GPU (by minor) as the plugin announces them now."""
+        from compiler.catalog import load_catalog
+        from compiler.catalog.layouts import place
+
+        raw = api.objects[(NODES, None, node)].raw
+        labels = (raw.get("metadata") or {}).get("labels") or {}
+        product = str(labels.get("nvidia.com/gpu.product", "NVIDIA-H100-80GB-HBM3"))
+        model = load_catalog().by_product(product)
+        mig = api.mig_manager
+        layout = mig.applied.get(node) if mig is not None else None
+        if layout is None:
+            layout = ((False, ()),) * _gpus(labels)
+        arch, cc = _ARCH.get(product.removeprefix("NVIDIA-")[:1], ("Hopper", "9.0.0"))
+        common = {
+            "productName": {"string": product.replace("-", " ")},
+            "brand": {"string": "Nvidia"},
+            "architecture": {"string": arch},
+            "cudaComputeCapability": {"version": cc},
+            "driverVersion": {"version": "580.95.5"},
+            "cudaDriverVersion": {"version": "13.0.0"},
+        }
+        gpus: list[list[dict[str, Any]]] = []
+        for minor, (enabled, profiles) in enumerate(layout):
+            if minor in self.hidden_gpus.get(node, set()):
+                gpus.append([])
+                continue
+            uuid = f"GPU-{_uid(node, minor)}"
+            if not enabled:
+                memory = f"{int((model.memory_gb if model else 80) * 1024)}Mi"
+                gpus.append(
+                    [
+                        {
+                            "name": f"gpu-{minor}",
+                            "attributes": {"type": {"string": "gpu"}, "uuid": {"string": uuid}, **common},
+                            "capacity": {"memory": {"value": memory}},
+                        }
+                    ]
+                )
+                continue
+            placed = place(model, dict(profiles)) if model is not None else None
+            if placed is None:  # an unknown product: placements in listing order
+                placed = tuple((p, i, 1) for i, p in enumerate(p for p, c in profiles for _ in range(c)))
+            devices = []
+            for profile_name, start, size in placed:
+                prof = model.profile(profile_name) if model is not None else None
+                pid = prof.id if prof is not None and prof.id is not None else 0
+                short = re.sub(r"[^a-z0-9-.]", "-", profile_name.replace(".", "").lower()).strip("-")
+                capacity: dict[str, Any] = {
+                    "memory": {"value": f"{int((prof.memory_gb if prof else 10) * 1024)}Mi"},
+                    **{f"memorySlice{i}": {"value": "1"} for i in range(start, start + size)},
+                }
+                devices.append(
+                    {
+                        "name": f"gpu-{minor}-mig-{short}-{pid}-{start}",
+                        "attributes": {
+                            "type": {"string": "mig"},
+                            "parentUUID": {"string": uuid},
+                            "profile": {"string": profile_name},
+                            "uuid": {"string": f"MIG-{_uid(node, minor, start, profile_name)}"},
+                            **common,
+                        },
+                        "capacity": capacity,
+                    }
+                )
+            gpus.append(sorted(devices, key=lambda d: str(d["name"])))
+        return gpus
+
+    def _desired(self, gpus: list[list[dict[str, Any]]]) -> list[list[dict[str, Any]]]:
+        k = max(1, self.slices_per_pool)
+        if k == 1:
+            return [[d for g in gpus for d in g]]
+        chunks: list[list[dict[str, Any]]] = [[] for _ in range(k)]
+        for minor, devices in enumerate(gpus):
+            chunks[minor * k // max(1, len(gpus))].extend(devices)
+        return chunks
+
+    # --- the ResourceSlice controller's syncPool ------------------------------------------------
+    async def _sync(self, api: ApiServer, node: str, epoch: int, gpus: list[list[dict[str, Any]]]) -> None:
+        desired = self._desired(gpus)
+        existing = self.slices(api, node)
+        generation = max((int(o["spec"]["pool"]["generation"]) for _n, o in existing), default=0)
+        width = max(5, len(format(len(desired) - 1, "x")))
+        matched: dict[int, tuple[str, dict[str, Any]]] = {}
+        obsolete: list[str] = []
+        for name, obj in existing:
+            if int(obj["spec"]["pool"]["generation"]) < generation:
+                obsolete.append(name)
+                continue
+            head = name[:width]
+            index = int(head, 16) if len(name) > width and name[width] == "-" and _hex(head) else -1
+            if 0 <= index < len(desired) and index not in matched:
+                matched[index] = (name, obj)
+            else:
+                obsolete.append(name)
+        pool = {"name": node, "generation": generation, "resourceSliceCount": len(desired)}
+        changed = {
+            i
+            for i, (_n, o) in matched.items()
+            if o["spec"]["pool"] != pool or o["spec"].get("devices") != desired[i]
+        }
+        new = len(desired) - len(matched)
+        bumped = not (new == 0 and len(changed) <= 1)
+        if bumped:
+            generation += 1
+        pool = {**pool, "generation": generation}
+        first: int | None = None
+
+        async def step() -> bool:
+            """Before each API call but the first: ``api_delay``; whether the plugin still runs
+            (a stopped plugin writes nothing more)."""
+            nonlocal first
+            if first is None:
+                first = len(api.history)
+                return self.epoch.get(node) == epoch
+            await asyncio.sleep(self.api_delay)
+            return self.epoch.get(node) == epoch
+
+        for name in obsolete:
+            if not await step():
+                return
+            await api.remove(RESOURCESLICES, None, name)
+        for i, (name, obj) in sorted(matched.items()):
+            if i not in changed and not bumped:
+                continue
+            body = copy.deepcopy(obj)
+            body["spec"]["pool"] = dict(pool)
+            body["spec"]["devices"] = copy.deepcopy(desired[i])
+            # PrepareForUpdate: a spec change bumps metadata.generation (strategy.go).
+            body["metadata"]["generation"] = int(body["metadata"].get("generation", 1)) + 1
+            if not await step():
+                return
+            await api.upsert(RESOURCESLICES, None, name, body)
+        for i in range(len(desired)):
+            if i in matched:
+                continue
+            name = f"{i:0{width}x}-{self.driver}-{node}-{_uid(node, generation, i)[:5]}"
+            body = {
+                "apiVersion": "resource.k8s.io/v1",
+                "kind": "ResourceSlice",
+                "metadata": {
+                    "generateName": f"{i:0{width}x}-{self.driver}-{node}-",
+                    "generation": 1,
+                    "ownerReferences": [
+                        {
+                            "apiVersion": "v1",
+                            "kind": "Node",
+                            "name": node,
+                            "uid": _uid(node),
+                            "controller": True,
+                        }
+                    ],
+                },
+                "spec": {
+                    "driver": self.driver,
+                    "pool": dict(pool),
+                    "nodeName": node,
+                    "devices": copy.deepcopy(desired[i]),
+                },
+            }
+            if not await step():
+                return
+            await api.upsert(RESOURCESLICES, None, name, body)
+        self.sync_window[node] = (first if first is not None else len(api.history), len(api.history))
+        self.published.append((node, generation, len(desired)))
+
+
+def _hex(text: str) -> bool:
+    return all(c in "0123456789abcdef" for c in text)
+
+
+def _uid(*parts: object) -> str:
+    import hashlib
+
+    return hashlib.sha256("/".join(map(str, parts)).encode()).hexdigest()[:32]
+
+
 class EmulatorThread:
     """Runs an ``ApiServer`` on 127.0.0.1 in a background event loop; sync helpers for callers."""
 
     def __init__(
-        self, mig_manager: FakeMigManager | None = None, device_plugin: FakeDevicePlugin | None = None
+        self,
+        mig_manager: FakeMigManager | None = None,
+        device_plugin: FakeDevicePlugin | None = None,
+        dra_driver: FakeDraDriver | None = None,
     ) -> None:
         self.mig_manager = mig_manager
         self.device_plugin = device_plugin
+        self.dra_driver = dra_driver
         self._ready = threading.Event()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._stop: asyncio.Event | None = None
@@ -1002,7 +1356,9 @@ class EmulatorThread:
         try:
             self._loop = asyncio.get_running_loop()
             self._stop = asyncio.Event()
-            api_server = ApiServer(mig_manager=self.mig_manager, device_plugin=self.device_plugin)
+            api_server = ApiServer(
+                mig_manager=self.mig_manager, device_plugin=self.device_plugin, dra_driver=self.dra_driver
+            )
             async with api_server as api, kmock.Server(api) as http:
                 for res in (
                     "v1/nodes",
@@ -1010,6 +1366,7 @@ class EmulatorThread:
                     "v1/configmaps",
                     "v1/events",
                     "coordination.k8s.io/v1/leases",
+                    "resource.k8s.io/v1/resourceslices",
                 ):
                     api.resources[res] = kmock.ResourceInfo()
                 self._server = api
@@ -1031,7 +1388,7 @@ class EmulatorThread:
     def stop(self) -> None:
         if self._loop is not None and self._stop is not None:
             # Open watch streams never end on their own; the server's shutdown would wait for them.
-            for res in (NODES, PODS, CONFIGMAPS, EVENTS, LEASES):
+            for res in (NODES, PODS, CONFIGMAPS, EVENTS, LEASES, RESOURCESLICES):
                 self.drop_watches(res)
             self._loop.call_soon_threadsafe(self._stop.set)
         self._thread.join(10)

@@ -90,8 +90,23 @@ def _kitchen_sink(cluster: Cluster) -> None:
     cluster.stop_all()  # graceful: releases the Lease
 
 
+def _dra_rollout(cluster: Cluster) -> None:
+    """A static DRA node verified from its ResourceSlices (list resource.k8s.io resourceslices)."""
+    from test_controller_dra import add_dra_nodes, dra_assignment, dra_setup, draplan, set_draplan
+
+    dra_setup(cluster)
+    add_dra_nodes(cluster, ["h100-0"], "dra-all-1g.10gb")
+    target = {"h100-0": "dra-6gpu-whole_2gpu-balanced"}
+    set_draplan(cluster, draplan(target))
+    cluster.set_assignment(dra_assignment(target))
+    cluster.start()
+    cluster.wait(lambda: cluster.converged(target))
+    cluster.stop_all()
+
+
 def test_rbac_rules_cover_exactly_the_calls_the_controller_makes(cluster: Cluster) -> None:
     _kitchen_sink(cluster)
+    _dra_rollout(cluster)
     calls = cluster.controller_calls()
     assert calls, "the emulator recorded no controller request: nothing to check RBAC against"
     made = rbac_tuples(calls)

@@ -1,0 +1,182 @@
+"""The robustness matrix of issue 22: every cell is one ``migc simulate`` replay with every baseline.
+
+``python -m bench.matrix [--traces default,gpushare20,gpushare40,gpushare60,gpuspec10] [--nodes 4,8,16]
+[--time-scales 1,2,4,8] [--reconf 60,90+300] [--failure-rates 0,0.2] [--seeds 1,2,3]
+[--baselines all] [--idle-pass] [--out FILE.jsonl]``; ``python -m bench.matrix --table FILE.jsonl``
+prints the Markdown table of the cells a file holds, with the issue's verdict per cell.
+
+One set of defaults for every cell (PartitionPolicy defaults with ``mode: dynamic``, the replay's
+defaults otherwise), printed before the first cell. ``--reconf 90+300`` is 90 s per GPU plus a 300 s
+operand pause per node (``--drain-seconds``). Seeds only matter with a failure rate above 0 (a cell
+with rate 0 is run once, seed 0). ``--idle-pass`` adds the loop with ``Settings.idle_pass`` as the
+row ``default+idle``. Each cell appends one JSON line (the cell, its wall time and the per-baseline
+rows of ``migc simulate -o json``) to ``--out``, so a partial run keeps what it measured. A cell is
+*contended* when naive's overall p95 wait is above 0. Measured, never asserted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import sys
+import time
+from dataclasses import asdict, replace
+from pathlib import Path
+from typing import Any
+
+from bench.openb import shared_dir
+from compiler.catalog import load_catalog
+from compiler.commands.simulate import _row
+from compiler.model import PartitionPolicy
+from compiler.simulate.engine import BASELINES, Settings, simulate
+from compiler.simulate.trace import read_trace
+
+FIVE_MIN = 300.0
+
+
+def _floats(text: str) -> list[float]:
+    return [float(x) for x in text.split(",") if x]
+
+
+def run(args: argparse.Namespace) -> None:
+    catalog = load_catalog()
+    model = catalog.by_product("NVIDIA-A100-SXM4-80GB")
+    assert model is not None
+    policy = PartitionPolicy(mode="dynamic")
+    baselines = BASELINES if args.baselines == "all" else tuple(args.baselines.split(","))
+    print(
+        "defaults for every cell:", json.dumps(asdict(policy), default=str, sort_keys=True), file=sys.stderr
+    )
+    print("replay defaults:", json.dumps(asdict(Settings(nodes=0)), sort_keys=True), file=sys.stderr)
+    print(f"baselines: {', '.join(baselines)}{' + default+idle' if args.idle_pass else ''}", file=sys.stderr)
+    out = Path(args.out)
+    traces: dict[str, Any] = {}
+    for trace_name, nodes, scale, reconf, rate in itertools.product(
+        args.traces.split(","),
+        [int(n) for n in args.nodes.split(",")],
+        _floats(args.time_scales),
+        args.reconf.split(","),
+        _floats(args.failure_rates),
+    ):
+        if trace_name not in traces:
+            traces[trace_name] = read_trace(Path(args.data) / f"openb_pod_list_{trace_name}.csv").pods
+        pods = traces[trace_name]
+        per_gpu, _, pause = reconf.partition("+")
+        for seed in [int(x) for x in args.seeds.split(",")] if rate > 0 else [0]:
+            s = Settings(
+                nodes=nodes,
+                time_scale=scale,
+                reconfigure_seconds=float(per_gpu),
+                drain_seconds=float(pause or 0),
+                failure_rate=rate,
+                seed=seed,
+            )
+            started = time.perf_counter()
+            rows = [_row(simulate(pods, model, s, b, policy, catalog=catalog)) for b in baselines]
+            if args.idle_pass:
+                row = _row(
+                    simulate(pods, model, replace(s, idle_pass=True), "default", policy, catalog=catalog)
+                )
+                rows.append(row | {"baseline": "default+idle"})
+            cell = {
+                "trace": trace_name,
+                "nodes": nodes,
+                "timeScale": scale,
+                "reconf": reconf,
+                "failureRate": rate,
+                "seed": seed,
+                "wallSeconds": round(time.perf_counter() - started, 1),
+                "results": rows,
+            }
+            with out.open("a", encoding="utf-8") as fh:
+                fh.write(json.dumps(cell, sort_keys=True) + "\n")
+            print(
+                f"{trace_name} {nodes}x8 ts{scale:g} {reconf} fail {rate:g} seed {seed}: "
+                f"{cell['wallSeconds']} s",
+                file=sys.stderr,
+                flush=True,
+            )
+
+
+def verdict(rows: dict[str, dict[str, Any]], loop: str) -> str:
+    """The issue's target for ``loop`` against naive on one cell (classes with ≥ 20 pods)."""
+    if "naive" not in rows:
+        return ""
+    naive, me = rows["naive"], rows[loop]
+    nw, mw = naive["waitSeconds"], me["waitSeconds"]
+    if nw["all"]["p95"] <= 0:
+        return "not contended"
+    fails = []
+    hours = naive["traceHours"] or naive["hours"]
+    if naive["reconfigurations"] >= hours / 10:  # naive re-carves at least once per 10 hours
+        if me["reconfigurations"] * 5 > naive["reconfigurations"]:
+            fails.append("re-carves")
+    elif me["reconfigurations"] > naive["reconfigurations"]:
+        fails.append("re-carves")
+    for cls, w in mw.items():
+        if cls != "all" and w["pods"] < 20:
+            continue
+        bound = max(1.2 * nw.get(cls, {"p95": 0.0})["p95"], FIVE_MIN)
+        if w["p95"] > bound:
+            fails.append(f"p95 {cls}")
+    if me["neverServed"] > naive["neverServed"]:
+        fails.append("never served")
+    return "meets" if not fails else "misses: " + ", ".join(fails)
+
+
+def table(path: Path) -> str:
+    head = (
+        "| trace | nodes | ts | reconf | fail | seed | baseline | reconf/h | re-carves | p95 all s | "
+        "p95 per size class (pods ≥ 20) s | never served | heldOnIdleGpu | nonMaximal | target |\n"
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
+    )
+    lines = [head]
+    for text in path.read_text(encoding="utf-8").splitlines():
+        cell = json.loads(text)
+        rows = {r["baseline"]: r for r in cell["results"]}
+        for r in cell["results"]:
+            w = r["waitSeconds"]
+            classes = ", ".join(
+                f"{k} {round(v['p95'])}" for k, v in w.items() if k != "all" and v["pods"] >= 20
+            )
+            target = verdict(rows, r["baseline"]) if r["baseline"] in ("default", "default+idle") else ""
+            held = "" if r.get("heldOnIdleGpu") is None else r["heldOnIdleGpu"]
+            nonmax = "" if r.get("nonMaximalLayouts") is None else r["nonMaximalLayouts"]
+            lines.append(
+                f"| {cell['trace']} | {cell['nodes']}×8 | {cell['timeScale']:g} | {cell['reconf']} | "
+                f"{cell['failureRate']:g} | {cell['seed']} | {r['baseline']} | "
+                f"{r['reconfigurationsPerHour']} | "
+                f"{r['reconfigurations']} | {round(w['all']['p95'])} | {classes} | {r['neverServed']} | "
+                f"{held} | {nonmax} | {target} |"
+            )
+    return "\n".join(lines)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--traces", default="default,gpushare20,gpushare40,gpushare60,gpuspec10")
+    ap.add_argument("--data", default=str(shared_dir() / "data" / "openb"), help="openb_pod_list_<trace>.csv")
+    ap.add_argument("--nodes", default="4,8,16")
+    ap.add_argument("--time-scales", default="1,2,4,8")
+    ap.add_argument("--reconf", default="60,90+300")
+    ap.add_argument("--failure-rates", default="0,0.2")
+    ap.add_argument("--seeds", default="1,2,3")
+    ap.add_argument(
+        "--baselines", default="all", help=f"comma-separated among {', '.join(BASELINES)}, or all"
+    )
+    ap.add_argument("--idle-pass", action="store_true", help="also the loop with --idle-pass (default+idle)")
+    ap.add_argument("--out", default="matrix.jsonl")
+    ap.add_argument("--table", default=None, metavar="FILE.jsonl", help="print the table of FILE and exit")
+    args = ap.parse_args()
+    if args.table:
+        print(table(Path(args.table)))
+        return
+    unknown = [b for b in args.baselines.split(",") if args.baselines != "all" and b not in BASELINES]
+    if unknown:
+        ap.error(f"unknown baseline(s) {', '.join(unknown)}; known: {', '.join(BASELINES)}")
+    run(args)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,59 @@
+"""bench.matrix: the issue-22 verdict per cell, on hand-made rows."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from bench.matrix import table, verdict
+
+
+def row(name: str, recarves: int, p95: float, classes: dict[str, tuple[float, int]], never: int = 0) -> Any:
+    waits = {k: {"p95": v, "pods": n} for k, (v, n) in classes.items()} | {"all": {"p95": p95, "pods": 100}}
+    return {
+        "baseline": name,
+        "reconfigurations": recarves,
+        "reconfigurationsPerHour": recarves / 100,
+        "traceHours": 100.0,
+        "hours": 100.0,
+        "waitSeconds": waits,
+        "neverServed": never,
+        "heldOnIdleGpu": 0 if name != "per-pod" else None,
+        "nonMaximalLayouts": 0 if name != "per-pod" else None,
+    }
+
+
+def test_verdict_follows_the_issue() -> None:
+    naive = row("naive", 50, 1000.0, {"1g": (1000.0, 50), "7g": (0.0, 10)})
+    # 10 re-carves against 50 (once per 2 h: the 5x rule applies), p95 1,200 <= 1.2 x 1,000;
+    # the 7g class has fewer than 20 pods, so its 10,000 s does not count
+    ok = row("default", 10, 1200.0, {"1g": (1100.0, 50), "7g": (10_000.0, 10)})
+    assert verdict({"naive": naive, "default": ok}, "default") == "meets"
+    bad = row("default", 11, 1300.0, {"1g": (250.0, 50)}, never=1)
+    assert verdict({"naive": naive, "default": bad}, "default") == "misses: re-carves, p95 all, never served"
+    # 5 minutes is the floor of the bound
+    quiet = row("naive", 50, 10.0, {"1g": (10.0, 50)})
+    assert (
+        verdict({"naive": quiet, "default": row("default", 1, 299.0, {"1g": (299.0, 50)})}, "default")
+        == "meets"
+    )
+    idle = row("naive", 5, 0.0, {})
+    assert verdict({"naive": idle, "default": row("default", 9, 9.0, {})}, "default") == "not contended"
+
+
+def test_table_has_one_line_per_baseline(tmp_path: Path) -> None:
+    cell = {
+        "trace": "t",
+        "nodes": 8,
+        "timeScale": 4.0,
+        "reconf": "60",
+        "failureRate": 0.0,
+        "seed": 0,
+        "results": [row("naive", 50, 1000.0, {}), row("default", 5, 900.0, {}), row("per-pod", 0, 5.0, {})],
+    }
+    path = tmp_path / "m.jsonl"
+    path.write_text(json.dumps(cell) + "\n")
+    lines = table(path).splitlines()
+    assert len(lines) == 5
+    assert lines[3].endswith("| 0 | 0 | meets |") and lines[4].endswith("| 0 |  |  |  |")

@@ -276,6 +276,9 @@ def build_plan(
                 elif len(before) != len(node.gpus):
                     changed = tuple(range(len(node.gpus)))
                     reason = f"GPU count changed ({len(before)} → {len(node.gpus)})"
+                elif before == node.gpus:  # tuple equality tries identity first (a kept node)
+                    changed = ()
+                    reason = ""
                 else:
                     changed = tuple(
                         i for i, (b, a) in enumerate(zip(before, node.gpus, strict=True)) if b != a

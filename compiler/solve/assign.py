@@ -34,6 +34,8 @@ WHOLE = GpuLayout.whole()
 def changed_indices(target: NodeLayout, current: NodeLayout | None) -> tuple[int, ...]:
     if current is None:
         return tuple(range(len(target)))
+    if current == target:  # a kept node: tuple equality tries identity first, where `!=` calls __eq__
+        return ()
     return tuple(i for i, lay in enumerate(target) if i >= len(current) or current[i] != lay)
 
 

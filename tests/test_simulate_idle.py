@@ -80,3 +80,28 @@ def test_cli_idle_pass_flag_reaches_the_loop(tmp_path: Path, capsys: pytest.Capt
         doc = json.loads(capsys.readouterr().out)
         row = doc["results"][0]
         assert (doc["idlePass"], row["heldOnIdleGpu"], row["idleRecarves"]) == (bool(flag), held, recarves)
+
+
+def test_the_disruption_rule_recarves_an_idle_node_for_a_waiting_1g_pod() -> None:
+    """Issue 22 items 2 and 3: the outage is charged on the busy share of the node
+    (compiler/recommend/disruption.py ``outage``), so an idle node costs nothing to re-carve.
+
+    Eight whole-GPU pods run on one 8-GPU node for an hour (it is carved 8 × 7g.80gb), then a 1g
+    pod arrives at 6,000 s, sized from the demand of the moment (``--demand now``: the
+    scaleDownWindow, which holds the issue's one-node trace above, is not at stake) and without the
+    idle pass. The first evaluation that sees it (6,300 s) starts the stabilizationWindow, the next
+    (7,200 s) re-carves the idle node: 8 GPUs × 60 s later the pod runs, 1,680 s after it arrived,
+    within 300 s + one interval + the node's reconfiguration. Charged on every GPU of the node (the
+    rule before), the outage was 8 × 8 × 60 = 3,840 GPU-s, which the 1g pod's f × W = W / 7 only
+    beat after W > 32,256 s: it waited 33,180 s, counted in heldOnIdleGpu."""
+    assert A100 is not None
+    trace = [TracePod(f"big{k}", 0, 3600, 1, 1000, 0) for k in range(8)]
+    trace.append(TracePod("small", 6000, 600, 1, 100, 0))
+    s = Settings(nodes=1, gpus_per_node=8, demand="now")
+    res = simulate(trace, A100, s, "default", POLICY)
+    ((wait, censored),) = res.waits["1g"]
+    first_look = 6300 - 6000
+    assert not censored
+    assert wait <= first_look + POLICY.interval_seconds + s.reconfigure_seconds * s.gpus_per_node
+    assert res.held_on_idle == 0 and res.evictions == 0
+    assert res.blocked.get("disruption", 0) == 0

@@ -1136,8 +1136,9 @@ class _Run:
                 served = dis.newly_served(w, want.get(p, 0), before.get(p, 0), after.get(p, 0))
                 if served:
                     benefit += slices[p] / whole * served
+            held = self.node_pods[node]
             outage = dis.outage(
-                self.s.gpus_per_node, changed, self.s.reconfigure_seconds, self.s.drain_seconds
+                (self.fraction(i) for i in held), changed, self.s.reconfigure_seconds, self.s.drain_seconds
             )
             pods = self.pods
             running = [

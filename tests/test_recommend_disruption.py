@@ -38,33 +38,39 @@ def test_expected_loss_by_hand() -> None:
 
 
 def test_node_cost_and_outage_by_hand() -> None:
-    # one 1g pod (1/7) for 600 s and one whole-GPU pod for 1800 s; 8 GPUs, 2 changed, 60 s each:
-    # the outage stops their 8/7 GPUs for 120 s (the node's 6 6/7 idle GPUs cost nothing)
-    outage = dis.outage([1 / 7, 1.0], 2, 60.0)
-    assert outage == pytest.approx(8 / 7 * 120)
+    # one 1g pod (1/7) for 600 s and one whole-GPU pod for 1800 s; 8 GPUs, 2 changed, 60 s each
+    outage = dis.outage([1 / 7, 1.0], 8, 2, 60.0)
+    assert outage == 8 * 120
     cost = dis.node_cost([(1 / 7, 600.0), (1.0, 1800.0)], 1800.0, outage)
-    assert cost == pytest.approx(150 / 7 + 900 + 8 / 7 * 120)
+    assert cost == pytest.approx(150 / 7 + 900 + 960)
+    # charged on the busy share instead, the outage stops their 8/7 GPUs for 120 s
+    assert dis.outage([1 / 7, 1.0], 8, 2, 60.0, charge="busy") == pytest.approx(8 / 7 * 120)
 
 
-def test_the_outage_of_an_idle_node_is_zero() -> None:
-    """Issue 22 item 2: carving idle GPUs evicts nothing and stops no work, so an idle node's
-    re-carve costs nothing whatever its GPUs, the GPUs changed or the operand pause."""
-    assert dis.outage([], 4, 60.0) == 0.0
-    assert dis.outage([], 8, 90.0, drain_seconds=300.0) == 0.0
+def test_the_busy_outage_of_an_idle_node_is_zero() -> None:
+    """Issue 22 item 2 (charge "busy"): carving idle GPUs evicts nothing and stops no work, so an
+    idle node's re-carve costs nothing whatever its GPUs, the GPUs changed or the operand pause;
+    the default charge ("node") is every GPU of the node."""
+    assert dis.outage([], 8, 4, 60.0, charge="busy") == 0.0
+    assert dis.outage([], 8, 8, 90.0, drain_seconds=300.0, charge="busy") == 0.0
+    assert dis.outage([], 8, 4, 60.0) == 8 * 240
     assert dis.busy_share([]) == 0.0
 
 
-def test_the_outage_is_the_busy_share_times_pause_plus_reconfiguration() -> None:
+def test_the_busy_outage_is_the_busy_share_times_pause_plus_reconfiguration() -> None:
     # a 4-GPU pod and three 1g pods hold 4 3/7 GPUs; 300 s operand pause + 3 changed GPUs × 90 s
     held = [4.0, 1 / 7, 1 / 7, 1 / 7]
     assert dis.busy_share(held) == pytest.approx(4 + 3 / 7)
-    assert dis.outage(held, 3, 90.0, drain_seconds=300.0) == pytest.approx((4 + 3 / 7) * (300 + 270))
-    # a whole busy node of 8 GPUs is charged as the old rule charged every node
-    assert dis.outage([1.0] * 8, 4, 60.0) == pytest.approx(8 * 240)
-    # the issue's arithmetic: a waiting 1g pod (f = 1/7) outweighs an idle node's outage at once,
-    # where the old charge (8 GPUs × 240 s = 1,920 GPU-s) asked it to wait 13,440 s
-    assert dis.worth(1 / 7 * 1.0, dis.outage([], 4, 60.0), 20)
-    assert not dis.worth(1 / 7 * 13_440.0, 8 * 240.0, 0)
+    got = dis.outage(held, 8, 3, 90.0, drain_seconds=300.0, charge="busy")
+    assert got == pytest.approx((4 + 3 / 7) * (300 + 270))
+    # a node whose 8 GPUs are all busy is charged the same either way
+    assert dis.outage([1.0] * 8, 8, 4, 60.0, charge="busy") == dis.outage([1.0] * 8, 8, 4, 60.0)
+    # the issue's arithmetic: a waiting 1g pod (f = 1/7) outweighs an idle node's busy outage at
+    # once, where the node charge (8 GPUs × 240 s = 1,920 GPU-s) asks it to wait 13,440 s
+    assert dis.worth(1 / 7 * 1.0, dis.outage([], 8, 4, 60.0, charge="busy"), 20)
+    assert not dis.worth(1 / 7 * 13_440.0, dis.outage([], 8, 4, 60.0), 0)
+    with pytest.raises(ValueError, match="outage charge 'gpu'"):
+        dis.outage(held, 8, 3, 90.0, charge="gpu")
 
 
 def test_newly_served_takes_the_queue_after_those_served_already() -> None:
@@ -115,7 +121,7 @@ spec: {mode: dynamic, stabilizationWindow: 1m}
 # (1m) is covered by a sample of the same demand 2 minutes ago
 WATCHED = State(history=(sample(NOW - dt.timedelta(minutes=2), {("search", "1g.10gb"): [1, 4]}),))
 BENEFIT = 4 * 3600 / 7  # the 4 pending instances are served: Σ f × W = 2057.1 GPU-s
-OUTAGE = 60.0 / 7  # node-a: its running 1g pod's 1/7 GPU out 60 s while its 1 changed GPU is re-carved
+OUTAGE = 1 * 60.0 * 1  # node-a: 1 GPU, out 60 s while its 1 changed GPU is re-carved
 
 
 def _recommend(tmp_path: Path, running: dict[str, Any], **kw: Any) -> Any:
@@ -148,17 +154,17 @@ def test_a_young_running_pod_lets_the_change_through(tmp_path: Path) -> None:
     (node,) = rec.node_costs
     assert (node.node, node.gpus, node.changed_gpus, node.running) == ("node-a", 1, 1, 1)
     assert node.loss == pytest.approx(600 * 600 / 2400 / 7)  # f × E²/(E+G) = 21.4 GPU-s
-    assert node.outage == pytest.approx(OUTAGE) and rec.cost == pytest.approx(150 / 7 + 60 / 7)
-    assert _gate(rec).passed and rec.proposed_change  # 2057 > 30 × 1.2
-    assert "benefit 2,057 GPU-s > cost 30 GPU-s x 1.2" in _gate(rec).why
+    assert node.outage == OUTAGE and rec.cost == pytest.approx(150 / 7 + 60)
+    assert _gate(rec).passed and rec.proposed_change  # 2057 > 81.4 × 1.2
+    assert "benefit 2,057 GPU-s > cost 81 GPU-s x 1.2" in _gate(rec).why
     md = evidence_markdown(rec)
-    assert "| node-a | 1 | 1 | 21 | 9 | 0 | 30 |" in md and "**Verdict:** worth it" in md
+    assert "| node-a | 1 | 1 | 21 | 60 | 0 | 81 |" in md and "**Verdict:** worth it" in md
 
 
 def test_a_months_old_running_pod_blocks_it(tmp_path: Path) -> None:
     rec = _recommend(tmp_path, _running("2026-09-02T06:00:00Z"))  # 90 days: E = 7,776,000 s
     e = 90 * 86400
-    assert rec.cost == pytest.approx(e * e / (e + 1800) / 7 + OUTAGE)  # ≈ 1,110,600 GPU-s
+    assert rec.cost == pytest.approx(e * e / (e + 1800) / 7 + 60)  # ≈ 1,110,600 GPU-s
     assert not _gate(rec).passed and not rec.proposed_change
     assert "benefit 2,057 GPU-s <= cost 1,110,6" in _gate(rec).why
     assert "**Verdict:** **not worth it**" in evidence_markdown(rec)
@@ -191,13 +197,13 @@ def test_without_start_time_the_creation_time_is_an_upper_bound(tmp_path: Path) 
     # no status.startTime: E = now − creationTimestamp (the pod cannot have run longer), here 600 s
     (tmp_path / "a").mkdir()
     rec = _recommend(tmp_path / "a", _running(None, created="2026-12-01T05:50:00Z"))
-    assert rec.cost == pytest.approx(150 / 7 + OUTAGE) and rec.proposed_change
+    assert rec.cost == pytest.approx(150 / 7 + 60) and rec.proposed_change
     # neither: the cost is unknown and the change is held (conservative), the evidence says so
     (tmp_path / "b").mkdir()
     rec = _recommend(tmp_path / "b", _running(None, created=None))
     assert rec.cost is None and rec.node_costs[0].loss is None
     assert not _gate(rec).passed and "cost unknown" in _gate(rec).why
-    assert "| node-a | 1 | 1 | unknown | 9 | 0 | unknown |" in evidence_markdown(rec)
+    assert "| node-a | 1 | 1 | unknown | 60 | 0 | unknown |" in evidence_markdown(rec)
 
 
 def test_disruption_off_is_the_gain_threshold(tmp_path: Path) -> None:
@@ -212,7 +218,7 @@ def test_grace_and_reconfigure_time_are_options(tmp_path: Path) -> None:
     rec = _recommend(
         tmp_path, _running("2026-12-01T05:50:00Z"), drain_grace_seconds=0, reconfigure_seconds=90
     )
-    assert rec.cost == pytest.approx(600 / 7 + 90 / 7)
+    assert rec.cost == pytest.approx(600 / 7 + 90)
 
 
 def test_displaced_by_hand() -> None:
@@ -239,10 +245,10 @@ def test_a_change_that_displaces_a_pod_that_waited_long_is_charged_its_wait(tmp_
     short = _recommend(tmp_path / "a", _three_g("2026-12-01T05:00:00Z"))  # W0 = 3000 s
     (node,) = short.node_costs
     assert node.displaced == pytest.approx(3 / 7 * 3000)  # 1,285.7 GPU-s
-    assert short.cost == pytest.approx(3 / 7 * (150 + 60 + 3000))  # 1,376 GPU-s: its 3/7 GPU out 60 s
-    assert _gate(short).passed  # 2,057 > 1,376 x 1.2
+    assert short.cost == pytest.approx(3 / 7 * 150 + 60 + 3 / 7 * 3000)  # 1,410 GPU-s
+    assert _gate(short).passed  # 2,057 > 1,410 x 1.2
     (tmp_path / "b").mkdir()
     long = _recommend(tmp_path / "b", _three_g("2026-12-01T04:00:00Z"))  # W0 = 6600 s
     assert long.node_costs[0].displaced == pytest.approx(3 / 7 * 6600)  # 2,828.6 GPU-s
-    assert not _gate(long).passed and not long.proposed_change  # 2,057 <= 2,919 x 1.2
-    assert "| node-a | 1 | 1 | 64 | 26 | 2,829 | 2,919 |" in evidence_markdown(long)
+    assert not _gate(long).passed and not long.proposed_change  # 2,057 <= 2,953 x 1.2
+    assert "| node-a | 1 | 1 | 64 | 60 | 2,829 | 2,953 |" in evidence_markdown(long)

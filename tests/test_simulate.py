@@ -74,16 +74,14 @@ def test_bad_trace_is_a_coded_error(tmp_path: Path, capsys: pytest.CaptureFixtur
     assert "MIGC426" in capsys.readouterr().err
 
 
-def bursty(secs: float = 1800) -> list[TracePod]:
-    """Alternating bursts of small and whole-GPU pods on one node, one an hour, each pod running
-    ``secs``: dynamic MIG territory. With 1,800 s the node is idle when the next burst comes; with
-    5,400 s the previous burst is still running."""
+def bursty() -> list[TracePod]:
+    """Alternating bursts of small and whole-GPU pods on one node: dynamic MIG territory."""
     pods: list[TracePod] = []
     t = 0.0
     for burst in range(12):
         milli = 100 if burst % 2 == 0 else 1000
         for i in range(10):
-            pods.append(pod(f"b{burst}-{i}", t + i * 5, secs, milli))
+            pods.append(pod(f"b{burst}-{i}", t + i * 5, 1800, milli))
         t += 3600
     return pods
 
@@ -96,16 +94,7 @@ def test_gates_cut_reconfigurations_and_static_never_reconfigures() -> None:
     naive = simulate(bursty(), A100, s, "naive", pol)
     default = simulate(bursty(), A100, s, "default", pol)
     static = simulate(bursty(), A100, s, "static-balanced", pol)
-    # the node is idle at each shift: re-carving it evicts nobody and its outage stops no work
-    # (compiler/recommend/disruption.py), so the loop may re-carve as often as naive, never more, and
-    # only its own limits (minDwell here) delay it
-    assert naive.reconfigurations >= default.reconfigurations > 0
-    assert naive.evictions == default.evictions == 0 and default.blocked.get("minDwell", 0) > 0
-    # where the previous burst still runs at each shift, the gates cut the re-carves and the evictions
-    busy_naive = simulate(bursty(5400), A100, s, "naive", pol)
-    busy_default = simulate(bursty(5400), A100, s, "default", pol)
-    assert busy_naive.reconfigurations > busy_default.reconfigurations > 0
-    assert busy_naive.evictions > busy_default.evictions
+    assert naive.reconfigurations > default.reconfigurations > 0
     assert static.reconfigurations == 0 and static.never_served > 0  # all-balanced has no 7g instance
     assert naive.never_served == default.never_served == 0
     assert sum(len(v) for v in default.waits.values()) == 120

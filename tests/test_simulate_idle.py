@@ -82,9 +82,10 @@ def test_cli_idle_pass_flag_reaches_the_loop(tmp_path: Path, capsys: pytest.Capt
         assert (doc["idlePass"], row["heldOnIdleGpu"], row["idleRecarves"]) == (bool(flag), held, recarves)
 
 
-def test_the_disruption_rule_recarves_an_idle_node_for_a_waiting_1g_pod() -> None:
-    """Issue 22 items 2 and 3: the outage is charged on the busy share of the node
-    (compiler/recommend/disruption.py ``outage``), so an idle node costs nothing to re-carve.
+def test_the_busy_outage_recarves_an_idle_node_for_a_waiting_1g_pod() -> None:
+    """Issue 22 items 2 and 3, with the outage charged on the busy share of the node
+    (``Settings.outage="busy"``, compiler/recommend/disruption.py ``outage``): an idle node costs
+    nothing to re-carve.
 
     Eight whole-GPU pods run on one 8-GPU node for an hour (it is carved 8 × 7g.80gb), then a 1g
     pod arrives at 6,000 s, sized from the demand of the moment (``--demand now``: the
@@ -92,12 +93,12 @@ def test_the_disruption_rule_recarves_an_idle_node_for_a_waiting_1g_pod() -> Non
     idle pass. The first evaluation that sees it (6,300 s) starts the stabilizationWindow, the next
     (7,200 s) re-carves the idle node: 8 GPUs × 60 s later the pod runs, 1,680 s after it arrived,
     within 300 s + one interval + the node's reconfiguration. Charged on every GPU of the node (the
-    rule before), the outage was 8 × 8 × 60 = 3,840 GPU-s, which the 1g pod's f × W = W / 7 only
-    beat after W > 32,256 s: it waited 33,180 s, counted in heldOnIdleGpu."""
+    default), the outage is 8 × 8 × 60 = 3,840 GPU-s, which the 1g pod's f × W = W / 7 only beats
+    after W > 32,256 s: it waits 33,180 s, counted in heldOnIdleGpu."""
     assert A100 is not None
     trace = [TracePod(f"big{k}", 0, 3600, 1, 1000, 0) for k in range(8)]
     trace.append(TracePod("small", 6000, 600, 1, 100, 0))
-    s = Settings(nodes=1, gpus_per_node=8, demand="now")
+    s = Settings(nodes=1, gpus_per_node=8, demand="now", outage="busy")
     res = simulate(trace, A100, s, "default", POLICY)
     ((wait, censored),) = res.waits["1g"]
     first_look = 6300 - 6000
@@ -105,3 +106,6 @@ def test_the_disruption_rule_recarves_an_idle_node_for_a_waiting_1g_pod() -> Non
     assert wait <= first_look + POLICY.interval_seconds + s.reconfigure_seconds * s.gpus_per_node
     assert res.held_on_idle == 0 and res.evictions == 0
     assert res.blocked.get("disruption", 0) == 0
+    node = simulate(trace, A100, replace(s, outage="node"), "default", POLICY)
+    assert node.waits["1g"] == [(33180.0, False)] and node.held_on_idle == 1
+    assert node.blocked["disruption"] > 30

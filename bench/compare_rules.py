@@ -86,6 +86,41 @@ def matrix_clauses(rows: dict[str, dict[str, Any]], loop: str) -> dict[str, bool
     return out
 
 
+def per_class(
+    olds: dict[tuple[Any, ...], dict[str, Any]], news: dict[tuple[Any, ...], dict[str, Any]], keys: list[Any]
+) -> list[str]:
+    """Per size class, on the contended cells where it has ≥ 20 pods: how many the loop's p95 meets
+    max(1.2 × naive's, 5 min) and max(5 min, the best static baseline's), old and new."""
+    counts: dict[tuple[str, str, str], list[int]] = {}  # (loop, rule, class) → [cells, vs naive, vs static]
+    for label, cells in (("old", olds), ("new", news)):
+        for k in keys:
+            rows = _rows(cells[k])
+            if _p95(rows["naive"], "all") <= 0:
+                continue
+            for loop in LOOPS:
+                if loop not in rows:
+                    continue
+                me = rows[loop]
+                for c, w in me["waitSeconds"].items():
+                    if c == "all" or w["pods"] < 20:
+                        continue
+                    best = min((_p95(rows[s], c) for s in STATICS if s in rows), default=0.0)
+                    tally = counts.setdefault((loop, label, c), [0, 0, 0])
+                    tally[0] += 1
+                    tally[1] += _p95(me, c) <= max(1.2 * _p95(rows["naive"], c), FIVE_MIN)
+                    tally[2] += _p95(me, c) <= max(FIVE_MIN, best)
+    out = [
+        "| loop | rule | class | cells (≥ 20 pods) | p95 ≤ max(1.2 × naive, 5 min) "
+        "| p95 ≤ max(5 min, best static) |",
+        "|---|---|---|---:|---:|---:|",
+    ]
+    for (loop, label, c), (n, a, b) in sorted(
+        counts.items(), key=lambda kv: (kv[0][0], kv[0][2], kv[0][1] != "old")
+    ):
+        out.append(f"| {loop} | {label} | {c} | {n} | {a} | {b} |")
+    return out
+
+
 def _rows(cell: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return {r["baseline"]: r for r in cell["results"]}
 
@@ -114,6 +149,8 @@ def compare(kind: str, old: Path, new: Path) -> str:
     for (loop, label), cells_judged in judged.items():
         counts = [sum(1 for _, g in cells_judged if g.get(c)) for c in clauses]
         lines.append(f"| {loop} | {label} | {len(cells_judged)} | " + " | ".join(map(str, counts)) + " |")
+    if kind == "matrix":
+        lines += ["", *per_class(olds, news, keys)]
     lines += [
         "",
         "| cell | loop | rule | p95 per class s | re-carves | evictions | heldOnIdleGpu | "

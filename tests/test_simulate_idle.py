@@ -33,6 +33,11 @@ def test_without_the_idle_pass_the_loop_holds_the_idle_gpu_and_the_counter_says_
     res = simulate(TRACE, A100, replace(ONE, idle_pass=False), "default", POLICY)
     assert res.waits == {"7g": [(1860.0, False)], "1g": [(87660.0, False)]}
     assert res.held_on_idle == 1 and res.idle_recarves == 0
+    # the disruption rule is not what holds it: with the outage charged on the busy share (0 here)
+    # the cover still keeps the 7g.80gb for the window's peak, and the rule is never asked
+    busy = simulate(TRACE, A100, replace(ONE, idle_pass=False, outage="busy"), "default", POLICY)
+    assert busy.waits == res.waits and busy.held_on_idle == 1
+    assert busy.blocked.get("disruption", 0) == 0
 
 
 def test_an_idle_gpu_is_recarved_for_the_pod_that_waits() -> None:

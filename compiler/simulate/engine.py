@@ -126,6 +126,10 @@ class Settings:
     # GPU-time its drain is expected to destroy by the reconfigurationThreshold
     # (compiler/recommend/disruption.py)
     disruption: str = "expected"
+    # how much of a node the disruption rule's outage charges (compiler/recommend/disruption.py
+    # OUTAGE_CHARGES): "node", every GPU of it; "busy", the GPU share its running pods hold (0 on an
+    # idle node; measured in bench/RESULTS.md Round 8, not the default)
+    outage: str = "node"
     failure_rate: float = 0.0  # probability that one MIG manager apply fails (seeded, deterministic)
     seed: int = 0
     operator_retry_seconds: float = 3600.0  # a human retries a node past the automatic attempts
@@ -1136,8 +1140,14 @@ class _Run:
                 served = dis.newly_served(w, want.get(p, 0), before.get(p, 0), after.get(p, 0))
                 if served:
                     benefit += slices[p] / whole * served
+            held = self.node_pods[node]
             outage = dis.outage(
-                self.s.gpus_per_node, changed, self.s.reconfigure_seconds, self.s.drain_seconds
+                (self.fraction(i) for i in held),
+                self.s.gpus_per_node,
+                changed,
+                self.s.reconfigure_seconds,
+                self.s.drain_seconds,
+                self.s.outage,
             )
             pods = self.pods
             running = [

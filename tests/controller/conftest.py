@@ -8,6 +8,7 @@ import contextlib
 import dataclasses
 import datetime as dt
 import itertools
+import logging
 import threading
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
@@ -35,6 +36,7 @@ from emulation import (
 )
 from kubernetes import client
 
+from controller import logs
 from controller import state as st
 from controller.kube import USER_AGENT
 from controller.metrics import Metrics
@@ -565,3 +567,17 @@ def cluster() -> Iterator[Cluster]:
     finally:
         c.stop_all()
         c.emu.stop()
+
+
+@pytest.fixture(autouse=True)
+def _migc_logger_restored() -> Iterator[None]:
+    """``logs.setup`` (which ``cli.main`` and ``demo.main`` run in-process) gives the "migc" logger its
+    own handler, a level (the demo's: ERROR) and ``propagate=False`` for the whole process: a later
+    test in the same worker then captured none of the controller's records (``caplog``), so a test
+    asserting on a log line failed or passed by xdist's test order. Restored after every test."""
+    logger = logging.getLogger(logs.LOGGER_NAME)
+    handlers, level, propagate = list(logger.handlers), logger.level, logger.propagate
+    yield
+    logger.handlers[:] = handlers
+    logger.setLevel(level)
+    logger.propagate = propagate

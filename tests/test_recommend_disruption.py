@@ -25,7 +25,7 @@ from controller.settings import Settings
 
 def test_grace_constant_is_the_controllers_default() -> None:
     # the compiler may not import the controller (import-linter): the constant is repeated, checked here
-    assert Settings().drain_grace_timeout == dis.DRAIN_GRACE_SECONDS
+    assert Settings().drain.grace_timeout == dis.DRAIN_GRACE_SECONDS
     assert engine.DRAIN_GRACE_SECONDS == dis.DRAIN_GRACE_SECONDS  # simulate uses the same one
     assert engine.Settings(nodes=1).reconfigure_seconds == dis.RECONFIGURE_SECONDS
 

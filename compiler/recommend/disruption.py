@@ -58,7 +58,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 
-# controller/settings.py Settings.drain_grace_timeout: how long the controller lets GPU pods finish
+# controller/settings.py Settings.drain.grace_timeout: how long the controller lets GPU pods finish
 # (the compiler may not import the controller; tests/test_recommend_disruption.py asserts they agree)
 DRAIN_GRACE_SECONDS = 1800.0
 # the MIG manager's reconfiguration time per changed GPU: the 30–90 s per GPU seen in practice

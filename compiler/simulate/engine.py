@@ -15,7 +15,7 @@ Model (documented in docs/simulate.md):
   - every GPU pod on the node blocks the reconfiguration (controller/pods.py ``blocking``: any pod
     using ``nvidia.com/gpu`` or ``nvidia.com/mig-*`` that is not finished), not only the pods on
     changed GPUs;
-  - the controller waits up to ``drain_grace_timeout`` (controller/settings.py, default 1800 s) for
+  - the controller waits up to ``drain.grace_timeout`` (controller/settings.py, default 1800 s) for
     them to finish, then evicts the rest (controller/reconciler/drain.py ``draining``/``_evict``);
     an evicted pod goes back to the queue; with ``eviction="restart"`` (default: the trace's pods
     are batch pods without checkpoints) it loses its progress and runs its full duration again,
@@ -30,8 +30,8 @@ Model (documented in docs/simulate.md):
     draining node keeps its grace clock (drain.py), an applying node finishes and applies again,
     still cordoned (apply.py), a Failed node restarts with the new target (failed.py);
   - with ``failure_rate`` a MIG manager apply fails (seeded draws, in event order): the node stays
-    Failed and cordoned, the controller retries after ``failure_backoff × 2^(n−1)`` while
-    ``n < max_attempts``, then a human after ``operator_retry_seconds`` (controller/settings.py).
+    Failed and cordoned, the controller retries after ``failures.backoff × 2^(n−1)`` while
+    ``n < failures.max_attempts``, then a human after ``operator_retry_seconds`` (controller/settings.py).
 * **Re-partitioning** (:func:`cover`), on the latest revision's layouts: nodes are taken in order of
   expected disruption (:mod:`compiler.recommend.disruption`), then fewest running GPU pods; pending
   multi-GPU pods first get their full GPUs on one node; then, on each node, GPUs are taken in order
@@ -97,10 +97,11 @@ BASELINES = (
 RECARVING = ("naive", "default")  # the policies that re-carve nodes (the counters below are theirs)
 EVICTION_MODELS = ("restart", "resume")
 DEMAND_MODELS = ("now", "peak", "history")
-# controller/settings.py Settings.drain_grace_timeout (one constant, shared with migc recommend)
+# controller/settings.py Settings.drain.grace_timeout (one constant, shared with migc recommend)
 DRAIN_GRACE_SECONDS = dis.DRAIN_GRACE_SECONDS
-# controller/settings.py failure_backoff and max_attempts: after the n-th failed apply the controller
-# retries by itself after failure_backoff × 2^(n−1) while n < max_attempts; then a human decides
+# controller/settings.py Settings.failures.backoff and .max_attempts (tests/test_simulate.py pins them):
+# after the n-th failed apply the controller retries by itself after backoff × 2^(n−1) while
+# n < max_attempts; then a human decides
 FAILURE_BACKOFF_SECONDS = 300.0
 MAX_ATTEMPTS = 2
 

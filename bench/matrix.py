@@ -2,16 +2,18 @@
 
 ``python -m bench.matrix [--traces default,gpushare20,gpushare40,gpushare60,gpuspec10] [--nodes 4,8,16]
 [--time-scales 1,2,4,8] [--reconf 60,90+300] [--failure-rates 0,0.2] [--seeds 1,2,3]
-[--baselines all] [--idle-pass] [--out FILE.jsonl]``; ``python -m bench.matrix --table FILE.jsonl``
-prints the Markdown table of the cells a file holds, with the issue's verdict per cell.
+[--baselines all] [--idle-pass] [--outage node|busy] [--out FILE.jsonl]``;
+``python -m bench.matrix --table FILE.jsonl`` prints the Markdown table of the cells a file holds,
+with the issue's verdict per cell.
 
 One set of defaults for every cell (PartitionPolicy defaults with ``mode: dynamic``, the replay's
 defaults otherwise), printed before the first cell. ``--reconf 90+300`` is 90 s per GPU plus a 300 s
 operand pause per node (``--drain-seconds``). Seeds only matter with a failure rate above 0 (a cell
 with rate 0 is run once, seed 0). ``--idle-pass`` adds the loop with ``Settings.idle_pass`` as the
-row ``default+idle``. Each cell appends one JSON line (the cell, its wall time and the per-baseline
-rows of ``migc simulate -o json``) to ``--out``, so a partial run keeps what it measured. A cell is
-*contended* when naive's overall p95 wait is above 0. Measured, never asserted.
+row ``default+idle``; ``--outage busy`` charges the disruption rule's outage on the busy share of
+the node (``Settings.outage``). Each cell appends one JSON line (the cell, its wall time and the
+per-baseline rows of ``migc simulate -o json``) to ``--out``, so a partial run keeps what it measured.
+A cell is *contended* when naive's overall p95 wait is above 0. Measured, never asserted.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from typing import Any
 from bench.openb import shared_dir
 from compiler.catalog import load_catalog
 from compiler.model import PartitionPolicy
+from compiler.recommend.disruption import OUTAGE_CHARGES
 from compiler.simulate.engine import BASELINES, Settings, simulate
 from compiler.simulate.report import result_dict
 from compiler.simulate.trace import read_trace
@@ -48,7 +51,8 @@ def run(args: argparse.Namespace) -> None:
     print(
         "defaults for every cell:", json.dumps(asdict(policy), default=str, sort_keys=True), file=sys.stderr
     )
-    print("replay defaults:", json.dumps(asdict(Settings(nodes=0)), sort_keys=True), file=sys.stderr)
+    defaults = asdict(Settings(nodes=0, outage=args.outage))
+    print("replay defaults:", json.dumps(defaults, sort_keys=True), file=sys.stderr)
     print(f"baselines: {', '.join(baselines)}{' + default+idle' if args.idle_pass else ''}", file=sys.stderr)
     out = Path(args.out)
     traces: dict[str, Any] = {}
@@ -71,6 +75,7 @@ def run(args: argparse.Namespace) -> None:
                 drain_seconds=float(pause or 0),
                 failure_rate=rate,
                 seed=seed,
+                outage=args.outage,
             )
             started = time.perf_counter()
             rows = [result_dict(simulate(pods, model, s, b, policy, catalog=catalog)) for b in baselines]
@@ -166,6 +171,12 @@ def main() -> None:
         "--baselines", default="all", help=f"comma-separated among {', '.join(BASELINES)}, or all"
     )
     ap.add_argument("--idle-pass", action="store_true", help="also the loop with --idle-pass (default+idle)")
+    ap.add_argument(
+        "--outage",
+        choices=OUTAGE_CHARGES,
+        default="node",
+        help="the disruption rule's outage charge (Settings.outage)",
+    )
     ap.add_argument("--out", default="matrix.jsonl")
     ap.add_argument("--table", default=None, metavar="FILE.jsonl", help="print the table of FILE and exit")
     args = ap.parse_args()

@@ -7,6 +7,7 @@ Exit codes, the same for every subcommand, live in :mod:`compiler.exitcodes`.
 
 from __future__ import annotations
 
+import gc
 import importlib
 import sys
 import traceback
@@ -119,8 +120,16 @@ def cli(ctx: click.Context) -> None:
         click.echo(ctx.get_help())
 
 
+# Collect cyclic garbage after 100,000 net allocations instead of 700: a compile of 80,000 GPUs
+# builds millions of long-lived objects (documents, model, rendered tree) and ran 465 young and 3
+# full collections over them (0.13 s of CPU, 0.5 s wall on a busy machine, for plan more); migc's
+# commands leave little cyclic garbage, so memory stays bounded by what they hold anyway.
+_GC_THRESHOLD = (100_000, 50, 100)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point; never lets a traceback reach the user except under ``MIGC_DEBUG=1``."""
+    gc.set_threshold(*_GC_THRESHOLD)
     try:
         rc = cli.main(args=argv, prog_name="migc", standalone_mode=False)
     except click.exceptions.Abort:

@@ -22,6 +22,7 @@ plan estimates instead), the latter two with MIGC307.
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -54,7 +55,9 @@ class _Unreadable(ValueError):
     pass
 
 
-def _layout(config: Any) -> NodeLayout:
+def _layout(config: Any, interned: dict[GpuLayout, GpuLayout] | None = None) -> NodeLayout:
+    """The GPUs of one config. ``interned``: equal layouts come back as one object, so the solver's
+    counts of 80,000 deployed GPUs find each key by identity instead of comparing field by field."""
     if not isinstance(config, dict) or not isinstance(config.get("devices"), list):
         raise _Unreadable("config without a device list")
     gpus = []
@@ -62,24 +65,62 @@ def _layout(config: Any) -> NodeLayout:
         if not isinstance(device, dict) or not isinstance(device.get("profiles", {}), dict):
             raise _Unreadable("malformed device entry")
         profiles = {str(k): int(v) for k, v in device.get("profiles", {}).items()}
-        gpus.append(GpuLayout(mig_enabled=bool(device.get("migEnabled")), profiles=frozen_counts(profiles)))
+        gpu = GpuLayout(mig_enabled=bool(device.get("migEnabled")), profiles=frozen_counts(profiles))
+        gpus.append(gpu if interned is None else interned.setdefault(gpu, gpu))
     return tuple(gpus)
+
+
+# One parse per assignment per process: ``plan`` reads the deployed assignment for the nodes, the
+# backends and the capacity report's revision (0.25 s per read at 10,000 nodes: YAML, JSON and the
+# schema check of the index and every shard). An entry is used only while every file it was read
+# from still has the (device, inode, size, mtime) it had then; anything rewritten is read again.
+_Signature = tuple[tuple[str, int, int, int, int], ...]
+_ASSIGNMENTS: dict[str, tuple[_Signature, dict[str, Any]]] = {}
+_MEMO_ENTRIES = 64
+
+
+def _identity(path: Path) -> tuple[str, int, int, int, int] | None:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return (str(path), st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+
+
+def _unchanged(signature: _Signature) -> bool:
+    return all(_identity(Path(entry[0])) == entry for entry in signature)
 
 
 def read_assignment(path: Path) -> dict[str, Any]:
     """The NodeAssignment document inside one rendered assignment ConfigMap file.
 
     Raises :class:`ReadRefused` (a coded error) when the path is not a regular file or is larger
-    than ``ASSIGNMENT_LIMIT``; ``_Unreadable`` when its content is not an assignment.
+    than ``ASSIGNMENT_LIMIT``; ``_Unreadable`` when its content is not an assignment. A second call
+    for files that did not change returns the same document object: callers do not modify it.
     """
+    key = str(path)
+    hit = _ASSIGNMENTS.get(key)
+    if hit is not None and _unchanged(hit[0]):
+        return hit[1]
+    before = _identity(path)
     text = _configmap_value(path, ASSIGNMENT_KEY, "an assignment ConfigMap")
+    read = [before]
     try:
-        shards = {name: _shard(path.parent / f"configmap-{name}.yaml") for name in shard_names(text)}
+        shards: dict[str, str | None] = {}
+        for name in shard_names(text):
+            shard_path = path.parent / f"configmap-{name}.yaml"
+            read.append(_identity(shard_path))
+            shards[name] = _shard(shard_path)
         doc = assemble(text, shards)
     except ControllerError as exc:
         raise _Unreadable(str(exc)) from exc
     if not isinstance(doc, dict) or doc.get("kind") != "NodeAssignment":
         raise _Unreadable("not a NodeAssignment")
+    signature = tuple(entry for entry in read if entry is not None)
+    if len(signature) == len(read) and _unchanged(signature):  # nothing was rewritten while it was read
+        if len(_ASSIGNMENTS) >= _MEMO_ENTRIES:
+            _ASSIGNMENTS.clear()
+        _ASSIGNMENTS[key] = (signature, doc)
     return doc
 
 
@@ -126,16 +167,27 @@ def state_from_assignment(
 ) -> dict[tuple[str, str, str], NodeLayout]:
     cluster = str(doc["cluster"])
     configs = doc.get("configs", {})
+    layouts: dict[str, NodeLayout] = {}  # thousands of nodes share a handful of configs
+    interned: dict[GpuLayout, GpuLayout] = {}
+
+    def layout_of(config_name: Any) -> NodeLayout:
+        if not isinstance(config_name, str):
+            return _layout(configs.get(config_name), interned)  # refused there, as before
+        found = layouts.get(config_name)
+        if found is None:
+            found = layouts[config_name] = _layout(configs.get(config_name), interned)
+        return found
+
     out: dict[tuple[str, str, str], NodeLayout] = {}
     for pool in doc.get("pools", []):
         name = str(pool["name"])
         for node in pool.get("nodes", []):
-            out[(cluster, name, str(node["name"]))] = _layout(configs.get(node["config"]))
+            out[(cluster, name, str(node["name"]))] = layout_of(node["config"])
         counts = pool.get("configCounts") or {}
         if counts:
             slots = list(_placeholders(policy, cluster, name))
             for config_name in sorted(counts):
-                layout = _layout(configs.get(config_name))
+                layout = layout_of(config_name)
                 for _ in range(int(counts[config_name])):
                     if not slots:
                         break  # the pool shrank: surplus deployed nodes are not part of the target

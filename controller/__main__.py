@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import re
 import signal
@@ -10,6 +11,7 @@ import socket
 import sys
 from collections.abc import Sequence
 from types import FrameType
+from typing import Any
 
 try:
     from kubernetes import client, config
@@ -38,33 +40,55 @@ def duration(text: str) -> float:
     return sum(float(n) * _UNITS[u] for n, u in parts)
 
 
-# Settings fields given as durations on the command line: (field, --help text or None).
-_TIMEOUTS: tuple[tuple[str, str | None], ...] = (
-    ("drain_grace_timeout", "wait this long for GPU pods to finish before evicting them"),
-    ("eviction_timeout", "then keep retrying blocked evictions this long before failing the node"),
-    ("apply_timeout", "wait this long for nvidia.com/mig.config.state=success (bounds a stuck pending too)"),
+# Flags given as durations, in --help order: (flag, Settings group, field, --help text or None).
+_TIMEOUTS: tuple[tuple[str, str, str, str | None], ...] = (
     (
+        "drain-grace-timeout",
+        "drain",
+        "grace_timeout",
+        "wait this long for GPU pods to finish before evicting them",
+    ),
+    (
+        "eviction-timeout",
+        "drain",
+        "eviction_timeout",
+        "then keep retrying blocked evictions this long before failing the node",
+    ),
+    (
+        "apply-timeout",
+        "apply",
+        "apply_timeout",
+        "wait this long for nvidia.com/mig.config.state=success (bounds a stuck pending too)",
+    ),
+    (
+        "configmap-sync-delay",
+        "apply",
         "configmap_sync_delay",
         "label a node with a config only this long after it appeared in the mig-parted ConfigMap",
     ),
-    ("reboot_timeout", "how long the node may stay at nvidia.com/mig.config.state=rebooting"),
-    ("verify_timeout", "wait this long for allocatable resources to match"),
-    ("failure_backoff", "delay before the one automatic retry of a failed node"),
-    ("poll_interval", None),
-    ("resync_interval", None),
-    ("lease_duration", None),
+    (
+        "reboot-timeout",
+        "apply",
+        "reboot_timeout",
+        "how long the node may stay at nvidia.com/mig.config.state=rebooting",
+    ),
+    ("verify-timeout", "apply", "verify_timeout", "wait this long for allocatable resources to match"),
+    ("failure-backoff", "failures", "backoff", "delay before the one automatic retry of a failed node"),
+    ("poll-interval", "loop", "poll_interval", None),
+    ("resync-interval", "loop", "resync_interval", None),
+    ("lease-duration", "leader", "lease_duration", None),
 )
-# Settings fields taken from the command line as they are.
-_PLAIN = (
-    "namespace",
-    "assignment_name",
-    "node_event_namespace",
-    "max_failures",
-    "lease_name",
-    "identity",
-    "dry_run",
-    "cluster",
-    "device_plugin_configmap",
+# Flags taken as they are: (flag, Settings group or "" for a top-level field, field).
+_PLAIN: tuple[tuple[str, str, str], ...] = (
+    ("namespace", "api", "namespace"),
+    ("assignment-name", "api", "assignment_name"),
+    ("node-event-namespace", "api", "node_event_namespace"),
+    ("max-failures", "failures", "max_failures"),
+    ("lease-name", "leader", "lease_name"),
+    ("identity", "leader", "identity"),
+    ("dry-run", "", "dry_run"),
+    ("cluster", "api", "cluster"),
+    ("device-plugin-configmap", "api", "device_plugin_configmap"),
 )
 
 
@@ -79,19 +103,23 @@ def parser() -> argparse.ArgumentParser:
     )
     conn.add_argument("--context", help="kubeconfig context")
     conn.add_argument("--in-cluster", action="store_true", help="use the pod's service account")
-    p.add_argument("--namespace", default=d.namespace, help="namespace of the assignment ConfigMap and Lease")
-    p.add_argument("--assignment-name", default=d.assignment_name, help="name of the assignment ConfigMap")
-    p.add_argument("--node-event-namespace", default=d.node_event_namespace)
+    p.add_argument(
+        "--namespace", default=d.api.namespace, help="namespace of the assignment ConfigMap and Lease"
+    )
+    p.add_argument(
+        "--assignment-name", default=d.api.assignment_name, help="name of the assignment ConfigMap"
+    )
+    p.add_argument("--node-event-namespace", default=d.api.node_event_namespace)
     t = p.add_argument_group("timeouts (seconds, or 90s / 30m / 1h)")
-    for field, text in _TIMEOUTS:
-        t.add_argument("--" + field.replace("_", "-"), type=duration, default=getattr(d, field), help=text)
+    for flag, group, field, text in _TIMEOUTS:
+        t.add_argument("--" + flag, type=duration, default=getattr(getattr(d, group), field), help=text)
     p.add_argument(
         "--max-failures",
         type=int,
-        default=d.max_failures,
+        default=d.failures.max_failures,
         help="stop admitting nodes once this many failed in one revision (0: never)",
     )
-    p.add_argument("--lease-name", default=d.lease_name)
+    p.add_argument("--lease-name", default=d.leader.lease_name)
     p.add_argument(
         "--identity",
         default=os.environ.get("POD_NAME") or f"{socket.gethostname()}-{os.getpid()}",
@@ -105,7 +133,7 @@ def parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--device-plugin-configmap",
-        default=d.device_plugin_configmap,
+        default=d.api.device_plugin_configmap,
         help="NAMESPACE/NAME of the device-plugin ConfigMap (devicePlugin.config.name); '' skips the check",
     )
     p.add_argument("--dry-run", action="store_true", help="log every step it would take; write nothing")
@@ -116,8 +144,21 @@ def parser() -> argparse.ArgumentParser:
 
 
 def settings_from(args: argparse.Namespace) -> Settings:
-    """The controller's Settings from parsed command-line arguments."""
-    return Settings(**{f: getattr(args, f) for f in (*(name for name, _ in _TIMEOUTS), *_PLAIN)})
+    """The controller's Settings from parsed command-line arguments (each flag into its group)."""
+    top: dict[str, Any] = {}
+    groups: dict[str, dict[str, Any]] = {}
+    for flag, group, field in (*((f, g, n) for f, g, n, _ in _TIMEOUTS), *_PLAIN):
+        value = getattr(args, flag.replace("-", "_"))
+        if group:
+            groups.setdefault(group, {})[field] = value
+        else:
+            top[field] = value
+    d = Settings()
+    return dataclasses.replace(
+        d,
+        **top,
+        **{group: dataclasses.replace(getattr(d, group), **fields) for group, fields in groups.items()},
+    )
 
 
 def _api_client(args: argparse.Namespace) -> client.ApiClient:

@@ -17,8 +17,6 @@ from importlib import resources
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-import jsonschema
-
 from controller.errors import IncompleteAssignmentError, InvalidAssignmentError, WrongClusterError
 
 ASSIGNMENT_KEY = "assignment.json"
@@ -207,7 +205,38 @@ def _load(text: str, key: str) -> Any:
         raise InvalidAssignmentError(f"{key}: not JSON: {exc}") from exc
 
 
-def _check_schema(doc: Any, sub: Mapping[str, Any], key: str) -> None:
+@functools.cache
+def _fast_validator(part: str) -> Any:
+    """jsonschema-rs's validator of the whole schema (``part`` "") or of ``$defs/<part>``; None where
+    the package is not installed (then every document takes ``jsonschema``'s error walk)."""
+    try:
+        import jsonschema_rs
+    except ImportError:
+        return None
+    whole = schema()
+    return jsonschema_rs.Draft202012Validator(whole if not part else whole["$defs"][part])
+
+
+def _fast_valid(doc: Any, part: str) -> bool:
+    """Whether jsonschema-rs accepts ``doc``: it answers "valid?" ~100x faster than ``jsonschema``
+    walks the errors (0.2 s for an index and 12 shards of 10,000 nodes) and is never more lenient
+    on this schema (tests/test_assignment_fast_schema.py); False when it cannot say."""
+    validator = _fast_validator(part)
+    if validator is None:
+        return False
+    try:
+        return bool(validator.is_valid(doc))
+    except (ValueError, TypeError, OverflowError, RecursionError):
+        return False
+
+
+def _check_schema(doc: Any, sub: Mapping[str, Any], key: str, part: str | None = None) -> None:
+    """``InvalidAssignmentError`` with the first error of ``doc`` against ``sub``; ``part`` names
+    ``sub`` for the fast pre-check ("" the whole schema, else a ``$defs`` entry; None: none)."""
+    if part is not None and _fast_valid(doc, part):
+        return
+    import jsonschema  # only for a document the fast check did not accept: its first error
+
     validator = jsonschema.Draft202012Validator(sub)
     errors = sorted(validator.iter_errors(doc), key=lambda e: (list(map(str, e.absolute_path)), e.message))
     if errors:
@@ -265,7 +294,7 @@ def assemble(text: str, shards: Mapping[str, str | None]) -> dict[str, Any]:
     doc: dict[str, Any] = _load(text, ASSIGNMENT_KEY)
     if not names:
         return doc
-    _check_schema(doc, schema(), ASSIGNMENT_KEY)
+    _check_schema(doc, schema(), ASSIGNMENT_KEY, "")
     missing = [n for n in names if shards.get(n) is None]
     if missing:
         more = f" (and {len(missing) - 1} more)" if len(missing) > 1 else ""
@@ -280,7 +309,7 @@ def assemble(text: str, shards: Mapping[str, str | None]) -> dict[str, Any]:
         for name in pool.pop("nodeShards"):
             key = f"{name}/{SHARD_KEY}"
             shard = _load(str(shards[name]), key)
-            _check_schema(shard, shard_schema, key)
+            _check_schema(shard, shard_schema, key, "shard")
             if shard["cluster"] != doc["cluster"] or shard["pool"] != pool["name"]:
                 raise InvalidAssignmentError(
                     f"{key}: belongs to cluster {_short(shard['cluster'])} pool {_short(shard['pool'])}, "
@@ -311,7 +340,7 @@ def parse(text: str, *, cluster: str | None = None) -> Assignment:
 
 def parse_document(doc: Any, *, cluster: str | None = None) -> Assignment:
     """``parse`` of a loaded (or assembled) document."""
-    _check_schema(doc, schema(), ASSIGNMENT_KEY)
+    _check_schema(doc, schema(), ASSIGNMENT_KEY, "")
     if any(p.get("nodeShards") for p in doc["pools"]):
         raise InvalidAssignmentError(f"{ASSIGNMENT_KEY}: sharded, and its shards were not put back")
     if cluster is not None and doc["cluster"] != cluster:

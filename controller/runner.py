@@ -40,17 +40,17 @@ class Controller:
         http_port: int | None = None,
     ) -> None:
         self.s = settings
-        self.kube = Kube(api_client, dry_run=settings.dry_run, identity=settings.identity)
-        self.kube.request_timeout = (5.0, settings.request_timeout)
+        self.kube = Kube(api_client, dry_run=settings.dry_run, identity=settings.leader.identity)
+        self.kube.request_timeout = (5.0, settings.api.request_timeout)
         self.metrics = metrics if metrics is not None else Metrics()
-        self.health = Health(stale_after=max(30.0, settings.resync_interval * 3))
+        self.health = Health(stale_after=max(30.0, settings.loop.resync_interval * 3))
         self.reconciler = Reconciler(self.kube, settings, self.metrics, clock, self.health)
         self.elector = LeaseElector(
             self.kube,
-            settings.namespace,
-            settings.lease_name,
-            settings.identity,
-            settings.lease_duration,
+            settings.api.namespace,
+            settings.leader.lease_name,
+            settings.leader.identity,
+            settings.leader.lease_duration,
             clock,
             on_api_ok=self.health.api_ok,
         )
@@ -66,19 +66,19 @@ class Controller:
 
     # --- watches -----------------------------------------------------------------------------
     def _watch(self, what: str, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> None:
-        delay = self.s.retry_backoff
+        delay = self.s.api.retry_backoff
         while not self.stop_event.is_set():
             w = watch.Watch()  # type: ignore[no-untyped-call]  # the client's watch module is untyped
             try:
                 for _event in w.stream(  # type: ignore[no-untyped-call]  # untyped client module
                     fn,
                     *args,
-                    timeout_seconds=max(1, int(self.s.watch_timeout)),
-                    _request_timeout=(5.0, self.s.watch_timeout + 5.0),
+                    timeout_seconds=max(1, int(self.s.loop.watch_timeout)),
+                    _request_timeout=(5.0, self.s.loop.watch_timeout + 5.0),
                     **kwargs,
                 ):
                     self.wake.set()
-                    delay = self.s.retry_backoff
+                    delay = self.s.api.retry_backoff
                     if self.stop_event.is_set():
                         w.stop()  # type: ignore[no-untyped-call]  # untyped client module
                 log(logging.DEBUG, "watch ended; re-establishing", watch=what)
@@ -93,7 +93,7 @@ class Controller:
                     retry_in=round(delay, 3),
                 )
                 self.stop_event.wait(delay)
-                delay = min(self.s.retry_backoff_max, delay * 2)
+                delay = min(self.s.api.retry_backoff_max, delay * 2)
             # Events may have been missed while the watch was down: relist now.
             self.wake.set()
 
@@ -104,8 +104,8 @@ class Controller:
             (
                 "assignment",
                 core.list_namespaced_config_map,
-                (self.s.namespace,),
-                {"field_selector": f"metadata.name={self.s.assignment_name}"},
+                (self.s.api.namespace,),
+                {"field_selector": f"metadata.name={self.s.api.assignment_name}"},
             ),
         ]
         for what, fn, args, kwargs in specs:
@@ -125,17 +125,17 @@ class Controller:
         log(
             logging.INFO,
             "starting",
-            identity=self.s.identity,
+            identity=self.s.leader.identity,
             dry_run=self.s.dry_run,
-            namespace=self.s.namespace,
-            assignment=self.s.assignment_name,
+            namespace=self.s.api.namespace,
+            assignment=self.s.api.assignment_name,
         )
         if self.endpoint is not None:
             self.endpoint.start()
         watches_started = False
-        error_delay = self.s.retry_backoff
+        error_delay = self.s.api.retry_backoff
         next_pass = 0.0  # monotonic time of the next pass when nothing wakes us earlier
-        renew_every = max(0.02, self.s.lease_duration / 3)
+        renew_every = max(0.02, self.s.leader.lease_duration / 3)
         try:
             while not self.stop_event.is_set():
                 self.health.loop_tick()
@@ -149,12 +149,12 @@ class Controller:
                         watches_started = True
                     if self.wake.is_set() or time.monotonic() >= next_pass:
                         self.wake.clear()
-                        next_pass = time.monotonic() + self.s.resync_interval
+                        next_pass = time.monotonic() + self.s.loop.resync_interval
                         try:
                             self.reconciler.reconcile_once()
-                            error_delay = self.s.retry_backoff
+                            error_delay = self.s.api.retry_backoff
                             if self.reconciler.busy:
-                                next_pass = time.monotonic() + self.s.poll_interval
+                                next_pass = time.monotonic() + self.s.loop.poll_interval
                         except Exception as exc:
                             # A pass fails as a whole only when the API does (list nodes, read the
                             # assignment); anything else is a bug, logged at ERROR, and the loop
@@ -167,7 +167,7 @@ class Controller:
                                 retry_in=error_delay,
                             )
                             next_pass = time.monotonic() + error_delay
-                            error_delay = min(self.s.retry_backoff_max, error_delay * 2)
+                            error_delay = min(self.s.api.retry_backoff_max, error_delay * 2)
                         self.passes += 1
                     timeout = max(0.0, next_pass - time.monotonic())
                     if not self.s.dry_run:
@@ -175,12 +175,12 @@ class Controller:
                         timeout = min(timeout, renew_every)
                 if self.wake.wait(timeout):
                     # Coalesce a burst of watch events into one pass.
-                    self.stop_event.wait(min(0.05, self.s.poll_interval))
+                    self.stop_event.wait(min(0.05, self.s.loop.poll_interval))
         finally:
             if self.endpoint is not None:
                 self.endpoint.stop()
         self.elector.release()
-        log(logging.INFO, "stopped", identity=self.s.identity)
+        log(logging.INFO, "stopped", identity=self.s.leader.identity)
 
     def stop(self) -> None:
         self.stop_event.set()

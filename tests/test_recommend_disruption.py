@@ -25,7 +25,7 @@ from controller.settings import Settings
 
 def test_grace_constant_is_the_controllers_default() -> None:
     # the compiler may not import the controller (import-linter): the constant is repeated, checked here
-    assert Settings().drain_grace_timeout == dis.DRAIN_GRACE_SECONDS
+    assert Settings().drain.grace_timeout == dis.DRAIN_GRACE_SECONDS
     assert engine.DRAIN_GRACE_SECONDS == dis.DRAIN_GRACE_SECONDS  # simulate uses the same one
     assert engine.Settings(nodes=1).reconfigure_seconds == dis.RECONFIGURE_SECONDS
 
@@ -40,10 +40,38 @@ def test_expected_loss_by_hand() -> None:
 
 def test_node_cost_and_outage_by_hand() -> None:
     # one 1g pod (1/7) for 600 s and one whole-GPU pod for 1800 s; 8 GPUs, 2 changed, 60 s each
-    outage = dis.outage(8, 2, 60.0)
+    outage = dis.outage([1 / 7, 1.0], 8, 2, 60.0)
     assert outage == 8 * 120
     cost = dis.node_cost([(1 / 7, 600.0), (1.0, 1800.0)], 1800.0, outage)
     assert cost == pytest.approx(150 / 7 + 900 + 960)
+    # charged on the busy share instead, the outage stops their 8/7 GPUs for 120 s
+    assert dis.outage([1 / 7, 1.0], 8, 2, 60.0, charge="busy") == pytest.approx(8 / 7 * 120)
+
+
+def test_the_busy_outage_of_an_idle_node_is_zero() -> None:
+    """Issue 22 item 2 (charge "busy"): carving idle GPUs evicts nothing and stops no work, so an
+    idle node's re-carve costs nothing whatever its GPUs, the GPUs changed or the operand pause;
+    the default charge ("node") is every GPU of the node."""
+    assert dis.outage([], 8, 4, 60.0, charge="busy") == 0.0
+    assert dis.outage([], 8, 8, 90.0, drain_seconds=300.0, charge="busy") == 0.0
+    assert dis.outage([], 8, 4, 60.0) == 8 * 240
+    assert dis.busy_share([]) == 0.0
+
+
+def test_the_busy_outage_is_the_busy_share_times_pause_plus_reconfiguration() -> None:
+    # a 4-GPU pod and three 1g pods hold 4 3/7 GPUs; 300 s operand pause + 3 changed GPUs × 90 s
+    held = [4.0, 1 / 7, 1 / 7, 1 / 7]
+    assert dis.busy_share(held) == pytest.approx(4 + 3 / 7)
+    got = dis.outage(held, 8, 3, 90.0, drain_seconds=300.0, charge="busy")
+    assert got == pytest.approx((4 + 3 / 7) * (300 + 270))
+    # a node whose 8 GPUs are all busy is charged the same either way
+    assert dis.outage([1.0] * 8, 8, 4, 60.0, charge="busy") == dis.outage([1.0] * 8, 8, 4, 60.0)
+    # the issue's arithmetic: a waiting 1g pod (f = 1/7) outweighs an idle node's busy outage at
+    # once, where the node charge (8 GPUs × 240 s = 1,920 GPU-s) asks it to wait 13,440 s
+    assert dis.worth(1 / 7 * 1.0, dis.outage([], 8, 4, 60.0, charge="busy"), 20)
+    assert not dis.worth(1 / 7 * 13_440.0, dis.outage([], 8, 4, 60.0), 0)
+    with pytest.raises(ValueError, match="outage charge 'gpu'"):
+        dis.outage(held, 8, 3, 90.0, charge="gpu")
 
 
 def test_newly_served_takes_the_queue_after_those_served_already() -> None:

@@ -16,6 +16,7 @@ from compiler.model import PartitionPolicy
 from compiler.recommend import disruption as dis
 from compiler.recommend import gates as g
 from compiler.recommend import history as h
+from compiler.simulate import engine
 from compiler.simulate.engine import EPOCH, Result, Settings, _Fleet, _Pod, _Run, simulate
 from compiler.simulate.trace import TracePod, profile_for, read_trace
 from controller.settings import Settings as ControllerSettings
@@ -161,7 +162,13 @@ def waits(res: Result) -> dict[str, list[tuple[float, bool]]]:
 
 
 def test_drain_grace_default_is_the_controllers() -> None:
-    assert Settings(nodes=1).drain_grace_seconds == ControllerSettings().drain_grace_timeout == 1800
+    assert Settings(nodes=1).drain_grace_seconds == ControllerSettings().drain.grace_timeout == 1800
+
+
+def test_failure_retries_are_the_controllers() -> None:
+    """The replay retries a failed node as the controller does (the compiler may not import it)."""
+    failures = ControllerSettings().failures
+    assert (failures.backoff, failures.max_attempts) == (engine.FAILURE_BACKOFF_SECONDS, engine.MAX_ATTEMPTS)
 
 
 def test_reconfiguration_cordons_the_node_waits_the_grace_evicts_and_requeues() -> None:
@@ -490,7 +497,7 @@ def test_a_node_retargeted_while_applying_finishes_then_applies_again_still_cord
 def test_failed_reconfiguration_retries_like_the_controller() -> None:
     """1 idle node x 1 GPU, ``b`` (whole GPU) at 0, failure rate 0.5, seed 7 (draws 0.32, 0.15, 0.65:
     fail, fail, succeed). Apply 0–60 fails (attempt 1): the node stays cordoned, the controller retries
-    after failure_backoff = 300 s (controller/settings.py); 360–420 fails (attempt 2 = max_attempts):
+    after failures.backoff = 300 s (controller/settings.py); 360–420 fails (attempt 2 = max_attempts):
     a human retries after --operator-retry (1 h); 4020–4080 succeeds: ``b`` waited 4080 s."""
     assert A100 is not None
     s = Settings(nodes=1, gpus_per_node=1, failure_rate=0.5, seed=7)

@@ -33,6 +33,11 @@ def test_without_the_idle_pass_the_loop_holds_the_idle_gpu_and_the_counter_says_
     res = simulate(TRACE, A100, replace(ONE, idle_pass=False), "default", POLICY)
     assert res.waits == {"7g": [(1860.0, False)], "1g": [(87660.0, False)]}
     assert res.held_on_idle == 1 and res.idle_recarves == 0
+    # the disruption rule is not what holds it: with the outage charged on the busy share (0 here)
+    # the cover still keeps the 7g.80gb for the window's peak, and the rule is never asked
+    busy = simulate(TRACE, A100, replace(ONE, idle_pass=False, outage="busy"), "default", POLICY)
+    assert busy.waits == res.waits and busy.held_on_idle == 1
+    assert busy.blocked.get("disruption", 0) == 0
 
 
 def test_an_idle_gpu_is_recarved_for_the_pod_that_waits() -> None:
@@ -80,3 +85,32 @@ def test_cli_idle_pass_flag_reaches_the_loop(tmp_path: Path, capsys: pytest.Capt
         doc = json.loads(capsys.readouterr().out)
         row = doc["results"][0]
         assert (doc["idlePass"], row["heldOnIdleGpu"], row["idleRecarves"]) == (bool(flag), held, recarves)
+
+
+def test_the_busy_outage_recarves_an_idle_node_for_a_waiting_1g_pod() -> None:
+    """Issue 22 items 2 and 3, with the outage charged on the busy share of the node
+    (``Settings.outage="busy"``, compiler/recommend/disruption.py ``outage``): an idle node costs
+    nothing to re-carve.
+
+    Eight whole-GPU pods run on one 8-GPU node for an hour (it is carved 8 × 7g.80gb), then a 1g
+    pod arrives at 6,000 s, sized from the demand of the moment (``--demand now``: the
+    scaleDownWindow, which holds the issue's one-node trace above, is not at stake) and without the
+    idle pass. The first evaluation that sees it (6,300 s) starts the stabilizationWindow, the next
+    (7,200 s) re-carves the idle node: 8 GPUs × 60 s later the pod runs, 1,680 s after it arrived,
+    within 300 s + one interval + the node's reconfiguration. Charged on every GPU of the node (the
+    default), the outage is 8 × 8 × 60 = 3,840 GPU-s, which the 1g pod's f × W = W / 7 only beats
+    after W > 32,256 s: it waits 33,180 s, counted in heldOnIdleGpu."""
+    assert A100 is not None
+    trace = [TracePod(f"big{k}", 0, 3600, 1, 1000, 0) for k in range(8)]
+    trace.append(TracePod("small", 6000, 600, 1, 100, 0))
+    s = Settings(nodes=1, gpus_per_node=8, demand="now", outage="busy")
+    res = simulate(trace, A100, s, "default", POLICY)
+    ((wait, censored),) = res.waits["1g"]
+    first_look = 6300 - 6000
+    assert not censored
+    assert wait <= first_look + POLICY.interval_seconds + s.reconfigure_seconds * s.gpus_per_node
+    assert res.held_on_idle == 0 and res.evictions == 0
+    assert res.blocked.get("disruption", 0) == 0
+    node = simulate(trace, A100, replace(s, outage="node"), "default", POLICY)
+    assert node.waits["1g"] == [(33180.0, False)] and node.held_on_idle == 1
+    assert node.blocked["disruption"] > 30

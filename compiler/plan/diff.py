@@ -19,7 +19,7 @@ import numpy as np
 from compiler.catalog import Catalog, GpuModel
 from compiler.current import RecordedCapacity
 from compiler.formatting import layout_counts
-from compiler.model import WHOLE_GPU, CurrentState, GpuLayout, NodeLayout, NodePool, Policy
+from compiler.model import WHOLE_GPU, Cluster, CurrentState, GpuLayout, NodeLayout, NodePool, Policy
 from compiler.plan.data import CapacityRow, Cost, NodeChange, Plan, RemovedNode, SpreadRow, TenantRow, Unmet
 from compiler.plan.dra import dra_pools
 from compiler.plan.fairness import fair_tiers
@@ -27,7 +27,7 @@ from compiler.plan.hami import hami_requests
 from compiler.plan.snapshot import evictions_on
 from compiler.plan.spread import spread_rows
 from compiler.solve.demand import DemandItem, build_demand
-from compiler.solve.result import Solution
+from compiler.solve.result import PoolResult, Solution
 
 
 def _pool_of(policy: Policy, cluster: str, pool: str) -> NodePool | None:
@@ -178,6 +178,9 @@ def _demand_capacity(layouts: Sequence[NodeLayout | None], pool: NodePool | None
     return caps
 
 
+_Layouts = tuple[list[NodeLayout | None], list[NodeLayout], list[NodeLayout | None]]
+
+
 def build_plan(
     policy: Policy,
     solution: Solution,
@@ -191,127 +194,183 @@ def build_plan(
 ) -> Plan:
     """The plan of ``solution`` against ``current``; ``recorded`` gives the exact tenant "before";
     ``spread``: :func:`spread_rows` of the solution when the caller has them already."""
-    deployed = current.as_dict()
-    recorded = recorded if recorded is not None else RecordedCapacity()
-    changes: list[NodeChange] = []
-    capacity: list[CapacityRow] = []
-    unmet: list[Unmet] = []
-    targets: set[tuple[str, str, str]] = set()
-    costs: list[Cost] = []
-    # (cluster, tenant, pool, resource) → [requested after, served before, served after, requested before]
-    tenant_rows: dict[tuple[str, str, str, str], list[int]] = {}
-    estimated_clusters: set[str] = set()
-    nodes_total = 0
-
+    b = _PlanBuilder(policy, catalog, current, recorded if recorded is not None else RecordedCapacity())
     for cluster in sorted(policy.clusters, key=lambda c: c.name):
-        results = [r for r in solution.pools if r.cluster == cluster.name]
+        b.add_cluster(cluster, [r for r in solution.pools if r.cluster == cluster.name])
+    return b.plan(solution, pods=pods, solution_dict=solution_dict, spread=spread)
+
+
+def _change_reason(
+    before: NodeLayout | None, after: NodeLayout, pool: str, delta: str
+) -> tuple[tuple[int, ...], str]:
+    """The GPUs of a node that change and why, in the words of the plan."""
+    if before is None:
+        return tuple(range(len(after))), "new node: no layout deployed yet"
+    if len(before) != len(after):
+        return tuple(range(len(after))), f"GPU count changed ({len(before)} → {len(after)})"
+    if before == after:  # tuple equality tries identity first (a kept node)
+        return (), ""
+    changed = tuple(i for i, (b, a) in enumerate(zip(before, after, strict=True)) if b != a)
+    reason = f"pool {pool} capacity {delta}" if delta else f"pool {pool} rebalanced (capacity unchanged)"
+    return changed, reason
+
+
+class _PlanBuilder:
+    """Accumulates a plan cluster by cluster, pool by pool: node changes, capacity rows, unmet
+    demand, tenant rows (requested/served, before and after) and the cost of each cluster."""
+
+    def __init__(
+        self, policy: Policy, catalog: Catalog, current: CurrentState, recorded: RecordedCapacity
+    ) -> None:
+        self.policy = policy
+        self.catalog = catalog
+        self.current = current
+        self.deployed = current.as_dict()
+        self.recorded = recorded
+        self.changes: list[NodeChange] = []
+        self.capacity: list[CapacityRow] = []
+        self.unmet: list[Unmet] = []
+        self.targets: set[tuple[str, str, str]] = set()
+        self.costs: list[Cost] = []
+        # (cluster, tenant, pool, resource) → [requested after, served before, served after, requested before]
+        self.tenant_rows: dict[tuple[str, str, str, str], list[int]] = {}
+        self.estimated_clusters: set[str] = set()
+        self.nodes_total = 0
+
+    def add_cluster(self, cluster: Cluster, results: list[PoolResult]) -> None:
         caps_before: dict[tuple[str, str], int] = {}
         caps_balanced: dict[tuple[str, str], int] = {}
-        layouts: dict[str, tuple[list[NodeLayout | None], list[NodeLayout], list[NodeLayout | None]]] = {}
+        layouts: dict[str, _Layouts] = {}
         after_served: dict[tuple[str, str, str], int] = {}
         for result in sorted(results, key=lambda r: r.pool):
-            pool = _pool_of(policy, result.cluster, result.pool)
-            model = catalog.get(result.gpu_model)
-            befores: list[NodeLayout | None] = []
-            afters: list[NodeLayout] = []
-            for node in result.nodes:
-                key = (result.cluster, result.pool, node.name)
-                targets.add(key)
-                befores.append(deployed.get(key))
-                afters.append(node.gpus)
-            nodes_total += len(result.nodes)
-            balanced: list[NodeLayout | None] = (
-                [_balanced(model, pool)] * len(result.nodes) if pool is not None else list(afters)
+            layouts[result.pool] = self._add_pool(cluster, result, caps_before, caps_balanced, after_served)
+        items = build_demand(self.policy, cluster, self.catalog)
+        served_balanced = _serve(items, caps_balanced)
+        served_before = self._served_before(cluster, items, caps_before, bool(results))
+        if results:
+            self.costs.append(
+                self._cost(cluster, items, layouts, served_before, after_served, served_balanced)
             )
-            layouts[result.pool] = (befores, afters, balanced)
-            for resource, n in _demand_capacity(befores, pool).items():
-                caps_before[(result.pool, resource)] = n
-            for resource, n in _demand_capacity(balanced, pool).items():
-                caps_balanced[(result.pool, resource)] = n
-            cap_before = layout_counts(befores, pool)
-            cap_after = layout_counts(afters, pool)
-            for resource in sorted(set(cap_before) | set(cap_after)):
-                capacity.append(
-                    CapacityRow(
+
+    def _add_pool(
+        self,
+        cluster: Cluster,
+        result: PoolResult,
+        caps_before: dict[tuple[str, str], int],
+        caps_balanced: dict[tuple[str, str], int],
+        after_served: dict[tuple[str, str, str], int],
+    ) -> _Layouts:
+        """One pool's layouts before / after / balanced, its capacity rows, node changes and demand rows."""
+        pool = _pool_of(self.policy, result.cluster, result.pool)
+        model = self.catalog.get(result.gpu_model)
+        befores: list[NodeLayout | None] = []
+        afters: list[NodeLayout] = []
+        for node in result.nodes:
+            key = (result.cluster, result.pool, node.name)
+            self.targets.add(key)
+            befores.append(self.deployed.get(key))
+            afters.append(node.gpus)
+        self.nodes_total += len(result.nodes)
+        balanced: list[NodeLayout | None] = (
+            [_balanced(model, pool)] * len(result.nodes) if pool is not None else list(afters)
+        )
+        for resource, n in _demand_capacity(befores, pool).items():
+            caps_before[(result.pool, resource)] = n
+        for resource, n in _demand_capacity(balanced, pool).items():
+            caps_balanced[(result.pool, resource)] = n
+        cap_before = layout_counts(befores, pool)
+        cap_after = layout_counts(afters, pool)
+        for resource in sorted(set(cap_before) | set(cap_after)):
+            self.capacity.append(
+                CapacityRow(
+                    result.cluster,
+                    result.pool,
+                    resource,
+                    cap_before.get(resource, 0),
+                    cap_after.get(resource, 0),
+                )
+            )
+        delta = _delta_text(cap_before, cap_after)
+        for node, before in zip(result.nodes, befores, strict=True):
+            changed, reason = _change_reason(before, node.gpus, result.pool, delta)
+            if changed:
+                self.changes.append(
+                    NodeChange(
                         result.cluster,
                         result.pool,
-                        resource,
-                        cap_before.get(resource, 0),
-                        cap_after.get(resource, 0),
+                        node.name,
+                        result.gpu_model,
+                        before,
+                        node.gpus,
+                        changed,
+                        reason,
+                        selector=pool is not None and pool.uses_selector,
                     )
                 )
-            delta = _delta_text(cap_before, cap_after)
-            for node, before in zip(result.nodes, befores, strict=True):
-                if before is None:
-                    changed = tuple(range(len(node.gpus)))
-                    reason = "new node: no layout deployed yet"
-                elif len(before) != len(node.gpus):
-                    changed = tuple(range(len(node.gpus)))
-                    reason = f"GPU count changed ({len(before)} → {len(node.gpus)})"
-                else:
-                    changed = tuple(
-                        i for i, (b, a) in enumerate(zip(before, node.gpus, strict=True)) if b != a
-                    )
-                    reason = (
-                        f"pool {result.pool} capacity {delta}"
-                        if delta
-                        else f"pool {result.pool} rebalanced (capacity unchanged)"
-                    )
-                if changed:
-                    changes.append(
-                        NodeChange(
-                            result.cluster,
-                            result.pool,
-                            node.name,
-                            result.gpu_model,
-                            before,
-                            node.gpus,
-                            changed,
-                            reason,
-                            selector=pool is not None and pool.uses_selector,
-                        )
-                    )
-            for row in result.demand:
-                key3 = (row.tenant, result.pool, row.resource)
-                after_served[key3] = after_served.get(key3, 0) + row.served
-                key4 = (cluster.name, row.tenant, result.pool, row.resource)
-                acc = tenant_rows.setdefault(key4, [0, 0, 0, 0])
-                acc[0] += row.requested
-                acc[2] += row.served
-                if row.unmet > 0:
-                    unmet.append(
-                        Unmet(
-                            result.cluster,
-                            result.pool,
-                            row.tenant,
-                            row.workload,
-                            row.resource,
-                            row.requested,
-                            row.served,
-                            row.priority_tier,
-                        )
-                    )
+        self._add_demand_rows(cluster, result, after_served)
+        return befores, afters, balanced
 
-        items = build_demand(policy, cluster, catalog)
-        served_balanced = _serve(items, caps_balanced)
-        if recorded.covers(cluster.name):
-            was = recorded.by_pool(cluster.name)
+    def _add_demand_rows(
+        self, cluster: Cluster, result: PoolResult, after_served: dict[tuple[str, str, str], int]
+    ) -> None:
+        for row in result.demand:
+            key3 = (row.tenant, result.pool, row.resource)
+            after_served[key3] = after_served.get(key3, 0) + row.served
+            key4 = (cluster.name, row.tenant, result.pool, row.resource)
+            acc = self.tenant_rows.setdefault(key4, [0, 0, 0, 0])
+            acc[0] += row.requested
+            acc[2] += row.served
+            if row.unmet > 0:
+                self.unmet.append(
+                    Unmet(
+                        result.cluster,
+                        result.pool,
+                        row.tenant,
+                        row.workload,
+                        row.resource,
+                        row.requested,
+                        row.served,
+                        row.priority_tier,
+                    )
+                )
+
+    def _served_before(
+        self,
+        cluster: Cluster,
+        items: Sequence[DemandItem],
+        caps_before: Mapping[tuple[str, str], int],
+        has_results: bool,
+    ) -> dict[tuple[str, str, str], int]:
+        """What each tenant was served before: recorded by the previous render, else estimated."""
+        if self.recorded.covers(cluster.name):
+            was = self.recorded.by_pool(cluster.name)
             served_before = {key: served for key, (_, served) in was.items()}
             for (tenant, pool_name, resource), (requested, _) in was.items():
                 key4 = (cluster.name, tenant, pool_name, resource)
-                tenant_rows.setdefault(key4, [0, 0, 0, 0])[3] += requested
+                self.tenant_rows.setdefault(key4, [0, 0, 0, 0])[3] += requested
         else:
             served_before = _serve(items, caps_before)
-            if results:
-                estimated_clusters.add(cluster.name)
+            if has_results:
+                self.estimated_clusters.add(cluster.name)
         for (tenant, pool_name, resource), n in served_before.items():
-            tenant_rows.setdefault((cluster.name, tenant, pool_name, resource), [0, 0, 0, 0])[1] += n
+            self.tenant_rows.setdefault((cluster.name, tenant, pool_name, resource), [0, 0, 0, 0])[1] += n
+        return served_before
 
+    def _cost(
+        self,
+        cluster: Cluster,
+        items: Sequence[DemandItem],
+        layouts: Mapping[str, _Layouts],
+        served_before: Mapping[tuple[str, str, str], int],
+        after_served: Mapping[tuple[str, str, str], int],
+        served_balanced: Mapping[tuple[str, str, str], int],
+    ) -> Cost:
+        """GPUs in use and $/h before, after and with the balanced layout."""
         gpus = {"total": 0, "before": 0, "after": 0, "balanced": 0}
         money = [0.0, 0.0, 0.0]
         unpriced: set[str] = set()
         for pool_name, (befores, afters, balanced) in sorted(layouts.items()):
-            pool = _pool_of(policy, cluster.name, pool_name)
+            pool = _pool_of(self.policy, cluster.name, pool_name)
             used = (
                 gpus_in_use(befores, _pool_served(served_before, pool_name), pool),
                 gpus_in_use(afters, _pool_served(after_served, pool_name), pool),
@@ -321,66 +380,73 @@ def build_plan(
             gpus["before"] += used[0]
             gpus["after"] += used[1]
             gpus["balanced"] += used[2]
-            price = _price(policy, pool) if pool is not None else None
+            price = _price(self.policy, pool) if pool is not None else None
             if price is None:
                 if any(used):
                     unpriced.add(pool_name)
                 continue
             for i in range(3):
                 money[i] += used[i] * price
-        if results:
-            priced = not unpriced
-            costs.append(
-                Cost(
-                    cluster=cluster.name,
-                    gpus_total=gpus["total"],
-                    gpus_before=gpus["before"],
-                    gpus_after=gpus["after"],
-                    gpus_balanced=gpus["balanced"],
-                    unmet_balanced=_requested_units(items) - sum(served_balanced.values()),
-                    per_hour_before=round(money[0], 2) if priced else None,
-                    per_hour_after=round(money[1], 2) if priced else None,
-                    per_hour_balanced=round(money[2], 2) if priced else None,
-                    unpriced_pools=tuple(sorted(unpriced)),
-                )
-            )
-
-    removed = tuple(RemovedNode(*key) for key in sorted(deployed) if key not in targets)
-    changed_nodes = {(c.cluster, c.node) for c in changes}
-    tenants = tuple(
-        TenantRow(
-            c,
-            t,
-            r,
-            v[0],
-            v[1],
-            v[2],
-            pool=p,
-            estimated=c in estimated_clusters,
-            requested_before=None if c in estimated_clusters else v[3],
+        priced = not unpriced
+        return Cost(
+            cluster=cluster.name,
+            gpus_total=gpus["total"],
+            gpus_before=gpus["before"],
+            gpus_after=gpus["after"],
+            gpus_balanced=gpus["balanced"],
+            unmet_balanced=_requested_units(items) - sum(served_balanced.values()),
+            per_hour_before=round(money[0], 2) if priced else None,
+            per_hour_after=round(money[1], 2) if priced else None,
+            per_hour_balanced=round(money[2], 2) if priced else None,
+            unpriced_pools=tuple(sorted(unpriced)),
         )
-        for (c, t, p, r), v in sorted(tenant_rows.items())
-    )
-    return Plan(
-        clusters=tuple(sorted({p.cluster for p in solution.pools})),
-        nodes_total=nodes_total,
-        changes=tuple(changes),
-        removed=removed,
-        capacity=tuple(capacity),
-        tenants=tenants,
-        unmet=tuple(unmet),
-        evictions=evictions_on(pods or (), changed_nodes),
-        costs=tuple(costs),
-        snapshot_given=pods is not None,
-        solution=dict(solution_dict or {}),
-        spread=tuple(spread) if spread is not None else spread_rows(policy, solution),
-        hami=solution.hami,
-        hami_requests=hami_requests(policy),
-        dra=dra_pools(policy, solution, catalog, current),
-        pool_kinds={
-            (c.name, p.name): (p.mig, p.sharing.mode if p.is_shared else "none", p.shares_per_gpu)
-            for c in policy.clusters
-            for p in c.pools
-        },
-        fairness=fair_tiers(policy, solution),
-    )
+
+    def plan(
+        self,
+        solution: Solution,
+        *,
+        pods: Sequence[Mapping[str, Any]] | None,
+        solution_dict: Mapping[str, Any] | None,
+        spread: Sequence[SpreadRow] | None,
+    ) -> Plan:
+        policy = self.policy
+        removed = tuple(RemovedNode(*key) for key in sorted(self.deployed) if key not in self.targets)
+        changed_nodes = {(c.cluster, c.node) for c in self.changes}
+        estimated = self.estimated_clusters
+        tenants = tuple(
+            TenantRow(
+                c,
+                t,
+                r,
+                v[0],
+                v[1],
+                v[2],
+                pool=p,
+                estimated=c in estimated,
+                requested_before=None if c in estimated else v[3],
+            )
+            for (c, t, p, r), v in sorted(self.tenant_rows.items())
+        )
+        return Plan(
+            clusters=tuple(sorted({p.cluster for p in solution.pools})),
+            nodes_total=self.nodes_total,
+            changes=tuple(self.changes),
+            removed=removed,
+            capacity=tuple(self.capacity),
+            tenants=tenants,
+            unmet=tuple(self.unmet),
+            evictions=evictions_on(pods or (), changed_nodes),
+            costs=tuple(self.costs),
+            snapshot_given=pods is not None,
+            solution=dict(solution_dict or {}),
+            spread=tuple(spread) if spread is not None else spread_rows(policy, solution),
+            hami=solution.hami,
+            hami_requests=hami_requests(policy),
+            dra=dra_pools(policy, solution, self.catalog, self.current),
+            pool_kinds={
+                (c.name, p.name): (p.mig, p.sharing.mode if p.is_shared else "none", p.shares_per_gpu)
+                for c in policy.clusters
+                for p in c.pools
+            },
+            fairness=fair_tiers(policy, solution),
+        )

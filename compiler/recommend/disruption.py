@@ -6,7 +6,7 @@ Both sides are GPU-seconds, estimated only from what can be observed at the mome
 (how long each running pod has run, how long each pending pod has waited) — never from the future:
 
 * **cost** of re-carving a node = Σ over its running GPU pods of ``f × E² / (E + G)`` plus the
-  outage ``gpus on the node × (drain_seconds + reconfigure_seconds × changed GPUs)`` plus the
+  **outage** (:func:`outage`) ``B × (drain_seconds + reconfigure_seconds × changed GPUs)`` plus the
   **displaced wait** (:func:`displaced`): Σ ``f × W₀`` over the running pods the change leaves
   without an instance on the node, ``W₀`` the time the pod waited before it started
   (``status.startTime − metadata.creationTimestamp``). ``f``: the
@@ -14,7 +14,25 @@ Both sides are GPU-seconds, estimated only from what can be observed at the mome
   run; ``G``: the controller's drain grace. A pod still running when the grace ends is evicted and
   (restart model) loses ``E``; with run times that are scale-invariant (the longer a job has run, the
   longer it is expected to go on: P(T > E + G | T > E) = E / (E + G)) the expected loss is
-  ``E × E / (E + G)``. During the outage the whole node is out (it is cordoned for the change).
+  ``E × E / (E + G)``.
+* **outage** (:func:`outage`): while the node is cordoned, its operands paused (``drain_seconds``)
+  and its changed GPUs re-carved (``reconfigure_seconds`` each, one after another), nothing runs on
+  it. ``B``, how much of the node is charged, is one of two :data:`OUTAGE_CHARGES`:
+
+  - ``"node"`` (the default): every GPU of the node, busy or idle.
+  - ``"busy"``: the node's **busy share**, Σ ``f`` over its running GPU pods (the GPUs they hold;
+    0 on an idle node). Idle GPU time has no value, so the outage then costs only the work it stops:
+    the running pods' lost progress is already in the first term, the outage adds the time their
+    GPU share is out of service before it can run again. An idle node's outage is 0, so it is
+    re-carved as soon as a pending pod it serves exists (issue 22: carving idle GPUs evicts nothing
+    and comes first); the user's limits (minDwell, dailyChangeBudget, stabilizationWindow, the
+    rollout) still apply. Under ``"node"`` an idle 8-GPU node with 4 changed GPUs costs
+    8 × 240 = 1,920 GPU-s, which a waiting 1g pod (``f = 1/7``) only outweighs after 13,440 s.
+
+  ``"busy"`` was measured against ``"node"`` on a subset of issue 22's matrix and the report-shaped
+  workload declared before running (bench/RESULTS.md, Round 8): it met no clause on more cells and
+  one on fewer, so by the landing rule decided before measuring ``"node"`` stays the default;
+  ``migc simulate``'s replay selects ``"busy"`` with ``Settings.outage``.
 * **benefit** = Σ over the pending pods the change serves of ``f × W``, ``W`` the time the pod has
   waited so far: by the same scale-invariance, the median further wait of a pod that has waited
   ``W`` without capacity is ``W``, which the change avoids. Per profile, the pods are served in
@@ -40,13 +58,15 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 
-# controller/settings.py Settings.drain_grace_timeout: how long the controller lets GPU pods finish
+# controller/settings.py Settings.drain.grace_timeout: how long the controller lets GPU pods finish
 # (the compiler may not import the controller; tests/test_recommend_disruption.py asserts they agree)
 DRAIN_GRACE_SECONDS = 1800.0
 # the MIG manager's reconfiguration time per changed GPU: the 30–90 s per GPU seen in practice
 RECONFIGURE_SECONDS = 60.0
 # --disruption of recommend and simulate: apply the rule, or fall back to the gain threshold
 MODELS = ("expected", "off")
+# how much of a node its outage charges (module docstring): every GPU of it, or its busy share
+OUTAGE_CHARGES = ("node", "busy")
 
 
 def expected_loss(elapsed: float, grace: float) -> float:
@@ -61,11 +81,27 @@ def node_cost(running: Iterable[tuple[float, float]], grace: float, outage_gpu_s
     return sum(f * expected_loss(e, grace) for f, e in running) + outage_gpu_seconds
 
 
+def busy_share(held: Iterable[float]) -> float:
+    """The GPUs a node's running GPU pods hold: Σ of their fractions (``held``), 0 on an idle node."""
+    return sum(max(0.0, f) for f in held)
+
+
 def outage(
-    gpus_on_node: int, changed_gpus: int, reconfigure_seconds: float, drain_seconds: float = 0.0
+    held: Iterable[float],
+    gpus_on_node: int,
+    changed_gpus: int,
+    reconfigure_seconds: float,
+    drain_seconds: float = 0.0,
+    charge: str = "node",
 ) -> float:
-    """GPU-seconds the node is out while it is re-carved (every GPU of it: the node is cordoned)."""
-    return gpus_on_node * (drain_seconds + reconfigure_seconds * changed_gpus)
+    """GPU-seconds a node's re-carve is charged for its outage: ``B`` × (operand pause +
+    reconfiguration of the changed GPUs), ``B`` = ``gpus_on_node`` (``charge="node"``) or the busy
+    share (:func:`busy_share` of ``held``, the GPU fraction of each running GPU pod on the node;
+    ``charge="busy"``, 0 on an idle node). See the module docstring."""
+    if charge not in OUTAGE_CHARGES:
+        raise ValueError(f"outage charge {charge!r}: expected one of {', '.join(OUTAGE_CHARGES)}")
+    share = float(gpus_on_node) if charge == "node" else busy_share(held)
+    return share * (drain_seconds + reconfigure_seconds * changed_gpus)
 
 
 def newly_served(waits: Sequence[float], demand: int, before: int, after: int) -> float:

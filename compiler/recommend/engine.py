@@ -538,7 +538,9 @@ def node_disruption(
                 elapsed = max(0.0, (now - start).total_seconds())
                 loss += gpu_fraction(p, slices) * dis.expected_loss(elapsed, grace_seconds)
             changed = len(n.changed_gpus)
-            outage = dis.outage(len(n.gpus), changed, reconfigure_seconds)
+            outage = dis.outage(
+                (gpu_fraction(p, slices) for p in running), len(n.gpus), changed, reconfigure_seconds
+            )
             moved = dis.displaced(_holding(running, slices), layout_counts([n.gpus]))
             out.append(NodeDisruption(n.name, len(n.gpus), changed, len(running), loss, outage, moved))
     return tuple(sorted(out, key=lambda d: (d.cost is None, d.cost or 0.0, d.node)))

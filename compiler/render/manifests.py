@@ -113,7 +113,12 @@ def collect_configs(cluster: Cluster, solution: Solution, catalog: Catalog) -> d
     for result in _pool_results(cluster, solution):
         model = _model(catalog, result.gpu_model)
         pool = _pool(cluster, result.pool)
+        seen: set[tuple[int, ...]] = set()
         for node in result.nodes:
+            ids = layout_ids(node.gpus)
+            if ids in seen:
+                continue  # a node like one before it in this pool: same name, same key
+            seen.add(ids)
             name = names.mig_config_name(model, result.gpu_model, node.gpus)
             key = _config_key(result.gpu_model, node.gpus, node_device_plugin_config(pool, node.gpus))
             raw.setdefault(name, {}).setdefault(key, set()).add(result.pool)
@@ -133,6 +138,13 @@ def collect_configs(cluster: Cluster, solution: Solution, catalog: Catalog) -> d
                 final = f"migc-{names.content_hash(model_key + dp, layout)}"
             out[final] = MigConfig(final, model_key, layout, dp, tuple(sorted(pools)))
     return dict(sorted(out.items()))
+
+
+def layout_ids(layout: NodeLayout) -> tuple[int, ...]:
+    """Identity of a node's GPU layout objects: the solver hands one object per distinct GPU layout
+    to every GPU that carries it, so 10,000 nodes have a few dozen of these. A key for work done
+    once per kind of node, valid while the solution holding the objects is alive."""
+    return tuple(map(id, layout))
 
 
 def config_for(configs: Mapping[str, MigConfig], pool: NodePool, layout: NodeLayout) -> MigConfig:
@@ -318,16 +330,20 @@ def assignment_document(
             continue
         node_entries = []
         counts: dict[str, int] = {}
+        done: dict[tuple[int, ...], MigConfig] = {}  # per kind of node of this pool (see layout_ids)
         for node in result.nodes:
-            cfg = config_for(configs, pool, node.gpus)
-            dp = cfg.device_plugin_config
-            entry = {
-                "devices": [{"migEnabled": g.mig_enabled, "profiles": dict(g.profiles)} for g in node.gpus],
-                "migStrategy": "mixed" if cfg.any_mig() else "none",
-                "devicePluginConfig": dp,
-                "resources": expected_resources(pool, node.gpus),
-            }
-            config_entries[cfg.name] = entry
+            ids = layout_ids(node.gpus)
+            cfg = done.get(ids)
+            if cfg is None:
+                cfg = done[ids] = config_for(configs, pool, node.gpus)
+                config_entries[cfg.name] = {
+                    "devices": [
+                        {"migEnabled": g.mig_enabled, "profiles": dict(g.profiles)} for g in node.gpus
+                    ],
+                    "migStrategy": "mixed" if cfg.any_mig() else "none",
+                    "devicePluginConfig": cfg.device_plugin_config,
+                    "resources": expected_resources(pool, node.gpus),
+                }
             node_entries.append({"name": node.name, "config": cfg.name})
             counts[cfg.name] = counts.get(cfg.name, 0) + 1
         item: dict[str, Any] = {
@@ -387,9 +403,12 @@ def assignment_configmaps(doc: Mapping[str, Any]) -> list[tuple[str, Obj]]:
     the whole document with the nodes inline: a reader that puts the shards back recomputes it, so
     a half-synced set (index and shards from different revisions) is seen, never acted on.
     """
-    single = assignment_configmap(doc)
-    if len(single[1]["data"][ASSIGNMENT_KEY].encode("utf-8")) <= SHARD_BYTES:
-        return [single]
+    # The indented document is at least as long as the compact one (it only adds whitespace):
+    # a compact form over the bound shards without writing the large single form first.
+    if len(canonical_json(doc).encode("utf-8")) <= SHARD_BYTES:
+        single = assignment_configmap(doc)
+        if len(single[1]["data"][ASSIGNMENT_KEY].encode("utf-8")) <= SHARD_BYTES:
+            return [single]
     revision = str(doc["revision"])
     index = dict(doc)
     pools: list[dict[str, Any]] = []

@@ -81,16 +81,17 @@ def _scan(root: Path) -> dict[str, int]:
     out: dict[str, int] = {}
     if not root.is_dir() or root.is_symlink():
         return out
-    stack = [root]
+    stack = [("", os.fspath(root))]  # (relative POSIX prefix, path on disk)
     while stack:
-        here = stack.pop()
+        prefix, here = stack.pop()
         with os.scandir(here) as entries:
             for entry in entries:
                 mode = entry.stat(follow_symlinks=False).st_mode
+                rel = prefix + entry.name
                 if stat.S_ISDIR(mode):
-                    stack.append(Path(entry.path))
+                    stack.append((rel + "/", entry.path))
                 else:
-                    out[Path(entry.path).relative_to(root).as_posix()] = mode
+                    out[rel] = mode
     return out
 
 
@@ -216,8 +217,12 @@ def _write_file(path: Path, data: bytes) -> None:
     """Create one new file of the temporary tree (never an existing path, never through a link)."""
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
     fd = os.open(path, flags, 0o644)
-    with os.fdopen(fd, "wb") as handle:
-        handle.write(data)
+    try:
+        view = memoryview(data)
+        while view:  # os.write may write less than asked
+            view = view[os.write(fd, view) :]
+    finally:
+        os.close(fd)
 
 
 def _carry(src: Path, dst: Path, mode: int) -> None:
@@ -327,10 +332,17 @@ def _fill(
     tmp: Path, files: Mapping[str, bytes], out: Path, carried: Sequence[str], on_disk: Mapping[str, int]
 ) -> None:
     """The new tree in ``tmp``: every rendered file (in path order), then the carried entries."""
+    made = {""}  # directories of the new tree created so far (relative), "" is tmp itself
     for path, data in sorted(files.items()):
-        target = tmp / path
-        target.parent.mkdir(parents=True, exist_ok=True)
-        _write_file(target, data)
+        parent = path.rpartition("/")[0]
+        if parent not in made:  # one mkdir per new directory, parents first
+            parts = parent.split("/")
+            for depth in range(1, len(parts) + 1):
+                sub = "/".join(parts[:depth])
+                if sub not in made:
+                    os.mkdir(tmp / sub)
+                    made.add(sub)
+        _write_file(tmp / path, data)
     for path in carried:
         _carry(out / path, tmp / path, on_disk[path])
 

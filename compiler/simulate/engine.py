@@ -15,7 +15,7 @@ Model (documented in docs/simulate.md):
   - every GPU pod on the node blocks the reconfiguration (controller/pods.py ``blocking``: any pod
     using ``nvidia.com/gpu`` or ``nvidia.com/mig-*`` that is not finished), not only the pods on
     changed GPUs;
-  - the controller waits up to ``drain_grace_timeout`` (controller/settings.py, default 1800 s) for
+  - the controller waits up to ``drain.grace_timeout`` (controller/settings.py, default 1800 s) for
     them to finish, then evicts the rest (controller/reconciler/drain.py ``draining``/``_evict``);
     an evicted pod goes back to the queue; with ``eviction="restart"`` (default: the trace's pods
     are batch pods without checkpoints) it loses its progress and runs its full duration again,
@@ -30,8 +30,8 @@ Model (documented in docs/simulate.md):
     draining node keeps its grace clock (drain.py), an applying node finishes and applies again,
     still cordoned (apply.py), a Failed node restarts with the new target (failed.py);
   - with ``failure_rate`` a MIG manager apply fails (seeded draws, in event order): the node stays
-    Failed and cordoned, the controller retries after ``failure_backoff × 2^(n−1)`` while
-    ``n < max_attempts``, then a human after ``operator_retry_seconds`` (controller/settings.py).
+    Failed and cordoned, the controller retries after ``failures.backoff × 2^(n−1)`` while
+    ``n < failures.max_attempts``, then a human after ``operator_retry_seconds`` (controller/settings.py).
 * **Re-partitioning** (:func:`cover`), on the latest revision's layouts: nodes are taken in order of
   expected disruption (:mod:`compiler.recommend.disruption`), then fewest running GPU pods; pending
   multi-GPU pods first get their full GPUs on one node; then, on each node, GPUs are taken in order
@@ -97,10 +97,11 @@ BASELINES = (
 RECARVING = ("naive", "default")  # the policies that re-carve nodes (the counters below are theirs)
 EVICTION_MODELS = ("restart", "resume")
 DEMAND_MODELS = ("now", "peak", "history")
-# controller/settings.py Settings.drain_grace_timeout (one constant, shared with migc recommend)
+# controller/settings.py Settings.drain.grace_timeout (one constant, shared with migc recommend)
 DRAIN_GRACE_SECONDS = dis.DRAIN_GRACE_SECONDS
-# controller/settings.py failure_backoff and max_attempts: after the n-th failed apply the controller
-# retries by itself after failure_backoff × 2^(n−1) while n < max_attempts; then a human decides
+# controller/settings.py Settings.failures.backoff and .max_attempts (tests/test_simulate.py pins them):
+# after the n-th failed apply the controller retries by itself after backoff × 2^(n−1) while
+# n < max_attempts; then a human decides
 FAILURE_BACKOFF_SECONDS = 300.0
 MAX_ATTEMPTS = 2
 
@@ -126,6 +127,10 @@ class Settings:
     # GPU-time its drain is expected to destroy by the reconfigurationThreshold
     # (compiler/recommend/disruption.py)
     disruption: str = "expected"
+    # how much of a node the disruption rule's outage charges (compiler/recommend/disruption.py
+    # OUTAGE_CHARGES): "node", every GPU of it; "busy", the GPU share its running pods hold (0 on an
+    # idle node; measured in bench/RESULTS.md Round 8, not the default)
+    outage: str = "node"
     failure_rate: float = 0.0  # probability that one MIG manager apply fails (seeded, deterministic)
     seed: int = 0
     operator_retry_seconds: float = 3600.0  # a human retries a node past the automatic attempts
@@ -312,77 +317,110 @@ def cover(
     mix a changed node's GPUs that serve nothing of ``demand`` are re-carved to (default: ``demand``
     and ``extra``; the idle pass passes the demand the loop sizes for).
     """
-    cap = fleet.capacity()
     want = dict(demand)
     for p, n in (extra or {}).items():
         want[p] = want.get(p, 0) + n
-    changes: dict[int, Layout] = {}
-    taken: set[int] = set()
-
-    def lay(gi: int) -> Layout:
-        return changes.get(gi, fleet.target[gi])
-
-    room = {node: fleet.s.gpus_per_node for node, _ in order}  # GPUs not given to a multi-GPU pod yet
+    c = _Cover(fleet, order, weigh, want)
     for pod in big:
-        want[pod.profile] = max(0, want.get(pod.profile, 0) - pod.count)
-        if pod.count > max(room.values(), default=0):
-            continue  # no node has that many GPUs left in this cover
-        whole = {pod.profile: 1}
-        placed = False
-        for node, _ in order:
+        c.place_big(pod)
+    c.per_gpu(mix)
+    return c.changes, {p: n for p, n in c.cap.items() if n}
+
+
+class _Cover:
+    """One :func:`cover`: ``changes`` (gpu → new layout) and the capacity ``cap`` they give, built
+    first for the multi-GPU pods (:meth:`place_big`), then GPU by GPU (:meth:`per_gpu`)."""
+
+    def __init__(
+        self, fleet: _Fleet, order: Sequence[tuple[int, float]], weigh: Weigh | None, want: Layout
+    ) -> None:
+        self.fleet = fleet
+        self.order = order
+        self.weigh = weigh
+        self.want = want
+        self.cap = fleet.capacity()
+        self.changes: dict[int, Layout] = {}
+        self.taken: set[int] = set()  # GPUs given to a multi-GPU pod
+        self.room = {node: fleet.s.gpus_per_node for node, _ in order}  # GPUs not given to one yet
+
+    def lay(self, gi: int) -> Layout:
+        return self.changes.get(gi, self.fleet.target[gi])
+
+    def place_big(self, pod: BigPod) -> None:
+        """``pod.count`` full GPUs on one node: idle ones if a node has enough, else the first
+        node in ``order`` whose change ``weigh`` lets through."""
+        self.want[pod.profile] = max(0, self.want.get(pod.profile, 0) - pod.count)
+        if pod.count > max(self.room.values(), default=0):
+            return  # no node has that many GPUs left in this cover
+        if not self._on_idle_whole_gpus(pod):
+            self._carve_for(pod)
+
+    def _on_idle_whole_gpus(self, pod: BigPod) -> bool:
+        fleet, whole = self.fleet, {pod.profile: 1}
+        for node, _ in self.order:
             idle = [
-                gi for gi in fleet.gpus(node) if gi not in taken and lay(gi) == whole and not fleet.busy[gi]
+                gi
+                for gi in fleet.gpus(node)
+                if gi not in self.taken and self.lay(gi) == whole and not fleet.busy[gi]
             ]
             if len(idle) >= pod.count:
-                taken.update(idle[: pod.count])
-                room[node] -= pod.count
-                placed = True
-                break
-        if placed:
-            continue
-        for node, _ in order:
+                self.taken.update(idle[: pod.count])
+                self.room[node] -= pod.count
+                return True
+        return False
+
+    def _carve_for(self, pod: BigPod) -> None:
+        fleet, whole, lay = self.fleet, {pod.profile: 1}, self.lay
+        for node, _ in self.order:
             free = sorted(
-                (gi for gi in fleet.gpus(node) if gi not in taken),
+                (gi for gi in fleet.gpus(node) if gi not in self.taken),
                 key=lambda gi: (lay(gi) != whole, sum(fleet.busy[gi].values()), gi),
             )
             if len(free) < pod.count:
                 continue
             pick = free[: pod.count]
             node_changes = {gi: dict(whole) for gi in pick if lay(gi) != whole}
-            after = dict(cap)
+            after = dict(self.cap)
             for gi in node_changes:
                 _replace(after, lay(gi), {pod.profile: 1})
-            if weigh is not None and not weigh(
-                node, cap, after, len(node_changes), pod.benefit, _node_after(fleet, node, lay, node_changes)
+            if self.weigh is not None and not self.weigh(
+                node,
+                self.cap,
+                after,
+                len(node_changes),
+                pod.benefit,
+                _node_after(fleet, node, lay, node_changes),
             ):
                 continue
-            changes.update(node_changes)
-            taken.update(pick)
-            room[node] -= pod.count
-            cap = after
-            break
-    # the per-GPU cover, on the GPUs and the demand the multi-GPU pods left
-    rest = dict(cap)
-    for gi in taken:
-        for p, c in lay(gi).items():
-            rest[p] -= c
-    short = _short(want, rest)
-    for node, _ in order:
-        if not short:
-            break
-        node_cap, node_changes = _cover_node(fleet, node, want, dict(rest), short, lay, taken, mix)
-        if not node_changes:
-            continue
-        if weigh is not None and not weigh(
-            node, rest, node_cap, len(node_changes), 0.0, _node_after(fleet, node, lay, node_changes)
-        ):
-            continue  # what the drain is expected to destroy outweighs what the change serves
-        for gi, new in node_changes.items():
-            _replace(cap, lay(gi), new)
-        rest = node_cap
-        changes.update(node_changes)
+            self.changes.update(node_changes)
+            self.taken.update(pick)
+            self.room[node] -= pod.count
+            self.cap = after
+            return
+
+    def per_gpu(self, mix: Layout | None) -> None:
+        """The per-GPU cover, on the GPUs and the demand the multi-GPU pods left."""
+        fleet, lay, want = self.fleet, self.lay, self.want
+        rest = dict(self.cap)
+        for gi in self.taken:
+            for p, n in lay(gi).items():
+                rest[p] -= n
         short = _short(want, rest)
-    return changes, {p: c for p, c in cap.items() if c}
+        for node, _ in self.order:
+            if not short:
+                break
+            node_cap, node_changes = _cover_node(fleet, node, want, dict(rest), short, lay, self.taken, mix)
+            if not node_changes:
+                continue
+            if self.weigh is not None and not self.weigh(
+                node, rest, node_cap, len(node_changes), 0.0, _node_after(fleet, node, lay, node_changes)
+            ):
+                continue  # what the drain is expected to destroy outweighs what the change serves
+            for gi, new in node_changes.items():
+                _replace(self.cap, lay(gi), new)
+            rest = node_cap
+            self.changes.update(node_changes)
+            short = _short(want, rest)
 
 
 def _replace(cap: Layout, old: Mapping[str, int], new: Mapping[str, int]) -> None:
@@ -1136,8 +1174,14 @@ class _Run:
                 served = dis.newly_served(w, want.get(p, 0), before.get(p, 0), after.get(p, 0))
                 if served:
                     benefit += slices[p] / whole * served
+            held = self.node_pods[node]
             outage = dis.outage(
-                self.s.gpus_per_node, changed, self.s.reconfigure_seconds, self.s.drain_seconds
+                (self.fraction(i) for i in held),
+                self.s.gpus_per_node,
+                changed,
+                self.s.reconfigure_seconds,
+                self.s.drain_seconds,
+                self.s.outage,
             )
             pods = self.pods
             running = [

@@ -34,6 +34,8 @@ WHOLE = GpuLayout.whole()
 def changed_indices(target: NodeLayout, current: NodeLayout | None) -> tuple[int, ...]:
     if current is None:
         return tuple(range(len(target)))
+    if current == target:  # a kept node: tuple equality tries identity first, where `!=` calls __eq__
+        return ()
     return tuple(i for i, lay in enumerate(target) if i >= len(current) or current[i] != lay)
 
 
@@ -54,78 +56,106 @@ def assign_pool(decision: PoolDecision, current: Mapping[str, NodeLayout]) -> tu
             targets[name] = _node_slots(decision.node_layouts.get(name, {}), gpn, current.get(name))
         return _results(names, targets, current)
 
-    remaining: Counter[GpuLayout] = Counter(decision.layouts)
-    remaining[WHOLE] = decision.whole_gpus
-    patterns_left: Counter[Pattern] = Counter(decision.patterns)
-
-    groups: dict[NodeLayout, list[str]] = {}
-    for name in names:
-        cur = current.get(name)
-        if cur is not None and len(cur) == gpn:
-            groups.setdefault(cur, []).append(name)
-    taken: dict[NodeLayout, int] = {}
-    for (group, pattern), count in sorted(decision.kept.items()):
-        members = groups.get(group, [])
-        start = taken.get(group, 0)
-        chosen = members[start : start + count]
-        for name in chosen:
-            targets[name] = list(group)
-        for lay, per_node in Counter(group).items():
-            remaining[lay] -= per_node * len(chosen)
-        if pattern:
-            patterns_left[pattern] -= len(chosen)
-        taken[group] = start + count
-
-    relaid = [n for n in names if n not in targets]
+    a = _Assigner(decision, current, names)
+    a.keep_nodes()
+    relaid = [n for n in names if n not in a.targets]
     for name in relaid:
-        targets[name] = [None] * gpn
+        a.targets[name] = [None] * gpn
+    a.host_patterns(relaid)
+    a.keep_matching(relaid)
+    a.fill_canonical(relaid)
+    return _results(names, a.targets, current)
 
-    # 2. pattern hosts: the re-laid nodes with the most whole GPUs now
-    def whole_now(name: str) -> int:
-        cur = current.get(name)
-        return sum(1 for lay in cur[:gpn] if lay == WHOLE) if cur is not None else 0
 
-    hosts = sorted(relaid, key=lambda n: (-whole_now(n), n))
-    todo = sorted(
-        (p for p, c in patterns_left.items() for _ in range(max(0, c))),
-        key=lambda p: (-pattern_size(p, gpn), p != RESERVE, p),
-    )
-    for pattern, name in zip(todo, hosts, strict=False):
-        size = pattern_size(pattern, gpn)
-        cur = current.get(name)
-        slots = targets[name]
-        preferred = [i for i in range(gpn) if cur is not None and i < len(cur) and cur[i] == WHOLE]
-        others = [i for i in range(gpn) if i not in preferred]
-        for i in (preferred + others)[:size]:
-            slots[i] = WHOLE
-        remaining[WHOLE] -= size
+class _Assigner:
+    """The four steps of the module docstring on one pool the integer program solved by group:
+    ``targets`` (node → one layout or None per GPU index) fills up step by step while
+    ``remaining`` counts the target GPUs of each layout not placed yet."""
 
-    # 3. keep what still matches
-    for name in relaid:
-        cur = current.get(name)
-        if cur is None:
-            continue
-        slots = targets[name]
-        for i in range(min(gpn, len(cur))):
-            if slots[i] is None and remaining[cur[i]] > 0:
-                slots[i] = cur[i]
-                remaining[cur[i]] -= 1
+    def __init__(self, decision: PoolDecision, current: Mapping[str, NodeLayout], names: list[str]) -> None:
+        self.decision = decision
+        self.current = current
+        self.names = names
+        self.gpn = decision.pool.gpus_per_node
+        self.targets: dict[str, list[GpuLayout | None]] = {}
+        self.remaining: Counter[GpuLayout] = Counter(decision.layouts)
+        self.remaining[WHOLE] = decision.whole_gpus
+        self.patterns_left: Counter[Pattern] = Counter(decision.patterns)
 
-    # 4. fill the rest in canonical order
-    leftover = [lay for lay in sorted(remaining) for _ in range(max(0, remaining[lay]))]
-    pos = 0
-    for name in relaid:
-        slots = targets[name]
-        fresh = current.get(name) is None
-        for i in range(gpn):
-            if slots[i] is None:
-                slots[i] = leftover[pos] if pos < len(leftover) else WHOLE
-                pos += 1
-        if fresh:
-            targets[name] = list[GpuLayout | None](sorted(lay for lay in slots if lay is not None))
-    # the decision's counts cover every GPU exactly; anything else is a bug in the model above
-    assert pos == len(leftover), f"{pool.name}: {len(leftover)} target GPUs for {pos} free positions"
-    return _results(names, targets, current)
+    def keep_nodes(self) -> None:
+        """1. Kept nodes get their current layout back, the lowest names of each group first."""
+        groups: dict[NodeLayout, list[str]] = {}
+        for name in self.names:
+            cur = self.current.get(name)
+            if cur is not None and len(cur) == self.gpn:
+                groups.setdefault(cur, []).append(name)
+        taken: dict[NodeLayout, int] = {}
+        for (group, pattern), count in sorted(self.decision.kept.items()):
+            members = groups.get(group, [])
+            start = taken.get(group, 0)
+            chosen = members[start : start + count]
+            for name in chosen:
+                self.targets[name] = list(group)
+            for lay, per_node in Counter(group).items():
+                self.remaining[lay] -= per_node * len(chosen)
+            if pattern:
+                self.patterns_left[pattern] -= len(chosen)
+            taken[group] = start + count
+
+    def _whole_now(self, name: str) -> int:
+        cur = self.current.get(name)
+        return sum(1 for lay in cur[: self.gpn] if lay == WHOLE) if cur is not None else 0
+
+    def host_patterns(self, relaid: list[str]) -> None:
+        """2. Multi-GPU patterns (and reserved whole nodes) go to the re-laid nodes with the most
+        whole GPUs now, on those whole GPUs first."""
+        gpn = self.gpn
+        hosts = sorted(relaid, key=lambda n: (-self._whole_now(n), n))
+        todo = sorted(
+            (p for p, c in self.patterns_left.items() for _ in range(max(0, c))),
+            key=lambda p: (-pattern_size(p, gpn), p != RESERVE, p),
+        )
+        for pattern, name in zip(todo, hosts, strict=False):
+            size = pattern_size(pattern, gpn)
+            cur = self.current.get(name)
+            slots = self.targets[name]
+            preferred = [i for i in range(gpn) if cur is not None and i < len(cur) and cur[i] == WHOLE]
+            others = [i for i in range(gpn) if i not in preferred]
+            for i in (preferred + others)[:size]:
+                slots[i] = WHOLE
+            self.remaining[WHOLE] -= size
+
+    def keep_matching(self, relaid: list[str]) -> None:
+        """3. Every other re-laid GPU keeps its current layout while the target still needs it."""
+        for name in relaid:
+            cur = self.current.get(name)
+            if cur is None:
+                continue
+            slots = self.targets[name]
+            for i in range(min(self.gpn, len(cur))):
+                if slots[i] is None and self.remaining[cur[i]] > 0:
+                    slots[i] = cur[i]
+                    self.remaining[cur[i]] -= 1
+
+    def fill_canonical(self, relaid: list[str]) -> None:
+        """4. The remaining target GPUs fill the free positions in sorted order (a new node: all
+        its layouts sorted, so identical new nodes compare equal)."""
+        remaining = self.remaining
+        leftover = [lay for lay in sorted(remaining) for _ in range(max(0, remaining[lay]))]
+        pos = 0
+        for name in relaid:
+            slots = self.targets[name]
+            fresh = self.current.get(name) is None
+            for i in range(self.gpn):
+                if slots[i] is None:
+                    slots[i] = leftover[pos] if pos < len(leftover) else WHOLE
+                    pos += 1
+            if fresh:
+                self.targets[name] = list[GpuLayout | None](sorted(lay for lay in slots if lay is not None))
+        # the decision's counts cover every GPU exactly; anything else is a bug in the model above
+        assert pos == len(leftover), (
+            f"{self.decision.pool.name}: {len(leftover)} target GPUs for {pos} free positions"
+        )
 
 
 def _node_slots(layouts: Mapping[GpuLayout, int], gpn: int, cur: NodeLayout | None) -> list[GpuLayout | None]:

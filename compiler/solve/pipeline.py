@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 import time
 from collections.abc import Mapping, Sequence
-from typing import Literal
+from typing import Any, Literal
 
 from compiler.catalog import Catalog
 from compiler.catalog.layouts import is_feasible
@@ -355,10 +355,19 @@ def _burst_limits(policy: Policy, cluster: str) -> dict[str, int]:
 
 
 def _layout_counts(nodes: Sequence[NodeResult]) -> tuple[tuple[GpuLayout, int], ...]:
-    counts: dict[GpuLayout, int] = {}
+    # Tallied by object first (the GPUs of one layout share one object), then merged by value:
+    # 80,000 dataclass hashes become a few dozen.
+    by_id: dict[int, list[Any]] = {}
     for node in nodes:
         for gpu in node.gpus:
-            counts[gpu] = counts.get(gpu, 0) + 1
+            hit = by_id.get(id(gpu))
+            if hit is None:
+                by_id[id(gpu)] = [gpu, 1]
+            else:
+                hit[1] += 1
+    counts: dict[GpuLayout, int] = {}
+    for gpu, count in by_id.values():
+        counts[gpu] = counts.get(gpu, 0) + count
     return tuple(sorted(counts.items()))
 
 
@@ -560,16 +569,23 @@ def _invalid_current(dec: PoolDecision, current: Mapping[str, NodeLayout], clust
     members = set(pool.node_names)
     model = dec.model
     fits: dict[GpuLayout, bool] = {}  # a fleet has few distinct layouts: check each once
+    # and nodes of one deployed config share one layout tuple (compiler/current.py): judge it once
+    judged: dict[int, tuple[NodeLayout, bool]] = {}
     for node in sorted(current):
         if node not in members:
             continue
         lay = current[node]
-        bad = len(lay) != pool.gpus_per_node
-        if not bad and model is not None:
-            for g in lay:
-                if g.mig_enabled and g not in fits:
-                    fits[g] = is_feasible(model, g.counts())
-            bad = any(g.mig_enabled and not fits[g] for g in lay)
+        hit = judged.get(id(lay))
+        if hit is not None:
+            bad = hit[1]
+        else:
+            bad = len(lay) != pool.gpus_per_node
+            if not bad and model is not None:
+                for g in lay:
+                    if g.mig_enabled and g not in fits:
+                        fits[g] = is_feasible(model, g.counts())
+                bad = any(g.mig_enabled and not fits[g] for g in lay)
+            judged[id(lay)] = (lay, bad)  # the tuple is kept, so its id is not reused
         if bad:
             out.append(
                 at(

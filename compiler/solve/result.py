@@ -81,13 +81,20 @@ class PoolResult:
 
     def capacity(self) -> dict[str, int]:
         """Instances per resource the pool's target layout provides (whole GPUs under ``"gpu"``)."""
-        out: dict[str, int] = {}
+        carried: dict[int, list[Any]] = {}  # per layout object (GPUs of one layout share one): [it, GPUs]
         for node in self.nodes:
             for gpu in node.gpus:
-                if not gpu.mig_enabled:
-                    out["gpu"] = out.get("gpu", 0) + 1
-                for name, count in gpu.profiles:
-                    out[name] = out.get(name, 0) + count
+                hit = carried.get(id(gpu))
+                if hit is None:
+                    carried[id(gpu)] = [gpu, 1]
+                else:
+                    hit[1] += 1
+        out: dict[str, int] = {}
+        for gpu, gpus in carried.values():
+            if not gpu.mig_enabled:
+                out["gpu"] = out.get("gpu", 0) + gpus
+            for name, count in gpu.profiles:
+                out[name] = out.get(name, 0) + count * gpus
         return dict(sorted(out.items()))
 
 

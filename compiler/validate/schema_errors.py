@@ -17,10 +17,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any
-
-import jsonschema
-from jsonschema.exceptions import ValidationError, best_match
+from typing import TYPE_CHECKING, Any
 
 from compiler.diagnostics import Diagnostic
 from compiler.load import LoadedDocument, json_path
@@ -46,6 +43,10 @@ from compiler.validate.common import (
     value_at,
 )
 
+if TYPE_CHECKING:  # jsonschema itself is imported only when a document needs its error walk
+    import jsonschema
+    from jsonschema.exceptions import ValidationError
+
 _PATTERN_WORDS = {
     PERCENT_PATTERN: 'a percentage such as "25%"',
     TIME_OF_DAY_PATTERN: 'a time of day "HH:MM" (24 h)',
@@ -63,18 +64,22 @@ def _pattern(
 ) -> Iterator[ValidationError]:
     """jsonschema's ``pattern`` keyword with ECMA-262's ``$`` (the end of the string, not before a final
     newline); jsonschema itself uses ``re.search`` as is."""
+    from jsonschema.exceptions import ValidationError
+
     if validator.is_type(instance, "string") and not pattern_matches(pattern, instance):
         yield ValidationError(f"{instance!r} does not match {pattern!r}")
 
 
-_Validator = jsonschema.validators.extend(  # type: ignore[no-untyped-call]
-    jsonschema.Draft202012Validator, {"pattern": _pattern}
-)
-
-
 @functools.cache
 def _validators() -> dict[str, jsonschema.protocols.Validator]:
-    return {kind: _Validator(schema) for kind, schema in kind_schemas().items()}
+    """jsonschema validators per kind (with ECMA ``pattern``); built, and jsonschema imported (0.05 s),
+    the first time a document is not accepted by the fast check."""
+    import jsonschema
+
+    extended = jsonschema.validators.extend(  # type: ignore[no-untyped-call]
+        jsonschema.Draft202012Validator, {"pattern": _pattern}
+    )
+    return {kind: extended(schema) for kind, schema in kind_schemas().items()}
 
 
 @functools.cache
@@ -390,6 +395,8 @@ def _translate_choice(
         return [doc.at("MIGC039", message, path)]
     # Generic union (e.g. maxUnavailable: integer or percentage): the most relevant branch's error.
     if error.context:
+        from jsonschema.exceptions import best_match
+
         best = best_match(_relevant_branch(error.context))
         if best is not None:
             return _translate(doc, best, profiles)

@@ -146,7 +146,7 @@ class Admission:
 
     def _halted(self) -> bool:
         """Whether this revision already failed on ``max_failures`` nodes (reported once)."""
-        limit = self.ctx.s.max_failures
+        limit = self.ctx.s.failures.max_failures
         if not limit or len(self.failures) < limit:
             self.ctx.forget(("halted", self.assignment.revision))
             return False
@@ -223,7 +223,7 @@ class Admission:
             if not ctx.seen(("dra-dynamic", name, self.assignment.revision)):
                 log(logging.ERROR, "node held: a DynamicMIG pool covers it", node=name, error=conflict)
                 ctx.event(
-                    ctx.s.node_event_namespace, "Node", "v1", name, "DraDynamicPool", conflict, self.now
+                    ctx.s.api.node_event_namespace, "Node", "v1", name, "DraDynamicPool", conflict, self.now
                 )
             return False
         missing = missing_node_labels(ctx.dra, name, node, target.pool)
@@ -237,7 +237,13 @@ class Admission:
                 )
                 log(logging.WARNING, "node held: DRA node labels missing", node=name, missing=missing)
                 ctx.event(
-                    ctx.s.node_event_namespace, "Node", "v1", name, "DraNodeLabelsMissing", message, self.now
+                    ctx.s.api.node_event_namespace,
+                    "Node",
+                    "v1",
+                    name,
+                    "DraNodeLabelsMissing",
+                    message,
+                    self.now,
                 )
             return False
         why = unverifiable(ctx.dra, name, target.pool, self.assignment.configs.get(target.config))
@@ -245,7 +251,7 @@ class Admission:
             # draining a node whose new layout nothing could verify: wait for the DraPlan instead
             if not ctx.seen(("dra-unverifiable", name, self.assignment.revision, ctx.dra is None)):
                 log(logging.WARNING, "node held: its DRA config cannot be verified", node=name, error=why)
-                ctx.event(ctx.s.node_event_namespace, "Node", "v1", name, "DraPlanMissing", why, self.now)
+                ctx.event(ctx.s.api.node_event_namespace, "Node", "v1", name, "DraPlanMissing", why, self.now)
             return False
         daemons = self._daemons.get(name)
         if daemons:
@@ -263,7 +269,13 @@ class Admission:
                     logging.WARNING, "node held: GPU DaemonSet pods nothing can stop", node=name, pods=daemons
                 )
                 ctx.event(
-                    ctx.s.node_event_namespace, "Node", "v1", name, "GpuDaemonSetBlocks", message, self.now
+                    ctx.s.api.node_event_namespace,
+                    "Node",
+                    "v1",
+                    name,
+                    "GpuDaemonSetBlocks",
+                    message,
+                    self.now,
                 )
             return False
         ctx.forget(("gpu-daemonset", name))
@@ -317,7 +329,7 @@ class Admission:
 
     def _device_plugin_has(self, name: str) -> bool:
         """Whether the device-plugin ConfigMap has config ``name``; refuses (once) when not."""
-        ref = self.ctx.s.device_plugin_configmap
+        ref = self.ctx.s.api.device_plugin_configmap
         if not ref:
             return True
         if self._dp_configs is None:

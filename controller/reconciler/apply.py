@@ -105,7 +105,7 @@ def _mounted(ctx: Context, step: Step, target: str, dp: str | None, *, mig: bool
         else:
             if target not in names:
                 missing = f"config {target} is not defined in {where}"
-    dp_ref = ctx.s.device_plugin_configmap
+    dp_ref = ctx.s.api.device_plugin_configmap
     if missing is None and dp and dp_ref:
         try:
             if dp not in device_plugin_names(ctx.kube, dp_ref):
@@ -117,10 +117,10 @@ def _mounted(ctx: Context, step: Step, target: str, dp: str | None, *, mig: bool
         # applies in either order: wait for the ConfigMap, as admission does, for at most
         # --apply-timeout, then fail (the node was drained, but not relabelled).
         waited = (step.now - (step.node.since() or step.now)).total_seconds()
-        if waited >= ctx.s.apply_timeout:
+        if waited >= ctx.s.apply.apply_timeout:
             return ctx.fail(
                 step.node,
-                f"{missing} after {ctx.s.apply_timeout:g}s; the node was not relabelled: sync the "
+                f"{missing} after {ctx.s.apply.apply_timeout:g}s; the node was not relabelled: sync the "
                 "rendered gpu-operator ConfigMaps, then annotate migc.dev/retry=true",
                 step.now,
             )
@@ -135,7 +135,7 @@ def _mounted(ctx: Context, step: Step, target: str, dp: str | None, *, mig: bool
             ctx.assignment_event(
                 "DevicePluginConfigMissing" if missing.startswith("device-plugin") else "MigConfigMissing",
                 f"{missing}; node {step.node.name} is drained and waits for it"
-                f" (up to {ctx.s.apply_timeout:g}s)",
+                f" (up to {ctx.s.apply.apply_timeout:g}s)",
                 step.now,
             )
         return False
@@ -187,9 +187,9 @@ def _restart_mig_manager(ctx: Context, step: Step, dp: str | None) -> NodeView |
     ]
     if running:
         elapsed = (step.now - (node.since() or step.now)).total_seconds()
-        if elapsed >= ctx.s.apply_timeout:
+        if elapsed >= ctx.s.apply.apply_timeout:
             return ctx.fail(
-                node, f"the MIG manager pod did not stop within {ctx.s.apply_timeout:g}s", step.now
+                node, f"the MIG manager pod did not stop within {ctx.s.apply.apply_timeout:g}s", step.now
             )
         ctx.once(
             ("mig-manager-stop", node.name, node.since()),
@@ -235,10 +235,11 @@ def applying(ctx: Context, step: Step) -> NodeView | None:
         if rebooted is None or node.annotations.get(st.REBOOTED_STAGE) != "rebooting":
             log(logging.INFO, "MIG manager is rebooting the node", node=node.name)
             return ctx.patch(node, {st.REBOOTED: step.t, st.REBOOTED_STAGE: "rebooting"})
-        if (now - rebooted).total_seconds() >= ctx.s.reboot_timeout:
+        reboot_timeout = ctx.s.apply.reboot_timeout
+        if (now - rebooted).total_seconds() >= reboot_timeout:
             return ctx.fail(
                 node,
-                f"the node did not come back from the MIG manager's reboot within {ctx.s.reboot_timeout:g}s"
+                f"the node did not come back from the MIG manager's reboot within {reboot_timeout:g}s"
                 " (state=rebooting): check the node's Ready condition and console",
                 now,
             )
@@ -249,8 +250,10 @@ def applying(ctx: Context, step: Step) -> NodeView | None:
         return ctx.patch(node, {st.REBOOTED: step.t, st.REBOOTED_STAGE: "applying"})
     since = rebooted if rebooted is not None else node.since() or now
     elapsed = (now - since).total_seconds()
-    if elapsed >= ctx.s.apply_timeout:
-        why = f"MIG manager did not finish within {ctx.s.apply_timeout:g}s (state={mig_state or 'unset'})"
+    if elapsed >= ctx.s.apply.apply_timeout:
+        why = (
+            f"MIG manager did not finish within {ctx.s.apply.apply_timeout:g}s (state={mig_state or 'unset'})"
+        )
         if rebooted is not None:
             why += " after the node's reboot"
         if mig_state == "pending":
@@ -314,7 +317,7 @@ def verifying(ctx: Context, step: Step) -> NodeView | None:
         )
         ctx.forget(("verify-wait", node.name, node.target))
         return ctx.uncordon(node, {st.PHASE: Phase.DONE.value, st.PHASE_SINCE: step.t})
-    if (now - (node.since() or now)).total_seconds() >= ctx.s.verify_timeout:
+    if (now - (node.since() or now)).total_seconds() >= ctx.s.apply.verify_timeout:
         ctx.forget(("verify-wait", node.name, node.target))
         return ctx.fail(node, problem, now)
     if pool is not None:

@@ -147,9 +147,9 @@ class Context:
         self.s = settings
         self.metrics = metrics
         self.clock = clock
-        self.retry = Backoff(settings.retry_backoff, settings.retry_backoff_max)
-        self.evict = Backoff(settings.eviction_backoff, settings.eviction_backoff_max)
-        self.mounted = MountedConfigs(settings.configmap_sync_delay)
+        self.retry = Backoff(settings.api.retry_backoff, settings.api.retry_backoff_max)
+        self.evict = Backoff(settings.drain.eviction_backoff, settings.drain.eviction_backoff_max)
+        self.mounted = MountedConfigs(settings.apply.configmap_sync_delay)
         self._logged: set[tuple[Any, ...]] = set()
         # The cordoned in-flight nodes this controller acted on in its last pass (trust.held):
         # they keep their slots, so that a node half done is never parked for another.
@@ -223,7 +223,7 @@ class Context:
             "type": "Warning",
             "source": {"component": "migc-controller"},
             "reportingComponent": "migc-controller",
-            "reportingInstance": self.s.identity,
+            "reportingInstance": self.s.leader.identity,
             "firstTimestamp": ts,
             "lastTimestamp": ts,
             "count": 1,
@@ -235,7 +235,7 @@ class Context:
             log(logging.WARNING, "could not create event", object=name, reason=reason, error=str(exc))
 
     def assignment_event(self, reason: str, message: str, now: dt.datetime) -> None:
-        self.event(self.s.namespace, "ConfigMap", "v1", self.s.assignment_name, reason, message, now)
+        self.event(self.s.api.namespace, "ConfigMap", "v1", self.s.api.assignment_name, reason, message, now)
 
     @staticmethod
     def cordon(ann: Annotations) -> tuple[Annotations, dict[str, Any]]:
@@ -262,7 +262,7 @@ class Context:
         log(logging.WARNING, "migc record reset: not written by this controller", node=node.name, why=why)
         shown = ", ".join(f"{k.removeprefix(st.P)}={v[:64]!r}" for k, v in list(claimed.items())[:12])
         self.event(
-            self.s.node_event_namespace,
+            self.s.api.node_event_namespace,
             "Node",
             "v1",
             node.name,
@@ -309,8 +309,8 @@ class Context:
             st.LAST_ERROR: reason[:1024],
             st.RETRY_AFTER: None,
         }
-        if attempts < self.s.max_attempts and not permanent:
-            delay = self.s.failure_backoff * 2 ** (attempts - 1)
+        if attempts < self.s.failures.max_attempts and not permanent:
+            delay = self.s.failures.backoff * 2 ** (attempts - 1)
             ann[st.RETRY_AFTER] = st.fmt_time(now + dt.timedelta(seconds=delay))
         updated = self.patch(node, ann)
         pool = extra.get(st.POOL) or node.annotations.get(st.POOL, "")
@@ -331,7 +331,7 @@ class Context:
             else f"waiting for a new revision, {st.RETRY}=true or {st.ROLLBACK}=true",
         )
         self.event(
-            self.s.node_event_namespace,
+            self.s.api.node_event_namespace,
             "Node",
             "v1",
             node.name,

@@ -72,7 +72,7 @@ class Reconciler:
             self.health.api_ok()
         targets = self._targets(loaded, nodes)
         self._gauges(nodes, targets)
-        if ctx.metrics.pending_due(ctx.s.resync_interval):
+        if ctx.metrics.pending_due(ctx.s.loop.resync_interval):
             ctx.metrics.observe_pods(ctx.kube.list_pods())  # GPU pods' pending time, at most once a resync
         if ctx.s.dry_run:
             self.busy = False

@@ -45,7 +45,7 @@ def draining(ctx: Context, step: Step) -> NodeView | None:
     elapsed = (now - since).total_seconds()
     if not remaining and daemons:
         # Came after admission: nothing stops them and the MIG manager would fail on them.
-        if elapsed >= ctx.s.drain_grace_timeout + ctx.s.eviction_timeout:
+        if elapsed >= ctx.s.drain.grace_timeout + ctx.s.drain.eviction_timeout:
             return ctx.fail(
                 node,
                 f"DaemonSet pods hold GPUs: {', '.join(daemons[:10])}; add nodeSelector "
@@ -64,17 +64,17 @@ def draining(ctx: Context, step: Step) -> NodeView | None:
         ctx.evict.reset(node.name)
         return start_apply(ctx, step)
     names = sorted("/".join(podlib.ref(p)) for p in remaining)
-    if elapsed < ctx.s.drain_grace_timeout:
+    if elapsed < ctx.s.drain.grace_timeout:
         ctx.once(
             ("wait-pods", node.name, since),
             logging.INFO,
             "waiting for GPU pods to finish",
             node=node.name,
             pods=names,
-            grace_seconds=ctx.s.drain_grace_timeout,
+            grace_seconds=ctx.s.drain.grace_timeout,
         )
         return None
-    if elapsed >= ctx.s.drain_grace_timeout + ctx.s.eviction_timeout:
+    if elapsed >= ctx.s.drain.grace_timeout + ctx.s.drain.eviction_timeout:
         return ctx.fail(node, f"drain timed out; GPU pods still running: {', '.join(names)}", now)
     if not ctx.evict.active(node.name):
         _evict(ctx, node, remaining)

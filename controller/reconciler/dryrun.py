@@ -83,7 +83,7 @@ def _steps(
         return [f"refuse config {cfg.name} without touching the node: {why}"]
     drain = [
         f"cordon: spec.unschedulable=true, annotation {st.CORDONED}=true (no taint)",
-        f"wait up to {ctx.s.drain_grace_timeout:g}s for GPU pods to finish: {busy}",
+        f"wait up to {ctx.s.drain.grace_timeout:g}s for GPU pods to finish: {busy}",
         "evict the GPU pods still running via the Eviction API (PDB 429s are waited out)",
     ]
     verify = [f"verify allocatable {dict(sorted(cfg.resources.items()))}", "uncordon"]
@@ -95,6 +95,6 @@ def _steps(
     else:
         apply = [
             f"set labels {st.MIG_CONFIG}={cfg.name} {st.DEVICE_PLUGIN_CONFIG}={cfg.device_plugin_config}",
-            f"wait up to {ctx.s.apply_timeout:g}s for {st.MIG_STATE}=success",
+            f"wait up to {ctx.s.apply.apply_timeout:g}s for {st.MIG_STATE}=success",
         ]
     return drain + apply + verify

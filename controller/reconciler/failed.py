@@ -40,7 +40,7 @@ def failed(ctx: Context, step: Step) -> NodeView | None:
         log(logging.INFO, "new revision re-targets a failed node", node=node.name, to=desired.config)
         return ctx.patch(node, {**restart, **record}, spec=spec)
     retry_after = node.since(st.RETRY_AFTER)
-    if node.attempts < ctx.s.max_attempts and retry_after is not None and now >= retry_after:
+    if node.attempts < ctx.s.failures.max_attempts and retry_after is not None and now >= retry_after:
         log(logging.INFO, "automatic retry after backoff", node=node.name, attempt=node.attempts + 1)
         return ctx.patch(node, restart, spec=spec)
     return None
@@ -74,7 +74,7 @@ def _rollback(ctx: Context, node: NodeView, restart: Annotations, spec: dict[str
 def _uncordoned(ctx: Context, step: Step) -> NodeView | None:
     node = step.node
     retry_after = node.since(st.RETRY_AFTER)
-    due = node.attempts < ctx.s.max_attempts and retry_after is not None and step.now >= retry_after
+    due = node.attempts < ctx.s.failures.max_attempts and retry_after is not None and step.now >= retry_after
     if not (node.wants_rollback or node.wants_retry or step.retarget is not None or due):
         return None
     ann: Annotations = dict.fromkeys(st.TRANSIENT)

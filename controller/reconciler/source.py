@@ -43,7 +43,7 @@ class AssignmentSource:
 
     def load(self, now: dt.datetime) -> Loaded:
         ctx = self.ctx
-        ns, name = ctx.s.namespace, ctx.s.assignment_name
+        ns, name = ctx.s.api.namespace, ctx.s.api.assignment_name
         try:
             cm = ctx.kube.get_configmap(ns, name)
         except NotFoundError:
@@ -67,7 +67,7 @@ class AssignmentSource:
         if self._parsed is not None and self._parsed[0] == digest:
             return Loaded(self._parsed[1], True, paused)
         try:
-            assignment = parse_document(assemble(text, shards), cluster=ctx.s.cluster)
+            assignment = parse_document(assemble(text, shards), cluster=ctx.s.api.cluster)
         except IncompleteAssignmentError as exc:
             return self._waiting(exc, paused)
         except Exception as exc:
@@ -82,7 +82,7 @@ class AssignmentSource:
             pools=len(assignment.pools),
             configs=len(assignment.configs),
         )
-        if ctx.s.cluster is None:
+        if ctx.s.api.cluster is None:
             ctx.once(
                 ("no-cluster-identity",),
                 logging.WARNING,
@@ -99,13 +99,13 @@ class AssignmentSource:
         out: dict[str, str | None] = {}
         for shard_name in self._names[1]:
             try:
-                cm = self.ctx.kube.get_configmap(self.ctx.s.namespace, shard_name)
+                cm = self.ctx.kube.get_configmap(self.ctx.s.api.namespace, shard_name)
             except NotFoundError:
                 out[shard_name] = None
                 continue
             value = (cm.get("data") or {}).get(SHARD_KEY)
             if not isinstance(value, str):
-                where = f"{self.ctx.s.namespace}/{shard_name}"
+                where = f"{self.ctx.s.api.namespace}/{shard_name}"
                 raise InvalidAssignmentError(f"ConfigMap {where} has no key {SHARD_KEY}")
             out[shard_name] = value
         return out
@@ -117,7 +117,7 @@ class AssignmentSource:
             ("assignment-incomplete", str(exc)),
             logging.INFO,
             "assignment incomplete; waiting for the sync",
-            configmap=f"{self.ctx.s.namespace}/{self.ctx.s.assignment_name}",
+            configmap=f"{self.ctx.s.api.namespace}/{self.ctx.s.api.assignment_name}",
             reason=str(exc)[:512],
         )
         return Loaded(self._last_valid, False, paused)
@@ -142,7 +142,7 @@ class AssignmentSource:
         log(
             logging.ERROR,
             "assignment refused; no new reconfigurations until it is fixed",
-            configmap=f"{self.ctx.s.namespace}/{self.ctx.s.assignment_name}",
+            configmap=f"{self.ctx.s.api.namespace}/{self.ctx.s.api.assignment_name}",
             reason=reason,
             error=message[:1024],
         )
@@ -173,7 +173,7 @@ class DraPlanSource:
 
     def load(self, now: dt.datetime) -> LoadedDra:
         ctx = self.ctx
-        ns = ctx.s.namespace
+        ns = ctx.s.api.namespace
         try:
             cm = ctx.kube.get_configmap(ns, DRA_CONFIGMAP)
         except NotFoundError:
@@ -186,7 +186,7 @@ class DraPlanSource:
         try:
             if not isinstance(text, str):
                 raise InvalidDraPlanError(f"ConfigMap {ns}/{DRA_CONFIGMAP} has no key {DRA_KEY}")
-            plan = parse_draplan(text, cluster=ctx.s.cluster)
+            plan = parse_draplan(text, cluster=ctx.s.api.cluster)
         except Exception as exc:
             if self._reported != digest:
                 self._reported = digest
@@ -221,12 +221,12 @@ class DraPlanSource:
         log(
             logging.ERROR,
             "DraPlan refused; no new reconfigurations until it is fixed",
-            configmap=f"{ctx.s.namespace}/{DRA_CONFIGMAP}",
+            configmap=f"{ctx.s.api.namespace}/{DRA_CONFIGMAP}",
             reason=reason,
             error=message[:1024],
         )
         ctx.event(
-            ctx.s.namespace,
+            ctx.s.api.namespace,
             "ConfigMap",
             "v1",
             DRA_CONFIGMAP,

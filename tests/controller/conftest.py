@@ -8,6 +8,7 @@ import contextlib
 import dataclasses
 import datetime as dt
 import itertools
+import logging
 import threading
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
@@ -35,11 +36,20 @@ from emulation import (
 )
 from kubernetes import client
 
+from controller import logs
 from controller import state as st
 from controller.kube import USER_AGENT
 from controller.metrics import Metrics
 from controller.runner import Controller, utcnow, wait_for
-from controller.settings import Settings
+from controller.settings import (
+    ApiSettings,
+    ApplySettings,
+    DrainSettings,
+    FailureSettings,
+    LeaderSettings,
+    LoopSettings,
+    Settings,
+)
 
 CONFIGS: dict[str, dict[str, Any]] = {
     "all-1g.10gb": {
@@ -97,24 +107,31 @@ DEVICE_PLUGIN_CONFIGS: dict[str, dict[str, Any]] = {
 MIG_PARTED = ("gpu-operator", "migc-mig-parted-config")
 
 FAST = Settings(
-    drain_grace_timeout=0.0,
-    configmap_sync_delay=0.0,
-    eviction_timeout=5.0,
-    eviction_backoff=0.02,
-    eviction_backoff_max=0.1,
-    apply_timeout=3.0,
-    verify_timeout=2.0,
-    failure_backoff=0.05,
-    max_attempts=2,
-    retry_backoff=0.02,
-    retry_backoff_max=0.2,
-    poll_interval=0.02,
-    resync_interval=0.5,
-    watch_timeout=5.0,
-    request_timeout=5.0,
-    lease_duration=0.6,
-    identity="ctl-a",
+    api=ApiSettings(retry_backoff=0.02, retry_backoff_max=0.2, request_timeout=5.0),
+    drain=DrainSettings(
+        grace_timeout=0.0, eviction_timeout=5.0, eviction_backoff=0.02, eviction_backoff_max=0.1
+    ),
+    apply=ApplySettings(configmap_sync_delay=0.0, apply_timeout=3.0, verify_timeout=2.0),
+    failures=FailureSettings(backoff=0.05, max_attempts=2),
+    loop=LoopSettings(poll_interval=0.02, resync_interval=0.5, watch_timeout=5.0),
+    leader=LeaderSettings(lease_duration=0.6, identity="ctl-a"),
 )
+
+
+def tuned(settings: Settings, **overrides: Any) -> Settings:
+    """``settings`` with some fields replaced: ``group__field=value`` for a field of a group (the
+    spelling factory_boy uses for a sub-factory's field), ``field=value`` for a top-level one
+    (``dry_run``). A misspelt group or field raises, as :func:`dataclasses.replace` does."""
+    top: dict[str, Any] = {}
+    groups: dict[str, dict[str, Any]] = {}
+    for key, value in overrides.items():
+        group, sep, name = key.partition("__")
+        if sep:
+            groups.setdefault(group, {})[name] = value
+        else:
+            top[key] = value
+    nested = {g: dataclasses.replace(getattr(settings, g), **fields) for g, fields in groups.items()}
+    return dataclasses.replace(settings, **top, **nested)
 
 
 def assignment(
@@ -265,7 +282,7 @@ class Cluster:
     def start(self, settings: Settings = FAST, *, http: bool = False, **overrides: Any) -> Controller:
         cfg = client.Configuration()
         cfg.host = self.emu.url
-        s = dataclasses.replace(settings, **overrides)
+        s = tuned(settings, **overrides)
         api = KillableApiClient(cfg)
         ctl = Controller(
             s,
@@ -276,7 +293,7 @@ class Cluster:
             http_port=0 if http else None,
         )
         t = threading.Thread(
-            target=_run_until_killed, args=(ctl,), name=f"controller-{s.identity}", daemon=True
+            target=_run_until_killed, args=(ctl,), name=f"controller-{s.leader.identity}", daemon=True
         )
         t.start()
         self.running.append(Running(ctl, t, api))
@@ -550,3 +567,17 @@ def cluster() -> Iterator[Cluster]:
     finally:
         c.stop_all()
         c.emu.stop()
+
+
+@pytest.fixture(autouse=True)
+def _migc_logger_restored() -> Iterator[None]:
+    """``logs.setup`` (which ``cli.main`` and ``demo.main`` run in-process) gives the "migc" logger its
+    own handler, a level (the demo's: ERROR) and ``propagate=False`` for the whole process: a later
+    test in the same worker then captured none of the controller's records (``caplog``), so a test
+    asserting on a log line failed or passed by xdist's test order. Restored after every test."""
+    logger = logging.getLogger(logs.LOGGER_NAME)
+    handlers, level, propagate = list(logger.handlers), logger.level, logger.propagate
+    yield
+    logger.handlers[:] = handlers
+    logger.setLevel(level)
+    logger.propagate = propagate

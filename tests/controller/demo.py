@@ -49,7 +49,15 @@ from controller import logs
 from controller import state as st
 from controller.assignment import ASSIGNMENT_KEY, Window, parse, resolve
 from controller.runner import Controller
-from controller.settings import Settings
+from controller.settings import (
+    ApiSettings,
+    ApplySettings,
+    DrainSettings,
+    FailureSettings,
+    LeaderSettings,
+    LoopSettings,
+    Settings,
+)
 
 DEMO_DATA = Path(__file__).parent / "demo_data"
 RENDERED = Path("migc-system") / "configmap-migc-assignment.yaml"
@@ -198,19 +206,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         cfg_ = client.Configuration()
         cfg_.host = emu.url
         settings = Settings(
-            drain_grace_timeout=0.3,
-            configmap_sync_delay=0.0,  # the emulated MIG manager reads the ConfigMap without lag
-            eviction_timeout=10.0,
-            eviction_backoff=0.1,
-            apply_timeout=10.0,
-            verify_timeout=5.0,
-            failure_backoff=1.0,
-            poll_interval=0.05,
-            resync_interval=1.0,
-            retry_backoff=0.05,
-            retry_backoff_max=0.5,
-            lease_duration=3.0,
-            identity="migc-demo",
+            api=ApiSettings(retry_backoff=0.05, retry_backoff_max=0.5),
+            drain=DrainSettings(grace_timeout=0.3, eviction_timeout=10.0, eviction_backoff=0.1),
+            # configmap_sync_delay 0: the emulated MIG manager reads the ConfigMap without lag
+            apply=ApplySettings(configmap_sync_delay=0.0, apply_timeout=10.0, verify_timeout=5.0),
+            failures=FailureSettings(backoff=1.0),
+            loop=LoopSettings(poll_interval=0.05, resync_interval=1.0),
+            leader=LeaderSettings(lease_duration=3.0, identity="migc-demo"),
         )
         clock = DemoClock()
         ctl = Controller(settings, client.ApiClient(cfg_), clock=clock)

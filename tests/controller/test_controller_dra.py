@@ -290,7 +290,7 @@ def test_verification_fails_when_the_driver_publishes_other_geometry(cluster: Cl
     target = {"h100-0": "dra-6gpu-whole_2gpu-balanced"}
     set_draplan(cluster, draplan(target))
     cluster.set_assignment(dra_assignment(target))
-    ctl = cluster.start(max_attempts=1, verify_timeout=1.0)
+    ctl = cluster.start(failures__max_attempts=1, apply__verify_timeout=1.0)
     cluster.wait(lambda: cluster.phases()["h100-0"] == "Failed")
     node = cluster.node("h100-0")
     error = node["metadata"]["annotations"][st.LAST_ERROR]
@@ -338,7 +338,7 @@ def test_draplan_and_assignment_of_different_renders_wait_then_fail(cluster: Clu
     target = {"h100-0": "dra-6gpu-whole_2gpu-balanced"}
     set_draplan(cluster, draplan(target, expected={"h100-0": {"gpu": 8}}))
     cluster.set_assignment(dra_assignment(target))
-    cluster.start(max_attempts=1, verify_timeout=1.0)
+    cluster.start(failures__max_attempts=1, apply__verify_timeout=1.0)
     cluster.wait(lambda: cluster.phases()["h100-0"] == "Failed")
     error = cluster.node("h100-0")["metadata"]["annotations"][st.LAST_ERROR]
     assert "DraPlan and assignment are of different renders" in error, error
@@ -566,7 +566,7 @@ def test_a_hostile_draplan_is_refused_and_holds_admission(
     target = {"h100-0": "dra-6gpu-whole_2gpu-balanced"}
     set_draplan(cluster, text)
     cluster.set_assignment(dra_assignment(target))
-    ctl = cluster.start(cluster="test")
+    ctl = cluster.start(api__cluster="test")
     cluster.wait(
         lambda: any(
             c.resource == "events" and (c.body or {}).get("reason") == "InvalidDraPlan"

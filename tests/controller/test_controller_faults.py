@@ -64,7 +64,7 @@ def test_pdb_that_never_allows_eviction_fails_the_node_after_the_drain_timeout(c
     doc = _setup(cluster, ["n0"])
     cluster.add_pod("db-0", "n0", namespace="db")
     cluster.emu.api.eviction_gate = lambda ns, name: False
-    ctl = cluster.start(drain_grace_timeout=0.05, eviction_timeout=0.3, max_attempts=1)
+    ctl = cluster.start(drain__grace_timeout=0.05, drain__eviction_timeout=0.3, failures__max_attempts=1)
     cluster.set_assignment(doc)
     cluster.wait(lambda: _ann(cluster, "n0").get(st.PHASE) == "Failed")
 
@@ -82,7 +82,7 @@ def test_pdb_that_never_allows_eviction_fails_the_node_after_the_drain_timeout(c
 def test_gpu_pods_get_the_grace_period_to_finish_before_any_eviction(cluster: Cluster) -> None:
     doc = _setup(cluster, ["n0"])
     cluster.add_pod("job-0", "n0", namespace="batch")
-    cluster.start(drain_grace_timeout=60.0)
+    cluster.start(drain__grace_timeout=60.0)
     cluster.set_assignment(doc)
     cluster.wait(lambda: _ann(cluster, "n0").get(st.PHASE) == "Draining")
     ctl = cluster.running[0].controller
@@ -98,7 +98,7 @@ def test_gpu_pods_get_the_grace_period_to_finish_before_any_eviction(cluster: Cl
 def test_mig_manager_failed_backs_off_retries_once_then_waits_for_a_human(cluster: Cluster) -> None:
     doc = _setup(cluster, ["n0", "n1"])
     cluster.mig.per_node["n0"] = "failed"
-    ctl = cluster.start(failure_backoff=0.1, resync_interval=0.05)
+    ctl = cluster.start(failures__backoff=0.1, loop__resync_interval=0.05)
     cluster.set_assignment(doc)
     cluster.wait(lambda: _ann(cluster, "n0").get(st.ATTEMPTS) == "2" and cluster.converged({"n1": NEW}))
 
@@ -125,7 +125,7 @@ def test_mig_manager_failed_backs_off_retries_once_then_waits_for_a_human(cluste
 def test_mig_manager_hang_times_out_into_failed(cluster: Cluster) -> None:
     doc = _setup(cluster, ["n0"])
     cluster.mig.mode = "hang"
-    cluster.start(apply_timeout=0.3, max_attempts=1)
+    cluster.start(apply__apply_timeout=0.3, failures__max_attempts=1)
     cluster.set_assignment(doc)
     cluster.wait(lambda: _ann(cluster, "n0").get(st.PHASE) == "Failed")
     node = cluster.node("n0")
@@ -137,7 +137,7 @@ def test_mig_manager_hang_times_out_into_failed(cluster: Cluster) -> None:
 def test_rollback_annotation_returns_a_failed_node_to_its_previous_config(cluster: Cluster) -> None:
     doc = _setup(cluster, ["n0"])
     cluster.mig.decide = lambda node, config, attempt: "failed" if config == NEW else "success"
-    ctl = cluster.start(max_attempts=1, resync_interval=0.05)
+    ctl = cluster.start(failures__max_attempts=1, loop__resync_interval=0.05)
     cluster.set_assignment(doc)
     cluster.wait(lambda: _ann(cluster, "n0").get(st.PHASE) == "Failed")
     cluster.annotate("n0", {st.ROLLBACK: "true"})
@@ -181,7 +181,7 @@ def test_conflicts_and_server_errors_on_patches_are_retried(cluster: Cluster) ->
 def test_dropped_watches_are_re_established(cluster: Cluster) -> None:
     doc = _setup(cluster, ["n0", "n1"])
     # Relisting only every 60 s: finishing in seconds proves a re-established watch woke the loop.
-    ctl = cluster.start(resync_interval=60.0)
+    ctl = cluster.start(loop__resync_interval=60.0)
     cluster.wait(lambda: ctl.passes >= 1 and len([c for c in cluster.emu.calls() if c.verb == "watch"]) >= 2)
     fail_next_watch = iter([True])
     cluster.emu.api.faults.append(
@@ -209,7 +209,7 @@ def test_killed_mid_rollout_and_restarted_resumes_without_repeating_steps(
 ) -> None:
     nodes = [f"n{i}" for i in range(8)]
     doc = _setup(cluster, nodes, max_unavailable=3)
-    a = cluster.start(identity="ctl-a")
+    a = cluster.start(leader__identity="ctl-a")
     writes = itertools.count(1)
 
     def kill_a(request: kmock.Request) -> None:
@@ -226,7 +226,7 @@ def test_killed_mid_rollout_and_restarted_resumes_without_repeating_steps(
         if _cordoned(obj):
             assert (obj["metadata"].get("annotations") or {}).get(st.PHASE) not in (None, "Idle"), name
     cluster.emu.api.faults.clear()
-    cluster.start(identity="ctl-b")  # a new replica: waits for ctl-a's Lease to expire, then resumes
+    cluster.start(leader__identity="ctl-b")  # a new replica: waits for ctl-a's Lease to expire, then resumes
     cluster.wait(lambda: cluster.converged(dict.fromkeys(nodes, NEW)), timeout=30)
 
     calls = cluster.controller_calls()

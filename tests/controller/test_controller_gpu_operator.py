@@ -64,7 +64,7 @@ def test_operand_shutdown_timeout_leaves_pending_and_the_controller_fails_the_no
     cluster.add_nodes(["n0", "n1"], OLD)
     cluster.emu.api.stuck_operands.add(("n0", "device-plugin"))  # its pod never terminates
     cluster.mig.shutdown_timeout = 0.1
-    ctl = cluster.start(apply_timeout=0.6, max_attempts=1, max_failures=0)
+    ctl = cluster.start(apply__apply_timeout=0.6, failures__max_attempts=1, failures__max_failures=0)
     cluster.set_assignment(assignment({"n0": NEW, "n1": NEW}))
     cluster.wait(lambda: _ann(cluster, "n0").get(st.PHASE) == "Failed" and cluster.converged({"n1": NEW}))
 
@@ -102,7 +102,7 @@ def test_pending_stuck_times_out_and_the_retry_brings_the_operands_back(cluster:
     cluster.add_nodes(["n0"], OLD)
     cluster.emu.api.stuck_operands.add(("n0", "dcgm-exporter"))
     cluster.mig.shutdown_timeout = 0.1
-    cluster.start(apply_timeout=0.5, max_attempts=1, resync_interval=0.05)
+    cluster.start(apply__apply_timeout=0.5, failures__max_attempts=1, loop__resync_interval=0.05)
     cluster.set_assignment(assignment({"n0": NEW}))
     cluster.wait(lambda: _ann(cluster, "n0").get(st.PHASE) == "Failed")
     assert cluster.node("n0")["metadata"]["labels"][st.MIG_STATE] == "pending"

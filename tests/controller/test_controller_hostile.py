@@ -218,7 +218,7 @@ def test_assignment_for_another_cluster_touches_no_node(
     cluster: Cluster, caplog: pytest.LogCaptureFixture
 ) -> None:
     cluster.add_nodes(["n0"], OLD)
-    ctl = cluster.start(cluster="prod-east")
+    ctl = cluster.start(api__cluster="prod-east")
     with caplog.at_level(logging.ERROR, logger="migc"):
         cluster.set_assignment(assignment({"n0": NEW}))  # cluster "test"
         cluster.settle(ctl, 5)
@@ -305,7 +305,7 @@ def test_document_changing_mid_rollout_never_leaves_a_node_cordoned(cluster: Clu
 def test_node_dropped_before_relabelling_is_released_unchanged(cluster: Cluster) -> None:
     cluster.add_nodes(["n0"], OLD)
     cluster.add_pod("train", "n0", namespace="ml")
-    ctl = cluster.start(drain_grace_timeout=60.0)  # the pod keeps n0 in Draining
+    ctl = cluster.start(drain__grace_timeout=60.0)  # the pod keeps n0 in Draining
     cluster.set_assignment(assignment({"n0": NEW}))
     cluster.wait(lambda: cluster.phases()["n0"] == "Draining")
     cluster.add_nodes(["n9"], OLD)

@@ -56,7 +56,7 @@ def test_rollout_counts_reconfigurations_and_pending_time_by_profile(cluster: Cl
     )
     waiting = _pod("waiting", {"nvidia.com/mig-3g.40gb": "1"}, node=None, scheduled=None)
     cluster.emu.upsert(PODS, "ml", "waiting", waiting)
-    ctl = cluster.start(http=True, resync_interval=0.05)
+    ctl = cluster.start(http=True, loop__resync_interval=0.05)
     assert ctl.endpoint is not None
     port = ctl.endpoint.port
     cluster.set_assignment(assignment(dict.fromkeys(NODES, NEW)))

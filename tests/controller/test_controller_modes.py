@@ -18,7 +18,7 @@ from controller import state as st
 OLD, NEW = "all-1g.10gb", "all-3g.40gb"
 NODES = ["n0", "n1", "n2"]
 # idle passes come quickly, so "nothing happened" is cheap to show
-FAST_IDLE: dict[str, Any] = {"resync_interval": 0.05}
+FAST_IDLE: dict[str, Any] = {"loop__resync_interval": 0.05}
 
 
 def _prepare(cluster: Cluster, **kw: object) -> dict[str, object]:
@@ -115,9 +115,9 @@ def test_invalid_assignment_is_reported_once_and_never_acted_on(cluster: Cluster
 def test_single_active_replica_and_handover_on_graceful_stop(cluster: Cluster) -> None:
     doc = _prepare(cluster)
     cluster.set_assignment(assignment(dict.fromkeys(NODES, OLD)))
-    a = cluster.start(identity="ctl-a", lease_duration=5.0)
+    a = cluster.start(leader__identity="ctl-a", leader__lease_duration=5.0)
     cluster.wait(lambda: a.elector.leading)
-    b = cluster.start(identity="ctl-b", lease_duration=5.0)
+    b = cluster.start(leader__identity="ctl-b", leader__lease_duration=5.0)
     cluster.set_assignment(doc)
     cluster.wait(lambda: cluster.converged(dict.fromkeys(NODES, NEW)))
     agents = {c.user_agent for c in writes(cluster.controller_calls()) if c.resource == "nodes"}

@@ -99,7 +99,7 @@ def test_wrong_advertised_count_fails_verification(cluster: Cluster) -> None:
     # GFD sees 3 GPUs (one fell off the bus): the plugin advertises 12, the config wants 16.
     cluster.emu.patch(NODES, None, "l40s-0", {"metadata": {"labels": {GPU_COUNT: "3"}}})
     cluster.set_assignment(assignment({"l40s-0": SLICED}, pool="l40s", gpu_model="L40S"))
-    cluster.start(verify_timeout=0.3)
+    cluster.start(apply__verify_timeout=0.3)
     cluster.wait(lambda: _ann(cluster, "l40s-0").get(st.PHASE) == "Failed")
     err = _ann(cluster, "l40s-0")[st.LAST_ERROR]
     assert "nvidia.com/gpu: want 16 have 12" in err
@@ -212,7 +212,7 @@ def test_dry_run_plans_the_device_plugin_only_path_and_the_permanent_failure(
     caplog.set_level(logging.INFO, logger="migc.controller")
     cluster.add_nodes(L40S, WHOLE, mig_capable="false")
     cluster.set_assignment(assignment({"l40s-0": SLICED, "l40s-1": "all-1g.10gb"}, pool="l40s"))
-    ctl = cluster.start(dry_run=True, resync_interval=0.05)
+    ctl = cluster.start(dry_run=True, loop__resync_interval=0.05)
     cluster.settle(ctl)
     assert writes(cluster.controller_calls()) == []
 

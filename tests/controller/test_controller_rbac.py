@@ -78,7 +78,7 @@ def _kitchen_sink(cluster: Cluster) -> None:
     cm["data"]["assignment.json"] = "{broken"
     cluster.emu.upsert(CONFIGMAPS, "migc-system", "migc-assignment", cm)
     cluster.mig.per_node["n2"] = "failed"
-    ctl = cluster.start(max_attempts=1, lease_duration=0.3)
+    ctl = cluster.start(failures__max_attempts=1, leader__lease_duration=0.3)
     cluster.settle(ctl, 3)
     cluster.set_assignment(assignment(dict.fromkeys(nodes, "all-3g.40gb")))
     cluster.wait(

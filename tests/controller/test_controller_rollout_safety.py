@@ -35,7 +35,7 @@ def test_rebooting_gets_the_reboot_allowance(cluster: Cluster) -> None:
     MIG-to-MIG change, which upstream applies without one."""
     cluster.add_nodes(["n0"], WHOLE)
     cluster.mig.mode, cluster.mig.reboot_delay, cluster.mig.post_reboot_delay = "reboot", 0.6, 0.2
-    cluster.start(apply_timeout=0.5, reboot_timeout=10.0)
+    cluster.start(apply__apply_timeout=0.5, apply__reboot_timeout=10.0)
     cluster.set_assignment(assignment({"n0": NEW}))
     cluster.wait(lambda: cluster.converged({"n0": NEW}))
     assert cluster.mig.handled == [("n0", NEW, "reboot"), ("n0", NEW, "reboot")]  # before and after
@@ -56,7 +56,7 @@ def test_a_long_apply_after_the_reboot_gets_its_own_apply_timeout(cluster: Clust
     failed with a misleading "operand does not shut down" message."""
     cluster.add_nodes(["n0"], WHOLE)
     cluster.mig.mode, cluster.mig.reboot_delay, cluster.mig.post_reboot_delay = "reboot", 0.6, 0.45
-    cluster.start(apply_timeout=0.5, reboot_timeout=0.7, max_attempts=1)
+    cluster.start(apply__apply_timeout=0.5, apply__reboot_timeout=0.7, failures__max_attempts=1)
     cluster.set_assignment(assignment({"n0": NEW}))
     cluster.wait(lambda: cluster.converged({"n0": NEW}))
     assert st.LAST_ERROR not in _ann(cluster, "n0")
@@ -65,7 +65,7 @@ def test_a_long_apply_after_the_reboot_gets_its_own_apply_timeout(cluster: Clust
 def test_rebooting_past_the_allowance_fails_the_node(cluster: Cluster) -> None:
     cluster.add_nodes(["n0"], WHOLE)
     cluster.mig.mode, cluster.mig.reboot_delay = "reboot", 30.0
-    cluster.start(apply_timeout=0.2, reboot_timeout=0.3, max_attempts=1)
+    cluster.start(apply__apply_timeout=0.2, apply__reboot_timeout=0.3, failures__max_attempts=1)
     cluster.set_assignment(assignment({"n0": NEW}))
     cluster.wait(lambda: _ann(cluster, "n0").get(st.PHASE) == "Failed")
     assert "did not come back from the MIG manager's reboot within 0.3s" in _ann(cluster, "n0")[st.LAST_ERROR]
@@ -77,7 +77,7 @@ def test_rollout_halts_after_max_failures_and_touches_nothing_else(cluster: Clus
     for n in b:  # held back until pool a has failed, so that the order is deterministic
         cluster.annotate(n, {st.PAUSED: "true"})
     cluster.mig.decide = lambda node, config, attempt: "failed" if config == NEW else "success"
-    ctl = cluster.start(max_attempts=1, max_failures=2)
+    ctl = cluster.start(failures__max_attempts=1, failures__max_failures=2)
     doc = _two_pools(a, b, NEW)
     cluster.set_assignment(doc)
     cluster.wait(lambda: all(_ann(cluster, n).get(st.PHASE) == "Failed" for n in a))
@@ -106,7 +106,7 @@ def test_max_failures_zero_never_halts(cluster: Cluster) -> None:
     for n in b:
         cluster.annotate(n, {st.PAUSED: "true"})
     cluster.mig.decide = lambda node, config, attempt: "failed" if node in a else "success"
-    cluster.start(max_attempts=1, max_failures=0)
+    cluster.start(failures__max_attempts=1, failures__max_failures=0)
     cluster.set_assignment(_two_pools(a, b, NEW))
     cluster.wait(lambda: all(_ann(cluster, n).get(st.PHASE) == "Failed" for n in a))
     for n in b:
@@ -134,7 +134,7 @@ def test_an_untolerated_taint_keeps_the_device_plugin_away_and_verification_fail
     cluster.add_nodes(["n0"], OLD)
     taint = {"key": "example.com/maintenance", "value": "true", "effect": "NoSchedule"}
     cluster.emu.patch(NODES, None, "n0", {"spec": {"taints": [taint]}})
-    cluster.start(verify_timeout=0.5, max_attempts=1)
+    cluster.start(apply__verify_timeout=0.5, failures__max_attempts=1)
     cluster.set_assignment(assignment({"n0": NEW}))
     cluster.wait(lambda: _ann(cluster, "n0").get(st.PHASE) == "Failed")
     assert (
@@ -183,7 +183,7 @@ def test_labelling_waits_for_the_kubelet_to_refresh_the_mounted_configmap(cluste
     cluster.add_nodes(["n0"], OLD)
     cluster.set_mig_parted({OLD: CONFIGS[OLD]})
     cluster.mig.mount_delay = 0.8
-    cluster.start(configmap_sync_delay=1.0, max_attempts=1)
+    cluster.start(apply__configmap_sync_delay=1.0, failures__max_attempts=1)
     cluster.set_assignment(assignment({"n0": NEW}))  # NEW enters the ConfigMap only now
     cluster.wait(lambda: cluster.converged({"n0": NEW}))
     assert cluster.mig.handled == [("n0", NEW, "success")]
@@ -195,7 +195,7 @@ def test_without_the_sync_delay_the_manager_does_not_find_the_config(cluster: Cl
     cluster.add_nodes(["n0"], OLD)
     cluster.set_mig_parted({OLD: CONFIGS[OLD]})
     cluster.mig.mount_delay = 5.0
-    cluster.start(configmap_sync_delay=0.0, max_attempts=1)
+    cluster.start(apply__configmap_sync_delay=0.0, failures__max_attempts=1)
     cluster.set_assignment(assignment({"n0": NEW}))
     cluster.wait(lambda: _ann(cluster, "n0").get(st.PHASE) == "Failed")
     assert cluster.mig.handled == [("n0", NEW, "not-present")]
@@ -204,7 +204,7 @@ def test_without_the_sync_delay_the_manager_does_not_find_the_config(cluster: Cl
 def test_config_removed_from_the_configmap_mid_rollout_is_never_labelled(cluster: Cluster) -> None:
     cluster.add_nodes(["n0"], OLD)
     cluster.add_pod("train", "n0", namespace="ml")
-    ctl = cluster.start(drain_grace_timeout=60.0, max_attempts=1)
+    ctl = cluster.start(drain__grace_timeout=60.0, failures__max_attempts=1)
     cluster.set_assignment(assignment({"n0": NEW}))
     cluster.wait(lambda: cluster.phases()["n0"] == "Draining")
     cluster.set_mig_parted({OLD: CONFIGS[OLD]})  # someone re-synced an older ConfigMap
@@ -221,7 +221,7 @@ def test_config_removed_from_the_configmap_mid_rollout_is_never_labelled(cluster
 def test_retry_restarts_the_mig_manager_and_never_removes_the_label(cluster: Cluster) -> None:
     cluster.add_nodes(["n0"], OLD)
     cluster.mig.decide = lambda node, config, attempt: "failed" if attempt == 1 else "success"
-    cluster.start(failure_backoff=0.05)
+    cluster.start(failures__backoff=0.05)
     cluster.set_assignment(assignment({"n0": NEW}))
     cluster.wait(lambda: cluster.converged({"n0": NEW}))
     assert cluster.mig.handled == [("n0", NEW, "failed"), ("n0", NEW, "success")]

@@ -4,8 +4,6 @@ rollout, and a second revision while the first is in flight. Judged from the req
 
 from __future__ import annotations
 
-import dataclasses
-
 import pytest
 from conftest import (
     CONFIGS,
@@ -16,6 +14,7 @@ from conftest import (
     assert_only_gpu_pods_evicted,
     assert_within_budget,
     assignment,
+    tuned,
 )
 
 from controller import state as st
@@ -49,14 +48,18 @@ def test_hundred_nodes_two_revisions_restart_failures_and_pdbs(cluster: Cluster)
     cluster.mig.decide = lambda node, config, attempt: (
         "failed" if node in FLAKY and attempt == 1 else "success"
     )
-    settings = dataclasses.replace(
-        FAST, max_attempts=2, failure_backoff=0.05, max_failures=5, resync_interval=0.2
+    settings = tuned(
+        FAST,
+        failures__max_attempts=2,
+        failures__backoff=0.05,
+        failures__max_failures=5,
+        loop__resync_interval=0.2,
     )
-    first = cluster.start(settings, identity="ctl-a")
+    first = cluster.start(settings, leader__identity="ctl-a")
     cluster.set_assignment(assignment(dict.fromkeys(NODES, NEW), max_unavailable=10))
     cluster.wait(lambda: sum(1 for n in NODES if cluster.converged({n: NEW})) >= 25, timeout=60)
     cluster.kill(first)  # mid rollout, between two requests
-    cluster.start(settings, identity="ctl-b")
+    cluster.start(settings, leader__identity="ctl-b")
     cluster.wait(lambda: sum(1 for n in NODES if cluster.converged({n: NEW})) >= 50, timeout=60)
     second = {n: (OTHER if i < 50 else NEW) for i, n in enumerate(NODES)}
     cluster.set_assignment(assignment(second, max_unavailable=10))

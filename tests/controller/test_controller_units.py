@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import json
 from pathlib import Path
 
 import pytest
-from conftest import assignment
+from conftest import FAST, assignment, tuned
 from emulation import revision_of
 from kubernetes.client.exceptions import ApiException
 
@@ -168,15 +169,72 @@ def test_every_command_line_setting_reaches_the_controller() -> None:
             "--configmap-sync-delay=4s", "--reboot-timeout=5m", "--verify-timeout=6m",
             "--failure-backoff=7m", "--poll-interval=250ms", "--resync-interval=9s",
             "--lease-duration=10s", "--max-failures=11", "--lease-name=l", "--identity=me",
-            "--cluster=east", "--dry-run",
+            "--cluster=east", "--dry-run", "--device-plugin-configmap=ops/dp",
         ]
     )  # fmt: skip
     s = cli.settings_from(args)
-    assert (s.namespace, s.assignment_name, s.node_event_namespace) == ("ns", "a", "ev")
-    assert (s.drain_grace_timeout, s.eviction_timeout, s.apply_timeout) == (60, 120, 180)
-    assert (s.configmap_sync_delay, s.reboot_timeout, s.verify_timeout) == (4, 300, 360)
-    assert (s.failure_backoff, s.poll_interval, s.resync_interval, s.lease_duration) == (420, 0.25, 9, 10)
-    assert (s.max_failures, s.lease_name, s.identity, s.cluster, s.dry_run) == (11, "l", "me", "east", True)
+    assert (s.api.namespace, s.api.assignment_name, s.api.node_event_namespace) == ("ns", "a", "ev")
+    assert (s.drain.grace_timeout, s.drain.eviction_timeout, s.apply.apply_timeout) == (60, 120, 180)
+    assert (s.apply.configmap_sync_delay, s.apply.reboot_timeout, s.apply.verify_timeout) == (4, 300, 360)
+    assert (s.failures.backoff, s.loop.poll_interval, s.loop.resync_interval) == (420, 0.25, 9)
+    assert (s.leader.lease_duration, s.leader.lease_name, s.leader.identity) == (10, "l", "me")
+    assert (s.failures.max_failures, s.api.cluster, s.dry_run) == (11, "east", True)
+    assert s.api.device_plugin_configmap == "ops/dp"
     defaults = cli.settings_from(cli.parser().parse_args(["--identity=x"]))
-    assert defaults.drain_grace_timeout == Settings().drain_grace_timeout
-    assert defaults.cluster is None and defaults.dry_run is False
+    assert defaults.drain.grace_timeout == Settings().drain.grace_timeout
+    assert defaults.api.cluster is None and defaults.dry_run is False
+
+
+def test_command_line_defaults_are_the_settings_defaults(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No flag given: every group holds its own defaults (identity and cluster come from the
+    environment, $POD_NAME and $MIGC_CLUSTER), so ``Settings()`` in a test is the deployed controller."""
+    monkeypatch.setenv("POD_NAME", "migc-controller")
+    monkeypatch.delenv("MIGC_CLUSTER", raising=False)
+    assert cli.settings_from(cli.parser().parse_args([])) == Settings()
+
+
+def test_a_scenario_override_reaches_its_group_and_a_misspelt_one_raises() -> None:
+    """``cluster.start(group__field=...)`` (conftest.tuned): an override that silently did nothing
+    would leave a scenario testing the defaults it meant to change."""
+    s = tuned(FAST, failures__max_attempts=1, apply__verify_timeout=0.5, dry_run=True)
+    assert (s.failures.max_attempts, s.apply.verify_timeout, s.dry_run) == (1, 0.5, True)
+    assert s.failures.backoff == FAST.failures.backoff and s.drain == FAST.drain
+    with pytest.raises(TypeError):
+        tuned(FAST, failures__max_attempt=1)
+    with pytest.raises(AttributeError):
+        tuned(FAST, failure__max_attempts=1)
+    with pytest.raises(TypeError):
+        tuned(FAST, max_attempts=1)  # the flat name of the old record
+
+
+def test_settings_defaults() -> None:
+    """The defaults controller/README.md documents and deployments rely on, one group at a time."""
+    s = Settings()
+    assert dataclasses.asdict(s) == {
+        "api": {
+            "namespace": "migc-system",
+            "assignment_name": "migc-assignment",
+            "node_event_namespace": "default",
+            "cluster": None,
+            "device_plugin_configmap": "gpu-operator/migc-device-plugin-config",
+            "request_timeout": 30.0,
+            "retry_backoff": 0.5,
+            "retry_backoff_max": 30.0,
+        },
+        "drain": {
+            "grace_timeout": 1800.0,
+            "eviction_timeout": 1800.0,
+            "eviction_backoff": 1.0,
+            "eviction_backoff_max": 30.0,
+        },
+        "apply": {
+            "configmap_sync_delay": 90.0,
+            "apply_timeout": 1800.0,
+            "reboot_timeout": 1800.0,
+            "verify_timeout": 300.0,
+        },
+        "failures": {"backoff": 300.0, "max_attempts": 2, "max_failures": 3},
+        "loop": {"poll_interval": 2.0, "resync_interval": 60.0, "watch_timeout": 300.0},
+        "leader": {"lease_name": "migc-controller", "lease_duration": 15.0, "identity": "migc-controller"},
+        "dry_run": False,
+    }

@@ -51,7 +51,7 @@ def test_mid_rollout_revision_waits_for_a_late_mig_parted_configmap(cluster: Clu
     cluster.add_nodes(["n0", "n1"], OLD)
     cluster.add_pod("train", "n0", namespace="ml")
     cluster.set_mig_parted({OLD: CONFIGS[OLD], NEW: CONFIGS[NEW]})
-    ctl = cluster.start(drain_grace_timeout=60.0, apply_timeout=10.0, max_attempts=1)
+    ctl = cluster.start(drain__grace_timeout=60.0, apply__apply_timeout=10.0, failures__max_attempts=1)
     cluster.set_assignment(assignment({"n0": NEW, "n1": OLD}), mig_parted=False)
     cluster.wait(lambda: cluster.phases()["n0"] == "Draining")
     # Argo CD syncs the new assignment first; the ConfigMap naming OTHER comes later.
@@ -78,7 +78,7 @@ def test_gpu_daemonset_without_the_client_selector_holds_the_node_untouched(clus
     cluster.emu.run(
         lambda api: api.add_client_daemonset("ml", "gpu-agent", {st.MIG_CAPABLE: "true"}, "nvidia.com/gpu")
     )
-    ctl = cluster.start(max_attempts=1)
+    ctl = cluster.start(failures__max_attempts=1)
     cluster.set_assignment(assignment({"n0": NEW, "n1": NEW}))
     cluster.wait(lambda: len(_events(cluster.controller_calls(), "GpuDaemonSetBlocks")) >= 2)
     cluster.settle(ctl, 5)
@@ -118,7 +118,7 @@ def test_after_a_success_a_failure_leaves_the_operands_paused_and_a_retry_recove
     cluster.mig.decide = lambda node, config, attempt: (
         "failed" if config == OTHER and attempt == 1 else "success"
     )
-    ctl = cluster.start(max_attempts=1)
+    ctl = cluster.start(failures__max_attempts=1)
     cluster.set_assignment(assignment({"n0": NEW}))
     cluster.wait(lambda: cluster.converged({"n0": NEW}))
     cluster.set_assignment(assignment({"n0": OTHER}))
@@ -221,7 +221,7 @@ def test_verification_fails_when_the_plugin_publishes_another_geometry(cluster: 
     verification."""
     cluster.add_nodes(["n0"], OLD)
     cluster.set_mig_parted({**CONFIGS, NEW: CONFIGS[OTHER]})  # NEW means another layout there
-    cluster.start(max_attempts=1, verify_timeout=0.5)
+    cluster.start(failures__max_attempts=1, apply__verify_timeout=0.5)
     cluster.set_assignment(assignment({"n0": NEW}), mig_parted=False)
     cluster.wait(lambda: _ann(cluster, "n0").get(st.PHASE) == "Failed")
     error = _ann(cluster, "n0")[st.LAST_ERROR]
@@ -291,7 +291,7 @@ def test_mid_rollout_revision_waits_for_a_late_device_plugin_config(cluster: Clu
     have yet: the drained node waits instead of relabelling (the plugin would never come back)."""
     cluster.add_nodes(["n0"], OLD)
     cluster.add_pod("train", "n0", namespace="ml")
-    ctl = cluster.start(drain_grace_timeout=60.0, apply_timeout=10.0, max_attempts=1)
+    ctl = cluster.start(drain__grace_timeout=60.0, apply__apply_timeout=10.0, failures__max_attempts=1)
     cluster.set_assignment(assignment({"n0": NEW}))
     cluster.wait(lambda: cluster.phases()["n0"] == "Draining")
     doc = assignment({"n0": NEW})

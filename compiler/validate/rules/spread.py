@@ -224,16 +224,28 @@ def _check_domains(ctx: Context, subject: _Subject, spread: Spread, pools: list[
         _check_cap(ctx, subject, ("maxPerDomain",), spread.max_per_domain, replicas, domains, "domain")
 
 
-def _tier_spread(ctx: Context, w: Obj) -> tuple[str, Spread] | None:
-    """The workload's tier and that tier's ``spread``, for a workload that sets none."""
-    tier = w.spec.get("priorityClass")
-    if tier is None:
-        tenant = next((t for t in ctx.tenants if t.name == w.spec["tenant"]), None)
-        if tenant is None:
-            return None  # workload-tenant reports it
-        tier = tenant.spec.get("priorityClass", default_tier(ctx))
-    spread = next((t.spread for t in ctx.tiers if t.name == tier), None)
-    return None if spread is None else (str(tier), spread)
+class _TierSpreads:
+    """The tier and tier ``spread`` of workloads that set none, with tenants and tiers looked up by
+    name (a scan of every tenant per workload was 0.25 s at 500 tenants and 1,500 workloads)."""
+
+    def __init__(self, ctx: Context) -> None:
+        self.ctx = ctx
+        self.tenants: dict[str, Obj] = {}
+        for t in ctx.tenants:
+            self.tenants.setdefault(t.name, t)  # the first of a duplicate name, as a scan finds it
+        self.spreads: dict[str, Spread | None] = {}
+        for tier in ctx.tiers:
+            self.spreads.setdefault(tier.name, tier.spread)
+
+    def of(self, w: Obj) -> tuple[str, Spread] | None:
+        tier = w.spec.get("priorityClass")
+        if tier is None:
+            tenant = self.tenants.get(w.spec["tenant"])
+            if tenant is None:
+                return None  # workload-tenant reports it
+            tier = tenant.spec["priorityClass"] if "priorityClass" in tenant.spec else default_tier(self.ctx)
+        spread = self.spreads.get(tier) if isinstance(tier, str) else None
+        return None if spread is None else (str(tier), spread)
 
 
 @rule(
@@ -243,11 +255,14 @@ def _tier_spread(ctx: Context, w: Obj) -> tuple[str, Spread] | None:
 )
 def check_spread(ctx: Context) -> None:
     """A workload's spread applies to its need and can be met on the pools that may serve it."""
+    tier_spreads: _TierSpreads | None = None
     for w in ctx.workloads:
         spread = spread_from_raw(w.spec.get("spread"))
         subject = _Subject(w)
         if spread is None:
-            from_tier = _tier_spread(ctx, w) if spread_applies(w.spec) else None
+            if tier_spreads is None:
+                tier_spreads = _TierSpreads(ctx)
+            from_tier = tier_spreads.of(w) if spread_applies(w.spec) else None
             if from_tier is None:
                 continue  # a tier's spread covers only the workloads it can apply to
             subject = _Subject(w, from_tier[0])

@@ -1,0 +1,194 @@
+"""Old vs new loop on the same cells: the count of cells meeting each of issue 22's Done-when clauses.
+
+``python -m bench.compare_rules matrix OLD.jsonl NEW.jsonl`` (files of ``python -m bench.matrix``)
+and ``python -m bench.compare_rules report OLD.jsonl NEW.jsonl`` (files of ``python -m
+bench.report_workload run``) print a Markdown table: per loop row (``default``, ``default+idle``),
+old and new, how many cells (traces) meet each clause, then one line per cell. The baselines that
+do not use the loop's decision come from each file's own run, so a clause against them (naive,
+per-pod, the static layouts, MIG off) is judged within one run. Measured, never asserted.
+
+Matrix clauses (contended cells only: naive's overall p95 wait above 0; classes with ≥ 20 pods):
+
+* ``re-carves``: ≥ 5× fewer than naive where naive re-carves at least once per 10 hours, else no more;
+* ``p95 all``: overall p95 ≤ max(1.2 × naive's, 5 min);
+* ``p95 classes``: every class's p95 ≤ max(1.2 × naive's, 5 min);
+* ``vs static``: every class's p95 ≤ max(5 min, the best of static-peak, static-average,
+  static-optimal and MIG off for that class);
+* ``never served``: no more pods never served than naive;
+* ``held 0``: heldOnIdleGpu 0;
+* ``vs per-pod``: no class worse than max(1.2 × per-pod's, 5 min);
+* ``target``: re-carves, p95 all, p95 classes and never served together (bench.matrix ``verdict``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from bench.matrix import verdict
+from bench.report_workload import verdicts
+
+FIVE_MIN = 300.0
+LOOPS = ("default", "default+idle")
+STATICS = ("static-peak", "static-average", "static-optimal", "mig-off")
+MATRIX_CLAUSES = (
+    "re-carves",
+    "p95 all",
+    "p95 classes",
+    "vs static",
+    "never served",
+    "held 0",
+    "vs per-pod",
+    "target",
+)
+
+
+def _cells(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(t) for t in path.read_text(encoding="utf-8").splitlines() if t.strip()]
+
+
+def _key(cell: dict[str, Any]) -> tuple[Any, ...]:
+    return tuple(cell.get(k) for k in ("trace", "nodes", "timeScale", "reconf", "failureRate", "seed"))
+
+
+def _p95(row: dict[str, Any], cls: str) -> float:
+    w = row["waitSeconds"].get(cls)
+    return float(w["p95"]) if w is not None else 0.0
+
+
+def matrix_clauses(rows: dict[str, dict[str, Any]], loop: str) -> dict[str, bool] | None:
+    """The clauses for ``loop`` on one cell; None when the cell is not contended."""
+    naive, me = rows["naive"], rows[loop]
+    if _p95(naive, "all") <= 0:
+        return None
+    classes = [c for c, w in me["waitSeconds"].items() if c != "all" and w["pods"] >= 20]
+    hours = naive["traceHours"] or naive["hours"]
+    if naive["reconfigurations"] >= hours / 10:  # naive re-carves at least once per 10 hours
+        recarves = me["reconfigurations"] * 5 <= naive["reconfigurations"]
+    else:
+        recarves = me["reconfigurations"] <= naive["reconfigurations"]
+    out = {
+        "re-carves": recarves,
+        "p95 all": _p95(me, "all") <= max(1.2 * _p95(naive, "all"), FIVE_MIN),
+        "p95 classes": all(_p95(me, c) <= max(1.2 * _p95(naive, c), FIVE_MIN) for c in classes),
+        "never served": me["neverServed"] <= naive["neverServed"],
+        "held 0": (me.get("heldOnIdleGpu") or 0) == 0,
+        "target": verdict(rows, loop) == "meets",
+    }
+    best = {c: min((_p95(rows[s], c) for s in STATICS if s in rows), default=0.0) for c in classes}
+    out["vs static"] = all(_p95(me, c) <= max(FIVE_MIN, best[c]) for c in classes)
+    if "per-pod" in rows:
+        pp = rows["per-pod"]
+        out["vs per-pod"] = all(_p95(me, c) <= max(1.2 * _p95(pp, c), FIVE_MIN) for c in classes)
+    return out
+
+
+def per_class(
+    olds: dict[tuple[Any, ...], dict[str, Any]], news: dict[tuple[Any, ...], dict[str, Any]], keys: list[Any]
+) -> list[str]:
+    """Per size class, on the contended cells where it has ≥ 20 pods: how many the loop's p95 meets
+    max(1.2 × naive's, 5 min) and max(5 min, the best static baseline's), old and new."""
+    counts: dict[tuple[str, str, str], list[int]] = {}  # (loop, rule, class) → [cells, vs naive, vs static]
+    for label, cells in (("old", olds), ("new", news)):
+        for k in keys:
+            rows = _rows(cells[k])
+            if _p95(rows["naive"], "all") <= 0:
+                continue
+            for loop in LOOPS:
+                if loop not in rows:
+                    continue
+                me = rows[loop]
+                for c, w in me["waitSeconds"].items():
+                    if c == "all" or w["pods"] < 20:
+                        continue
+                    best = min((_p95(rows[s], c) for s in STATICS if s in rows), default=0.0)
+                    tally = counts.setdefault((loop, label, c), [0, 0, 0])
+                    tally[0] += 1
+                    tally[1] += _p95(me, c) <= max(1.2 * _p95(rows["naive"], c), FIVE_MIN)
+                    tally[2] += _p95(me, c) <= max(FIVE_MIN, best)
+    out = [
+        "| loop | rule | class | cells (≥ 20 pods) | p95 ≤ max(1.2 × naive, 5 min) "
+        "| p95 ≤ max(5 min, best static) |",
+        "|---|---|---|---:|---:|---:|",
+    ]
+    for (loop, label, c), (n, a, b) in sorted(
+        counts.items(), key=lambda kv: (kv[0][0], kv[0][2], kv[0][1] != "old")
+    ):
+        out.append(f"| {loop} | {label} | {c} | {n} | {a} | {b} |")
+    return out
+
+
+def _rows(cell: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {r["baseline"]: r for r in cell["results"]}
+
+
+def compare(kind: str, old: Path, new: Path) -> str:
+    olds = {_key(c): c for c in _cells(old)}
+    news = {_key(c): c for c in _cells(new)}
+    keys = [k for k in olds if k in news]
+    judged: dict[tuple[str, str], list[tuple[tuple[Any, ...], dict[str, bool]]]] = {}
+    for label, cells in (("old", olds), ("new", news)):
+        for k in keys:
+            rows = _rows(cells[k])
+            for loop in LOOPS:
+                if loop not in rows:
+                    continue
+                got = matrix_clauses(rows, loop) if kind == "matrix" else verdicts(rows, loop)
+                if got is not None:
+                    if kind == "report":
+                        got = {**got, "all clauses": all(got.values())}
+                    judged.setdefault((loop, label), []).append((k, got))
+    clauses = list(next(iter(judged.values()))[0][1]) if judged else []
+    lines = [
+        f"| loop | rule | cells | {' | '.join(clauses)} |",
+        "|---|---|---:|" + "---:|" * len(clauses),
+    ]
+    for (loop, label), cells_judged in judged.items():
+        counts = [sum(1 for _, g in cells_judged if g.get(c)) for c in clauses]
+        lines.append(f"| {loop} | {label} | {len(cells_judged)} | " + " | ".join(map(str, counts)) + " |")
+    if kind == "matrix":
+        lines += ["", *per_class(olds, news, keys)]
+    lines += [
+        "",
+        "| cell | loop | rule | p95 per class s | re-carves | evictions | heldOnIdleGpu | "
+        "turned down by the disruption rule | clauses missed |",
+        "|---|---|---|---|---:|---:|---:|---:|---|",
+    ]
+    for k in keys:
+        for loop in LOOPS:
+            for label, cells in (("old", olds), ("new", news)):
+                rows = _rows(cells[k])
+                if loop not in rows:
+                    continue
+                me = rows[loop]
+                if kind == "report":
+                    p95 = ", ".join(f"{c} {round(v['p95'])}" for c, v in me["reportClasses"].items())
+                    ok: dict[str, bool] | None = verdicts(rows, loop)
+                else:
+                    p95 = ", ".join(
+                        f"{c} {round(w['p95'])}" for c, w in me["waitSeconds"].items() if w["pods"] >= 20
+                    )
+                    ok = matrix_clauses(rows, loop)
+                missed = "not contended" if ok is None else ", ".join(c for c, met in ok.items() if not met)
+                cell = " ".join(str(x) for x in k if x is not None)
+                lines.append(
+                    f"| {cell} | {loop} | {label} | {p95} | {me['reconfigurations']} | {me['evictions']} | "
+                    f"{me.get('heldOnIdleGpu')} | {me['blockedBy'].get('disruption', 0)} | {missed} |"
+                )
+    return "\n".join(lines)
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(prog="python -m bench.compare_rules", description=__doc__.split("\n")[0])
+    ap.add_argument("kind", choices=("matrix", "report"))
+    ap.add_argument("old", type=Path)
+    ap.add_argument("new", type=Path)
+    args = ap.parse_args(argv)
+    print(compare(args.kind, args.old, args.new))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,69 @@
+"""bench.compare_rules: old vs new clause counts on hand-made matrix cells."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from bench.compare_rules import compare, matrix_clauses
+
+
+def row(name: str, recarves: int, p95: dict[str, float], held: int = 0) -> dict[str, Any]:
+    waits = {k: {"p95": v, "pods": 100} for k, v in p95.items()}
+    return {
+        "baseline": name,
+        "reconfigurations": recarves,
+        "evictions": 0,
+        "traceHours": 100.0,
+        "hours": 100.0,
+        "waitSeconds": waits,
+        "neverServed": 0,
+        "heldOnIdleGpu": held,
+        "blockedBy": {"disruption": 3},
+    }
+
+
+def cell(default: dict[str, Any]) -> dict[str, Any]:
+    rows = [
+        row("naive", 50, {"all": 1000.0, "1g": 1000.0, "7g": 0.0}),
+        row("mig-off", 0, {"all": 0.0, "1g": 2000.0, "7g": 100.0}),
+        row("per-pod", 0, {"all": 0.0, "1g": 0.0, "7g": 5000.0}),
+        default,
+    ]
+    key = {"trace": "t", "nodes": 8, "timeScale": 1.0, "reconf": "60", "failureRate": 0.0, "seed": 0}
+    return key | {"results": rows}
+
+
+def test_clauses_of_one_cell() -> None:
+    rows = {
+        r["baseline"]: r
+        for r in cell(row("default", 10, {"all": 1200.0, "1g": 1100.0, "7g": 400.0}))["results"]
+    }
+    got = matrix_clauses(rows, "default")
+    assert got is not None
+    # 10 ≤ 50 / 5; 1,200 ≤ 1.2 × 1,000; 1g 1,100 ≤ 1,200 and 7g 400 > max(0, 300): p95 classes fails;
+    # vs static: 1g 1,100 ≤ mig-off's 2,000, 7g 400 > max(300, 100); vs per-pod: 1g 1,100 > 300
+    assert got == {
+        "re-carves": True,
+        "p95 all": True,
+        "p95 classes": False,
+        "never served": True,
+        "held 0": True,
+        "target": False,
+        "vs static": False,
+        "vs per-pod": False,
+    }
+    quiet = dict(rows) | {"naive": row("naive", 50, {"all": 0.0})}
+    assert matrix_clauses(quiet, "default") is None  # not contended
+
+
+def test_compare_counts_cells_per_clause(tmp_path: Path) -> None:
+    old, new = tmp_path / "old.jsonl", tmp_path / "new.jsonl"
+    old.write_text(
+        json.dumps(cell(row("default", 11, {"all": 2000.0, "1g": 2000.0, "7g": 0.0}, held=4))) + "\n"
+    )
+    new.write_text(json.dumps(cell(row("default", 10, {"all": 900.0, "1g": 900.0, "7g": 0.0}))) + "\n")
+    text = compare("matrix", old, new)
+    assert "| default | old | 1 | 0 | 0 | 0 | 1 | 0 | 0 | 1 | 0 |" in text
+    assert "| default | new | 1 | 1 | 1 | 1 | 1 | 1 | 1 | 1 | 0 |" in text

@@ -8,8 +8,9 @@ default. It renders as text, markdown (a pull-request comment), JSON, and SVG sl
 
 Modules: :mod:`.data` (the dataclasses), :mod:`.diff` (:func:`build_plan`), :mod:`.snapshot`
 (cluster pods and evictions), one module per output format (:mod:`.text`, :mod:`.markdown`,
-:mod:`.json`, :mod:`.svg`) and :mod:`.formatting` (what they share). Nothing here writes files:
-the commands do, through their safe writer.
+:mod:`.json`, :mod:`.svg`), :mod:`.formatting` (what they share) and :mod:`.report` (``FORMATS``:
+the ``migc plan -o`` choices and the writer of each). Nothing here writes files: the commands do,
+through their safe writer.
 """
 
 from __future__ import annotations

@@ -15,7 +15,7 @@ from statusfleet import fleet, pod, status_argv, write_snapshot
 from compiler.advise.sizing import size_policy
 from compiler.catalog import load_catalog
 from compiler.cli import main
-from compiler.commands._common import load_and_validate
+from compiler.pipeline import load_and_validate
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -12,9 +12,9 @@ import pytest
 from statusfleet import pod
 
 from compiler.catalog import load_catalog
-from compiler.commands._common import load_and_validate
 from compiler.model import CurrentState, Policy, Rule, RuleCondition
 from compiler.observe import read_snapshots
+from compiler.pipeline import load_and_validate
 from compiler.recommend.engine import RuleEffect, capacity, recommend, rule_target, wanted_replicas
 from compiler.recommend.history import sample
 from compiler.recommend.state import State

@@ -30,7 +30,7 @@ from __future__ import annotations
 import datetime as dt
 from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import asdict, dataclass, replace
 
 from compiler.catalog import Catalog
 from compiler.diagnostics import Diagnostic, make
@@ -97,12 +97,7 @@ class TenantDemand:
     pending: int
 
     def to_dict(self) -> dict[str, object]:
-        return {
-            "tenant": self.tenant,
-            "profile": self.profile,
-            "running": self.running,
-            "pending": self.pending,
-        }
+        return asdict(self)  # the JSON keys are the field names
 
 
 @dataclass(frozen=True)
@@ -143,7 +138,7 @@ class Kept:
     instances: int
 
     def to_dict(self) -> dict[str, object]:
-        return {"tenant": self.tenant, "profile": self.profile, "instances": self.instances}
+        return asdict(self)  # the JSON keys are the field names
 
 
 @dataclass(frozen=True)
@@ -189,7 +184,7 @@ class NodeChange:
     proposed: str
 
     def to_dict(self) -> dict[str, object]:
-        return {"node": self.node, "gpus": self.gpus, "deployed": self.deployed, "proposed": self.proposed}
+        return asdict(self)  # the JSON keys are the field names
 
 
 @dataclass(frozen=True)

@@ -97,6 +97,7 @@ BASELINES = (
 RECARVING = ("naive", "default")  # the policies that re-carve nodes (the counters below are theirs)
 EVICTION_MODELS = ("restart", "resume")
 DEMAND_MODELS = ("now", "peak", "history")
+SURPLUS_MODELS = ("last", "kept")  # Settings.surplus
 # controller/settings.py Settings.drain_grace_timeout (one constant, shared with migc recommend)
 DRAIN_GRACE_SECONDS = dis.DRAIN_GRACE_SECONDS
 # controller/settings.py failure_backoff and max_attempts: after the n-th failed apply the controller
@@ -130,6 +131,10 @@ class Settings:
     # OUTAGE_CHARGES): "node", every GPU of it; "busy", the GPU share its running pods hold (0 on an
     # idle node; measured in bench/RESULTS.md Round 8, not the default)
     outage: str = "node"
+    # demand="history": "last", the scaleDownWindow's remembered surplus is served only with the
+    # capacity left after every profile's running + pending now (compiler/recommend/history.py capped,
+    # as migc recommend sizes); "kept", the surplus counts as much as the pods waiting now
+    surplus: str = "last"
     failure_rate: float = 0.0  # probability that one MIG manager apply fails (seeded, deterministic)
     seed: int = 0
     operator_retry_seconds: float = 3600.0  # a human retries a node past the automatic attempts
@@ -736,7 +741,9 @@ class _Run:
         Per profile, over recommend's window (sample-and-hold over the stabilizationWindow, covered once
         a sample is in force at its start), ``clamp(declared, min, max(max, kept))``, ``kept`` the peak
         over the scaleDownWindow, ``declared`` standing for the latest revision's instances (what the
-        Workloads provision), raised for the pods past their max wait.
+        Workloads provision), raised for the pods past their max wait; with ``Settings.surplus``
+        "last", the surplus over the running + pending now is served only with the slices left after
+        every profile's current demand (:func:`compiler.recommend.history.capped`).
         """
         stats = h.stats(win, when, self.policy)
         late: dict[str, int] = {}
@@ -754,6 +761,12 @@ class _Run:
             )
             if n > 0:
                 out[p] = n
+        if self.s.surplus == "last":
+            gpus = self.s.nodes * self.s.gpus_per_node
+            now = {("sim", p): n for p, n in self.now_demand.items() if n > 0}
+            room = gpus * max(self.fleet.slices.values(), default=7)
+            cut = h.capped({("sim", p): n for p, n in out.items()}, now, self.fleet.slices, room)
+            out = {k[1]: n for k, n in cut.items() if n > 0}
         return out
 
     def window_demand(self, now: float) -> Layout:

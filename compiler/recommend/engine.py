@@ -653,10 +653,11 @@ class _Sizing:
 
 def _size(policy: Policy, catalog: Catalog, d: _Demand) -> _Sizing:
     sized: dict[tuple[str, str], int] = {}
+    cut: dict[tuple[str, str], int] = {}  # the remembered surplus served last (h.capped)
 
     def size(key: tuple[str, str], declared: int) -> int:
         running, pend = d.counts.get(key, [0, 0])
-        sized[key] = h.sized(
+        n = h.sized(
             declared,
             d.stats.get(key),
             d.window.covered,
@@ -664,13 +665,22 @@ def _size(policy: Policy, catalog: Catalog, d: _Demand) -> _Sizing:
             d.late.get(key, 0),
             (d.keep.get(key, 0), d.keep_covered),
         )
+        sized[key] = min(n, cut.get(key, n))
         return sized[key]
 
-    known = {**{k: [0, 0] for k in d.stats}, **d.counts}
-    wanted, diags, effects = wanted_replicas(policy, catalog, known, d.headroom, size)
-    for key in d.stats:  # keys no Workload describes: sized as if nothing were declared
-        if key not in sized:
-            size(key, 0)
+    # the keys the windows remember (the replay's too): the window's and the scaleDownWindow's
+    known = {**{k: [0, 0] for k in (*d.stats, *d.keep)}, **d.counts}
+    now = {k: v[0] + v[1] for k, v in d.counts.items()}
+    for again in (False, True):  # sized, then with the surplus cut to the room current demand leaves
+        if again:
+            cut = h.capped(sized, now, _slices(catalog), h.room(policy, catalog))
+            if cut == sized:
+                break
+            sized.clear()
+        wanted, diags, effects = wanted_replicas(policy, catalog, known, d.headroom, size)
+        for key in d.stats:  # keys no Workload describes: sized as if nothing were declared
+            if key not in sized:
+                size(key, 0)
     return _Sizing(wanted, sized, diags, effects)
 
 

@@ -55,7 +55,8 @@ import datetime as dt
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from compiler.model import PartitionPolicy
+from compiler.catalog import Catalog
+from compiler.model import PartitionPolicy, Policy
 from compiler.recommend import gates as g
 
 MAX_SAMPLES = 100
@@ -252,6 +253,19 @@ def capped(
         if not granted:
             break
     return out
+
+
+def room(policy: Policy, catalog: Catalog) -> int | None:
+    """The fleet's compute slices (:func:`capped`'s ``room``): per pool, nodes × GPUs × its model's
+    compute slices (7, a whole GPU as ``migc recommend`` counts one, where the model has no MIG); None
+    for an empty fleet."""
+    total = 0
+    for c in policy.clusters:
+        for pool in c.pools:
+            model = catalog.get(pool.gpu_model)
+            per = model.compute_slices if model is not None and model.compute_slices > 0 else 7
+            total += len(pool.node_names) * pool.gpus_per_node * per
+    return total or None
 
 
 def pending_low(win: Window, tenant: str, profile: str | None) -> int:

@@ -160,3 +160,9 @@ def test_the_busy_outage_recarves_an_idle_node_for_a_waiting_1g_pod() -> None:
     node = simulate(trace, A100, replace(s, outage="node"), "default", POLICY)
     assert node.waits["1g"] == [(33180.0, False)] and node.held_on_idle == 1
     assert node.blocked["disruption"] > 30
+
+
+def test_an_unknown_surplus_model_is_refused() -> None:
+    assert A100 is not None
+    with pytest.raises(ValueError, match="surplus 'keep'"):
+        simulate(TRACE, A100, replace(ONE, idle_pass=False, surplus="keep"), "default", POLICY)

@@ -761,6 +761,8 @@ class _Run:
             )
             if n > 0:
                 out[p] = n
+        if self.s.surplus not in SURPLUS_MODELS:
+            raise ValueError(f"surplus {self.s.surplus!r}: expected one of {', '.join(SURPLUS_MODELS)}")
         if self.s.surplus == "last":
             gpus = self.s.nodes * self.s.gpus_per_node
             now = {("sim", p): n for p, n in self.now_demand.items() if n > 0}

@@ -181,8 +181,8 @@ def main() -> None:
     ap.add_argument(
         "--surplus",
         choices=SURPLUS_MODELS,
-        default="last",
-        help="the remembered surplus: served last (default) or kept as current demand (Settings.surplus)",
+        default="kept",
+        help="the remembered surplus: kept as current demand (default) or served last (Settings.surplus)",
     )
     ap.add_argument("--out", default="matrix.jsonl")
     ap.add_argument("--table", default=None, metavar="FILE.jsonl", help="print the table of FILE and exit")

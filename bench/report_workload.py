@@ -361,7 +361,7 @@ def replay(
     reconf: str = "60",
     idle_pass: bool = False,
     outage: str = "node",
-    surplus: str = "last",
+    surplus: str = "kept",
 ) -> dict[str, Any]:
     """One trace (written to ``directory``, read back by the replay's reader) under every baseline, at
     the replay's defaults but the reconfiguration model (``60``: 60 s per GPU; ``90+300``: 90 s per GPU
@@ -474,7 +474,7 @@ def main(argv: Sequence[str] | None = None) -> None:
             )
             p.add_argument("--idle-pass", action="store_true", help="also the loop with --idle-pass")
             p.add_argument("--outage", choices=OUTAGE_CHARGES, default="node", help="Settings.outage")
-            p.add_argument("--surplus", choices=SURPLUS_MODELS, default="last", help="Settings.surplus")
+            p.add_argument("--surplus", choices=SURPLUS_MODELS, default="kept", help="Settings.surplus")
     t = sub.add_parser("table")
     t.add_argument("file")
     args = ap.parse_args(argv)

@@ -302,11 +302,11 @@ spec: {tenant: search, replicas: 4, need: {profile: 7g.80gb}}
 
 
 def test_a_remembered_7g_peak_is_cut_to_the_room_the_pods_waiting_now_leave(tmp_path: Path) -> None:
-    """compiler/recommend/history.py ``capped`` in recommend (issue 22 item 3): the fleet has 4 GPUs
-    (28 slices); 30 minutes ago 4 × 7g.80gb ran (the scaleDownWindow remembers them, and the
-    Workload still declares 4); now nothing of them runs and 2 + 4 1g.10gb pods run and wait. The
-    current demand takes 6 slices; only 3 × 7g fit in the 22 left, so the Workload is sized at 3,
-    not kept at the remembered 4 against the pods that wait."""
+    """compiler/recommend/history.py ``capped`` in recommend (``surplus="last"``, issue 22 item 3):
+    the fleet has 4 GPUs (28 slices); 30 minutes ago 4 × 7g.80gb ran (the scaleDownWindow remembers
+    them, and the Workload still declares 4); now nothing of them runs and 2 + 4 1g.10gb pods run
+    and wait. The current demand takes 6 slices; only 3 × 7g fit in the 22 left, so the Workload is
+    sized at 3, not kept at the remembered 4 against the pods that wait."""
     text = FLEET + BIG + PARTITION.replace("{pools}", "").replace("{spec}", "  stabilizationWindow: 1m\n")
     (tmp_path / "policy.yaml").write_text(text, encoding="utf-8")
     p, diags = load_and_validate([str(tmp_path / "policy.yaml")])
@@ -316,7 +316,12 @@ def test_a_remembered_7g_peak_is_cut_to_the_room_the_pods_waiting_now_leave(tmp_
         sample(NOW - dt.timedelta(minutes=30), {("search", "7g.80gb"): [4, 0]}),
         sample(NOW - dt.timedelta(minutes=2), DEMAND),
     )
-    rec = recommend(p, CATALOG, CurrentState(), obs, State(history=history), NOW, time_limit_s=30)
+    state = State(history=history)
+    rec = recommend(p, CATALOG, CurrentState(), obs, state, NOW, time_limit_s=30, surplus="last")
     assert {r.workload: r.new for r in rec.replicas}.get("big") == 3
-    # sized from the remembered peak alone (the old sizing, history.sized without capped): 4 kept
-    assert sized(4, None, True, 0, 0, (4, False)) == 4
+    # the default ("kept", bench/RESULTS.md Round 9): the Workload keeps its 4 declared replicas
+    rec = recommend(p, CATALOG, CurrentState(), obs, state, NOW, time_limit_s=30)
+    assert "big" not in {r.workload for r in rec.replicas}
+    assert sized(4, None, True, 0, 0, (4, False)) == 4  # what "last" sizes before the cut
+    with pytest.raises(ValueError, match="surplus 'keep'"):
+        recommend(p, CATALOG, CurrentState(), obs, state, NOW, time_limit_s=30, surplus="keep")

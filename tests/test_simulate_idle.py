@@ -26,7 +26,7 @@ TRACE = [TracePod("big", 0, 3600, 1, 1000, 0), TracePod("small", 6000, 600, 1, 1
 
 
 def test_a_remembered_peak_kept_as_much_as_a_waiting_pod_holds_the_idle_gpu() -> None:
-    """The sizing before Round 9 (``Settings.surplus="kept"``): the scaleDownWindow keeps the
+    """The shipped sizing (``Settings.surplus="kept"``, the default): the scaleDownWindow keeps the
     7g.80gb the whole-GPU pod used for 24 h as if a pod asked for it, and the cover finds that
     re-carving it loses more kept capacity than the 1g pod gains: the 1g pod waits 87,660 s on a GPU
     where nothing runs (the issue's 88,260 s), counted once."""
@@ -43,13 +43,14 @@ def test_a_remembered_peak_kept_as_much_as_a_waiting_pod_holds_the_idle_gpu() ->
 
 
 def test_a_remembered_peak_comes_after_the_pod_waiting_now() -> None:
-    """The shipped sizing (``Settings.surplus="last"``, compiler/recommend/history.py ``capped``):
+    """``Settings.surplus="last"`` (compiler/recommend/history.py ``capped``, not the default:
+    bench/RESULTS.md Round 9):
     the remembered 7g.80gb is served only with the slices left after the 1g pod that waits now
     (7 − 1 = 6 < 7: none), so the cover re-carves the idle GPU without the idle pass. The 1g pod,
     first seen at 6,300 s, runs once the stabilizationWindow has seen it twice (7,200 s) and the GPU
     is re-carved (60 s): 1,260 s, within the first look + one interval + the reconfiguration."""
     assert A100 is not None
-    s = replace(ONE, idle_pass=False)
+    s = replace(ONE, idle_pass=False, surplus="last")
     res = simulate(TRACE, A100, s, "default", POLICY)
     assert res.waits == {"7g": [(1860.0, False)], "1g": [(1260.0, False)]}
     assert res.held_on_idle == 0 and res.evictions == 0
@@ -71,7 +72,7 @@ def test_smaller_pods_waiting_on_an_idle_node_are_not_held_by_a_remembered_7g_pe
     trace += [TracePod(f"long{k}", 3700, 200_000, 1, 1000, 0) for k in range(8)]
     sizes = [500, 500, 400, 400, 250, 250, 250, 100, 100, 100]  # gpu_milli: 4g, 3g, 2g, 1g
     trace += [TracePod(f"s{k}", 6000, 3000, 1, m, 0) for k, m in enumerate(sizes)]
-    s = Settings(nodes=2, gpus_per_node=8)
+    s = Settings(nodes=2, gpus_per_node=8, surplus="last")
     kept = simulate(trace, A100, replace(s, surplus="kept"), "default", POLICY)
     last = simulate(trace, A100, s, "default", POLICY)
     small = ("4g", "3g", "2g", "1g")
@@ -124,9 +125,7 @@ def test_cli_idle_pass_flag_reaches_the_loop(tmp_path: Path, capsys: pytest.Capt
     )
     base = ["simulate", "--trace", str(path), "--gpu-product", "NVIDIA-A100-SXM4-80GB", "--nodes", "1"]
     base += ["--gpus-per-node", "1", "--baseline", "default", "-o", "json"]
-    # without the idle pass the remembered 7g comes after the waiting 1g pod (Settings.surplus):
-    # the cover re-carves the idle GPU (no idle pass re-carve), nothing is held
-    for flag, held, recarves in (([], 0, 0), (["--idle-pass"], 0, 2)):
+    for flag, held, recarves in (([], 1, 0), (["--idle-pass"], 0, 2)):
         assert main([*base, *flag]) == ExitCode.OK
         doc = json.loads(capsys.readouterr().out)
         row = doc["results"][0]

@@ -651,7 +651,9 @@ class _Sizing:
     effects: Sequence[RuleEffect]
 
 
-def _size(policy: Policy, catalog: Catalog, d: _Demand) -> _Sizing:
+def _size(policy: Policy, catalog: Catalog, d: _Demand, surplus: str = "kept") -> _Sizing:
+    if surplus not in h.SURPLUS_MODELS:
+        raise ValueError(f"surplus {surplus!r}: expected one of {', '.join(h.SURPLUS_MODELS)}")
     sized: dict[tuple[str, str], int] = {}
     cut: dict[tuple[str, str], int] = {}  # the remembered surplus served last (h.capped)
 
@@ -668,10 +670,13 @@ def _size(policy: Policy, catalog: Catalog, d: _Demand) -> _Sizing:
         sized[key] = min(n, cut.get(key, n))
         return sized[key]
 
-    # the keys the windows remember (the replay's too): the window's and the scaleDownWindow's
-    known = {**{k: [0, 0] for k in (*d.stats, *d.keep)}, **d.counts}
+    # "last": the keys the scaleDownWindow remembers are sized too (as the replay sizes them)
+    remembered = d.keep if surplus == "last" else {}
+    known = {**{k: [0, 0] for k in (*d.stats, *remembered)}, **d.counts}
     now = {k: v[0] + v[1] for k, v in d.counts.items()}
     for again in (False, True):  # sized, then with the surplus cut to the room current demand leaves
+        if again and surplus == "kept":
+            break
         if again:
             cut = h.capped(sized, now, _slices(catalog), h.room(policy, catalog))
             if cut == sized:
@@ -854,13 +859,16 @@ def recommend(
     disruption: str = "expected",
     drain_grace_seconds: float = dis.DRAIN_GRACE_SECONDS,
     reconfigure_seconds: float = dis.RECONFIGURE_SECONDS,
+    surplus: str = "kept",
 ) -> Recommendation:
     """One evaluation. ``disruption``: "expected" weighs the proposal by the disruption rule (and the
-    threshold is applied there, as in ``migc simulate``'s default loop); "off": the gain threshold."""
+    threshold is applied there, as in ``migc simulate``'s default loop); "off": the gain threshold.
+    ``surplus``: "kept" (default) or "last", the remembered surplus served only with the room current
+    demand leaves (:func:`compiler.recommend.history.capped`; bench/RESULTS.md Round 9)."""
     part = policy.partition
     slices = _slices(catalog)
     demand = _watch_demand(policy, obs, state, now)
-    sizing = _size(policy, catalog, demand)
+    sizing = _size(policy, catalog, demand, surplus)
     prop = _solve_proposal(policy, catalog, current, demand, sizing, slices, time_limit_s)
     failures = _failures(obs, state)
     weighed = _weigh(

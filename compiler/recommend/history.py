@@ -34,9 +34,11 @@ Each ``migc recommend`` run observes, per (tenant, profile), the running and pen
   order), while the instance's slices fit; the rest of the surplus is cut. Slices are a measure, not
   a packing: a GPU's placement rules may leave a slice dark, so a surplus that fits by slices may
   still not fit on the GPUs (the cut errs toward keeping memory, never toward cutting current demand).
-  Both ``migc recommend`` (as Workload replicas: a lower priority than the current demand cannot be
-  said in replicas without a new Workload, so the cut is applied) and ``migc simulate``'s default
-  loop (``Settings.surplus``) size this way.
+  ``migc recommend`` (``recommend(surplus="last")``, as Workload replicas: a lower priority than the
+  current demand cannot be said in replicas without a new Workload, so the cut is applied) and
+  ``migc simulate``'s default loop (``Settings.surplus="last"``) size this way when asked; the
+  default of both is ``"kept"`` (:data:`SURPLUS_MODELS`): measured in bench/RESULTS.md Round 9, the
+  cut holds fewer idle GPUs but loses a matrix cell's overall p95, so it did not land.
 * **Bounds**: a sample is stored at most every :func:`spacing` (half an interval, at least
   window / (MAX_SAMPLES − 4)); a run sooner than that still evaluates its own observation (which
   only widens the window's min–max) but stores nothing. Samples older than the one in force at the
@@ -65,6 +67,9 @@ MAX_SAMPLES = 100
 MAX_HISTORY_BYTES = 512 * 1024
 
 Key = tuple[str, str]  # (tenant, profile)
+# how the remembered surplus is sized (:func:`capped`): "kept", as much as current demand (the
+# default: bench/RESULTS.md Round 9); "last", only with the room current demand leaves
+SURPLUS_MODELS = ("kept", "last")
 
 
 @dataclass(frozen=True)

@@ -97,7 +97,7 @@ BASELINES = (
 RECARVING = ("naive", "default")  # the policies that re-carve nodes (the counters below are theirs)
 EVICTION_MODELS = ("restart", "resume")
 DEMAND_MODELS = ("now", "peak", "history")
-SURPLUS_MODELS = ("last", "kept")  # Settings.surplus
+SURPLUS_MODELS = h.SURPLUS_MODELS  # Settings.surplus
 # controller/settings.py Settings.drain_grace_timeout (one constant, shared with migc recommend)
 DRAIN_GRACE_SECONDS = dis.DRAIN_GRACE_SECONDS
 # controller/settings.py failure_backoff and max_attempts: after the n-th failed apply the controller
@@ -131,10 +131,11 @@ class Settings:
     # OUTAGE_CHARGES): "node", every GPU of it; "busy", the GPU share its running pods hold (0 on an
     # idle node; measured in bench/RESULTS.md Round 8, not the default)
     outage: str = "node"
-    # demand="history": "last", the scaleDownWindow's remembered surplus is served only with the
-    # capacity left after every profile's running + pending now (compiler/recommend/history.py capped,
-    # as migc recommend sizes); "kept", the surplus counts as much as the pods waiting now
-    surplus: str = "last"
+    # demand="history": "kept", the scaleDownWindow's remembered surplus counts as much as the pods
+    # waiting now; "last", it is served only with the capacity left after every profile's running +
+    # pending now (compiler/recommend/history.py capped; measured in bench/RESULTS.md Round 9: it holds
+    # fewer idle GPUs but loses a matrix cell's overall p95, so it is not the default)
+    surplus: str = "kept"
     failure_rate: float = 0.0  # probability that one MIG manager apply fails (seeded, deterministic)
     seed: int = 0
     operator_retry_seconds: float = 3600.0  # a human retries a node past the automatic attempts

@@ -298,3 +298,16 @@ def test_capped_without_a_known_fleet_cuts_nothing() -> None:
     assert h.capped(sized, {("t", "7g"): 1}, A100_SLICES, None) == sized
     # an unknown profile counts as a whole GPU (7 slices)
     assert h.capped({("t", "x"): 2}, {}, {}, 13) == {("t", "x"): 1}
+
+
+def test_capped_keeps_first_what_the_surplus_holds_on_busy_nodes() -> None:
+    """``held``: the 7g the surplus sits on on busy nodes is kept whatever the room (re-carving it
+    would evict); its slices come off the room, so the 2g surplus gets nothing (without ``held``
+    the 7 slices left go to the 2g surplus first: 2g sorts before 7g, and a 7g needs all 7)."""
+    sized = {("t", "7g"): 3, ("t", "2g"): 2}
+    now = {("t", "7g"): 1, ("t", "2g"): 0, ("t", "1g"): 7}  # 7 + 7 = 14 slices of current demand
+    held = {("t", "7g"): 1}
+    assert h.capped(sized, now, A100_SLICES, 21, held) == {("t", "7g"): 2, ("t", "2g"): 0}
+    assert h.capped(sized, now, A100_SLICES, 21) == {("t", "7g"): 1, ("t", "2g"): 2}  # without
+    assert h.capped(sized, now, A100_SLICES, 16, held) == {("t", "7g"): 2, ("t", "2g"): 0}
+    assert h.capped(sized, now, A100_SLICES, 16) == {("t", "7g"): 1, ("t", "2g"): 1}

@@ -59,20 +59,22 @@ def test_a_remembered_peak_comes_after_the_pod_waiting_now() -> None:
     assert dict(res.waits)["1g"][0][0] <= limit
 
 
-def test_smaller_pods_waiting_on_an_idle_node_are_not_held_by_a_remembered_7g_peak() -> None:
+@pytest.mark.parametrize("surplus", ["last", "busy"])
+def test_smaller_pods_waiting_on_an_idle_node_are_not_held_by_a_remembered_7g_peak(surplus: str) -> None:
     """Round 8's traced case on a hand-made trace: two 8-GPU nodes; eight whole-GPU pods run on
     each for an hour (16 × 7g.80gb, the peak the scaleDownWindow remembers for 24 h); then node 0
     stays busy with eight long whole-GPU pods while 4g, 3g, 2g and 1g pods arrive — no 7g pod waits,
     node 1 is idle. Kept as much as the waiting pods, the remembered 16 × 7g holds node 1's 8 × 7g
     and the pods wait for hours; served last, the surplus finds no room (8 × 7 slices busy + the
     waiting pods' slices leave less than the 8 kept 7g), node 1 is re-carved and every small pod is
-    served within the first look + one interval + the node's reconfiguration."""
+    served within the first look + one interval + the node's reconfiguration. ``"busy"`` keeps first
+    only what the surplus holds on busy nodes (none here: node 0's 8 × 7g run pods), the same."""
     assert A100 is not None
     trace = [TracePod(f"old{k}", 0, 3600, 1, 1000, 0) for k in range(16)]
     trace += [TracePod(f"long{k}", 3700, 200_000, 1, 1000, 0) for k in range(8)]
     sizes = [500, 500, 400, 400, 250, 250, 250, 100, 100, 100]  # gpu_milli: 4g, 3g, 2g, 1g
     trace += [TracePod(f"s{k}", 6000, 3000, 1, m, 0) for k, m in enumerate(sizes)]
-    s = Settings(nodes=2, gpus_per_node=8, surplus="last")
+    s = Settings(nodes=2, gpus_per_node=8, surplus=surplus)
     kept = simulate(trace, A100, replace(s, surplus="kept"), "default", POLICY)
     last = simulate(trace, A100, s, "default", POLICY)
     small = ("4g", "3g", "2g", "1g")

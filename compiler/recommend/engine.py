@@ -652,8 +652,8 @@ class _Sizing:
 
 
 def _size(policy: Policy, catalog: Catalog, d: _Demand, surplus: str = "kept") -> _Sizing:
-    if surplus not in h.SURPLUS_MODELS:
-        raise ValueError(f"surplus {surplus!r}: expected one of {', '.join(h.SURPLUS_MODELS)}")
+    if surplus not in ("kept", "last"):  # "busy" needs the nodes' state: the replay's alone
+        raise ValueError(f"surplus {surplus!r}: expected one of kept, last")
     sized: dict[tuple[str, str], int] = {}
     cut: dict[tuple[str, str], int] = {}  # the remembered surplus served last (h.capped)
 

@@ -69,7 +69,8 @@ MAX_HISTORY_BYTES = 512 * 1024
 Key = tuple[str, str]  # (tenant, profile)
 # how the remembered surplus is sized (:func:`capped`): "kept", as much as current demand (the
 # default: bench/RESULTS.md Round 9); "last", only with the room current demand leaves
-SURPLUS_MODELS = ("kept", "last")
+# "busy" (migc simulate only): "last", but the surplus first keeps the capacity it holds on busy nodes
+SURPLUS_MODELS = ("kept", "last", "busy")
 
 
 @dataclass(frozen=True)
@@ -233,15 +234,23 @@ def capped(
     now: Mapping[Key, int],
     slices: Mapping[str, int],
     room: int | None,
+    held: Mapping[Key, int] | None = None,
 ) -> dict[Key, int]:
     """``sized`` with each key's surplus over its running + pending ``now`` cut to the ``room``
     (the fleet's compute slices; None: unknown, nothing is cut) left after every key's current demand
     (module docstring, "The remembered surplus comes last"). A profile missing from ``slices`` counts
-    7 slices (a whole GPU)."""
+    7 slices (a whole GPU). ``held``: per key, surplus instances kept first whatever the room (the
+    capacity it already holds on busy nodes, whose re-carve would evict; their slices are taken from
+    the room before the rest is handed out)."""
     out = {k: min(n, now.get(k, 0)) for k, n in sized.items()}
     if room is None:
         return dict(sized)
     free = room - sum(n * slices.get(k[1], 7) for k, n in now.items() if n > 0)
+    for k, n in (held or {}).items():
+        if k in out and n > 0:
+            got = min(n, sized[k] - out[k])
+            out[k] += got
+            free -= got * slices.get(k[1], 7)
     left = {k: n - out[k] for k, n in sorted(sized.items()) if n > out[k]}
     while left and free > 0:
         granted = False

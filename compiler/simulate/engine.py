@@ -134,7 +134,8 @@ class Settings:
     # demand="history": "kept", the scaleDownWindow's remembered surplus counts as much as the pods
     # waiting now; "last", it is served only with the capacity left after every profile's running +
     # pending now (compiler/recommend/history.py capped; measured in bench/RESULTS.md Round 9: it holds
-    # fewer idle GPUs but loses a matrix cell's overall p95, so it is not the default)
+    # fewer idle GPUs but loses a matrix cell's overall p95, so it is not the default); "busy", "last"
+    # but the surplus first keeps the capacity it holds on nodes that are not idle (Round 9b)
     surplus: str = "kept"
     failure_rate: float = 0.0  # probability that one MIG manager apply fails (seeded, deterministic)
     seed: int = 0
@@ -764,11 +765,23 @@ class _Run:
                 out[p] = n
         if self.s.surplus not in SURPLUS_MODELS:
             raise ValueError(f"surplus {self.s.surplus!r}: expected one of {', '.join(SURPLUS_MODELS)}")
-        if self.s.surplus == "last":
+        if self.s.surplus in ("last", "busy"):
             gpus = self.s.nodes * self.s.gpus_per_node
             now = {("sim", p): n for p, n in self.now_demand.items() if n > 0}
             room = gpus * max(self.fleet.slices.values(), default=7)
-            cut = h.capped({("sim", p): n for p, n in out.items()}, now, self.fleet.slices, room)
+            held: dict[h.Key, int] | None = None
+            if self.s.surplus == "busy":  # what the surplus holds on busy nodes beyond current demand
+                fleet = self.fleet
+                on_busy: dict[str, int] = {}
+                for node in range(self.s.nodes):
+                    if fleet.state[node] == IDLE and not self.node_pods[node]:
+                        continue
+                    for gi in fleet.gpus(node):
+                        for p, c in fleet.target[gi].items():
+                            on_busy[p] = on_busy.get(p, 0) + c
+                held = {("sim", p): max(0, c - self.now_demand.get(p, 0)) for p, c in on_busy.items()}
+            sized = {("sim", p): n for p, n in out.items()}
+            cut = h.capped(sized, now, self.fleet.slices, room, held)
             out = {k[1]: n for k, n in cut.items() if n > 0}
         return out
 

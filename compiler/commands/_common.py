@@ -20,7 +20,7 @@ from compiler.observe import Observation, read_cluster, read_snapshots
 from compiler.observe.read import LIST_TIMEOUT_S
 from compiler.recommend import disruption
 from compiler.report import FORMATS
-from compiler.validate.suppress import ignorable
+from compiler.validate.suppress import ignorable, suppress
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -43,8 +43,13 @@ def output_format_option(func: F) -> F:
 
 
 def emit_diagnostics(diagnostics: Sequence[Diagnostic], fmt: str, *, to_stderr: bool) -> None:
-    """Print ``diagnostics`` in ``fmt`` (see :data:`compiler.report.FORMATS`); nothing when there are none."""
-    text = report.render(list(diagnostics), fmt)
+    """Print ``diagnostics`` in ``fmt`` (see :data:`compiler.report.FORMATS`); nothing when there are none.
+
+    The one place every command's diagnostics pass through, so ``--ignore`` is applied here, once,
+    for every command that has it (cfn-lint suppresses in its runner the same way): warnings and
+    notes of an ignored code are left out, errors always stay.
+    """
+    text = report.render(suppress(diagnostics, ignored_codes()), fmt)
     if text:
         click.echo(text, nl=False, err=to_stderr)
 
@@ -56,7 +61,7 @@ def fail(
     ``summary`` names the command, its one-line summary (``migc: 1 error`` …); returns ``status``."""
     emit_diagnostics(diagnostics, "text", to_stderr=True)
     if summary is not None:
-        click.echo(report.summary(diagnostics, what=summary), err=True)
+        click.echo(report.summary(suppress(diagnostics, ignored_codes()), what=summary), err=True)
     return status
 
 
@@ -194,7 +199,17 @@ def _ignore_codes(ctx: click.Context, param: click.Parameter, values: tuple[str,
         problem = ignorable(code)
         if problem is not None:
             raise click.BadParameter(problem, ctx=ctx, param=param)
+    ctx.meta[_IGNORE_KEY] = codes  # read by emit_diagnostics, for the whole command
     return codes
+
+
+_IGNORE_KEY = "migc.ignore"
+
+
+def ignored_codes() -> tuple[str, ...]:
+    """The codes ``--ignore`` named on the running command (none outside a command)."""
+    ctx = click.get_current_context(silent=True)
+    return tuple(ctx.meta.get(_IGNORE_KEY, ())) if ctx is not None else ()
 
 
 def ignore_option(func: F) -> F:

@@ -2,7 +2,7 @@
 
 ``python -m bench.matrix [--traces default,gpushare20,gpushare40,gpushare60,gpuspec10] [--nodes 4,8,16]
 [--time-scales 1,2,4,8] [--reconf 60,90+300] [--failure-rates 0,0.2] [--seeds 1,2,3]
-[--baselines all] [--idle-pass] [--outage node|busy] [--out FILE.jsonl]``;
+[--baselines all] [--idle-pass] [--outage node|busy] [--surplus last|kept] [--out FILE.jsonl]``;
 ``python -m bench.matrix --table FILE.jsonl`` prints the Markdown table of the cells a file holds,
 with the issue's verdict per cell.
 
@@ -31,7 +31,7 @@ from bench.openb import shared_dir
 from compiler.catalog import load_catalog
 from compiler.model import PartitionPolicy
 from compiler.recommend.disruption import OUTAGE_CHARGES
-from compiler.simulate.engine import BASELINES, Settings, simulate
+from compiler.simulate.engine import BASELINES, SURPLUS_MODELS, Settings, simulate
 from compiler.simulate.report import result_dict
 from compiler.simulate.trace import read_trace
 
@@ -51,7 +51,7 @@ def run(args: argparse.Namespace) -> None:
     print(
         "defaults for every cell:", json.dumps(asdict(policy), default=str, sort_keys=True), file=sys.stderr
     )
-    defaults = asdict(Settings(nodes=0, outage=args.outage))
+    defaults = asdict(Settings(nodes=0, outage=args.outage, surplus=args.surplus))
     print("replay defaults:", json.dumps(defaults, sort_keys=True), file=sys.stderr)
     print(f"baselines: {', '.join(baselines)}{' + default+idle' if args.idle_pass else ''}", file=sys.stderr)
     out = Path(args.out)
@@ -76,6 +76,7 @@ def run(args: argparse.Namespace) -> None:
                 failure_rate=rate,
                 seed=seed,
                 outage=args.outage,
+                surplus=args.surplus,
             )
             started = time.perf_counter()
             rows = [result_dict(simulate(pods, model, s, b, policy, catalog=catalog)) for b in baselines]
@@ -176,6 +177,12 @@ def main() -> None:
         choices=OUTAGE_CHARGES,
         default="node",
         help="the disruption rule's outage charge (Settings.outage)",
+    )
+    ap.add_argument(
+        "--surplus",
+        choices=SURPLUS_MODELS,
+        default="kept",
+        help="the remembered surplus: kept as current demand (default) or served last (Settings.surplus)",
     )
     ap.add_argument("--out", default="matrix.jsonl")
     ap.add_argument("--table", default=None, metavar="FILE.jsonl", help="print the table of FILE and exit")

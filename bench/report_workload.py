@@ -11,7 +11,7 @@ Commands (``python -m bench.report_workload ...``)::
     generate [--nodes 1,4] [--seeds 1,2,3] [--dir DIR]   # DIR/report_<n>node_seed<s>.csv
     calibrate [--nodes 1,4] [--seeds 1,2,3]              # re-derive RATES (runs mig-off only)
     run [--nodes 1,4] [--seeds 1,2,3] [--reconf 60,90+300] [--idle-pass] [--outage node|busy] [--dir DIR]
-        [--out FILE.jsonl]
+        [--surplus last|kept] [--out FILE.jsonl]
         [--baselines all]                                 # every baseline on every trace
     table FILE.jsonl                                     # the Markdown tables and verdicts
 
@@ -102,7 +102,7 @@ from typing import Any
 from compiler.catalog import GpuModel, load_catalog
 from compiler.model import PartitionPolicy
 from compiler.recommend.disruption import OUTAGE_CHARGES
-from compiler.simulate.engine import BASELINES, Result, Settings, simulate
+from compiler.simulate.engine import BASELINES, SURPLUS_MODELS, Result, Settings, simulate
 from compiler.simulate.report import result_dict
 from compiler.simulate.trace import TracePod, read_trace
 
@@ -361,6 +361,7 @@ def replay(
     reconf: str = "60",
     idle_pass: bool = False,
     outage: str = "node",
+    surplus: str = "kept",
 ) -> dict[str, Any]:
     """One trace (written to ``directory``, read back by the replay's reader) under every baseline, at
     the replay's defaults but the reconfiguration model (``60``: 60 s per GPU; ``90+300``: 90 s per GPU
@@ -376,6 +377,7 @@ def replay(
         reconfigure_seconds=float(per_gpu),
         drain_seconds=float(pause or 0),
         outage=outage,
+        surplus=surplus,
     )
     started = time.perf_counter()
     rows = [_report_row(simulate(trace.pods, model, s, b, policy), b) for b in baselines]
@@ -472,6 +474,7 @@ def main(argv: Sequence[str] | None = None) -> None:
             )
             p.add_argument("--idle-pass", action="store_true", help="also the loop with --idle-pass")
             p.add_argument("--outage", choices=OUTAGE_CHARGES, default="node", help="Settings.outage")
+            p.add_argument("--surplus", choices=SURPLUS_MODELS, default="kept", help="Settings.surplus")
     t = sub.add_parser("table")
     t.add_argument("file")
     args = ap.parse_args(argv)
@@ -504,14 +507,14 @@ def main(argv: Sequence[str] | None = None) -> None:
     print("policy for every trace:", PartitionPolicy(mode="dynamic"), file=sys.stderr)
     print(
         "replay settings:",
-        Settings(nodes=0, gpus_per_node=GPUS_PER_NODE, outage=args.outage),
+        Settings(nodes=0, gpus_per_node=GPUS_PER_NODE, outage=args.outage, surplus=args.surplus),
         file=sys.stderr,
     )
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text("", encoding="utf-8")
     for (n, s), reconf in itertools.product(pairs, args.reconf.split(",")):
-        cell = replay(n, s, baselines, Path(args.dir), reconf, args.idle_pass, args.outage)
+        cell = replay(n, s, baselines, Path(args.dir), reconf, args.idle_pass, args.outage, args.surplus)
         with out.open("a", encoding="utf-8") as fh:
             fh.write(json.dumps(cell, sort_keys=True) + "\n")
         print(f"{cell['trace']} reconf {reconf}: {cell['wallSeconds']} s", file=sys.stderr, flush=True)

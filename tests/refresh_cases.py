@@ -25,8 +25,8 @@ REPO = ROOT.parents[1]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from compiler.commands._common import load_and_validate  # noqa: E402
 from compiler.model import Policy  # noqa: E402
+from compiler.pipeline import load_and_validate  # noqa: E402
 
 
 @contextmanager

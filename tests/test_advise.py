@@ -17,9 +17,9 @@ from compiler.advise.sizing import MAIN_POOL, size_model, synthetic_policy
 from compiler.advise.tree import advise_pool
 from compiler.catalog import load_catalog
 from compiler.cli import main
-from compiler.commands._common import load_and_validate
 from compiler.diagnostics import registry
 from compiler.model import Policy
+from compiler.pipeline import load_and_validate
 from compiler.solve import solve
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from compiler.cli import main
-from compiler.commands.compile import change_budget
 from compiler.model import GpuLayout, PartitionPolicy, Policy, Span
+from compiler.pipeline.compiled import change_budget
 from compiler.solve.result import NodeResult, PoolResult, Solution
 
 OLD = (GpuLayout.of({"1g.10gb": 7}),)

@@ -15,7 +15,7 @@ from statusfleet import fleet, pod, status_argv, write_snapshot
 from compiler.advise.sizing import size_policy
 from compiler.catalog import load_catalog
 from compiler.cli import main
-from compiler.commands._common import load_and_validate
+from compiler.pipeline import load_and_validate
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -136,3 +136,31 @@ def test_any_other_exception_is_an_internal_error_exit_70(
     assert main(["validate", "examples/lab"]) == 70
     err = capsys.readouterr().err
     assert "MIGC000" in err and "RuntimeError: boom" in err and "Traceback" not in err
+
+
+IGNORE_CASES = {
+    "recommend": (
+        ["recommend", "examples/prod", "--snapshot", "examples/snapshots/prod-east.json", "--dry-run"],
+        "MIGC424",
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(IGNORE_CASES))
+def test_ignore_works_on_every_command_that_prints_diagnostics(
+    name: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``--ignore CODE`` leaves that code's warnings out of stderr, once, where diagnostics are printed
+    (compiler.commands._common.emit_diagnostics); the other diagnostics stay; an unknown code is a
+    usage error."""
+    argv, code = IGNORE_CASES[name]
+    main(argv)
+    before = capsys.readouterr().err
+    assert code in before
+    main([*argv, "--ignore", code])
+    after = capsys.readouterr().err
+    assert code not in after
+    assert [line for line in before.splitlines() if "migc: MIGC" in line and code not in line] == [
+        line for line in after.splitlines() if "migc: MIGC" in line
+    ]
+    assert main([*argv, "--ignore", "MIGC9999"]) == 2

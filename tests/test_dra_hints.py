@@ -23,8 +23,8 @@ import pytest
 import yaml
 
 from compiler.catalog import load_catalog
-from compiler.commands._common import load_and_validate
 from compiler.model import Policy
+from compiler.pipeline import load_and_validate
 from compiler.render import render
 from compiler.solve.pipeline import solve
 

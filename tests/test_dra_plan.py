@@ -8,9 +8,9 @@ import shutil
 from pathlib import Path
 
 from compiler.catalog import load_catalog
-from compiler.commands._common import load_and_validate
 from compiler.current import read_current
 from compiler.model import CurrentState, Policy
+from compiler.pipeline import load_and_validate
 from compiler.plan import build_plan, to_json, to_markdown, to_text
 from compiler.plan.dra import _blockers, dra_pools, dra_text
 from compiler.render import render

@@ -14,10 +14,10 @@ from kubernetes_validate.utils import latest_version
 
 from compiler.catalog import load_catalog
 from compiler.cli import main
-from compiler.commands.compile import compile_policy
 from compiler.model import Policy
 from compiler.observe.model import profile_of
 from compiler.observe.parse import parse_preference
+from compiler.pipeline.compiled import compile_policy
 
 ROOT = Path(__file__).resolve().parents[1]
 CICD = ROOT / "examples" / "ci-cd"

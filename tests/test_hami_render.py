@@ -14,7 +14,7 @@ import yaml
 from kubernetes_validate.utils import latest_version
 
 from compiler.catalog import load_catalog
-from compiler.commands._common import load_and_validate
+from compiler.pipeline import load_and_validate
 from compiler.render import render
 from compiler.render.hami import hami_diagnostics
 from compiler.solve.pipeline import solve

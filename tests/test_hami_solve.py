@@ -150,7 +150,7 @@ def test_solve_places_the_example_and_reports_unmet_shares() -> None:
     from pathlib import Path
 
     from compiler.catalog import load_catalog
-    from compiler.commands._common import load_and_validate
+    from compiler.pipeline import load_and_validate
     from compiler.solve.pipeline import solve
 
     policy, _ = load_and_validate([Path(__file__).resolve().parents[1] / "examples" / "hami"])
@@ -185,8 +185,8 @@ def test_deployed_shares_stay_put_and_are_read_back(tmp_path: Path) -> None:
 
     from compiler.catalog import load_catalog
     from compiler.cli import main
-    from compiler.commands._common import load_and_validate
     from compiler.current import read_current
+    from compiler.pipeline import load_and_validate
     from compiler.solve.pipeline import solve
 
     example = Path(__file__).resolve().parents[1] / "examples" / "hami"

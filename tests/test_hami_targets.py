@@ -14,8 +14,8 @@ import pytest
 import yaml
 
 from compiler.catalog import load_catalog
-from compiler.commands._common import load_and_validate
 from compiler.model import Policy, Target
+from compiler.pipeline import load_and_validate
 from compiler.render import manifest_stream, render
 from compiler.render.targets import resolved_resources
 from compiler.solve.pipeline import solve

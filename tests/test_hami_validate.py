@@ -7,10 +7,10 @@ from pathlib import Path
 import pytest
 
 from compiler.catalog import load_catalog
-from compiler.commands._common import load_and_validate
 from compiler.diagnostics import Diagnostic
 from compiler.load import LoadedDocument, load_text
 from compiler.model import HamiNeed, HamiSettings, Policy
+from compiler.pipeline import load_and_validate
 from compiler.validate import validate
 
 REPO = Path(__file__).resolve().parents[1]

@@ -313,7 +313,7 @@ class Tags(html.parser.HTMLParser):
 def test_html_escapes_every_field(tmp_path: Path) -> None:
     from test_status import status as build
 
-    from compiler.commands.compile import compile_policy
+    from compiler.pipeline.compiled import compile_policy
 
     result = compile_policy(["examples/prod"], ROOT / "output")
     cluster = sf.fleet()

@@ -26,12 +26,12 @@ from markdown_it import MarkdownIt
 from statusfleet import pod
 from test_recommend_cli import compiled, run, setup
 
-from compiler.commands._common import load_and_validate
 from compiler.escape import GITHUB_BODY_LIMIT, bound_markdown, markdown_cell
 from compiler.exitcodes import ExitCode
 from compiler.fsio import write_file_atomic
 from compiler.model import PartitionPolicy
 from compiler.observe import Observation, ObservedNode, Rollout
+from compiler.pipeline import load_and_validate
 from compiler.recommend.history import Sample
 from compiler.recommend.state import (
     State,

@@ -15,7 +15,7 @@ import yaml
 from prometheus_client import generate_latest
 
 from compiler.cli import main
-from compiler.commands.compile import compile_policy
+from compiler.pipeline.compiled import compile_policy
 from compiler.render import render
 from compiler.render.monitoring import METRICS, ksm_resource
 from controller.metrics import Metrics

@@ -240,8 +240,8 @@ def test_the_other_order_solve_leaves_hami_pools_alone(
     """HAMi pools keep their own order, so the plan's second solve skips their packing (which may
     take the whole time limit) and compares the MIG pools only."""
     from compiler.catalog import load_catalog
-    from compiler.commands._common import load_and_validate
     from compiler.current import read_current
+    from compiler.pipeline import load_and_validate
     from compiler.solve import solve
 
     example = ROOT / "examples" / "hami"

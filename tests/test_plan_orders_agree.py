@@ -17,8 +17,8 @@ import pytest
 
 from bench import scale
 from compiler.catalog import load_catalog
-from compiler.commands.compile import Compiled, compile_policy
 from compiler.model import Objective, Policy
+from compiler.pipeline.compiled import Compiled, compile_policy
 from compiler.plan import orders
 from compiler.plan.data import OrderCost
 from compiler.render import render

@@ -20,10 +20,10 @@ from bench import harness, synthetic
 from bench.demand import Pod
 from bench.geometry import geometry
 from compiler.catalog import load_catalog
-from compiler.commands._common import load_and_validate
-from compiler.commands.compile import compile_policy
 from compiler.diagnostics import Severity
 from compiler.model import CurrentState, Objective, Policy
+from compiler.pipeline import load_and_validate
+from compiler.pipeline.compiled import compile_policy
 from compiler.plan.data import OrderOutcome
 from compiler.plan.orders import outcome
 from compiler.solve import solve

@@ -11,9 +11,9 @@ import pytest
 from statusfleet import pod
 
 from compiler.catalog import load_catalog
-from compiler.commands._common import load_and_validate
 from compiler.model import CurrentState
 from compiler.observe import read_snapshots
+from compiler.pipeline import load_and_validate
 from compiler.recommend import disruption as dis
 from compiler.recommend.engine import recommend
 from compiler.recommend.history import sample

@@ -12,11 +12,11 @@ import pytest
 from statusfleet import pod
 
 from compiler.catalog import load_catalog
-from compiler.commands._common import load_and_validate
 from compiler.model import CurrentState, Policy, Rule, RuleCondition
 from compiler.observe import read_snapshots
+from compiler.pipeline import load_and_validate
 from compiler.recommend.engine import RuleEffect, capacity, recommend, rule_target, wanted_replicas
-from compiler.recommend.history import sample
+from compiler.recommend.history import sample, sized
 from compiler.recommend.state import State
 from compiler.schemas import kind_schemas
 from compiler.solve import solve
@@ -291,3 +291,38 @@ def test_every_need_form_compile_accepts_is_sized(tmp_path: Path, need: str, key
     assert served == {key[1]}, served  # the profile compile serves it with
     wanted, diags, _ = wanted_replicas(pol, CATALOG, {key: [2, 4]})
     assert wanted == {"bert": 6} and [d.code for d in diags] == []
+
+
+BIG = """---
+apiVersion: migc.dev/v1alpha1
+kind: Workload
+metadata: {name: big}
+spec: {tenant: search, replicas: 4, need: {profile: 7g.80gb}}
+"""
+
+
+def test_a_remembered_7g_peak_is_cut_to_the_room_the_pods_waiting_now_leave(tmp_path: Path) -> None:
+    """compiler/recommend/history.py ``capped`` in recommend (``surplus="last"``, issue 22 item 3):
+    the fleet has 4 GPUs (28 slices); 30 minutes ago 4 × 7g.80gb ran (the scaleDownWindow remembers
+    them, and the Workload still declares 4); now nothing of them runs and 2 + 4 1g.10gb pods run
+    and wait. The current demand takes 6 slices; only 3 × 7g fit in the 22 left, so the Workload is
+    sized at 3, not kept at the remembered 4 against the pods that wait."""
+    text = FLEET + BIG + PARTITION.replace("{pools}", "").replace("{spec}", "  stabilizationWindow: 1m\n")
+    (tmp_path / "policy.yaml").write_text(text, encoding="utf-8")
+    p, diags = load_and_validate([str(tmp_path / "policy.yaml")])
+    assert p is not None, diags
+    obs = read_snapshots((str(snapshot(tmp_path)),), NOW)
+    history = (
+        sample(NOW - dt.timedelta(minutes=30), {("search", "7g.80gb"): [4, 0]}),
+        sample(NOW - dt.timedelta(minutes=2), DEMAND),
+    )
+    state = State(history=history)
+    rec = recommend(p, CATALOG, CurrentState(), obs, state, NOW, time_limit_s=30, surplus="last")
+    assert {r.workload: r.new for r in rec.replicas}.get("big") == 3
+    # the default ("kept", bench/RESULTS.md Round 9): the Workload keeps its 4 declared replicas
+    rec = recommend(p, CATALOG, CurrentState(), obs, state, NOW, time_limit_s=30)
+    assert "big" not in {r.workload for r in rec.replicas}
+    assert sized(4, None, True, 0, 0, (4, False)) == 4  # what "last" sizes before the cut
+    for bad in ("keep", "busy"):  # "busy" needs the nodes' state: migc simulate's alone
+        with pytest.raises(ValueError, match=f"surplus '{bad}'"):
+            recommend(p, CATALOG, CurrentState(), obs, state, NOW, time_limit_s=30, surplus=bad)

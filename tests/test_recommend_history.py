@@ -258,3 +258,56 @@ def test_the_scale_down_window_holds_capacity_at_its_peak() -> None:
     assert h.sized(2, st, win.covered, 1, 0, (young[0][KEY], young[1])) == 2
     # growth is untouched: it still needs the shortage to persist through the stabilizationWindow
     assert h.sized(0, st, win.covered, 1, 0, (keep[0][KEY], keep[1])) == 1
+
+
+# ---- the remembered surplus comes last (h.capped) -------------------------------------------------
+
+A100_SLICES = {"1g": 1, "2g": 2, "3g": 3, "4g": 4, "7g": 7}
+
+
+def test_capped_cuts_a_remembered_peak_that_would_hold_capacity_against_waiting_pods() -> None:
+    """Round 8's traced case in small: 8 GPUs (56 slices), 7 × 7g running now, the scaleDownWindow
+    remembers 8; a 4g and a 3g pod wait now. Current demand takes 49 + 4 + 3 = 56 slices: nothing is
+    left for the remembered 8th 7g, which is cut; current demand is never cut."""
+    sized = {("t", "7g"): 8, ("t", "4g"): 1, ("t", "3g"): 1}
+    now = {("t", "7g"): 7, ("t", "4g"): 1, ("t", "3g"): 1}
+    assert h.capped(sized, now, A100_SLICES, 56) == {("t", "7g"): 7, ("t", "4g"): 1, ("t", "3g"): 1}
+
+
+def test_capped_keeps_the_surplus_that_fits_after_current_demand() -> None:
+    """With room left after every key's current demand the window keeps its memory: 16 GPUs."""
+    sized = {("t", "7g"): 8, ("t", "4g"): 1}
+    now = {("t", "7g"): 7, ("t", "4g"): 1}
+    assert h.capped(sized, now, A100_SLICES, 112) == sized
+
+
+def test_capped_shares_the_room_key_by_key_and_never_below_the_sizing() -> None:
+    """Room for 9 slices after current demand: granted one instance at a time, keys in sorted order
+    (1g, 2g, 1g, 2g, 1g, 2g: 1 + 2 + 1 + 2 + 1 + 2 = 9, then nothing fits); a key sized below its
+    current demand stays as sized (that capacity grows only to persisted demand is the window's
+    rule, not this function's to undo)."""
+    sized = {("t", "1g"): 4, ("t", "2g"): 5, ("t", "3g"): 0}
+    now = {("t", "1g"): 0, ("t", "2g"): 0, ("t", "3g"): 2}  # 6 slices of current demand
+    out = h.capped(sized, now, A100_SLICES, 15)
+    assert out == {("t", "1g"): 3, ("t", "2g"): 3, ("t", "3g"): 0}
+    assert sum(n * A100_SLICES[k[1]] for k, n in out.items()) + 6 <= 15
+
+
+def test_capped_without_a_known_fleet_cuts_nothing() -> None:
+    sized = {("t", "7g"): 8}
+    assert h.capped(sized, {("t", "7g"): 1}, A100_SLICES, None) == sized
+    # an unknown profile counts as a whole GPU (7 slices)
+    assert h.capped({("t", "x"): 2}, {}, {}, 13) == {("t", "x"): 1}
+
+
+def test_capped_keeps_first_what_the_surplus_holds_on_busy_nodes() -> None:
+    """``held``: the 7g the surplus sits on on busy nodes is kept whatever the room (re-carving it
+    would evict); its slices come off the room, so the 2g surplus gets nothing (without ``held``
+    the 7 slices left go to the 2g surplus first: 2g sorts before 7g, and a 7g needs all 7)."""
+    sized = {("t", "7g"): 3, ("t", "2g"): 2}
+    now = {("t", "7g"): 1, ("t", "2g"): 0, ("t", "1g"): 7}  # 7 + 7 = 14 slices of current demand
+    held = {("t", "7g"): 1}
+    assert h.capped(sized, now, A100_SLICES, 21, held) == {("t", "7g"): 2, ("t", "2g"): 0}
+    assert h.capped(sized, now, A100_SLICES, 21) == {("t", "7g"): 1, ("t", "2g"): 2}  # without
+    assert h.capped(sized, now, A100_SLICES, 16, held) == {("t", "7g"): 2, ("t", "2g"): 0}
+    assert h.capped(sized, now, A100_SLICES, 16) == {("t", "7g"): 1, ("t", "2g"): 1}

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from compiler.commands._common import load_and_validate
 from compiler.model import PartitionPolicy
+from compiler.pipeline import load_and_validate
 from compiler.recommend.history import Sample
 from compiler.recommend.state import State, dump_state, edit_replicas, parse_state, read_state
 

@@ -25,19 +25,66 @@ ONE = Settings(nodes=1, gpus_per_node=1, idle_pass=True)  # 60 s per changed GPU
 TRACE = [TracePod("big", 0, 3600, 1, 1000, 0), TracePod("small", 6000, 600, 1, 100, 0)]
 
 
-def test_without_the_idle_pass_the_loop_holds_the_idle_gpu_and_the_counter_says_so() -> None:
-    """The shipped loop: the scaleDownWindow keeps the 7g.80gb the whole-GPU pod used for 24 h, and
-    the cover finds that re-carving it loses more kept capacity than the 1g pod gains: the 1g pod
-    waits 87,660 s on a GPU where nothing runs (the issue's 88,260 s), counted once."""
+def test_a_remembered_peak_kept_as_much_as_a_waiting_pod_holds_the_idle_gpu() -> None:
+    """The shipped sizing (``Settings.surplus="kept"``, the default): the scaleDownWindow keeps the
+    7g.80gb the whole-GPU pod used for 24 h as if a pod asked for it, and the cover finds that
+    re-carving it loses more kept capacity than the 1g pod gains: the 1g pod waits 87,660 s on a GPU
+    where nothing runs (the issue's 88,260 s), counted once."""
     assert A100 is not None
-    res = simulate(TRACE, A100, replace(ONE, idle_pass=False), "default", POLICY)
+    res = simulate(TRACE, A100, replace(ONE, idle_pass=False, surplus="kept"), "default", POLICY)
     assert res.waits == {"7g": [(1860.0, False)], "1g": [(87660.0, False)]}
     assert res.held_on_idle == 1 and res.idle_recarves == 0
     # the disruption rule is not what holds it: with the outage charged on the busy share (0 here)
     # the cover still keeps the 7g.80gb for the window's peak, and the rule is never asked
-    busy = simulate(TRACE, A100, replace(ONE, idle_pass=False, outage="busy"), "default", POLICY)
+    s = replace(ONE, idle_pass=False, outage="busy", surplus="kept")
+    busy = simulate(TRACE, A100, s, "default", POLICY)
     assert busy.waits == res.waits and busy.held_on_idle == 1
     assert busy.blocked.get("disruption", 0) == 0
+
+
+def test_a_remembered_peak_comes_after_the_pod_waiting_now() -> None:
+    """``Settings.surplus="last"`` (compiler/recommend/history.py ``capped``, not the default:
+    bench/RESULTS.md Round 9):
+    the remembered 7g.80gb is served only with the slices left after the 1g pod that waits now
+    (7 − 1 = 6 < 7: none), so the cover re-carves the idle GPU without the idle pass. The 1g pod,
+    first seen at 6,300 s, runs once the stabilizationWindow has seen it twice (7,200 s) and the GPU
+    is re-carved (60 s): 1,260 s, within the first look + one interval + the reconfiguration."""
+    assert A100 is not None
+    s = replace(ONE, idle_pass=False, surplus="last")
+    res = simulate(TRACE, A100, s, "default", POLICY)
+    assert res.waits == {"7g": [(1860.0, False)], "1g": [(1260.0, False)]}
+    assert res.held_on_idle == 0 and res.evictions == 0
+    first_look = 6300 - 6000
+    limit = first_look + POLICY.interval_seconds + s.reconfigure_seconds * s.gpus_per_node
+    assert dict(res.waits)["1g"][0][0] <= limit
+
+
+@pytest.mark.parametrize("surplus", ["last", "busy"])
+def test_smaller_pods_waiting_on_an_idle_node_are_not_held_by_a_remembered_7g_peak(surplus: str) -> None:
+    """Round 8's traced case on a hand-made trace: two 8-GPU nodes; eight whole-GPU pods run on
+    each for an hour (16 × 7g.80gb, the peak the scaleDownWindow remembers for 24 h); then node 0
+    stays busy with eight long whole-GPU pods while 4g, 3g, 2g and 1g pods arrive — no 7g pod waits,
+    node 1 is idle. Kept as much as the waiting pods, the remembered 16 × 7g holds node 1's 8 × 7g
+    and the pods wait for hours; served last, the surplus finds no room (8 × 7 slices busy + the
+    waiting pods' slices leave less than the 8 kept 7g), node 1 is re-carved and every small pod is
+    served within the first look + one interval + the node's reconfiguration. ``"busy"`` keeps first
+    only what the surplus holds on busy nodes (none here: node 0's 8 × 7g run pods), the same."""
+    assert A100 is not None
+    trace = [TracePod(f"old{k}", 0, 3600, 1, 1000, 0) for k in range(16)]
+    trace += [TracePod(f"long{k}", 3700, 200_000, 1, 1000, 0) for k in range(8)]
+    sizes = [500, 500, 400, 400, 250, 250, 250, 100, 100, 100]  # gpu_milli: 4g, 3g, 2g, 1g
+    trace += [TracePod(f"s{k}", 6000, 3000, 1, m, 0) for k, m in enumerate(sizes)]
+    s = Settings(nodes=2, gpus_per_node=8, surplus=surplus)
+    kept = simulate(trace, A100, replace(s, surplus="kept"), "default", POLICY)
+    last = simulate(trace, A100, s, "default", POLICY)
+    small = ("4g", "3g", "2g", "1g")
+    assert kept.held_on_idle and kept.held_on_idle > 0
+    assert max(w for p in small for w, _ in kept.waits.get(p, [])) > 20_000
+    limit = (6300 - 6000) + POLICY.interval_seconds + s.reconfigure_seconds * s.gpus_per_node
+    waits = [(w, c) for p in small for w, c in last.waits.get(p, [])]
+    assert len(waits) == len(sizes) and not any(c for _, c in waits)
+    assert max(w for w, _ in waits) <= limit
+    assert last.held_on_idle == 0
 
 
 def test_an_idle_gpu_is_recarved_for_the_pod_that_waits() -> None:
@@ -114,3 +161,9 @@ def test_the_busy_outage_recarves_an_idle_node_for_a_waiting_1g_pod() -> None:
     node = simulate(trace, A100, replace(s, outage="node"), "default", POLICY)
     assert node.waits["1g"] == [(33180.0, False)] and node.held_on_idle == 1
     assert node.blocked["disruption"] > 30
+
+
+def test_an_unknown_surplus_model_is_refused() -> None:
+    assert A100 is not None
+    with pytest.raises(ValueError, match="surplus 'keep'"):
+        simulate(TRACE, A100, replace(ONE, idle_pass=False, surplus="keep"), "default", POLICY)

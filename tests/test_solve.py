@@ -28,9 +28,9 @@ from test_solve_support import (
 
 from compiler.catalog import load_catalog
 from compiler.catalog.layouts import is_feasible
-from compiler.commands._common import load_and_validate
 from compiler.diagnostics import Severity
 from compiler.model import GpuLayout, PartitionPolicy, Policy, Quota, Sharing, Tenant
+from compiler.pipeline import load_and_validate
 from compiler.solve import solve
 from compiler.solve.export import solution_to_dict
 from compiler.solve.result import Solution

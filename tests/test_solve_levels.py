@@ -240,7 +240,7 @@ def test_the_split_across_equally_good_pools_follows_the_layouts_alone(example: 
     and the policy only, so solving again from the deployed answer (what ``compile --check``
     does) gives the same split: one solve per compile reaches the fixpoint. (In these examples
     the deployed state used to change the split.)"""
-    from compiler.commands._common import load_and_validate
+    from compiler.pipeline import load_and_validate
 
     pol, _ = load_and_validate([str(Path(__file__).resolve().parents[1] / "examples" / example)])
     assert pol is not None
@@ -270,7 +270,7 @@ def test_a_newcomer_does_not_starve_its_sibling(tmp_path: Path) -> None:
     demand item are now split max-min fairly on each workload's served fraction."""
     import shutil
 
-    from compiler.commands._common import load_and_validate
+    from compiler.pipeline import load_and_validate
 
     lab = tmp_path / "lab"
     shutil.copytree(Path(__file__).resolve().parents[1] / "examples" / "lab", lab)

@@ -113,7 +113,7 @@ def _measure(sizes: list[int]) -> None:  # pragma: no cover - a measurement, not
 
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
     from bench.scale import generate, write
-    from compiler.commands._common import load_and_validate
+    from compiler.pipeline import load_and_validate
 
     print(
         "gpus    validate_s  solve+assign_s  total_s  resolve_unchanged_s  resolve_shift_s  "

@@ -25,7 +25,6 @@ from test_solve_support import CLUSTER, as_current, policy, pool, profile_need, 
 from compiler.catalog import load_catalog
 from compiler.catalog.layouts import enumerate_layouts
 from compiler.cli import main
-from compiler.commands._common import load_and_validate
 from compiler.model import (
     CurrentState,
     GpuLayout,
@@ -38,6 +37,7 @@ from compiler.model import (
     Target,
     Workload,
 )
+from compiler.pipeline import load_and_validate
 from compiler.render import render
 from compiler.solve import solve
 from compiler.solve.result import Solution

@@ -19,10 +19,10 @@ import yaml
 from test_observe import FakePrometheus, dcgm_sample
 
 from compiler.cli import main
-from compiler.commands.compile import compile_policy
 from compiler.observe.model import Observation
 from compiler.observe.parse import parse_objects
 from compiler.observe.prometheus import FB_USED, GR_ENGINE_ACTIVE, InstanceUsage
+from compiler.pipeline.compiled import compile_policy
 from compiler.status import Filters, build_status, to_html, to_json
 from compiler.status.model import FleetStatus
 

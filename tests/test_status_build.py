@@ -23,9 +23,9 @@ import pytest
 import statusfleet as sf
 
 from compiler.cli import main
-from compiler.commands.compile import Compiled, compile_policy
 from compiler.observe.model import Observation
 from compiler.observe.parse import parse_objects
+from compiler.pipeline.compiled import Compiled, compile_policy
 from compiler.status import build_status, to_json
 
 ROOT = Path(__file__).resolve().parents[1]

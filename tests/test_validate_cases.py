@@ -8,8 +8,8 @@ from __future__ import annotations
 import pytest
 from refresh_cases import ROOT, case_names, read_expected, run_case
 
-from compiler.commands._common import load_and_validate
 from compiler.diagnostics import registry
+from compiler.pipeline import load_and_validate
 from compiler.validate.common import time_zones as _time_zones
 
 INVALID = case_names("invalid")

@@ -12,9 +12,9 @@ import pytest
 from referencing import Registry, Resource
 
 from compiler.catalog import load_catalog
-from compiler.commands._common import load_and_validate
 from compiler.load import LoadedDocument, load_paths, load_text
 from compiler.model import Policy
+from compiler.pipeline import load_and_validate
 from compiler.schemas import BASE_URI, POLICY_FILE, all_schema_files, dumps
 from compiler.validate import parse_duration, validate
 

@@ -8,56 +8,21 @@ diagnostics the same way.
 from __future__ import annotations
 
 import datetime as dt
-import os
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
 import click
 
 from compiler import report
-from compiler.catalog import Catalog, load_catalog
-from compiler.diagnostics import Diagnostic, has_errors, make
+from compiler.diagnostics import Diagnostic, make
 from compiler.exitcodes import ExitCode
-from compiler.load import expand_paths, load_paths
-from compiler.model import Policy
 from compiler.observe import Observation, read_cluster, read_snapshots
 from compiler.observe.read import LIST_TIMEOUT_S
 from compiler.recommend import disruption
 from compiler.report import FORMATS
-from compiler.validate import unique_sorted, validate
 from compiler.validate.suppress import ignorable, suppress
 
 F = TypeVar("F", bound=Callable[..., Any])
-
-
-def load_and_validate(
-    paths: Sequence[str | os.PathLike[str]],
-    catalog: Catalog | None = None,
-    *,
-    ignore: Sequence[str] = (),
-) -> tuple[Policy | None, list[Diagnostic]]:
-    """Load every policy file under ``paths`` and validate the set.
-
-    Returns ``(policy, diagnostics)``: ``policy`` is ``None`` exactly when some diagnostic is an
-    error (load, schema or semantic); warnings may come with a policy. Diagnostics are sorted by
-    file, line, column, code. Never raises on bad input; ``catalog`` defaults to the shipped one.
-    Warnings and notes whose code is in ``ignore`` are left out (see :mod:`compiler.validate.suppress`).
-    """
-    docs, load_diags = load_paths(paths)
-    incomplete = has_errors(load_diags)
-    policy, diags = validate(docs, catalog if catalog is not None else load_catalog(), incomplete=incomplete)
-    # A node the loader refused (a python tag, say) reads as null; the schema's complaint about that
-    # null at the same place would only repeat the loader's diagnostic.
-    refused = {(d.file, d.path) for d in load_diags if d.path}
-    kept = [d for d in diags if (d.file, d.path) not in refused]
-    merged = unique_sorted(suppress([*load_diags, *kept], ignore))
-    return (None if incomplete else policy), merged
-
-
-def count_files(paths: Sequence[str | os.PathLike[str]]) -> int:
-    """How many policy files ``paths`` names (for summary lines)."""
-    files, _ = expand_paths(paths)
-    return len(files)
 
 
 def output_format_option(func: F) -> F:
@@ -78,8 +43,13 @@ def output_format_option(func: F) -> F:
 
 
 def emit_diagnostics(diagnostics: Sequence[Diagnostic], fmt: str, *, to_stderr: bool) -> None:
-    """Print ``diagnostics`` in ``fmt`` (see :data:`compiler.report.FORMATS`); nothing when there are none."""
-    text = report.render(list(diagnostics), fmt)
+    """Print ``diagnostics`` in ``fmt`` (see :data:`compiler.report.FORMATS`); nothing when there are none.
+
+    The one place every command's diagnostics pass through, so ``--ignore`` is applied here, once,
+    for every command that has it (cfn-lint suppresses in its runner the same way): warnings and
+    notes of an ignored code are left out, errors always stay.
+    """
+    text = report.render(suppress(diagnostics, ignored_codes()), fmt)
     if text:
         click.echo(text, nl=False, err=to_stderr)
 
@@ -91,7 +61,7 @@ def fail(
     ``summary`` names the command, its one-line summary (``migc: 1 error`` …); returns ``status``."""
     emit_diagnostics(diagnostics, "text", to_stderr=True)
     if summary is not None:
-        click.echo(report.summary(diagnostics, what=summary), err=True)
+        click.echo(report.summary(suppress(diagnostics, ignored_codes()), what=summary), err=True)
     return status
 
 
@@ -229,7 +199,17 @@ def _ignore_codes(ctx: click.Context, param: click.Parameter, values: tuple[str,
         problem = ignorable(code)
         if problem is not None:
             raise click.BadParameter(problem, ctx=ctx, param=param)
+    ctx.meta[_IGNORE_KEY] = codes  # read by emit_diagnostics, for the whole command
     return codes
+
+
+_IGNORE_KEY = "migc.ignore"
+
+
+def ignored_codes() -> tuple[str, ...]:
+    """The codes ``--ignore`` named on the running command (none outside a command)."""
+    ctx = click.get_current_context(silent=True)
+    return tuple(ctx.meta.get(_IGNORE_KEY, ())) if ctx is not None else ()
 
 
 def ignore_option(func: F) -> F:

@@ -17,13 +17,13 @@ from compiler.catalog import load_catalog
 from compiler.commands._common import (
     emit_diagnostics,
     fail,
-    load_and_validate,
     paths_argument,
     result_format_option,
 )
 from compiler.diagnostics import has_errors
 from compiler.exitcodes import ExitCode
 from compiler.observe import Observation, ObserveError, read_snapshots
+from compiler.pipeline import load_and_validate
 from compiler.solve import solve
 
 

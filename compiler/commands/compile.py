@@ -10,125 +10,29 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping
 from pathlib import Path
 
 import click
 
 from compiler import report
-from compiler.catalog import Catalog, load_catalog
 from compiler.commands._common import (
     emit_diagnostics,
     ignore_option,
-    load_and_validate,
     output_format_option,
     paths_argument,
 )
-from compiler.current import read_current
-from compiler.diagnostics import Diagnostic, has_errors, make
+from compiler.diagnostics import has_errors, make
 from compiler.exitcodes import ExitCode
 from compiler.fsio import refuse_symlink
 from compiler.load import display_path
-from compiler.model import CurrentState, Policy
-from compiler.render import check_quotas, manifest_stream, oversized, render
-from compiler.render.dra import dra_diagnostics
-from compiler.render.hami import hami_diagnostics
-from compiler.render.targets import target_diagnostics
+from compiler.model import Policy
+from compiler.pipeline.compiled import compile_policy
+from compiler.render import manifest_stream, oversized, render
 from compiler.render.writer import compare, write_tree
-from compiler.solve import solve
-from compiler.solve.result import Solution
 from compiler.validate.suppress import suppress
 
 # The codes live in compiler.exitcodes; these names stay because `migc plan` imports them from here.
-
-
-@dataclass(frozen=True)
-class Compiled:
-    """Everything a run produced up to (not including) writing; ``policy``/``solution`` None on errors."""
-
-    policy: Policy | None
-    solution: Solution | None
-    catalog: Catalog
-    current: CurrentState
-    diagnostics: tuple[Diagnostic, ...]
-    source_label: str
-
-    @property
-    def failed(self) -> bool:
-        return self.policy is None or self.solution is None or has_errors(self.diagnostics)
-
-
-def source_label(paths: Sequence[str], base: Path | None = None) -> str:
-    """Policy paths for the generated-file header: normalised and sorted (argument order is irrelevant).
-
-    With ``base`` (the directory that holds ``--out``) the paths are written relative to it, so the
-    header, and with it ``--check``, does not depend on the working directory:
-    ``migc compile examples/prod --out output`` and ``cd examples && migc compile prod --out
-    ../output`` render the same bytes. A policy outside ``base`` is shown as typed.
-    """
-    if base is None:
-        shown = {display_path(Path(p)) for p in paths}
-    else:
-        root = os.path.abspath(base)
-        shown = set()
-        for p in paths:
-            rel = os.path.relpath(os.path.abspath(p), root)
-            shown.add(Path(rel).as_posix() if not rel.startswith("..") else display_path(Path(p)))
-    return ", ".join(sorted(shown))
-
-
-def compile_policy(paths: Sequence[str], against: Path | None, label_base: Path | None = None) -> Compiled:
-    """Load, validate, read the deployed state from ``against``, solve, and check quota feasibility.
-
-    ``label_base``: the directory the file headers name policy paths relative to (see :func:`source_label`).
-    """
-    catalog = load_catalog()
-    label = source_label(paths, label_base)
-    policy, diagnostics = load_and_validate(paths, catalog)
-    if policy is None or has_errors(diagnostics):
-        return Compiled(None, None, catalog, CurrentState(), tuple(diagnostics), label)
-    current, more = read_current(against, policy)
-    diagnostics.extend(more)
-    solution = solve(policy, catalog, current)
-    diagnostics.extend(solution.diagnostics)
-    if not has_errors(diagnostics):
-        diagnostics.extend(check_quotas(policy, solution, catalog))
-        diagnostics.extend(hami_diagnostics(policy))
-        diagnostics.extend(target_diagnostics(policy, solution))
-        diagnostics.extend(dra_diagnostics(policy, solution, catalog))
-        diagnostics.extend(change_budget(policy, solution))
-    return Compiled(policy, solution, catalog, current, tuple(diagnostics), label)
-
-
-def change_budget(policy: Policy, solution: Solution) -> list[Diagnostic]:
-    """MIGC423 per cluster where more deployed nodes change than ``dailyChangeBudget`` allows per day.
-
-    Only nodes with a known deployed layout count: a first rollout is not a re-partitioning.
-    """
-    budget = policy.partition.daily_change_budget
-    if budget <= 0:
-        return []
-    changed: dict[str, int] = {}
-    for pool in solution.pools:
-        changed[pool.cluster] = changed.get(pool.cluster, 0) + sum(
-            1 for n in pool.nodes if n.current is not None and n.changed
-        )
-    part = policy.partition
-    span = part.budget_span if part.budget_span.file else part.span  # at the field, where it is written
-    return [
-        make(
-            "MIGC423",
-            f"cluster {cluster}: this change reconfigures {count} nodes, "
-            f"more than dailyChangeBudget {budget}",
-            file=span.file,
-            line=span.line,
-            col=span.col,
-            path=span.path,
-        )
-        for cluster, count in sorted(changed.items())
-        if count > budget
-    ]
 
 
 @click.command(name="compile")

@@ -22,11 +22,11 @@ from compiler.commands._common import (
     result_format_option,
 )
 from compiler.commands._files import write_files
-from compiler.commands.compile import compile_policy
 from compiler.current import read_capacity
 from compiler.diagnostics import has_errors, make
 from compiler.exitcodes import ExitCode
 from compiler.fsio import SNAPSHOT_LIMIT, ReadRefused, read_bounded, refuse_symlink
+from compiler.pipeline.compiled import compile_policy
 from compiler.plan import (
     SnapshotError,
     build_plan,

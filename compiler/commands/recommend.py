@@ -22,6 +22,7 @@ from compiler.commands._common import (
     disruption_options,
     emit_diagnostics,
     fail,
+    ignore_option,
     observation_time,
     read_cluster_source,
     require_one_cluster_source,
@@ -96,6 +97,7 @@ class _Request:
     "Reconfiguration time per changed GPU (the node is out meanwhile).",
 )
 @result_format_option(list(FORMATS), "Format of the evidence on stdout.")
+@ignore_option
 def command(
     policy_path: str,
     snapshots: tuple[str, ...],
@@ -110,6 +112,7 @@ def command(
     drain_grace: float,
     reconfigure_seconds: float,
     fmt: str,
+    ignore: tuple[str, ...],  # applied where diagnostics are printed (_common.emit_diagnostics)
 ) -> int:
     """Propose a re-partitioning from observed demand when the PartitionPolicy's gates allow it.
 

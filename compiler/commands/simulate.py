@@ -15,10 +15,15 @@ from pathlib import Path
 import click
 
 from compiler.catalog import Catalog, GpuModel, load_catalog
-from compiler.commands._common import disruption_options, fail, load_and_validate, result_format_option
+from compiler.commands._common import (
+    disruption_options,
+    fail,
+    result_format_option,
+)
 from compiler.diagnostics import has_errors, make
 from compiler.exitcodes import ExitCode
 from compiler.model import PartitionPolicy
+from compiler.pipeline import load_and_validate
 from compiler.simulate import fill as fl
 from compiler.simulate.engine import BASELINES, DEMAND_MODELS, EVICTION_MODELS, Settings, simulate
 from compiler.simulate.report import FORMATS, Fill, Replay

@@ -22,7 +22,6 @@ from compiler.commands._common import (
     cluster_source_options,
     emit_diagnostics,
     fail,
-    load_and_validate,
     observation_time,
     paths_argument,
     read_cluster_source,
@@ -30,13 +29,14 @@ from compiler.commands._common import (
     result_format_option,
 )
 from compiler.commands._files import write_files
-from compiler.commands.compile import compile_policy
 from compiler.current import ASSIGNMENT_FILE, read_assignment, state_from_assignment
 from compiler.diagnostics import Diagnostic, has_errors, make
 from compiler.exitcodes import ExitCode
 from compiler.model import Policy
 from compiler.observe import Observation, ObserveError
 from compiler.observe.prometheus import InstanceUsage, instance_usage
+from compiler.pipeline import load_and_validate
+from compiler.pipeline.compiled import compile_policy
 from compiler.render import manifests
 from compiler.status import Filters, FleetStatus, build_status, to_html
 from compiler.status.report import FORMATS

@@ -8,14 +8,13 @@ from pathlib import Path
 import click
 
 from compiler.commands._common import (
-    count_files,
     ignore_option,
-    load_and_validate,
     output_format_option,
     paths_argument,
 )
 from compiler.diagnostics import Diagnostic, Severity
 from compiler.exitcodes import ExitCode
+from compiler.pipeline import count_files, load_and_validate
 from compiler.report import emit
 from compiler.validate import unique_sorted
 

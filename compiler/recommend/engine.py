@@ -30,7 +30,7 @@ from __future__ import annotations
 import datetime as dt
 from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import asdict, dataclass, replace
 
 from compiler.catalog import Catalog
 from compiler.diagnostics import Diagnostic, make
@@ -98,12 +98,7 @@ class TenantDemand:
     pending: int
 
     def to_dict(self) -> dict[str, object]:
-        return {
-            "tenant": self.tenant,
-            "profile": self.profile,
-            "running": self.running,
-            "pending": self.pending,
-        }
+        return asdict(self)  # the JSON keys are the field names
 
 
 @dataclass(frozen=True)
@@ -144,7 +139,7 @@ class Kept:
     instances: int
 
     def to_dict(self) -> dict[str, object]:
-        return {"tenant": self.tenant, "profile": self.profile, "instances": self.instances}
+        return asdict(self)  # the JSON keys are the field names
 
 
 @dataclass(frozen=True)
@@ -190,7 +185,7 @@ class NodeChange:
     proposed: str
 
     def to_dict(self) -> dict[str, object]:
-        return {"node": self.node, "gpus": self.gpus, "deployed": self.deployed, "proposed": self.proposed}
+        return asdict(self)  # the JSON keys are the field names
 
 
 @dataclass(frozen=True)
@@ -636,12 +631,15 @@ class _Sizing:
     effects: Sequence[RuleEffect]
 
 
-def _size(policy: Policy, catalog: Catalog, d: _Demand) -> _Sizing:
+def _size(policy: Policy, catalog: Catalog, d: _Demand, surplus: str = "kept") -> _Sizing:
+    if surplus not in ("kept", "last"):  # "busy" needs the nodes' state: the replay's alone
+        raise ValueError(f"surplus {surplus!r}: expected one of kept, last")
     sized: dict[tuple[str, str], int] = {}
+    cut: dict[tuple[str, str], int] = {}  # the remembered surplus served last (h.capped)
 
     def size(key: tuple[str, str], declared: int) -> int:
         running, pend = d.counts.get(key, [0, 0])
-        sized[key] = h.sized(
+        n = h.sized(
             declared,
             d.stats.get(key),
             d.window.covered,
@@ -649,13 +647,25 @@ def _size(policy: Policy, catalog: Catalog, d: _Demand) -> _Sizing:
             d.late.get(key, 0),
             (d.keep.get(key, 0), d.keep_covered),
         )
+        sized[key] = min(n, cut.get(key, n))
         return sized[key]
 
-    known = {**{k: [0, 0] for k in d.stats}, **d.counts}
-    wanted, diags, effects = wanted_replicas(policy, catalog, known, d.headroom, size)
-    for key in d.stats:  # keys no Workload describes: sized as if nothing were declared
-        if key not in sized:
-            size(key, 0)
+    # "last": the keys the scaleDownWindow remembers are sized too (as the replay sizes them)
+    remembered = d.keep if surplus == "last" else {}
+    known = {**{k: [0, 0] for k in (*d.stats, *remembered)}, **d.counts}
+    now = {k: v[0] + v[1] for k, v in d.counts.items()}
+    for again in (False, True):  # sized, then with the surplus cut to the room current demand leaves
+        if again and surplus == "kept":
+            break
+        if again:
+            cut = h.capped(sized, now, _slices(catalog), h.room(policy, catalog))
+            if cut == sized:
+                break
+            sized.clear()
+        wanted, diags, effects = wanted_replicas(policy, catalog, known, d.headroom, size)
+        for key in d.stats:  # keys no Workload describes: sized as if nothing were declared
+            if key not in sized:
+                size(key, 0)
     return _Sizing(wanted, sized, diags, effects)
 
 
@@ -829,13 +839,16 @@ def recommend(
     disruption: str = "expected",
     drain_grace_seconds: float = dis.DRAIN_GRACE_SECONDS,
     reconfigure_seconds: float = dis.RECONFIGURE_SECONDS,
+    surplus: str = "kept",
 ) -> Recommendation:
     """One evaluation. ``disruption``: "expected" weighs the proposal by the disruption rule (and the
-    threshold is applied there, as in ``migc simulate``'s default loop); "off": the gain threshold."""
+    threshold is applied there, as in ``migc simulate``'s default loop); "off": the gain threshold.
+    ``surplus``: "kept" (default) or "last", the remembered surplus served only with the room current
+    demand leaves (:func:`compiler.recommend.history.capped`; bench/RESULTS.md Round 9)."""
     part = policy.partition
     slices = _slices(catalog)
     demand = _watch_demand(policy, obs, state, now)
-    sizing = _size(policy, catalog, demand)
+    sizing = _size(policy, catalog, demand, surplus)
     prop = _solve_proposal(policy, catalog, current, demand, sizing, slices, time_limit_s)
     failures = _failures(obs, state)
     weighed = _weigh(

@@ -24,6 +24,21 @@ Each ``migc recommend`` run observes, per (tenant, profile), the running and pen
   persisted for the whole window (a burst shorter than the window never counts) and shrinks only to
   the peak of the scaleDownWindow (Kubernetes HPA's scale-down stabilization: demand that comes back
   within a day finds its capacity there, so a daily peak does not re-carve nodes twice a day).
+* **The remembered surplus comes last** (:func:`capped`): the window's memory may keep capacity
+  nobody is asking for, but never against a pod that is waiting now. Of a key's ``sized``, the part
+  up to its running + pending now is *current* demand; the rest (``sized − now``: the scaleDownWindow's
+  peak, or a declared capacity above the demand) is the *surplus*, served only with capacity left
+  after all current demand of every key: the fleet's compute slices minus the slices of every key's
+  running + pending now (the pods that wait now count even before their shortage has persisted
+  through the window). What is left is handed out one instance at a time, keys in turn (sorted
+  order), while the instance's slices fit; the rest of the surplus is cut. Slices are a measure, not
+  a packing: a GPU's placement rules may leave a slice dark, so a surplus that fits by slices may
+  still not fit on the GPUs (the cut errs toward keeping memory, never toward cutting current demand).
+  ``migc recommend`` (``recommend(surplus="last")``, as Workload replicas: a lower priority than the
+  current demand cannot be said in replicas without a new Workload, so the cut is applied) and
+  ``migc simulate``'s default loop (``Settings.surplus="last"``) size this way when asked; the
+  default of both is ``"kept"`` (:data:`SURPLUS_MODELS`): measured in bench/RESULTS.md Round 9, the
+  cut holds fewer idle GPUs but loses a matrix cell's overall p95, so it did not land.
 * **Bounds**: a sample is stored at most every :func:`spacing` (half an interval, at least
   window / (MAX_SAMPLES − 4)); a run sooner than that still evaluates its own observation (which
   only widens the window's min–max) but stores nothing. Samples older than the one in force at the
@@ -42,8 +57,9 @@ import datetime as dt
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
+from compiler.catalog import Catalog
 from compiler.formatting import duration
-from compiler.model import PartitionPolicy
+from compiler.model import PartitionPolicy, Policy
 from compiler.recommend import gates as g
 
 MAX_SAMPLES = 100
@@ -52,6 +68,10 @@ MAX_SAMPLES = 100
 MAX_HISTORY_BYTES = 512 * 1024
 
 Key = tuple[str, str]  # (tenant, profile)
+# how the remembered surplus is sized (:func:`capped`): "kept", as much as current demand (the
+# default: bench/RESULTS.md Round 9); "last", only with the room current demand leaves
+# "busy" (migc simulate only): "last", but the surplus first keeps the capacity it holds on busy nodes
+SURPLUS_MODELS = ("kept", "last", "busy")
 
 
 @dataclass(frozen=True)
@@ -208,6 +228,59 @@ def sized(
     if urgent > 0:
         out = max(out, min(now_total, low + urgent))
     return out
+
+
+def capped(
+    sized: Mapping[Key, int],
+    now: Mapping[Key, int],
+    slices: Mapping[str, int],
+    room: int | None,
+    held: Mapping[Key, int] | None = None,
+) -> dict[Key, int]:
+    """``sized`` with each key's surplus over its running + pending ``now`` cut to the ``room``
+    (the fleet's compute slices; None: unknown, nothing is cut) left after every key's current demand
+    (module docstring, "The remembered surplus comes last"). A profile missing from ``slices`` counts
+    7 slices (a whole GPU). ``held``: per key, surplus instances kept first whatever the room (the
+    capacity it already holds on busy nodes, whose re-carve would evict; their slices are taken from
+    the room before the rest is handed out)."""
+    out = {k: min(n, now.get(k, 0)) for k, n in sized.items()}
+    if room is None:
+        return dict(sized)
+    free = room - sum(n * slices.get(k[1], 7) for k, n in now.items() if n > 0)
+    for k, n in (held or {}).items():
+        if k in out and n > 0:
+            got = min(n, sized[k] - out[k])
+            out[k] += got
+            free -= got * slices.get(k[1], 7)
+    left = {k: n - out[k] for k, n in sorted(sized.items()) if n > out[k]}
+    while left and free > 0:
+        granted = False
+        for k in list(left):
+            cost = slices.get(k[1], 7)
+            if cost > free:
+                continue
+            out[k] += 1
+            free -= cost
+            granted = True
+            left[k] -= 1
+            if not left[k]:
+                del left[k]
+        if not granted:
+            break
+    return out
+
+
+def room(policy: Policy, catalog: Catalog) -> int | None:
+    """The fleet's compute slices (:func:`capped`'s ``room``): per pool, nodes × GPUs × its model's
+    compute slices (7, a whole GPU as ``migc recommend`` counts one, where the model has no MIG); None
+    for an empty fleet."""
+    total = 0
+    for c in policy.clusters:
+        for pool in c.pools:
+            model = catalog.get(pool.gpu_model)
+            per = model.compute_slices if model is not None and model.compute_slices > 0 else 7
+            total += len(pool.node_names) * pool.gpus_per_node * per
+    return total or None
 
 
 def pending_low(win: Window, tenant: str, profile: str | None) -> int:

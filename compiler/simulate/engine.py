@@ -97,6 +97,7 @@ BASELINES = (
 RECARVING = ("naive", "default")  # the policies that re-carve nodes (the counters below are theirs)
 EVICTION_MODELS = ("restart", "resume")
 DEMAND_MODELS = ("now", "peak", "history")
+SURPLUS_MODELS = h.SURPLUS_MODELS  # Settings.surplus
 # controller/settings.py Settings.drain.grace_timeout (one constant, shared with migc recommend)
 DRAIN_GRACE_SECONDS = dis.DRAIN_GRACE_SECONDS
 # controller/settings.py Settings.failures.backoff and .max_attempts (tests/test_simulate.py pins them):
@@ -131,6 +132,12 @@ class Settings:
     # OUTAGE_CHARGES): "node", every GPU of it; "busy", the GPU share its running pods hold (0 on an
     # idle node; measured in bench/RESULTS.md Round 8, not the default)
     outage: str = "node"
+    # demand="history": "kept", the scaleDownWindow's remembered surplus counts as much as the pods
+    # waiting now; "last", it is served only with the capacity left after every profile's running +
+    # pending now (compiler/recommend/history.py capped; measured in bench/RESULTS.md Round 9: it holds
+    # fewer idle GPUs but loses a matrix cell's overall p95, so it is not the default); "busy", "last"
+    # but the surplus first keeps the capacity it holds on nodes that are not idle (Round 9b)
+    surplus: str = "kept"
     failure_rate: float = 0.0  # probability that one MIG manager apply fails (seeded, deterministic)
     seed: int = 0
     operator_retry_seconds: float = 3600.0  # a human retries a node past the automatic attempts
@@ -770,7 +777,9 @@ class _Run:
         Per profile, over recommend's window (sample-and-hold over the stabilizationWindow, covered once
         a sample is in force at its start), ``clamp(declared, min, max(max, kept))``, ``kept`` the peak
         over the scaleDownWindow, ``declared`` standing for the latest revision's instances (what the
-        Workloads provision), raised for the pods past their max wait.
+        Workloads provision), raised for the pods past their max wait; with ``Settings.surplus``
+        "last", the surplus over the running + pending now is served only with the slices left after
+        every profile's current demand (:func:`compiler.recommend.history.capped`).
         """
         stats = h.stats(win, when, self.policy)
         late: dict[str, int] = {}
@@ -788,6 +797,26 @@ class _Run:
             )
             if n > 0:
                 out[p] = n
+        if self.s.surplus not in SURPLUS_MODELS:
+            raise ValueError(f"surplus {self.s.surplus!r}: expected one of {', '.join(SURPLUS_MODELS)}")
+        if self.s.surplus in ("last", "busy"):
+            gpus = self.s.nodes * self.s.gpus_per_node
+            now = {("sim", p): n for p, n in self.now_demand.items() if n > 0}
+            room = gpus * max(self.fleet.slices.values(), default=7)
+            held: dict[h.Key, int] | None = None
+            if self.s.surplus == "busy":  # what the surplus holds on busy nodes beyond current demand
+                fleet = self.fleet
+                on_busy: dict[str, int] = {}
+                for node in range(self.s.nodes):
+                    if fleet.state[node] == IDLE and not self.node_pods[node]:
+                        continue
+                    for gi in fleet.gpus(node):
+                        for p, c in fleet.target[gi].items():
+                            on_busy[p] = on_busy.get(p, 0) + c
+                held = {("sim", p): max(0, c - self.now_demand.get(p, 0)) for p, c in on_busy.items()}
+            sized = {("sim", p): n for p, n in out.items()}
+            cut = h.capped(sized, now, self.fleet.slices, room, held)
+            out = {k[1]: n for k, n in cut.items() if n > 0}
         return out
 
     def window_demand(self, now: float) -> Layout:

@@ -10,7 +10,7 @@ from typing import Any, Literal
 from compiler.catalog import Catalog
 from compiler.catalog.layouts import is_feasible
 from compiler.diagnostics import Diagnostic, Severity, at, sort_key
-from compiler.model import WHOLE_GPU, Cluster, CurrentState, GpuLayout, NodeLayout, Policy, Workload
+from compiler.model import WHOLE_GPU, Cluster, CurrentState, GpuLayout, NodeLayout, NodePool, Policy, Workload
 from compiler.solve.assign import assign_pool
 from compiler.solve.bounds import lp_bound
 from compiler.solve.demand import DemandItem, Guarantee, build_demand, split_served, tenant_guarantees
@@ -104,37 +104,8 @@ def _solve_cluster(
     diags: list[Diagnostic] = []
     started = time.perf_counter()
     items = build_demand(policy, cluster, catalog)
-    outcome: ClusterOutcome | None = None
     if method == "exact":
-        outcome = solve_cluster(
-            cluster,
-            catalog,
-            items,
-            guarantees,
-            current,
-            budget.left(),
-            _burst_limits(policy, cluster.name),
-            policy.partition.objective,
-            metrics_only=metrics_only,
-        )
-        if outcome.unsolved:
-            why = (
-                f"the {budget.total:g}s solver time limit ran out"
-                if budget.left() <= 0.1
-                else "HiGHS found no feasible point"
-            )
-            diags.append(
-                at(
-                    "MIGC203",
-                    f"cluster {cluster.name}: {why} before pool(s) {', '.join(outcome.unsolved)} were "
-                    "solved; they are laid out by the greedy heuristic",
-                    cluster.span,
-                )
-            )
-            _greedy_for_unsolved(outcome, cluster, catalog, items, guarantees, current)
-        elif outcome.result is not None and not outcome.result.optimal:
-            message = _unproven_message(cluster.name, outcome.result, budget)
-            diags.append(at("MIGC203", message, cluster.span))
+        outcome = _exact(policy, catalog, cluster, items, guarantees, current, budget, metrics_only, diags)
     else:
         outcome = greedy_cluster(cluster, catalog, items, guarantees, current)
     elapsed = time.perf_counter() - started
@@ -148,55 +119,124 @@ def _solve_cluster(
 
     diags.extend(_guarantee_diagnostics(policy, cluster.name, guarantees, outcome))
 
-    results: list[PoolResult] = []
     rows = _demand_rows(items, outcome.decisions)
     workloads = {w.name: w for w in policy.workloads if w.cluster == cluster.name}
+    diags.extend(_unservable(items, workloads, cluster.name, unmet_sev))
+    diags.extend(_unmet_diagnostics(rows, workloads, cluster.name, unmet_sev))
+
+    results: list[PoolResult] = []
+    for pool in sorted(cluster.pools, key=lambda p: p.name):
+        result, more = _pool_result(cluster, pool, outcome, items, rows, current, elapsed, metrics_only)
+        results.append(result)
+        diags.extend(more)
+    return results, diags
+
+
+def _exact(
+    policy: Policy,
+    catalog: Catalog,
+    cluster: Cluster,
+    items: Sequence[DemandItem],
+    guarantees: Sequence[Guarantee],
+    current: Mapping[tuple[str, str], NodeLayout],
+    budget: _Budget,
+    metrics_only: bool,
+    diags: list[Diagnostic],
+) -> ClusterOutcome:
+    """The exact solve of one cluster; pools it could not solve in time are laid out greedily
+    (MIGC203, as is a level left unproven)."""
+    outcome = solve_cluster(
+        cluster,
+        catalog,
+        items,
+        guarantees,
+        current,
+        budget.left(),
+        _burst_limits(policy, cluster.name),
+        policy.partition.objective,
+        metrics_only=metrics_only,
+    )
+    if outcome.unsolved:
+        why = (
+            f"the {budget.total:g}s solver time limit ran out"
+            if budget.left() <= 0.1
+            else "HiGHS found no feasible point"
+        )
+        diags.append(
+            at(
+                "MIGC203",
+                f"cluster {cluster.name}: {why} before pool(s) {', '.join(outcome.unsolved)} were "
+                "solved; they are laid out by the greedy heuristic",
+                cluster.span,
+            )
+        )
+        _greedy_for_unsolved(outcome, cluster, catalog, items, guarantees, current)
+    elif outcome.result is not None and not outcome.result.optimal:
+        message = _unproven_message(cluster.name, outcome.result, budget)
+        diags.append(at("MIGC203", message, cluster.span))
+    return outcome
+
+
+def _unservable(
+    items: Sequence[DemandItem], workloads: Mapping[str, Workload], cluster: str, severity: Severity
+) -> list[Diagnostic]:
+    """MIGC202 for each workload no pool of the cluster can serve at all."""
+    out: list[Diagnostic] = []
     for item in items:
         if item.options:
             continue
         for name, replicas in item.workloads:
-            diags.append(
+            out.append(
                 at(
                     "MIGC202",
                     f"workload {name} (tenant {item.tenant}): none of its {replicas} replica(s) can be "
-                    f"served in cluster {cluster.name}: {item.reason}",
+                    f"served in cluster {cluster}: {item.reason}",
                     workloads[name].span,
-                    severity=unmet_sev,
+                    severity=severity,
                 )
             )
-    diags.extend(_unmet_diagnostics(rows, workloads, cluster.name, unmet_sev))
+    return out
 
-    for pool in sorted(cluster.pools, key=lambda p: p.name):
-        dec = outcome.decisions[pool.name]
-        pool_current = {node: lay for (pname, node), lay in current.items() if pname == pool.name}
-        nodes = assign_pool(dec, pool_current)
-        if not metrics_only:  # a note, and the full solve of the same policy has already said it
-            diags.extend(_invalid_current(dec, pool_current, cluster.name))
-        demand = tuple(
-            sorted(
-                (r for (pname, r) in rows if pname == pool.name),
-                key=lambda d: (d.tenant, d.workload, d.resource),
-            )
+
+def _pool_result(
+    cluster: Cluster,
+    pool: NodePool,
+    outcome: ClusterOutcome,
+    items: Sequence[DemandItem],
+    rows: Sequence[tuple[str, ServedDemand]],
+    current: Mapping[tuple[str, str], NodeLayout],
+    elapsed: float,
+    metrics_only: bool,
+) -> tuple[PoolResult, list[Diagnostic]]:
+    """One pool's nodes (the decision assigned to them) and its result row."""
+    dec = outcome.decisions[pool.name]
+    pool_current = {node: lay for (pname, node), lay in current.items() if pname == pool.name}
+    nodes = assign_pool(dec, pool_current)
+    # a note, and the full solve of the same policy has already said it
+    diags = [] if metrics_only else list(_invalid_current(dec, pool_current, cluster.name))
+    demand = tuple(
+        sorted(
+            (r for (pname, r) in rows if pname == pool.name),
+            key=lambda d: (d.tenant, d.workload, d.resource),
         )
-        results.append(
-            PoolResult(
-                cluster=cluster.name,
-                pool=pool.name,
-                gpu_model=pool.gpu_model,
-                nodes=nodes,
-                demand=demand,
-                layout_counts=() if metrics_only else _layout_counts(nodes),
-                optimal=dec.optimal,
-                lower_bound_gpus=0.0 if metrics_only else lp_bound(dec, items),
-                gpus_used=dec.gpus_used,
-                solve_seconds=elapsed,
-                reserved=tuple(sorted((t, r, c) for (t, r), c in dec.reserved.items())),
-                spread=tuple(
-                    sorted((items[i].workloads[0][0], node, c) for (i, node), c in dec.spread_served.items())
-                ),
-            )
-        )
-    return results, diags
+    )
+    result = PoolResult(
+        cluster=cluster.name,
+        pool=pool.name,
+        gpu_model=pool.gpu_model,
+        nodes=nodes,
+        demand=demand,
+        layout_counts=() if metrics_only else _layout_counts(nodes),
+        optimal=dec.optimal,
+        lower_bound_gpus=0.0 if metrics_only else lp_bound(dec, items),
+        gpus_used=dec.gpus_used,
+        solve_seconds=elapsed,
+        reserved=tuple(sorted((t, r, c) for (t, r), c in dec.reserved.items())),
+        spread=tuple(
+            sorted((items[i].workloads[0][0], node, c) for (i, node), c in dec.spread_served.items())
+        ),
+    )
+    return result, diags
 
 
 class _Budget:

@@ -253,7 +253,7 @@ def test_hami_mig_mode_node_is_left_to_hami(cluster: Cluster) -> None:
     import yaml
 
     from compiler.catalog import load_catalog
-    from compiler.commands._common import load_and_validate
+    from compiler.pipeline import load_and_validate
     from compiler.render import render
     from compiler.solve.pipeline import solve
 

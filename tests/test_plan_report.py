@@ -16,6 +16,7 @@ from compiler.commands.plan import command
 from compiler.model import CurrentState
 from compiler.plan import build_plan
 from compiler.plan.data import Plan
+from compiler.plan.json import to_dict
 from compiler.plan.report import FORMATS, View
 
 
@@ -58,6 +59,7 @@ def test_json_lists_every_change_whatever_the_view() -> None:
     text = FORMATS["json"](plan, View())
     assert text == FORMATS["json"](plan, View(detail=True, svg_dir="svg")) and text.endswith("}\n")
     doc = json.loads(text)
+    assert doc == json.loads(json.dumps(to_dict(plan)))
     assert doc["hasChanges"] is True and doc["nodesTotal"] == 5
     assert sorted(c["node"] for c in doc["changes"]) == ["a100-01", "a100-02", "h200-0", "h200-1", "l40s-01"]
     a100 = next(c for c in doc["changes"] if c["node"] == "a100-02")

@@ -29,10 +29,10 @@ from typing import Any
 
 from bench.openb import shared_dir
 from compiler.catalog import load_catalog
-from compiler.commands.simulate import _row
 from compiler.model import PartitionPolicy
 from compiler.recommend.disruption import OUTAGE_CHARGES
 from compiler.simulate.engine import BASELINES, SURPLUS_MODELS, Settings, simulate
+from compiler.simulate.report import result_dict
 from compiler.simulate.trace import read_trace
 
 FIVE_MIN = 300.0
@@ -79,9 +79,9 @@ def run(args: argparse.Namespace) -> None:
                 surplus=args.surplus,
             )
             started = time.perf_counter()
-            rows = [_row(simulate(pods, model, s, b, policy, catalog=catalog)) for b in baselines]
+            rows = [result_dict(simulate(pods, model, s, b, policy, catalog=catalog)) for b in baselines]
             if args.idle_pass:
-                row = _row(
+                row = result_dict(
                     simulate(pods, model, replace(s, idle_pass=True), "default", policy, catalog=catalog)
                 )
                 rows.append(row | {"baseline": "default+idle"})

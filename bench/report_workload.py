@@ -100,10 +100,10 @@ from pathlib import Path
 from typing import Any
 
 from compiler.catalog import GpuModel, load_catalog
-from compiler.commands.simulate import _row
 from compiler.model import PartitionPolicy
 from compiler.recommend.disruption import OUTAGE_CHARGES
 from compiler.simulate.engine import BASELINES, SURPLUS_MODELS, Result, Settings, simulate
+from compiler.simulate.report import result_dict
 from compiler.simulate.trace import TracePod, read_trace
 
 PRODUCT = "NVIDIA-A100-SXM4-80GB"
@@ -344,7 +344,7 @@ def calibrate(nodes: int, seed: int, log: bool = True) -> float:
 
 
 def _report_row(res: Result, name: str) -> dict[str, Any]:
-    row = _row(res) | {"baseline": name}
+    row = result_dict(res) | {"baseline": name}
     classes = {}
     for cls in REPLAY_CLASSES:
         p95, lower, n = class_p95(res, cls)

@@ -11,9 +11,10 @@ from test_render_support import BALANCED, SEVEN_SMALL, WHOLE, default_solution, 
 
 from compiler.catalog import load_catalog
 from compiler.commands._files import write_files
+from compiler.formatting import layout_counts
 from compiler.model import CurrentState, GpuLayout, HamiSettings, NodeLayout, Sharing
 from compiler.plan import build_plan, parse_snapshot, svg_files, to_json, to_markdown, to_svg, to_text
-from compiler.plan.diff import gpus_in_use, layout_counts
+from compiler.plan.diff import gpus_in_use
 from compiler.solve.result import ServedDemand, Solution
 from compiler.status.build import _Shares
 

@@ -1,9 +1,10 @@
 """``migc advise``: the sharing mode each pool should use (a decision tree whose every reason cites a
 MIGC5xx rule) and, per priced GPU model, how many GPUs the declared demand needs (the real solver).
 
-Entry point: :func:`advise` ``(policy, catalog, solution, observation=None) -> Advice``; printing is
-in :mod:`compiler.advise.formats`. ``solution`` is the policy's own solve (which pool serves which
-workload); sizing solves one synthetic policy per priced model (:mod:`compiler.advise.sizing`).
+Entry point: :func:`advise` ``(policy, catalog, solution, observation=None) -> Advice``; its forms
+are in :mod:`compiler.advise.report` (``FORMATS``). ``solution`` is the policy's own solve (which
+pool serves which workload); sizing solves one synthetic policy per priced model
+(:mod:`compiler.advise.sizing`).
 """
 
 from __future__ import annotations

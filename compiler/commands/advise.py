@@ -12,7 +12,7 @@ import sys
 import click
 
 from compiler.advise import advise
-from compiler.advise.formats import to_json, to_markdown, to_text
+from compiler.advise.report import FORMATS
 from compiler.catalog import load_catalog
 from compiler.commands._common import (
     emit_diagnostics,
@@ -40,7 +40,7 @@ from compiler.solve import solve
     help="Observed pods (`kubectl get pods,nodes -A -o json`; repeat for several files) to compare "
     "with the declared demand.",
 )
-@result_format_option(["text", "markdown", "json"], "Format of the advice.")
+@result_format_option(list(FORMATS), "Format of the advice.")
 @click.option(
     "--time-limit",
     default=60.0,
@@ -74,10 +74,5 @@ def command(paths: tuple[str, ...], snapshots: tuple[str, ...], fmt: str, time_l
     # each sizing solve may take up to --time-limit: say which one runs, on a terminal (not in logs)
     progress = (lambda what: click.echo(f"migc: {what}…", err=True)) if sys.stderr.isatty() else None
     advice = advise(policy, catalog, solution, observation, time_limit_s=time_limit, progress=progress)
-    if fmt == "json":
-        click.echo(to_json(advice), nl=False)
-    elif fmt == "markdown":
-        click.echo(to_markdown(advice), nl=False)
-    else:
-        click.echo(to_text(advice), nl=False)
+    click.echo(FORMATS[fmt](advice), nl=False)
     return ExitCode.OK

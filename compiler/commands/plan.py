@@ -33,12 +33,10 @@ from compiler.plan import (
     parse_snapshot,
     snapshot_diagnostic,
     svg_files,
-    to_json,
-    to_markdown,
-    to_text,
 )
 from compiler.plan.data import OrderCost
 from compiler.plan.orders import other_order
+from compiler.plan.report import FORMATS, View
 from compiler.plan.spread import spread_rows, spread_warnings
 from compiler.render.writer import INDEX_NAME
 from compiler.solve.export import solution_to_dict
@@ -74,7 +72,7 @@ def _render_check(against: Path) -> str | None:
     is_flag=True,
     help="Plan a first rollout: nothing is deployed yet (excludes --against).",
 )
-@result_format_option(["text", "markdown", "json"], "Format of the plan.")
+@result_format_option(list(FORMATS), "Format of the plan.")
 @click.option(
     "--detail",
     is_flag=True,
@@ -174,10 +172,5 @@ def command(
             write_files(Path(svg_dir), svg_files(plan, result.catalog))
         except OSError as exc:
             return fail([cannot_write(svg_dir, exc)])
-    if fmt == "json":
-        click.echo(to_json(plan), nl=False)
-    elif fmt == "markdown":
-        click.echo(to_markdown(plan, svg_dir, detail=detail), nl=False)
-    else:
-        click.echo(to_text(plan, detail=detail), nl=False)
+    click.echo(FORMATS[fmt](plan, View(detail=detail, svg_dir=svg_dir)), nl=False)
     return ExitCode.DRIFT if exit_code and plan.has_changes else ExitCode.OK

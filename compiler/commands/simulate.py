@@ -1,12 +1,12 @@
 """`migc simulate`: replay an openb pod trace on a simulated MIG fleet under several re-partitioning policies.
 
-Results (text table or JSON) go to stdout; progress and diagnostics to stderr. The model is described
+Results (text table or JSON, :data:`compiler.simulate.report.FORMATS`) go to stdout; progress and
+diagnostics to stderr. The model is described
 in :mod:`compiler.simulate.engine` and :mod:`compiler.simulate.trace` (docs/simulate.md).
 """
 
 from __future__ import annotations
 
-import json
 import sys
 import time
 from dataclasses import replace
@@ -25,99 +25,12 @@ from compiler.exitcodes import ExitCode
 from compiler.model import PartitionPolicy
 from compiler.pipeline import load_and_validate
 from compiler.simulate import fill as fl
-from compiler.simulate.engine import (
-    BASELINES,
-    DEMAND_MODELS,
-    EVICTION_MODELS,
-    Result,
-    Settings,
-    simulate,
-)
+from compiler.simulate.engine import BASELINES, DEMAND_MODELS, EVICTION_MODELS, Settings, simulate
+from compiler.simulate.report import FORMATS, Fill, Replay
 from compiler.simulate.trace import TraceError, read_trace
 from compiler.validate.common import parse_duration
 
 SIZES = ("1g", "2g", "3g", "4g", "7g")
-
-
-def _pct(r: Result, size: str | None) -> dict[str, object]:
-    """p50/p95/p99 of the waits; ``lowerBound`` names the ones a censored wait makes a lower bound."""
-    out: dict[str, object] = {}
-    bounds: list[str] = []
-    for q in (50, 95, 99):
-        v, lower = r.percentile(size, q)
-        out[f"p{q}"] = round(v, 1)
-        if lower:
-            bounds.append(f"p{q}")
-    out["pods"] = sum(len(vs) for k, vs in r.waits.items() if size is None or k == size)
-    out["censored"] = r.censored(size)
-    out["lowerBound"] = bounds
-    return out
-
-
-def _row(r: Result) -> dict[str, object]:
-    sizes = sorted(r.waits, key=lambda k: (len(k), k))
-    return {
-        "baseline": r.baseline,
-        "hours": round(r.hours, 2),
-        "reconfigurations": r.reconfigurations,
-        "reconfigurationsPerHour": round(r.per_hour, 4),
-        "traceHours": round(r.trace_hours, 2),
-        "gpuReconfigurations": r.gpu_reconfigurations,
-        "gpusTouched": r.gpus_touched,
-        "nodesTouched": r.nodes_touched,
-        "drainWaits": r.drain_waits,
-        "drains": r.drains,
-        "revisions": r.revisions,
-        "retargets": r.retargets,
-        "failures": r.failures,
-        "evictions": r.evictions,
-        "lostGpuHours": round(r.lost_gpu_seconds / 3600, 1),
-        "waitSeconds": {size: _pct(r, size) for size in sizes} | {"all": _pct(r, None)},
-        "sliceUtilisation": round(r.utilisation, 4),
-        "neverServed": r.never_served,
-        "evaluations": r.evaluations,
-        "blockedBy": dict(sorted(r.blocked.items())),
-        "rulesFired": r.rules_fired,
-        "heldOnIdleGpu": r.held_on_idle,
-        "nonMaximalLayouts": r.non_maximal,
-        "instancesCarved": r.instances_carved,
-        "idleRecarves": r.idle_recarves,
-    }
-
-
-def _show(w: dict[str, object], q: str) -> str:
-    """A percentile for the table: ``>x`` where it is only a lower bound (censored waits)."""
-    bounds = w["lowerBound"]
-    assert isinstance(bounds, list)
-    return f">{w[q]}" if q in bounds else f"{w[q]}"
-
-
-def _text(rows: list[dict[str, object]], header: str) -> str:
-    out = [header, ""]
-    out.append(
-        f"{'baseline':<16}{'reconf':>7}{'reconf/h':>10}{'GPUs':>6}{'evict':>7}{'lost GPU-h':>11}"
-        f"{'p50 s':>12}{'p95 s':>12}{'p99 s':>12}{'util':>7}{'never':>7}{'cens':>6}"
-    )
-    for row in rows:
-        w = row["waitSeconds"]
-        assert isinstance(w, dict)
-        a = w["all"]
-        out.append(
-            f"{row['baseline']!s:<16}{row['reconfigurations']!s:>7}{row['reconfigurationsPerHour']!s:>10}"
-            f"{row['gpusTouched']!s:>6}{row['evictions']!s:>7}{row['lostGpuHours']!s:>11}"
-            f"{_show(a, 'p50'):>12}{_show(a, 'p95'):>12}{_show(a, 'p99'):>12}"
-            f"{row['sliceUtilisation']!s:>7}{row['neverServed']!s:>7}{a['censored']!s:>6}"
-        )
-    out.append("")
-    out.append(
-        "p95 pending wait (s) per profile size ('>': a lower bound, censored waits of pods still pending):"
-    )
-    for row in rows:
-        w = row["waitSeconds"]
-        assert isinstance(w, dict)
-        parts = [f"{k} {_show(v, 'p95')} ({v['pods']} pods)" for k, v in w.items() if k != "all"]
-        out.append(f"  {row['baseline']}: " + "; ".join(parts))
-    return "\n".join(out) + "\n"
 
 
 def _duration(text: str | None, flag: str) -> int | None:
@@ -267,7 +180,7 @@ REPLAY_ONLY = (
     "waiting, past the stabilizationWindow, scaleDownWindow, minDwell and disruption rule "
     "(docs/simulate.md, heldOnIdleGpu).",
 )
-@result_format_option(["text", "json"], "Format of the results.")
+@result_format_option(list(FORMATS), "Format of the results.")
 def command(
     mode: str,
     trace_path: str,
@@ -347,7 +260,7 @@ def command(
         idle_pass=idle_pass,
     )
     chosen = BASELINES if baseline == "all" else (baseline,)
-    rows = []
+    results = []
     started = time.perf_counter()
     for b in chosen:
 
@@ -355,42 +268,20 @@ def command(
             bar = "#" * int(frac * 30)
             print(f"\r{name:<16}[{bar:<30}] {frac * 100:3.0f}%", end="", file=sys.stderr, flush=True)
 
-        rows.append(_row(simulate(trace.pods, model, settings, b, policy, progress, catalog)))
+        results.append(simulate(trace.pods, model, settings, b, policy, progress, catalog))
         print(f"\r{b:<16}[{'#' * 30}] done", file=sys.stderr, flush=True)
-    header = (
-        f"trace {Path(trace_path).name}: {len(trace.pods)} GPU pods replayed "
-        f"({trace.skipped_no_gpu} without GPU, "
-        f"{trace.skipped_never_ran} never ran, skipped); {nodes} x {gpus_per_node} {model.model}; "
-        f"time scale {time_scale:g}; mapping {mapping}; drain grace {drain_grace:g} s, "
-        f"{reconfigure_seconds:g} s per GPU, eviction {eviction}, maxUnavailable {max_unavailable}; "
-        f"disruption rule {disruption}; failure rate {failure_rate:g}"
+    run = Replay(
+        trace=Path(trace_path).name,
+        pods=len(trace.pods),
+        skipped_no_gpu=trace.skipped_no_gpu,
+        skipped_never_ran=trace.skipped_never_ran,
+        gpu_model=model.model,
+        settings=settings,
+        demand_window_seconds=window_s,
+        operator_retry_seconds=operator_s,
+        results=tuple(results),
     )
-    if fmt == "json":
-        doc = {
-            "trace": Path(trace_path).name,
-            "pods": len(trace.pods),
-            "nodes": nodes,
-            "gpusPerNode": gpus_per_node,
-            "gpuModel": model.model,
-            "timeScale": time_scale,
-            "mapping": mapping,
-            "drainGraceSeconds": drain_grace,
-            "reconfigureSeconds": reconfigure_seconds,
-            "drainSeconds": drain_seconds,
-            "eviction": eviction,
-            "demand": demand_model,
-            "demandWindowSeconds": window_s,
-            "disruption": disruption,
-            "failureRate": failure_rate,
-            "seed": seed,
-            "operatorRetrySeconds": operator_s,
-            "maxUnavailable": max_unavailable,
-            "idlePass": idle_pass,
-            "results": rows,
-        }
-        click.echo(json.dumps(doc, indent=2, sort_keys=True))
-    else:
-        click.echo(_text(rows, header), nl=False)
+    click.echo(FORMATS[fmt](run), nl=False)
     click.echo(f"migc: simulated {len(chosen)} baseline(s) in {time.perf_counter() - started:.1f}s", err=True)
     return ExitCode.OK
 
@@ -413,48 +304,23 @@ def _fill(
     started = time.perf_counter()
     capacity = nodes * gpus_per_node
     pods = fl.arrivals(trace.pods, capacity, seed, gpus_per_node)
-    results = [fl.fill_order(pods, catalog, model, nodes, gpus_per_node, p, mapping) for p in fl.POLICIES]
-    ceiling = fl.rounding_ceiling(model, pods, capacity, mapping)
-    doc = {
-        "mode": "fill",
-        "trace": Path(trace_path).name,
-        "tracePods": len(trace.pods),
-        "nodes": nodes,
-        "gpusPerNode": gpus_per_node,
-        "gpuModel": model.model,
-        "mapping": mapping,
-        "seed": seed,
-        "capacityGpus": capacity,
-        "requests": len(pods),
-        "requestedGpus": round(sum(fl.share(p) for p in pods), 4),
-        "migRoundingCeiling": round(ceiling, 4),
-        "roundedShareRatio": round(fl.rounded_share_ratio(model, pods, mapping), 4),
-        "results": [
-            {
-                "policy": r.policy,
-                "placed": r.placed,
-                "failed": r.failed,
-                "allocatedGpus": round(r.allocated_share, 4),
-                "allocationRatio": round(r.ratio, 4),
-            }
-            for r in results
-        ],
-    }
-    if fmt == "json":
-        click.echo(json.dumps(doc, indent=2, sort_keys=True))
-    else:
-        lines = [
-            f"trace {doc['trace']}: FGD fill protocol, seed {seed}; {nodes} x {gpus_per_node} "
-            f"{model.model}; {len(pods)} requests for {doc['requestedGpus']} GPUs; "
-            f"MIG rounding ceiling {doc['migRoundingCeiling']}",
-            "",
-            f"{'policy':<14}{'placed':>8}{'failed':>8}{'allocated GPUs':>16}{'ratio':>8}",
-        ]
-        for r in results:
-            lines.append(
-                f"{r.policy:<14}{r.placed:>8}{r.failed:>8}"
-                f"{round(r.allocated_share, 4):>16}{round(r.ratio, 4):>8}"
-            )
-        click.echo("\n".join(lines))
+    results = tuple(
+        fl.fill_order(pods, catalog, model, nodes, gpus_per_node, p, mapping) for p in fl.POLICIES
+    )
+    run = Fill(
+        trace=Path(trace_path).name,
+        trace_pods=len(trace.pods),
+        nodes=nodes,
+        gpus_per_node=gpus_per_node,
+        gpu_model=model.model,
+        mapping=mapping,
+        seed=seed,
+        requests=len(pods),
+        requested_gpus=sum(fl.share(p) for p in pods),
+        mig_rounding_ceiling=fl.rounding_ceiling(model, pods, capacity, mapping),
+        rounded_share_ratio=fl.rounded_share_ratio(model, pods, mapping),
+        results=results,
+    )
+    click.echo(FORMATS[fmt](run), nl=False)
     click.echo(f"migc: filled {len(fl.POLICIES)} policies in {time.perf_counter() - started:.1f}s", err=True)
     return ExitCode.OK

@@ -38,7 +38,8 @@ from compiler.observe.prometheus import InstanceUsage, instance_usage
 from compiler.pipeline import load_and_validate
 from compiler.pipeline.compiled import compile_policy
 from compiler.render import manifests
-from compiler.status import Filters, FleetStatus, build_status, to_html, to_json, to_markdown, to_text
+from compiler.status import Filters, FleetStatus, build_status, to_html
+from compiler.status.report import FORMATS
 
 
 @click.command(name="status")
@@ -61,7 +62,7 @@ from compiler.status import Filters, FleetStatus, build_status, to_html, to_json
     "--tenant", "tenants", multiple=True, help="Only these tenants and the nodes they use (repeatable)."
 )
 @click.option("--free", "free_only", is_flag=True, help="Only nodes and pools with free GPU capacity.")
-@result_format_option(["text", "json", "markdown"], "Format of the report on stdout.")
+@result_format_option(list(FORMATS), "Format of the report on stdout.")
 @click.option(
     "--html", "html_file", default=None, type=click.Path(dir_okay=False), help="Also write the HTML console."
 )
@@ -222,16 +223,15 @@ def _observe(
 
 
 def _report(status: FleetStatus, fmt: str, html_file: str | None, exit_code: bool) -> int:
-    """The HTML console (when asked), the report on stdout, the one-line summary on stderr; exit 3
-    with ``--exit-code`` when a node shown drifts."""
+    """The HTML console (when asked: a file, so no ``-o`` choice), the report in ``fmt`` on stdout,
+    the one-line summary on stderr; exit 3 with ``--exit-code`` when a node shown drifts."""
     if html_file is not None:
         try:
             html_path = Path(html_file)
             write_files(html_path.parent, {html_path.name: to_html(status)})
         except OSError as exc:
             return fail([cannot_write(html_file, exc)])
-    render = {"json": to_json, "markdown": to_markdown}.get(fmt, to_text)
-    click.echo(render(status), nl=False)
+    click.echo(FORMATS[fmt](status), nl=False)
     click.echo(
         f"migc: {len(status.nodes)} nodes, {len(status.pending)} pending GPU pods, "
         f"{sum(1 for n in status.nodes if n.drift)} drifted" + (f"; wrote {html_file}" if html_file else ""),

@@ -8,8 +8,9 @@ default. It renders as text, markdown (a pull-request comment), JSON, and SVG sl
 
 Modules: :mod:`.data` (the dataclasses), :mod:`.diff` (:func:`build_plan`), :mod:`.snapshot`
 (cluster pods and evictions), one module per output format (:mod:`.text`, :mod:`.markdown`,
-:mod:`.json`, :mod:`.svg`) and :mod:`.formatting` (what they share). Nothing here writes files:
-the commands do, through their safe writer.
+:mod:`.json`, :mod:`.svg`), :mod:`.formatting` (what they share) and :mod:`.report` (``FORMATS``:
+the ``migc plan -o`` choices and the writer of each). Nothing here writes files: the commands do,
+through their safe writer.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from compiler.plan.data import (
     TenantRow,
     Unmet,
 )
-from compiler.plan.diff import build_plan, gpus_in_use, layout_counts
+from compiler.plan.diff import build_plan, gpus_in_use
 from compiler.plan.formatting import gpu_text
 from compiler.plan.json import to_json
 from compiler.plan.markdown import to_markdown
@@ -45,7 +46,6 @@ __all__ = [
     "build_plan",
     "gpu_text",
     "gpus_in_use",
-    "layout_counts",
     "parse_snapshot",
     "snapshot_diagnostic",
     "svg_files",

@@ -11,13 +11,14 @@ the pool's $/GPU-hour from the policy's ``pricing``.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
 from compiler.catalog import Catalog, GpuModel
 from compiler.current import RecordedCapacity
+from compiler.formatting import layout_counts
 from compiler.model import WHOLE_GPU, Cluster, CurrentState, GpuLayout, NodeLayout, NodePool, Policy
 from compiler.plan.data import CapacityRow, Cost, NodeChange, Plan, RemovedNode, SpreadRow, TenantRow, Unmet
 from compiler.plan.dra import dra_pools
@@ -36,35 +37,6 @@ def _pool_of(policy: Policy, cluster: str, pool: str) -> NodePool | None:
                 if p.name == pool:
                     return p
     return None
-
-
-def layout_counts(layouts: Iterable[NodeLayout | None], pool: NodePool | None) -> dict[str, int]:
-    """Instances per resource of some nodes; whole GPUs under ``"gpu"``.
-
-    A time-sliced or MPS GPU counts ``sharing.replicas`` (what the device plugin advertises); a HAMi
-    GPU counts one, its shares are planned by memory and cores (``compiler.plan.hami``).
-    """
-    shares = pool.shares_per_gpu if pool is not None else 1
-    # count each distinct layout object once, then add its instances that many times: fleets share
-    # a handful of layout objects between thousands of GPUs
-    times: dict[int, int] = {}
-    objects: dict[int, GpuLayout] = {}
-    for layout in layouts:
-        for gpu in layout or ():
-            key = id(gpu)
-            if key in times:
-                times[key] += 1
-            else:
-                times[key] = 1
-                objects[key] = gpu
-    out: dict[str, int] = {}
-    for key, n in times.items():
-        gpu = objects[key]
-        if not gpu.mig_enabled:
-            out[WHOLE_GPU] = out.get(WHOLE_GPU, 0) + shares * n
-        for name, count in gpu.profiles:
-            out[name] = out.get(name, 0) + count * n
-    return out
 
 
 def _delta_text(before: Mapping[str, int], after: Mapping[str, int]) -> str:

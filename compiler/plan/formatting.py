@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from compiler import formatting
 from compiler.model import WHOLE_GPU, GpuLayout
 from compiler.plan.data import CapacityRow, NodeChange, OrderCost, Plan, TenantRow
 
@@ -48,7 +49,9 @@ def pool_kind(plan: Plan, cluster: str, pool: str) -> tuple[bool, str, int]:
 
 
 def money(value: float | None) -> str:
-    return "n/a" if value is None else f"${value:,.2f}/h"
+    """A cost per hour as the plan writes it, ``$1,234.50/h`` (``n/a`` unpriced): the plan's wording
+    of :func:`compiler.formatting.money`."""
+    return formatting.money(value, unit="/h", missing="n/a")
 
 
 def summary(plan: Plan) -> str:

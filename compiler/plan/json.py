@@ -19,8 +19,11 @@ def _layout_json(layout: NodeLayout | None) -> list[dict[str, Any]] | None:
     return [{"migEnabled": g.mig_enabled, "profiles": dict(g.profiles)} for g in layout]
 
 
-def to_json(plan: Plan) -> str:
-    doc = {
+def to_dict(plan: Plan) -> dict[str, Any]:
+    """The plan as ``migc plan -o json`` writes it (keys sorted there): summary, node changes,
+    capacity, tenants, unmet demand, fairness, evictions, costs, the solution, the other order,
+    spread, HAMi and DRA sections."""
+    return {
         "summary": summary(plan),
         "hasChanges": plan.has_changes,
         "nodesTotal": plan.nodes_total,
@@ -84,7 +87,10 @@ def to_json(plan: Plan) -> str:
         "hami": hami_json(plan),
         "dra": dra_json(plan.dra),
     }
+
+
+def to_json(plan: Plan) -> str:
     # Compact separators and no indent: the C encoder then writes the whole document in one pass
     # (an indented dump runs the pure-Python encoder, 9x slower on an 80k-GPU plan). Keys stay
     # sorted, so the bytes are deterministic; `jq .` pretty-prints it for a reader.
-    return json.dumps(doc, sort_keys=True, separators=(",", ":"), allow_nan=False) + "\n"
+    return json.dumps(to_dict(plan), sort_keys=True, separators=(",", ":"), allow_nan=False) + "\n"

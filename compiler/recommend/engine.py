@@ -34,7 +34,8 @@ from dataclasses import asdict, dataclass, replace
 
 from compiler.catalog import Catalog
 from compiler.diagnostics import Diagnostic, make
-from compiler.model import CurrentState, GpuLayout, Policy, Rule, Workload
+from compiler.formatting import layout_counts
+from compiler.model import WHOLE_GPU, CurrentState, GpuLayout, Policy, Rule, Workload
 from compiler.observe import Observation, ObservedPod
 from compiler.observe.model import profile_of
 from compiler.recommend import disruption as dis
@@ -454,7 +455,7 @@ def capacity(solution: Solution, which: str) -> dict[str, int]:
     out: dict[str, int] = defaultdict(int)
     for pool in solution.pools:
         for node in pool.nodes:
-            for name, n in layout_counts(node.gpus if which == "target" else (node.current or ())).items():
+            for name, n in layout_counts([node.gpus if which == "target" else node.current]).items():
                 out[name] += n
     return dict(sorted(out.items()))
 
@@ -463,13 +464,8 @@ def layout_text(layout: Sequence[GpuLayout] | None) -> str:
     """A node's instances summed over its GPUs: ``7 x 1g.10gb, 1 x 3g.40gb, 1 whole GPU``."""
     if layout is None:
         return "nothing deployed"
-    counts: dict[str, int] = defaultdict(int)
-    whole = 0
-    for gpu in layout:
-        if not gpu.mig_enabled:
-            whole += 1
-        for name, n in gpu.profiles:
-            counts[name] += n
+    counts = layout_counts([layout])
+    whole = counts.pop(WHOLE_GPU, 0)
     parts = [f"{n} x {name}" for name, n in sorted(counts.items())]
     if whole:
         parts.append(f"{whole} whole GPU{'s' if whole > 1 else ''}")
@@ -540,20 +536,9 @@ def node_disruption(
             outage = dis.outage(
                 (gpu_fraction(p, slices) for p in running), len(n.gpus), changed, reconfigure_seconds
             )
-            moved = dis.displaced(_holding(running, slices), layout_counts(n.gpus))
+            moved = dis.displaced(_holding(running, slices), layout_counts([n.gpus]))
             out.append(NodeDisruption(n.name, len(n.gpus), changed, len(running), loss, outage, moved))
     return tuple(sorted(out, key=lambda d: (d.cost is None, d.cost or 0.0, d.node)))
-
-
-def layout_counts(layout: Sequence[GpuLayout]) -> dict[str, int]:
-    """Instances per resource of a node's layout (``gpu`` for a whole GPU)."""
-    out: dict[str, int] = defaultdict(int)
-    for gpu in layout:
-        if not gpu.mig_enabled:
-            out["gpu"] += 1
-        for name, n in gpu.profiles:
-            out[name] += n
-    return dict(out)
 
 
 def _holding(pods: Sequence[ObservedPod], slices: Mapping[str, int]) -> list[tuple[str, int, float, float]]:

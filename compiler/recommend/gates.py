@@ -26,6 +26,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
 
+from compiler.formatting import duration
 from compiler.model import PartitionPolicy, Rule
 from compiler.recommend import disruption as dis
 
@@ -112,11 +113,11 @@ def min_dwell(
         return Gate(
             "minDwell",
             False,
-            f"{len(young)} node(s) changed less than {duration_text(policy.min_dwell_seconds)} ago: "
+            f"{len(young)} node(s) changed less than {duration(policy.min_dwell_seconds)} ago: "
             f"{', '.join(young[:5])}",
         )
     return Gate(
-        "minDwell", True, f"every changed node kept its layout >= {duration_text(policy.min_dwell_seconds)}"
+        "minDwell", True, f"every changed node kept its layout >= {duration(policy.min_dwell_seconds)}"
     )
 
 
@@ -179,11 +180,11 @@ def backoff(
     wait = backoff_seconds(failures, policy)
     ready = last_failure + dt.timedelta(seconds=wait)
     if now >= ready:
-        return Gate("backoff", True, f"{failures} failure(s); backoff {duration_text(wait)} over")
+        return Gate("backoff", True, f"{failures} failure(s); backoff {duration(wait)} over")
     return Gate(
         "backoff",
         False,
-        f"{failures} failure(s); backoff {duration_text(wait)} until {ready.strftime('%Y-%m-%dT%H:%M:%SZ')}",
+        f"{failures} failure(s); backoff {duration(wait)} until {ready.strftime('%Y-%m-%dT%H:%M:%SZ')}",
     )
 
 
@@ -239,15 +240,3 @@ def fired_rules(rules: Iterable[Rule], pending: Sequence[PendingPod]) -> tuple[R
 
 def all_passed(gates: Iterable[Gate]) -> bool:
     return all(g.passed for g in gates)
-
-
-def duration_text(seconds: float) -> str:
-    """``90s``, ``15m``, ``1h05m``, ``3d2h``: how the gates write durations."""
-    s = int(seconds)
-    if s < 120:
-        return f"{s}s"
-    if s < 7200:
-        return f"{s // 60}m"
-    if s < 2 * 86400:
-        return f"{s // 3600}h{(s % 3600) // 60:02d}m"
-    return f"{s // 86400}d{(s % 86400) // 3600}h"

@@ -58,6 +58,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from compiler.catalog import Catalog
+from compiler.formatting import duration
 from compiler.model import PartitionPolicy, Policy
 from compiler.recommend import gates as g
 
@@ -386,15 +387,15 @@ def window_gate(
             return g.Gate(
                 "stabilizationWindow",
                 True,
-                f"demand watched for {g.duration_text(watched)} >= {g.duration_text(w)} "
+                f"demand watched for {duration(watched)} >= {duration(w)} "
                 f"({n} sample(s) in the window{short})",
             )
         why = (
             f"{', '.join(brief)} not short (no pending pod) in all {n} sample(s) "
-            f"of the {g.duration_text(w)} window"
+            f"of the {duration(w)} window"
         )
     else:
-        why = f"demand watched for {g.duration_text(watched)} < {g.duration_text(w)}"
+        why = f"demand watched for {duration(watched)} < {duration(w)}"
     if pods:
         text = f"{why}, overridden: {len(pods)} pod(s) past max-wait"
         return g.Gate("stabilizationWindow", True, text, overridden=True)

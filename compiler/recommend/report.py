@@ -13,7 +13,7 @@ from collections.abc import Callable, Mapping
 
 from compiler.escape import bound_markdown, terminal
 from compiler.escape import markdown_cell as _md
-from compiler.recommend import gates as g
+from compiler.formatting import duration
 from compiler.recommend.engine import Recommendation
 
 MAX_PLAN_ROWS = 50  # a pull-request body stays readable; `migc plan` lists every node
@@ -33,7 +33,7 @@ def to_text(rec: Recommendation) -> str:
     ]
     kept = ", ".join(f"{k.tenant}/{k.profile} {k.instances}" for k in rec.keep) or "nothing"
     cover = "" if rec.keep_covered else ", not covered yet: nothing shrinks below what is declared"
-    out.append(f"scale-down window {g.duration_text(rec.keep_seconds)}{cover}; kept: {kept}")
+    out.append(f"scale-down window {duration(rec.keep_seconds)}{cover}; kept: {kept}")
     out += [f"{'ok ' if x.passed else 'NO '} {x.name}: {x.why}" for x in rec.gates]
     if rec.disruption == "expected":
         cost = "unknown" if rec.cost is None else f"{rec.cost:,.0f}"
@@ -67,10 +67,10 @@ def _demand_lines(rec: Recommendation) -> list[str]:
         "",
         "### Observed demand (instances)",
         "",
-        f"Now, and running + pending over the {g.duration_text(rec.window_seconds)} stabilization window "
+        f"Now, and running + pending over the {duration(rec.window_seconds)} stabilization window "
         "(samples of earlier runs, held until the next; mean weighted by time).",
         "",
-        f"*kept* is the most over the {g.duration_text(rec.keep_seconds)} scaleDownWindow"
+        f"*kept* is the most over the {duration(rec.keep_seconds)} scaleDownWindow"
         + ("" if rec.keep_covered else " (not covered yet: nothing shrinks below what is declared)")
         + ": capacity is given back no lower.",
         "",
@@ -85,7 +85,7 @@ def _demand_lines(rec: Recommendation) -> list[str]:
     ] or ["| – | – | 0 | 0 | 1 | 0 | 0.0 | 0 | 0 | 0 |"]
     if rec.since is not None:
         since = rec.since.strftime("%Y-%m-%d %H:%M UTC")
-        watched = g.duration_text((rec.now - rec.since).total_seconds())
+        watched = duration((rec.now - rec.since).total_seconds())
         lines += [
             "",
             f"Demand watched without a gap since {since} ({watched}): "
@@ -117,7 +117,7 @@ def disruption_markdown(rec: Recommendation) -> list[str]:
     """The disruption rule's evidence: benefit, cost per changed node, verdict (none when it is off)."""
     if rec.disruption != "expected":
         return []
-    grace = g.duration_text(rec.drain_grace_seconds)
+    grace = duration(rec.drain_grace_seconds)
     lines = [
         "### Disruption (is the change worth its drains?)",
         "",

@@ -19,7 +19,7 @@ from typing import Any
 
 from compiler.model import Cluster
 from compiler.render.manifests import API_VERSION, SYSTEM_NAMESPACE, Obj, system_json_configmap
-from compiler.solve.result import Solution
+from compiler.solve.result import ServedDemand, Solution
 
 CAPACITY_NAME = "migc-capacity"
 CAPACITY_KEY = "capacity.json"
@@ -44,17 +44,7 @@ def capacity_document(cluster: Cluster, solution: Solution, assignment_revision:
                     {"tenant": tenant, "resource": resource, "instances": n}
                     for tenant, resource, n in sorted(result.reserved)
                 ],
-                "demand": [
-                    {
-                        "tenant": d.tenant,
-                        "workload": d.workload,
-                        "resource": d.resource,
-                        "priorityTier": d.priority_tier,
-                        "requested": d.requested,
-                        "served": d.served,
-                    }
-                    for d in sorted(result.demand, key=lambda d: (d.tenant, d.workload, d.resource))
-                ],
+                "demand": [d.to_dict() for d in sorted(result.demand, key=_demand_order)],
             }
         )
     return {
@@ -64,6 +54,10 @@ def capacity_document(cluster: Cluster, solution: Solution, assignment_revision:
         "assignmentRevision": assignment_revision,
         "pools": pools,
     }
+
+
+def _demand_order(d: ServedDemand) -> tuple[str, str, str]:
+    return (d.tenant, d.workload, d.resource)
 
 
 def capacity_configmap(doc: Mapping[str, Any]) -> tuple[str, Obj]:

@@ -90,18 +90,7 @@ def _pool(p: PoolResult) -> dict[str, Any]:
         "gpusChanged": sum(len(n.changed_gpus) for n in p.nodes),
         "capacity": p.capacity(),
         "layoutCounts": [{"layout": layout_to_dict(lay), "gpus": c} for lay, c in p.layout_counts],
-        "demand": [
-            {
-                "tenant": d.tenant,
-                "workload": d.workload,
-                "resource": d.resource,
-                "priorityTier": d.priority_tier,
-                "requested": d.requested,
-                "served": d.served,
-                "unmet": d.unmet,
-            }
-            for d in p.demand
-        ],
+        "demand": [{**d.to_dict(), "unmet": d.unmet} for d in p.demand],
         "tenants": [
             {"tenant": t, "resources": [{"resource": r, **v} for r, v in sorted(res.items())]}
             for t, res in sorted(tenants.items())

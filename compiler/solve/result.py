@@ -49,6 +49,18 @@ class ServedDemand:
     def unmet(self) -> int:
         return self.requested - self.served
 
+    def to_dict(self) -> dict[str, Any]:
+        """The row as the CapacityReport (``schema/capacity.schema.json``) and the solution export
+        write it (the export adds ``unmet``)."""
+        return {
+            "tenant": self.tenant,
+            "workload": self.workload,
+            "resource": self.resource,
+            "priorityTier": self.priority_tier,
+            "requested": self.requested,
+            "served": self.served,
+        }
+
 
 @dataclass(frozen=True)
 class PoolResult:

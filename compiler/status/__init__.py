@@ -1,8 +1,8 @@
 """``migc status``: what the fleet has, holds, uses and costs, against what the policy says.
 
 :func:`build_status` joins an observation (:mod:`compiler.observe`), the policy and the deployed
-NodeAssignment into a :class:`FleetStatus`; :mod:`.report` prints it as text or JSON and
-:mod:`.html` draws the static console.
+NodeAssignment into a :class:`FleetStatus`; :mod:`.report` writes it for stdout (``FORMATS``: text,
+json, markdown; ``FleetStatus.to_dict`` the JSON) and :mod:`.html` draws the static console, a file.
 """
 
 from compiler.status.build import Filters, build_status

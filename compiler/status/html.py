@@ -9,6 +9,7 @@ each slot's ``title`` and ``data-*`` attributes (``data-resource``, ``data-tenan
 from __future__ import annotations
 
 from compiler.escape import html_text
+from compiler.formatting import duration, money
 from compiler.status.model import (
     Cost,
     FleetStatus,
@@ -19,7 +20,7 @@ from compiler.status.model import (
     Slot,
     TenantStatus,
 )
-from compiler.status.report import fmt_counts, fmt_duration, fmt_triple, money, node_state, node_used, short
+from compiler.status.report import fmt_counts, fmt_triple, node_state, node_used, short
 
 # Okabe–Ito and Tableau colours: distinguishable for colour-blind viewers, dark enough for white text.
 PALETTE = (
@@ -245,7 +246,7 @@ def _cost_paragraph(c: Cost) -> str:
 
 def _pending_row(w: PendingPod) -> str:
     """One pending pod; its wait in red once it is past its max wait."""
-    wait = _e(fmt_duration(w.pending_seconds))
+    wait = _e(duration(w.pending_seconds))
     if w.over_max_wait:
         wait = f'<span class="warn">{wait}</span>'
     return _row(
@@ -254,7 +255,7 @@ def _pending_row(w: PendingPod) -> str:
             _e(w.tenant),
             _e(fmt_counts(w.requests)),
             wait,
-            _e(fmt_duration(w.max_wait_seconds)) if w.max_wait_seconds else "-",
+            _e(duration(w.max_wait_seconds)) if w.max_wait_seconds else "-",
         ]
     )
 

@@ -8,11 +8,18 @@ whole GPU 1, a time-sliced share 1/replicas.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 from dataclasses import dataclass
+from typing import Any
 
 from compiler.diagnostics import Diagnostic
 from compiler.observe.model import Counts
+
+SCHEMA_VERSION = "migc.dev/v1alpha1"
+COUNT_FIELDS = frozenset(
+    {"capacity", "allocated", "free", "requests", "guaranteed", "burst"}
+)  # Counts → object
 
 
 @dataclass(frozen=True)
@@ -146,3 +153,39 @@ class FleetStatus:
     unmanaged_nodes: tuple[str, ...]  # GPU nodes in the cluster no pool of the policy selects
     cost: Cost
     warnings: tuple[Diagnostic, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        """The status as ``migc status -o json`` writes it (keys sorted there): every field under its
+        own name, counts as objects, times in RFC 3339 UTC, and each node's ``rolling_out`` and each
+        pending pod's ``over_max_wait``."""
+        body = _jsonable(self)
+        assert isinstance(body, dict)
+        for node, n in zip(body["nodes"], self.nodes, strict=True):
+            node["rolling_out"] = n.rolling_out
+        for pod, p in zip(body["pending"], self.pending, strict=True):
+            pod["over_max_wait"] = p.over_max_wait
+        return {"apiVersion": SCHEMA_VERSION, "kind": "FleetStatus", **body}
+
+
+def _jsonable(value: Any) -> Any:
+    """A status record as JSON: times in RFC 3339 UTC, (name, value) pairs and count fields as objects,
+    records as objects of their fields, a diagnostic as its own dict."""
+    if isinstance(value, dt.datetime):
+        return value.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    if (
+        isinstance(value, tuple)
+        and value
+        and all(isinstance(v, tuple) and len(v) == 2 and isinstance(v[0], str) for v in value)
+    ):
+        return {k: _jsonable(v) for k, v in value}
+    if isinstance(value, list | tuple):
+        return [_jsonable(v) for v in value]
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        out = {}
+        for f in dataclasses.fields(value):
+            item = getattr(value, f.name)
+            out[f.name] = dict(item) if f.name in COUNT_FIELDS else _jsonable(item)
+        return out
+    if hasattr(value, "as_dict"):
+        return value.as_dict()
+    return value

@@ -1,21 +1,22 @@
-"""Text and JSON views of a :class:`FleetStatus` (the HTML console is in :mod:`compiler.status.html`)."""
+"""The forms of a :class:`~compiler.status.model.FleetStatus` on stdout: one home per result.
+
+``FORMATS`` maps each ``migc status -o`` choice to the function that writes it (conftest's
+``output.Get(format)``, check-jsonschema's ``reporter.py``): ``text`` for a terminal (control
+sequences removed), ``json`` for scripts (:meth:`FleetStatus.to_dict`), ``markdown`` for a pull
+request or an issue (every cell escaped). The HTML console is a file, not a stdout format: it is in
+:mod:`compiler.status.html`, written by ``--html FILE``.
+"""
 
 from __future__ import annotations
 
-import dataclasses
-import datetime as dt
 import json
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
 
 from compiler.escape import markdown_cell, terminal
+from compiler.formatting import duration, money
 from compiler.observe.model import Counts, profile_of
 from compiler.status.model import FleetStatus, NodeStatus, PendingPod, PoolStatus, TenantStatus
-
-SCHEMA_VERSION = "migc.dev/v1alpha1"
-COUNT_FIELDS = frozenset(
-    {"capacity", "allocated", "free", "requests", "guaranteed", "burst"}
-)  # Counts → object
 
 
 def short(resource: str) -> str:
@@ -27,27 +28,10 @@ def fmt_counts(counts: Counts) -> str:
     return ", ".join(f"{short(r)}×{n}" for r, n in counts) or "-"
 
 
-def fmt_duration(seconds: float | None) -> str:
-    if seconds is None:
-        return "?"
-    s = int(seconds)
-    if s < 120:
-        return f"{s}s"
-    if s < 7200:
-        return f"{s // 60}m"
-    if s < 172800:
-        return f"{s // 3600}h{(s % 3600) // 60:02d}m"
-    return f"{s // 86400}d{(s % 86400) // 3600}h"
-
-
 def fmt_triple(t: tuple[float, float, float]) -> str:
     """held/guaranteed/burst; a quota the tenant does not set shows as -."""
     held, guaranteed, burst = t
     return "/".join(f"{v:g}" if v or i == 0 else "-" for i, v in enumerate((held, guaranteed, burst)))
-
-
-def money(v: float | None) -> str:
-    return "-" if v is None else f"${v:,.2f}"
 
 
 def _cell(value: str) -> str:
@@ -182,8 +166,8 @@ def _pending_row(p: PendingPod) -> list[str]:
         p.pod,
         p.tenant,
         fmt_counts(p.requests),
-        fmt_duration(p.pending_seconds),
-        fmt_duration(p.max_wait_seconds) if p.max_wait_seconds else "-",
+        duration(p.pending_seconds),
+        duration(p.max_wait_seconds) if p.max_wait_seconds else "-",
         "yes" if p.over_max_wait else "-",
     ]
 
@@ -264,37 +248,12 @@ def to_text(s: FleetStatus, *, markdown: bool = False) -> str:
     return terminal("\n".join(lines) + "\n")  # the source and anything above, once more
 
 
-def _jsonable(value: Any) -> Any:
-    if isinstance(value, dt.datetime):
-        return value.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-    if (
-        isinstance(value, tuple)
-        and value
-        and all(isinstance(v, tuple) and len(v) == 2 and isinstance(v[0], str) for v in value)
-    ):
-        return {k: _jsonable(v) for k, v in value}
-    if isinstance(value, list | tuple):
-        return [_jsonable(v) for v in value]
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        out = {}
-        for f in dataclasses.fields(value):
-            item = getattr(value, f.name)
-            out[f.name] = dict(item) if f.name in COUNT_FIELDS else _jsonable(item)
-        return out
-    if hasattr(value, "as_dict"):
-        return value.as_dict()
-    return value
-
-
-def to_dict(s: FleetStatus) -> dict[str, Any]:
-    body = _jsonable(s)
-    assert isinstance(body, dict)
-    for node, n in zip(body["nodes"], s.nodes, strict=True):
-        node["rolling_out"] = n.rolling_out
-    for pod, p in zip(body["pending"], s.pending, strict=True):
-        pod["over_max_wait"] = p.over_max_wait
-    return {"apiVersion": SCHEMA_VERSION, "kind": "FleetStatus", **body}
-
-
 def to_json(s: FleetStatus) -> str:
-    return json.dumps(to_dict(s), indent=2, sort_keys=True) + "\n"
+    return json.dumps(s.to_dict(), indent=2, sort_keys=True) + "\n"
+
+
+Format = Callable[[FleetStatus], str]
+FORMATS: Mapping[str, Format] = {"text": to_text, "json": to_json, "markdown": to_markdown}
+"""Each ``migc status -o`` choice and the function that writes it for stdout, ready for its medium.
+The HTML console is no ``-o`` choice: ``--html FILE`` writes it beside whichever of these goes to
+stdout (:func:`compiler.status.html.to_html`)."""

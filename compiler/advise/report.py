@@ -1,68 +1,21 @@
-"""``migc advise`` output: text for a terminal, markdown for a budget meeting, JSON for tools."""
+"""The forms of an :class:`~compiler.advise.model.Advice` on stdout: one home per result.
+
+``FORMATS`` maps each ``migc advise -o`` choice to the function that writes it (conftest's
+``output.Get(format)``, check-jsonschema's ``reporter.py``): ``text`` for a terminal, ``markdown``
+for a budget meeting or a pull request, ``json`` for tools (:meth:`Advice.to_dict`).
+"""
 
 from __future__ import annotations
 
 import json
-from typing import Any
+from collections.abc import Callable, Mapping
 
-from compiler.advise.model import Advice, ClusterSizing, Finding, PoolAdvice, SizingRow
-
-
-def _money(value: float | None) -> str:
-    return "-" if value is None else f"${value:,.2f}"
-
-
-def _finding(f: Finding) -> dict[str, str]:
-    return {"code": f.code, "severity": f.severity, "message": f.message}
-
-
-def _pool_dict(p: PoolAdvice) -> dict[str, Any]:
-    return {
-        "cluster": p.cluster,
-        "pool": p.pool,
-        "gpuModel": p.gpu_model,
-        "gpus": p.gpus,
-        "current": p.current,
-        "recommended": p.recommended,
-        "partitionMode": p.partition_mode,
-        "findings": [_finding(f) for f in p.findings],
-    }
-
-
-def _row_dict(r: SizingRow) -> dict[str, Any]:
-    return {
-        "gpuModel": r.gpu_model,
-        "mig": r.mig,
-        "pricePerGpuHour": r.price_per_gpu_hour,
-        "gpus": r.gpus,
-        "gpusPerNode": r.gpus_per_node,
-        "nodes": r.nodes,
-        "costPerHour": r.cost_per_hour,
-        "replicasServed": r.replicas_served,
-        "replicasWanted": r.replicas_wanted,
-        "complete": r.complete,
-        "optimal": r.optimal,
-        "allBalancedGpus": r.balanced_gpus,
-        "savingVsAllBalancedPerHour": r.balanced_saving_per_hour,
-        "wholeGpuPerPodGpus": r.whole_gpus,
-        "savingVsWholeGpuPerPodPerHour": r.whole_saving_per_hour,
-    }
+from compiler.advise.model import Advice, ClusterSizing, PoolAdvice, SizingRow
+from compiler.formatting import money
 
 
 def to_json(advice: Advice) -> str:
-    doc = {
-        "pools": [_pool_dict(p) for p in advice.pools],
-        "sizing": [
-            {
-                "cluster": s.cluster,
-                "rows": [_row_dict(r) for r in s.rows],
-                "findings": [_finding(f) for f in s.findings],
-            }
-            for s in advice.sizing
-        ],
-        "findings": [_finding(f) for f in advice.findings],
-    }
-    return json.dumps(doc, indent=2, sort_keys=True) + "\n"
+    return json.dumps(advice.to_dict(), indent=2, sort_keys=True) + "\n"
 
 
 def _advised(p: PoolAdvice) -> str:
@@ -91,11 +44,11 @@ def _cells(r: SizingRow) -> tuple[str, ...]:
         r.gpu_model + (" (MIG)" if r.mig else ""),
         f"{r.gpus}{flag}",
         f"{r.nodes} x {r.gpus_per_node}",
-        _money(r.cost_per_hour),
+        money(r.cost_per_hour),
         "-" if r.balanced_gpus is None else str(r.balanced_gpus),
-        _money(r.balanced_saving_per_hour),
+        money(r.balanced_saving_per_hour),
         str(r.whole_gpus),
-        _money(r.whole_saving_per_hour),
+        money(r.whole_saving_per_hour),
         f"{r.replicas_served}/{r.replicas_wanted}",
     )
 
@@ -164,3 +117,7 @@ def to_markdown(advice: Advice) -> str:
         lines.append("")
     lines.append("Each code cites a rule: `migc explain CODE` explains it.")
     return "\n".join(lines) + "\n"
+
+
+Format = Callable[[Advice], str]
+FORMATS: Mapping[str, Format] = {"text": to_text, "markdown": to_markdown, "json": to_json}

@@ -164,3 +164,34 @@ def test_ignore_works_on_every_command_that_prints_diagnostics(
         line for line in after.splitlines() if "migc: MIGC" in line
     ]
     assert main([*argv, "--ignore", "MIGC9999"]) == 2
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["status", "examples/prod", "--snapshot", "examples/snapshots/prod-east.json"],
+        ["advise", "examples/lab"],
+        [
+            "simulate",
+            "--trace",
+            "examples/traces/openb-pod-list-default-300.csv",
+            "--gpu-product",
+            "NVIDIA-A100-SXM4-80GB",
+            "--nodes",
+            "2",
+            "--baseline",
+            "naive",
+        ],
+    ],
+    ids=["status", "advise", "simulate"],
+)
+def test_every_diagnostic_printing_command_takes_ignore(
+    argv: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The same option everywhere: a known warning code is accepted (same exit and stdout), an
+    unknown one is a usage error."""
+    rc = main(argv)
+    out = capsys.readouterr().out
+    assert main([*argv, "--ignore", "MIGC255"]) == rc
+    assert capsys.readouterr().out == out
+    assert main([*argv, "--ignore", "MIGC9999"]) == 2

@@ -17,6 +17,7 @@ from compiler.catalog import load_catalog
 from compiler.commands._common import (
     emit_diagnostics,
     fail,
+    ignore_option,
     paths_argument,
     result_format_option,
 )
@@ -48,7 +49,14 @@ from compiler.solve import solve
     type=click.FloatRange(min=0.1),
     help="Seconds the solver may spend per sizing solve.",
 )
-def command(paths: tuple[str, ...], snapshots: tuple[str, ...], fmt: str, time_limit: float) -> int:
+@ignore_option
+def command(
+    paths: tuple[str, ...],
+    snapshots: tuple[str, ...],
+    fmt: str,
+    time_limit: float,
+    ignore: tuple[str, ...],  # applied where diagnostics are printed (_common.emit_diagnostics)
+) -> int:
     """Advise a sharing mode per pool and size the demand per GPU model, with $/hour.
 
     Every recommendation cites its rule (MIGC5xx; `migc explain CODE`). Sizing solves the declared

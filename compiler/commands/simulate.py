@@ -18,6 +18,7 @@ from compiler.catalog import Catalog, GpuModel, load_catalog
 from compiler.commands._common import (
     disruption_options,
     fail,
+    ignore_option,
     result_format_option,
 )
 from compiler.diagnostics import has_errors, make
@@ -181,6 +182,7 @@ REPLAY_ONLY = (
     "(docs/simulate.md, heldOnIdleGpu).",
 )
 @result_format_option(list(FORMATS), "Format of the results.")
+@ignore_option
 def command(
     mode: str,
     trace_path: str,
@@ -205,6 +207,7 @@ def command(
     max_wait: str | None,
     idle_pass: bool,
     fmt: str,
+    ignore: tuple[str, ...],  # applied where diagnostics are printed (_common.emit_diagnostics)
 ) -> int:
     """Replay a pod trace (openb CSV) on a simulated MIG fleet and compare re-partitioning policies.
 

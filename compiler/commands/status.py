@@ -22,6 +22,7 @@ from compiler.commands._common import (
     cluster_source_options,
     emit_diagnostics,
     fail,
+    ignore_option,
     observation_time,
     paths_argument,
     read_cluster_source,
@@ -68,6 +69,7 @@ from compiler.status.report import FORMATS
 )
 @click.option("--now", default=None, help="Time the snapshot describes (RFC 3339, default: now).")
 @click.option("--exit-code", is_flag=True, help="Exit 3 when a node shown drifts from the assignment.")
+@ignore_option
 def command(
     paths: tuple[str, ...],
     snapshots: tuple[str, ...],
@@ -84,6 +86,7 @@ def command(
     html_file: str | None,
     now: str | None,
     exit_code: bool,
+    ignore: tuple[str, ...],  # applied where diagnostics are printed (_common.emit_diagnostics)
 ) -> int:
     """Show GPU capacity, allocation, use, pending pods, rollouts, drift and cost per node, pool and tenant.
 

@@ -21,8 +21,8 @@ from typing import Any
 
 from compiler.catalog import Catalog
 from compiler.diagnostics import Diagnostic, make
-from compiler.model import WHOLE_GPU, Cluster, GpuLayout, Policy, Quota, Tenant
-from compiler.solve.result import PoolResult, Solution
+from compiler.model import WHOLE_GPU, Cluster, Policy, Quota, Tenant
+from compiler.solve.result import Solution, tally_by_object
 from compiler.validate.rules.consumers import Asked, demand_verdict
 
 
@@ -73,20 +73,6 @@ def reserved_gpus(cluster: Cluster, pool_name: str) -> int:
     return 0
 
 
-def _tally(result: PoolResult) -> list[tuple[GpuLayout, int]]:
-    """How many GPUs of the pool carry each layout object (the solver shares one object between
-    the GPUs of a layout), in the order they first appear: 80,000 GPUs become a few dozen entries."""
-    seen: dict[int, list[Any]] = {}
-    for node in result.nodes:
-        for gpu in node.gpus:
-            hit = seen.get(id(gpu))
-            if hit is None:
-                seen[id(gpu)] = [gpu, 1]
-            else:
-                hit[1] += 1
-    return [(gpu, count) for gpu, count in seen.values()]
-
-
 def cluster_capacity(
     policy: Policy, solution: Solution, catalog: Catalog, cluster: Cluster, *, dynamic_room: bool = False
 ) -> dict[str, float]:
@@ -112,7 +98,7 @@ def cluster_capacity(
             out[WHOLE_GPU] = out.get(WHOLE_GPU, 0) + pool.total_gpus
             continue
         whole = 0
-        for gpu, gpus in _tally(result):
+        for gpu, gpus in tally_by_object(result.nodes):
             if not gpu.mig_enabled:
                 whole += gpus
                 continue

@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 import time
 from collections.abc import Mapping, Sequence
-from typing import Any, Literal
+from typing import Literal
 
 from compiler.catalog import Catalog
 from compiler.catalog.layouts import is_feasible
@@ -19,7 +19,14 @@ from compiler.solve.hami import solve_hami
 from compiler.solve.lexmilp import TIME_LIMIT, LexResult
 from compiler.solve.milp import ClusterOutcome, solve_cluster
 from compiler.solve.plan_types import PoolDecision
-from compiler.solve.result import HamiPoolResult, NodeResult, PoolResult, ServedDemand, Solution
+from compiler.solve.result import (
+    HamiPoolResult,
+    NodeResult,
+    PoolResult,
+    ServedDemand,
+    Solution,
+    tally_by_object,
+)
 
 Method = Literal["exact", "greedy"]
 
@@ -395,18 +402,8 @@ def _burst_limits(policy: Policy, cluster: str) -> dict[str, int]:
 
 
 def _layout_counts(nodes: Sequence[NodeResult]) -> tuple[tuple[GpuLayout, int], ...]:
-    # Tallied by object first (the GPUs of one layout share one object), then merged by value:
-    # 80,000 dataclass hashes become a few dozen.
-    by_id: dict[int, list[Any]] = {}
-    for node in nodes:
-        for gpu in node.gpus:
-            hit = by_id.get(id(gpu))
-            if hit is None:
-                by_id[id(gpu)] = [gpu, 1]
-            else:
-                hit[1] += 1
-    counts: dict[GpuLayout, int] = {}
-    for gpu, count in by_id.values():
+    counts: dict[GpuLayout, int] = {}  # tallied by object first, then merged by value
+    for gpu, count in tally_by_object(nodes):
         counts[gpu] = counts.get(gpu, 0) + count
     return tuple(sorted(counts.items()))
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -62,6 +63,23 @@ class ServedDemand:
         }
 
 
+def tally_by_object(nodes: Iterable[NodeResult]) -> list[tuple[GpuLayout, int]]:
+    """How many GPUs of ``nodes`` carry each layout *object*, in the order they first appear.
+
+    The solver shares one layout object between all the GPUs that carry it, so 80,000 GPUs become
+    a few dozen entries without hashing a dataclass per GPU; equal layouts held by different objects
+    are separate entries (merge them by value where that matters)."""
+    seen: dict[int, list[Any]] = {}
+    for node in nodes:
+        for gpu in node.gpus:
+            hit = seen.get(id(gpu))
+            if hit is None:
+                seen[id(gpu)] = [gpu, 1]
+            else:
+                hit[1] += 1
+    return [(gpu, count) for gpu, count in seen.values()]
+
+
 @dataclass(frozen=True)
 class PoolResult:
     cluster: str
@@ -81,16 +99,8 @@ class PoolResult:
 
     def capacity(self) -> dict[str, int]:
         """Instances per resource the pool's target layout provides (whole GPUs under ``"gpu"``)."""
-        carried: dict[int, list[Any]] = {}  # per layout object (GPUs of one layout share one): [it, GPUs]
-        for node in self.nodes:
-            for gpu in node.gpus:
-                hit = carried.get(id(gpu))
-                if hit is None:
-                    carried[id(gpu)] = [gpu, 1]
-                else:
-                    hit[1] += 1
         out: dict[str, int] = {}
-        for gpu, gpus in carried.values():
+        for gpu, gpus in tally_by_object(self.nodes):
             if not gpu.mig_enabled:
                 out["gpu"] = out.get("gpu", 0) + gpus
             for name, count in gpu.profiles:

@@ -53,3 +53,25 @@ def test_load_and_validate_loads_neither_solver_nor_renderer() -> None:
     )
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True, cwd=ROOT)
     assert out.stdout.strip() == "[]"
+
+
+def test_skipped_kinds_and_files_are_left_out_before_validation(tmp_path: Path) -> None:
+    """recommend reads its machine-owned state on its own: load_and_validate leaves those documents
+    out (by kind, and the state file by name) instead of the command filtering them by hand; a
+    document whose kind is not a string stays and is validation's to report."""
+    import shutil
+
+    from compiler.pipeline import load_and_validate
+
+    shutil.copytree(ROOT / "examples/lab", tmp_path / "pol")
+    state = tmp_path / "pol" / "zz-state.yaml"
+    state.write_text("apiVersion: migc.dev/v1alpha1\nkind: ObservedDemand\nnot: valid\n", encoding="utf-8")
+    policy, diags = load_and_validate([str(tmp_path / "pol")])
+    assert policy is None and any(d.file == str(state) for d in diags)
+    policy, diags = load_and_validate([str(tmp_path / "pol")], skip_kinds={"ObservedDemand"})
+    assert policy is not None and not any(d.file == str(state) for d in diags)
+    state.write_text("kind: [ObservedDemand]\n", encoding="utf-8")
+    policy, diags = load_and_validate([str(tmp_path / "pol")], skip_kinds={"ObservedDemand"})
+    assert policy is None and any(d.file == str(state) for d in diags)
+    policy, diags = load_and_validate([str(tmp_path / "pol")], skip_files={str(state)})
+    assert policy is not None

@@ -32,9 +32,9 @@ from compiler.current import read_current
 from compiler.diagnostics import Diagnostic, has_errors, make
 from compiler.exitcodes import ExitCode
 from compiler.fsio import write_files_atomic
-from compiler.load import load_paths
 from compiler.model import CurrentState, Policy
 from compiler.observe import Observation, ObserveError
+from compiler.pipeline import load_and_validate
 from compiler.recommend.engine import Recommendation, recommend
 from compiler.recommend.report import FORMATS
 from compiler.recommend.state import (
@@ -49,7 +49,7 @@ from compiler.recommend.state import (
     read_state,
     rebuild_from_cluster,
 )
-from compiler.validate import unique_sorted, validate
+from compiler.validate import unique_sorted
 
 
 @dataclass(frozen=True)
@@ -218,16 +218,8 @@ def _load_policy(req: _Request, catalog: Catalog) -> tuple[Policy | None, list[D
 
     The machine-owned state never blocks the recommender: its documents are left out here and it is
     read (and judged) on its own by :func:`compiler.recommend.state.read_state`."""
-    docs, load_diags = load_paths([req.policy_path])
     skip = {str(req.state_file), str(req.state_file.resolve())}
-    docs = [
-        d
-        for d in docs
-        if d.file not in skip and not (isinstance(d.data, dict) and d.data.get("kind") == KIND)
-    ]
-    load_diags = [d for d in load_diags if d.file not in skip]
-    policy, diags = validate(docs, catalog, incomplete=has_errors(load_diags))
-    diagnostics: list[Diagnostic] = unique_sorted([*load_diags, *diags])
+    policy, diagnostics = load_and_validate([req.policy_path], catalog, skip_files=skip, skip_kinds={KIND})
     if policy is None or has_errors(diagnostics):
         return None, diagnostics
     part = policy.partition

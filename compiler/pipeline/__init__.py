@@ -10,7 +10,7 @@ This module loads neither the solver nor the renderer: ``migc validate`` imports
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 
 from compiler.catalog import Catalog, load_catalog
 from compiler.diagnostics import Diagnostic, has_errors
@@ -27,6 +27,8 @@ def load_and_validate(
     catalog: Catalog | None = None,
     *,
     ignore: Sequence[str] = (),
+    skip_files: Collection[str] = (),
+    skip_kinds: Collection[str] = (),
 ) -> tuple[Policy | None, list[Diagnostic]]:
     """Load every policy file under ``paths`` and validate the set.
 
@@ -36,6 +38,9 @@ def load_and_validate(
     Warnings and notes whose code is in ``ignore`` are left out (see :mod:`compiler.validate.suppress`).
     """
     docs, load_diags = load_paths(paths)
+    if skip_files or skip_kinds:  # e.g. recommend's machine-owned state, read and judged on its own
+        docs = [d for d in docs if d.file not in skip_files and _kind(d.data) not in skip_kinds]
+        load_diags = [d for d in load_diags if d.file not in skip_files]
     incomplete = has_errors(load_diags)
     policy, diags = validate(docs, catalog if catalog is not None else load_catalog(), incomplete=incomplete)
     # A node the loader refused (a python tag, say) reads as null; the schema's complaint about that
@@ -50,3 +55,9 @@ def count_files(paths: Sequence[str | os.PathLike[str]]) -> int:
     """How many policy files ``paths`` names (for summary lines)."""
     files, _ = expand_paths(paths)
     return len(files)
+
+
+def _kind(data: object) -> str | None:
+    """A document's kind when it is a string (a hostile ``kind: [..]`` is validation's to report)."""
+    kind = data.get("kind") if isinstance(data, dict) else None
+    return kind if isinstance(kind, str) else None

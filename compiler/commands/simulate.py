@@ -283,6 +283,7 @@ def command(
         demand_window_seconds=window_s,
         operator_retry_seconds=operator_s,
         results=tuple(results),
+        ignored=trace.ignored,
     )
     click.echo(FORMATS[fmt](run), nl=False)
     click.echo(f"migc: simulated {len(chosen)} baseline(s) in {time.perf_counter() - started:.1f}s", err=True)

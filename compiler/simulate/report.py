@@ -17,6 +17,7 @@ from typing import Any
 
 from compiler.simulate.engine import Result, Settings
 from compiler.simulate.fill import FillResult
+from compiler.simulate.trace import ignored_note
 
 
 def _pct(r: Result, size: str | None) -> dict[str, object]:
@@ -79,6 +80,7 @@ class Replay:
     demand_window_seconds: int | None  # --demand-window as given (None: the policy's stabilizationWindow)
     operator_retry_seconds: int | None  # --operator-retry as given
     results: tuple[Result, ...]
+    ignored: tuple[tuple[str, int], ...] = ()  # Trace.ignored: trace columns the replay does not model
 
     def to_dict(self) -> dict[str, Any]:
         s = self.settings
@@ -102,6 +104,7 @@ class Replay:
             "operatorRetrySeconds": self.operator_retry_seconds,
             "maxUnavailable": s.max_unavailable,
             "idlePass": s.idle_pass,
+            "ignoredColumns": dict(self.ignored),
             "results": [result_dict(r) for r in self.results],
         }
 
@@ -173,7 +176,8 @@ def _show(w: dict[str, object], q: str) -> str:
 
 def _replay_text(run: Replay) -> str:
     rows = [result_dict(r) for r in run.results]
-    out = [run.header(), ""]
+    note = ignored_note(run.ignored)
+    out = [run.header(), *([note] if note else []), ""]
     out.append(
         f"{'baseline':<16}{'reconf':>7}{'reconf/h':>10}{'GPUs':>6}{'evict':>7}{'lost GPU-h':>11}"
         f"{'p50 s':>12}{'p95 s':>12}{'p99 s':>12}{'util':>7}{'never':>7}{'cens':>6}"

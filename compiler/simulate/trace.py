@@ -24,6 +24,10 @@ Every value is checked where it is read (MIGC425 with the line and column of the
 must be finite numbers of seconds in ``[0, MAX_TRACE_SECONDS]`` (``inf``, ``nan`` or ``1e300``
 would make the replay run for ever or overflow), ``num_gpu`` a whole number ``0..MAX_POD_GPUS`` and
 ``gpu_milli`` ``0..1000``.
+
+Columns the replay does not model are counted, not dropped without a word (:data:`IGNORED_COLUMNS`):
+``gpu_spec`` (the GPU models a pod may run on; the replayed fleet has one model, so every pod runs on
+it), ``cpu_milli`` and ``memory_mib`` (GPUs are the only resource a node has in the replay).
 """
 
 from __future__ import annotations
@@ -44,6 +48,8 @@ MAX_POD_GPUS = 64  # num_gpu of one pod (openb: at most 8)
 COLUMNS = ("name", "num_gpu", "gpu_milli", "qos", "creation_time", "deletion_time", "scheduled_time")
 # openb qos classes; LS = latency-sensitive is served first, BE = best effort last
 PRIORITY = {"LS": 3, "Guaranteed": 2, "Burstable": 1, "BE": 0}
+# columns read but not modelled: per column, how many replayed pods give it a value (Trace.ignored)
+IGNORED_COLUMNS = ("gpu_spec", "cpu_milli", "memory_mib")
 
 
 class TraceError(DiagnosticError):
@@ -65,6 +71,8 @@ class Trace:
     pods: tuple[TracePod, ...]  # sorted by (arrival, name)
     skipped_no_gpu: int
     skipped_never_ran: int
+    # per column of IGNORED_COLUMNS the trace has: the replayed pods that give it a value (not "", not 0)
+    ignored: tuple[tuple[str, int], ...] = ()
 
 
 def _fail(path: str, why: str, line: int = 0, col: int = 0) -> TraceError:
@@ -152,6 +160,7 @@ def read_trace(path: Path, *, times: bool = True) -> Trace:
         raise _fail(shown, f"missing column(s) {', '.join(missing)}", 1, 1)
     pods: list[TracePod] = []
     no_gpu = never = 0
+    ignored = dict.fromkeys((c for c in IGNORED_COLUMNS if c in header), 0)
     while True:
         try:
             row = next(reader)
@@ -168,6 +177,7 @@ def read_trace(path: Path, *, times: bool = True) -> Trace:
                 no_gpu += 1
             else:
                 pods.append(TracePod(str(row["name"]), 0.0, 0.0, num_gpu, milli if num_gpu == 1 else 1000, 0))
+                _count_ignored(r, ignored)
             continue
         created = r.seconds("creation_time")
         assert created is not None
@@ -189,8 +199,26 @@ def read_trace(path: Path, *, times: bool = True) -> Trace:
                 PRIORITY.get(str(row["qos"]), 0),
             )
         )
+        _count_ignored(r, ignored)
     pods.sort(key=lambda p: (p.arrival, p.name))
-    return Trace(tuple(pods), no_gpu, never)
+    return Trace(tuple(pods), no_gpu, never, tuple(ignored.items()))
+
+
+def _count_ignored(r: _Row, ignored: dict[str, int]) -> None:
+    for column in ignored:
+        if r.text(column) not in ("", "0"):
+            ignored[column] += 1
+
+
+def ignored_note(ignored: tuple[tuple[str, int], ...]) -> str:
+    """One line naming what the replay left out ("" when the trace gives none of it)."""
+    why = {
+        "gpu_spec": "the fleet has one GPU model",
+        "cpu_milli": "GPUs are the only resource modelled",
+        "memory_mib": "GPUs are the only resource modelled",
+    }
+    parts = [f"{column} on {n} pods ({why[column]})" for column, n in ignored if n]
+    return "not modelled: " + "; ".join(parts) if parts else ""
 
 
 def usable_profiles(model: GpuModel) -> tuple[Profile, ...]:

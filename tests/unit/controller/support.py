@@ -17,6 +17,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 from controller import state as st
+from controller.assignment import Assignment, parse
 from controller.errors import ControllerError, NotFoundError, TemporaryError
 from controller.kube import Kube
 from controller.logs import get_logger
@@ -98,6 +99,16 @@ def assignment_doc(
     }
     doc["revision"] = revision(doc)
     return doc
+
+
+def parsed(nodes: Mapping[str, str], **kw: Any) -> Assignment:
+    """``assignment_doc`` as the controller holds it after parsing."""
+    return parse(json.dumps(assignment_doc(nodes, **kw)))
+
+
+def assignment_configmap(doc: Mapping[str, Any], **annotations: str) -> dict[str, Any]:
+    """The assignment ConfigMap (migc-system/migc-assignment) holding ``doc``."""
+    return configmap("migc-system", "migc-assignment", {"assignment.json": json.dumps(doc)}, **annotations)
 
 
 def configmap(namespace: str, name: str, data: Mapping[str, str], **annotations: str) -> dict[str, Any]:

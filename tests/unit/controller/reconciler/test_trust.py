@@ -60,6 +60,19 @@ def test_held_acts_on_max_unavailable_per_pool_closest_to_done_first() -> None:
     assert ctx.acting == {"f", "d"}
 
 
+def test_the_rank_with_one_slot() -> None:
+    a = parsed({n: "whole" for n in "vafdc"}, max_unavailable=1)
+    targets = {n: Target("a100", "whole") for n in "vafdc"}
+    order = [("v", Phase.VERIFYING), ("a", Phase.APPLYING), ("f", Phase.FAILED), ("d", Phase.DRAINING)]
+    nodes = {"c": _view(in_flight("c", Phase.CORDONED, "whole"))}
+    # Add the phases closest to done last: each one added takes the single slot.
+    for name, phase in reversed(order):
+        nodes[name] = _view(in_flight(name, phase, "whole"))
+        ctx = context(FakeKube())
+        held(ctx, nodes, targets, a)
+        assert ctx.acting == {name}, phase
+
+
 def test_nodes_acted_on_keep_their_slots() -> None:
     a = parsed({"x": "whole", "y": "whole"}, max_unavailable=1)
     targets = {n: Target("a100", "whole") for n in ("x", "y")}

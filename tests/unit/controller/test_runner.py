@@ -37,7 +37,8 @@ def test_wait_for() -> None:
 
 
 def test_utcnow_is_aware() -> None:
-    assert utcnow().utcoffset() is not None and utcnow().utcoffset().total_seconds() == 0  # type: ignore[union-attr]
+    offset = utcnow().utcoffset()
+    assert offset is not None and offset.total_seconds() == 0
 
 
 def test_a_failing_pass_never_stops_the_loop(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -12,8 +12,10 @@ from compiler.load import LoadedDocument, load_text
 from compiler.model import HamiNeed, HamiSettings, Policy
 from compiler.pipeline import load_and_validate
 from compiler.validate import validate
+from compiler.validate.registry import rules
+from compiler.validate.rules import hami as hami_rules
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[5]
 
 FLEET = """\
 apiVersion: migc.dev/v1alpha1
@@ -159,3 +161,9 @@ def test_hami_example_validates() -> None:
     policy, diags = load_and_validate([REPO / "examples" / "hami"])
     assert policy is not None, diags
     assert not [d for d in diags if d.severity.name == "ERROR"]
+
+
+def test_the_family_declares_every_migc17x_code() -> None:
+    """compiler/validate/rules/hami.py owns MIGC170-MIGC179 (and the target rule's MIGC178/179)."""
+    declared = {c for r in rules() if r.check.__module__ == hami_rules.__name__ for c in r.codes}
+    assert declared == {f"MIGC{n}" for n in range(170, 180)}

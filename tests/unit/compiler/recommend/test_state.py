@@ -14,7 +14,8 @@ from compiler.recommend.state import State, dump_state, edit_replicas, parse_sta
 
 NOW = dt.datetime(2026, 1, 1, 12, 0, tzinfo=dt.UTC)
 P = PartitionPolicy(mode="dynamic")
-DATA = Path(__file__).parent / "data" / "recommend"
+TESTS = Path(__file__).resolve().parents[3]
+DATA = TESTS / "data" / "recommend"
 
 
 def t(seconds_ago: int) -> dt.datetime:
@@ -91,7 +92,7 @@ def test_stale_state_restarts_the_window_but_keeps_failures() -> None:
 
 def test_state_file_validates_with_the_policy_set(tmp_path: Path) -> None:
     for name in ("fleet.yaml", "tenants.yaml", "workloads.yaml"):
-        (tmp_path / name).write_text((Path(__file__).parents[1] / "examples" / "lab" / name).read_text())
+        (tmp_path / name).write_text((TESTS.parent / "examples" / "lab" / name).read_text())
     sampled = State(history=(Sample(NOW, (("students", "1g.10gb", 2, 1),)),))
     (tmp_path / "observed-demand.yaml").write_text(dump_state(sampled, NOW))
     policy, diags = load_and_validate([str(tmp_path)])

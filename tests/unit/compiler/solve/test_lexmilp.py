@@ -242,7 +242,7 @@ def test_the_split_across_equally_good_pools_follows_the_layouts_alone(example: 
     the deployed state used to change the split.)"""
     from compiler.pipeline import load_and_validate
 
-    pol, _ = load_and_validate([str(Path(__file__).resolve().parents[1] / "examples" / example)])
+    pol, _ = load_and_validate([str(Path(__file__).resolve().parents[4] / "examples" / example)])
     assert pol is not None
     fresh = solve(pol, CAT)
     again = solve(pol, CAT, as_current(fresh))
@@ -273,7 +273,7 @@ def test_a_newcomer_does_not_starve_its_sibling(tmp_path: Path) -> None:
     from compiler.pipeline import load_and_validate
 
     lab = tmp_path / "lab"
-    shutil.copytree(Path(__file__).resolve().parents[1] / "examples" / "lab", lab)
+    shutil.copytree(Path(__file__).resolve().parents[4] / "examples" / "lab", lab)
     with (lab / "workloads.yaml").open("a", encoding="utf-8") as f:
         f.write(NEWCOMER)
     tenants = lab / "tenants.yaml"  # the quota admits the newcomer's 40 (else MIGC134): the GPUs are short

@@ -15,7 +15,7 @@ from compiler.validate.registry import Rule, rule, rules, rules_for, run_rules
 from compiler.validate.rules import FAMILIES
 from compiler.validate.suppress import ignorable, suppress
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[4]
 CASES = REPO / "tests" / "cases"
 
 

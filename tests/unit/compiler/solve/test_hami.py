@@ -153,7 +153,7 @@ def test_solve_places_the_example_and_reports_unmet_shares() -> None:
     from compiler.pipeline import load_and_validate
     from compiler.solve.pipeline import solve
 
-    policy, _ = load_and_validate([Path(__file__).resolve().parents[1] / "examples" / "hami"])
+    policy, _ = load_and_validate([Path(__file__).resolve().parents[4] / "examples" / "hami"])
     assert policy is not None
     solution = solve(policy, load_catalog())
     assert [(r.cluster, r.pool) for r in solution.hami] == [("infer", "a100"), ("infer", "l40s")]
@@ -189,7 +189,7 @@ def test_deployed_shares_stay_put_and_are_read_back(tmp_path: Path) -> None:
     from compiler.pipeline import load_and_validate
     from compiler.solve.pipeline import solve
 
-    example = Path(__file__).resolve().parents[1] / "examples" / "hami"
+    example = Path(__file__).resolve().parents[4] / "examples" / "hami"
     out = tmp_path / "out"
     assert main(["compile", str(example), "--out", str(out)]) == 0
     policy, _ = load_and_validate([example])

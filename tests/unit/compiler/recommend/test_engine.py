@@ -195,7 +195,7 @@ def test_the_proposal_carves_the_rule_headroom_on_the_rule_pools(
     )
 
 
-DOCS = Path(__file__).resolve().parents[1] / "docs" / "recommend.md"
+DOCS = Path(__file__).resolve().parents[4] / "docs" / "recommend.md"
 
 
 def test_every_partition_policy_field_has_a_row_saying_where_it_acts() -> None:
@@ -212,12 +212,12 @@ def test_every_partition_policy_field_has_a_row_saying_where_it_acts() -> None:
     for name in wanted:
         assert name in firsts, f"{name} has no row in {DOCS.name}"
     root = DOCS.parents[1]
-    for ref in re.findall(r"(tests/\w+\.py)::(\w+)", table):
+    for ref in re.findall(r"(tests/[\w/]+\.py)::(\w+)", table):
         assert re.search(rf"^def {ref[1]}", (root / ref[0]).read_text(encoding="utf-8"), re.MULTILINE), ref
 
 
-# Each gate wired into recommend() (tests/test_recommend_gates.py tests the gate functions alone):
-# the same observation passes every gate, and each policy field or remembered fact blocks its own.
+# Each gate wired into recommend() (tests/unit/compiler/recommend/test_gates.py tests the gate functions
+# alone): the same observation passes every gate, and each policy field or remembered fact blocks its own.
 
 LATER = NOW + dt.timedelta(minutes=20)
 HOUR_AGO = NOW - dt.timedelta(hours=1)

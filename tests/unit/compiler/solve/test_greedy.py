@@ -13,6 +13,9 @@ from test_solve_support import policy, pool, profile_need, served, tenant, workl
 from compiler.catalog import load_catalog
 from compiler.model import GpuLayout, Quota
 from compiler.solve import solve
+from compiler.solve.demand import DemandItem, Guarantee, Option
+from compiler.solve.greedy import greedy_cluster
+from compiler.solve.plan_types import RESERVE
 from compiler.solve.result import Solution
 
 CAT = load_catalog()
@@ -75,3 +78,22 @@ def test_a_guarantee_the_gpus_cannot_hold_is_reported_with_what_was_held() -> No
     assert sol.pools[0].reserved == (("a", "3g.40gb", 2),)
     (d,) = sol.diagnostics
     assert d.code == "MIGC200" and "guaranteed 3 x 3g.40gb" in d.message and "room for 2" in d.message
+
+
+def test_whole_gpu_replicas_take_the_first_node_with_room_and_the_reserve_comes_off_the_last() -> None:
+    """greedy_cluster directly: 3 nodes of 4 GPUs, one whole node and 2 GPUs reserved -> free [4, 2]."""
+    p = pool("p", "A100-SXM4-80GB", nodes=3, gpus_per_node=4, reserve_gpus=2, reserve_nodes=1)
+    pol = policy([p], [])
+
+    def whole(name: str, size: int, replicas: int) -> DemandItem:
+        return DemandItem(name, "high", 0, "whole", size, (Option("p", "gpu"),), ((name, replicas),))
+
+    items = [whole("two", 2, 1), whole("three", 3, 1), whole("one", 1, 3)]
+    out = greedy_cluster(pol.clusters[0], CAT, items, [Guarantee("g", "gpu", 1, ("p",))], {})
+    d = out.decisions["p"]
+    # the guarantee's GPU first (node 0: 3 left); then 3 GPUs (node 0: 0 left), 2 (node 1: 0 left);
+    # no GPU is left for the singles
+    assert out.shortfall == {} and d.reserved == {("g", "gpu"): 1}
+    assert d.served == {(1, "gpu"): 1, (0, "gpu"): 1}
+    assert d.patterns == {(3,): 1, (2,): 1, RESERVE: 1}
+    assert d.gpus_used == 6 and not d.optimal  # 1 single (the held GPU) + 3 + 2

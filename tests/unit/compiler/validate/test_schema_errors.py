@@ -21,7 +21,7 @@ from compiler.load import load_paths
 from compiler.schemas import kind_schemas
 from compiler.validate import schema_errors
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[4]
 pytestmark = pytest.mark.skipif(not schema_errors._fast_validators(), reason="jsonschema-rs not installed")
 
 

@@ -1,0 +1,91 @@
+"""compiler/simulate/engine.py: the replay on fleets of one GPU, where every wait can be worked out
+by hand, and the Result's statistics (censored percentiles, rates) on hand-made waits.
+
+A100-SXM4-80GB; a pod of 100 milli-GPU maps to 1g.10gb (size class "1g"). The recarving policies
+(naive, default) have their own scenario tests in tests/test_simulate.py; here the static and per-pod
+baselines, whose answers do not depend on the recommend loop.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from compiler.catalog import GpuModel, load_catalog
+from compiler.model import PartitionPolicy
+from compiler.simulate.engine import BASELINES, Result, Settings, maximal, simulate
+from compiler.simulate.trace import TracePod
+
+_A100 = load_catalog().get("A100-SXM4-80GB")
+assert _A100 is not None
+A100: GpuModel = _A100
+ONE_GPU = Settings(nodes=1, gpus_per_node=1)
+
+
+def pod(name: str, arrival: float, duration: float, milli: int = 100, num_gpu: int = 1) -> TracePod:
+    return TracePod(name, arrival, duration, num_gpu, milli if num_gpu == 1 else 1000, 0)
+
+
+def _waits(res: Result) -> list[tuple[float, bool]]:
+    return sorted(w for ws in res.waits.values() for w in ws)
+
+
+def test_mig_off_gives_each_fraction_a_whole_gpu() -> None:
+    res = simulate([pod("a", 0, 100), pod("b", 0, 100)], A100, ONE_GPU, "mig-off", PartitionPolicy())
+    assert _waits(res) == [(0.0, False), (100.0, False)]  # b waits until a leaves the only GPU
+    assert set(res.waits) == {"1g"}  # the size class is the pod's, not the whole GPU it got
+    assert res.percentile(None, 50) == (0.0, False) and res.percentile("1g", 100) == (100.0, False)
+    assert res.never_served == 0 and res.reconfigurations == 0
+
+
+def test_per_pod_carves_one_instance_per_start() -> None:
+    trace = [pod("a", 0, 100), pod("b", 0, 100), pod("c", 50, 10)]
+    res = simulate(trace, A100, ONE_GPU, "per-pod", PartitionPolicy())
+    assert _waits(res) == [(0.0, False)] * 3 and res.instances_carved == 3
+
+
+def test_per_pod_waits_for_a_placement_to_free() -> None:
+    # a 4g.40gb holds the only start (0) of another 4g.40gb: the second waits until the first ends
+    trace = [pod("a", 0, 100, milli=500), pod("b", 10, 100, milli=500)]
+    res = simulate(trace, A100, ONE_GPU, "per-pod", PartitionPolicy())
+    assert res.waits == {"4g": [(0.0, False), (90.0, False)]}
+
+
+def test_a_pod_larger_than_any_node_is_censored_and_never_served() -> None:
+    trace = [pod("big", 0, 100, num_gpu=2), pod("a", 0, 100)]
+    res = simulate(trace, A100, ONE_GPU, "static-balanced", PartitionPolicy())
+    assert res.never_served == 1 and res.censored() == 1 and res.censored("1g") == 0
+    (wait,) = res.waits["2x7g"]
+    assert wait[1] is True
+
+
+def test_percentiles_that_reach_a_censored_wait_are_lower_bounds() -> None:
+    res = Result(
+        "x", hours=2.0, waits={"1g": [(10.0, False), (5.0, True), (20.0, False)], "7g": [(1.0, False)]}
+    )
+    assert res.percentile("7g", 50) == (1.0, False)
+    assert res.percentile("1g", 50) == (10.0, True)  # the censored 5 s lies below it
+    assert res.percentile(None, 25) == (1.0, False)
+    assert res.percentile("3g", 50) == (0.0, False)  # no pod of that size
+    assert res.censored() == 1
+
+
+def test_rates_use_the_trace_span_and_the_fleet_slices() -> None:
+    res = Result(
+        "x", hours=4.0, reconfigurations=6, busy_slice_seconds=7 * 3600.0, total_slices=7, trace_hours=2.0
+    )
+    assert res.per_hour == 3.0  # over the trace's 2 h, not the replay's 4 h
+    assert res.utilisation == pytest.approx(0.25)  # 7 slice-hours of 7 slices x 4 h
+
+
+def test_maximal_means_no_further_instance_fits() -> None:
+    assert maximal(A100, (("7g.80gb", 1),))
+    assert maximal(A100, (("1g.10gb", 4), ("3g.40gb", 1)))
+    assert not maximal(A100, (("1g.10gb", 1),))
+    assert not maximal(A100, ())  # an empty GPU is not maximal
+
+
+def test_every_baseline_named_replays() -> None:
+    assert len(set(BASELINES)) == len(BASELINES)
+    for baseline in BASELINES:
+        res = simulate([pod("a", 0, 60)], A100, ONE_GPU, baseline, PartitionPolicy())
+        assert res.baseline == baseline and res.never_served == 0, baseline

@@ -28,7 +28,7 @@ from compiler.observe.parse import parse_objects
 from compiler.pipeline.compiled import Compiled, compile_policy
 from compiler.status import build_status, to_json
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[4]
 NOW = dt.datetime(2026, 12, 1, 6, 0, tzinfo=dt.UTC)
 NODE = "gpu-a100-use1-04"  # the only node of its config; GPU 7 holds one 7g.80gb, GPU 2 four 1g.10gb
 ONE_G = "nvidia.com/mig-1g.10gb"

@@ -4,11 +4,14 @@ writes (FleetStatus.to_dict)."""
 from __future__ import annotations
 
 import datetime as dt
+import json
 from dataclasses import replace
 
 import pytest
 
+from compiler.diagnostics import make
 from compiler.status.model import SCHEMA_VERSION, GpuView, Slot
+from compiler.status.report import to_json
 from unit.compiler.status.test_report import MIG, NODE, PENDING, STATUS
 
 
@@ -68,3 +71,13 @@ def test_json_of_gpu_slots() -> None:
         "memory_used_mib": None,
     }
     assert doc["nodes"][0]["gpus"][0]["known"] is True
+
+
+def test_warnings_are_written_as_every_other_diagnostic_json() -> None:
+    """A warning of the observation (here MIGC401) reads as ``migc validate -o json`` writes one:
+    its ``as_dict``, severity by name."""
+    warning = make("MIGC401", "pod ml/p: annotation migc.dev/profile-preference is malformed", file="c.json")
+    doc = replace(STATUS, warnings=(warning,)).to_dict()
+    assert doc["warnings"] == [warning.as_dict()]
+    (written,) = json.loads(to_json(replace(STATUS, warnings=(warning,))))["warnings"]
+    assert written["severity"] == "warning" and written["code"] == "MIGC401"

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from compiler.plan.data import Plan
+from test_render_support import SEVEN_SMALL, WHOLE
+
+from compiler.plan.data import NodeChange, Plan, RemovedNode
 
 
 def empty_plan(nodes_total: int = 0, clusters: tuple[str, ...] = ("east",)) -> Plan:
@@ -23,10 +25,6 @@ def empty_plan(nodes_total: int = 0, clusters: tuple[str, ...] = ("east",)) -> P
 def two_node_change() -> Plan:
     """Two a100 nodes of cluster east that change the same way (GPUs 0 and 1: whole → 7x 1g.10gb),
     and one deployed node no longer in the policy."""
-    from test_render_support import SEVEN_SMALL, WHOLE
-
-    from compiler.plan.data import NodeChange, RemovedNode
-
     before = (WHOLE,) * 8
     after = (SEVEN_SMALL, SEVEN_SMALL) + (WHOLE,) * 6
     changes = tuple(

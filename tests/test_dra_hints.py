@@ -3,11 +3,11 @@
 The CEL is evaluated by a real CEL implementation (``common-expression-language``) the way the API
 server runs a MutatingAdmissionPolicy (k8s.io/apiserver pkg/admission/plugin/policy/mutating: match
 conditions, then variables by name, then each mutation's JSON Patch applied in order). Added to the
-library, as in tests/test_render_admission.py, only what Kubernetes' CEL environment provides and it
-lacks: the strings extension's ``split`` and ``trim`` (cel-go ext/strings.go, in the base environment
-of k8s.io/apiserver pkg/cel/environment/base.go). ``JSONPatch{op: …}`` values (the Kubernetes-typed
-object the mutation returns) are read as maps with the same fields; the patch is then applied to the
-pod and the result validated against the Kubernetes schema.
+library, as in tests/unit/compiler/render/test_admission.py, only what Kubernetes' CEL environment
+provides and it lacks: the strings extension's ``split`` and ``trim`` (cel-go ext/strings.go, in the
+base environment of k8s.io/apiserver pkg/cel/environment/base.go). ``JSONPatch{op: …}`` values (the
+Kubernetes-typed object the mutation returns) are read as maps with the same fields; the patch is then
+applied to the pod and the result validated against the Kubernetes schema.
 """
 
 from __future__ import annotations

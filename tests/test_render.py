@@ -368,7 +368,8 @@ def test_quota_objects_use_burst_else_guaranteed() -> None:
         "requests.nvidia.com/mig-2g.20gb": "2",
     }
     assert quota["metadata"]["annotations"]["migc.dev/guaranteed"] == "1g.10gb=8"
-    # Per-pod limits are an admission policy per tenant (tests/test_render_admission.py), no LimitRange.
+    # Per-pod limits are an admission policy per tenant (tests/unit/compiler/render/test_admission.py),
+    # no LimitRange.
     assert not [p for p in files if "limitrange" in p]
     # research does not own its namespace: quota yes, Namespace object no.
     assert "east/tenants/research/research/resourcequota-migc-gpu.yaml" in files

@@ -10,7 +10,7 @@ literal blocks so the ConfigMaps stay readable in a diff.
 Speed: PyYAML's pure-Python emitter was most of the render time of a large fleet (1.44 s of 2.3 s
 at 80,000 GPUs), so documents go through libyaml (PyYAML's ``CSafeDumper``, same representers)
 when PyYAML was built with it. The two emitters differ on a few inputs, found by a differential
-property test (tests/test_render_emit.py): a key that is empty, multi-line, 128 characters or
+property test (tests/unit/compiler/render/test_emit.py): a key that is empty, multi-line, 128 characters or
 longer or otherwise not a plain simple key (PyYAML writes ``? key``), U+0085 and characters beyond
 the BMP (libyaml escapes them), and a ``|+`` block that makes libyaml close the document with
 ``...``. Such documents take the pure-Python emitter, so the bytes never depend on which emitter

@@ -180,12 +180,12 @@ def _jsonable(value: Any) -> Any:
         return {k: _jsonable(v) for k, v in value}
     if isinstance(value, list | tuple):
         return [_jsonable(v) for v in value]
+    if isinstance(value, Diagnostic):  # a dataclass too: its own dict, severity by name
+        return value.as_dict()
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         out = {}
         for f in dataclasses.fields(value):
             item = getattr(value, f.name)
             out[f.name] = dict(item) if f.name in COUNT_FIELDS else _jsonable(item)
         return out
-    if hasattr(value, "as_dict"):
-        return value.as_dict()
     return value

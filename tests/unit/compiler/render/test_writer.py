@@ -15,7 +15,7 @@ from compiler.current import read_current
 from compiler.render import render, writer
 from compiler.render.writer import compare, write_tree
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[4]
 
 
 def snapshot(root: Path) -> dict[str, bytes]:

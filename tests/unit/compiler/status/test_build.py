@@ -14,6 +14,7 @@ values the HTML page draws its bars from.
 from __future__ import annotations
 
 import copy
+import dataclasses
 import datetime as dt
 import json
 from pathlib import Path
@@ -26,9 +27,12 @@ from compiler.cli import main
 from compiler.observe.model import Observation
 from compiler.observe.parse import parse_objects
 from compiler.pipeline.compiled import Compiled, compile_policy
-from compiler.status import build_status, to_json
+from compiler.status.build import Filters, apply_filters, build_status, stock_equivalent
+from compiler.status.report import to_json
+from unit.compiler.status.test_report import NODE as HELD
+from unit.compiler.status.test_report import POOL, STATUS, TENANT
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[4]
 NOW = dt.datetime(2026, 12, 1, 6, 0, tzinfo=dt.UTC)
 NODE = "gpu-a100-use1-04"  # the only node of its config; GPU 7 holds one 7g.80gb, GPU 2 four 1g.10gb
 ONE_G = "nvidia.com/mig-1g.10gb"
@@ -118,3 +122,34 @@ def test_a_pod_holding_several_instances_fills_as_many_segments(
     # every instance is drawn once: 3 for the batch pod, 1 for each other pod, one segment left free
     segments = [pod for g in range(8) for r, _, _, pod in bars(document, g) if r == ONE_G]
     assert segments.count("fraud/a-batch") == 3 and len(segments) == 20 and segments.count("") == 1
+
+
+# The pure steps of build.py, on hand-made inputs.
+
+WHOLE_8 = {"configs": {"all-disabled-8gpu-whole-gpus": {"devices": [{"migEnabled": False}] * 8}}}
+
+
+def test_the_operators_stock_all_disabled_is_no_drift_where_migc_assigns_mig_off_too() -> None:
+    assert stock_equivalent(WHOLE_8, "all-disabled", "all-disabled-8gpu-whole-gpus")
+    mixed = {"configs": {"migc-x": {"devices": [{"migEnabled": False}, {"migEnabled": True}]}}}
+    assert not stock_equivalent(mixed, "all-disabled", "migc-x")  # one GPU should have MIG on
+    assert not stock_equivalent(WHOLE_8, "migc-other", "all-disabled-8gpu-whole-gpus")  # not the stock label
+    assert not stock_equivalent(WHOLE_8, "all-disabled", "all-disabled")  # equal: nothing to excuse
+    assert not stock_equivalent(None, "all-disabled", "all-disabled-8gpu-whole-gpus")  # no assignment
+    assert not stock_equivalent(WHOLE_8, "all-disabled", "missing-config")
+
+
+def test_filters_keep_pools_tenants_and_free_nodes_and_leave_cost_fleet_wide() -> None:
+    other = dataclasses.replace(HELD, name="b-01", pool="b", free=(), pods=())
+    status = dataclasses.replace(
+        STATUS, nodes=(HELD, other), pools=(POOL, dataclasses.replace(POOL, name="b"))
+    )
+    by_pool = apply_filters(status, Filters(pools=("b",)))
+    assert [n.name for n in by_pool.nodes] == ["b-01"] and [p.name for p in by_pool.pools] == ["b"]
+    assert by_pool.cost == status.cost and by_pool.tenants == status.tenants
+    free = apply_filters(status, Filters(free_only=True))
+    assert [n.name for n in free.nodes] == ["a100-01"]  # b-01 has nothing free
+    nobody = apply_filters(status, Filters(tenants=("vision",)))
+    assert nobody.tenants == () and nobody.pending == () and nobody.nodes == ()
+    assert apply_filters(status, Filters()) == status
+    assert TENANT in apply_filters(status, Filters(tenants=("search",))).tenants

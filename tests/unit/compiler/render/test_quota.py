@@ -6,14 +6,16 @@ on different clusters) still goes through networkx."""
 from __future__ import annotations
 
 import sys
+from dataclasses import replace
 from typing import Any
 
 import networkx as nx
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from test_render_support import policy
 
-from compiler.model import Tenant
+from compiler.model import Quota, Tenant
 from compiler.render import quota
 
 _SCALE = quota._SCALE
@@ -67,3 +69,31 @@ def test_one_cluster_needs_no_networkx(monkeypatch: pytest.MonkeyPatch) -> None:
     assert quota._servable(holders, placement, {"east": 9.0}) == 5.5
     with pytest.raises(ImportError):  # and the general case does need it
         quota._servable(holders, {"a": ("east",), "b": ("west",)}, {"east": 4.0, "west": 1.0})
+
+
+def test_hard_limits_take_the_burst_where_set_else_the_guarantee() -> None:
+    tenant = Tenant(
+        "t",
+        ("t",),
+        "high",
+        guaranteed=Quota(profiles=(("1g.10gb", 8), ("3g.40gb", 1)), gpus=2),
+        burst=Quota(profiles=(("1g.10gb", 12),)),
+    )
+    assert quota.hard_limits(tenant) == {"1g.10gb": 12, "3g.40gb": 1, "gpu": 2}
+    assert quota.quota_counts(Quota()) == {}
+    assert quota.resource_name("gpu") == "nvidia.com/gpu"
+    assert quota.resource_name("1g.10gb+me") == "nvidia.com/mig-1g.10gb.me"
+
+
+def test_a_tenant_lands_where_its_workloads_run_or_everywhere_without_any() -> None:
+    pol = policy()
+    clusters = (pol.clusters[0], replace(pol.clusters[0], name="west"))
+    idle = Tenant("idle", ("idle",), "low")
+    pol = replace(pol, clusters=clusters, tenants=(*pol.tenants, idle))
+    assert quota.tenant_clusters(pol) == {
+        "research": ("east",),
+        "search": ("east",),
+        "idle": ("east", "west"),
+    }
+    assert [t.name for t in quota.tenants_in(pol, "west")] == ["idle"]
+    assert [t.name for t in quota.tenants_in(pol, "east")] == ["idle", "research", "search"]

@@ -31,8 +31,9 @@ import yaml
 from test_render_support import default_solution, policy
 
 from compiler.catalog import load_catalog
+from compiler.model import Quota, Tenant
 from compiler.render import render
-from compiler.render.admission import variable_name
+from compiler.render.admission import admission_objects, per_pod_limits, policy_name, variable_name
 
 
 def _k8s_sum(items: list[int]) -> int:
@@ -232,7 +233,7 @@ def test_other_namespaces_and_unlisted_resources_are_left_alone(files: dict[str,
     assert admit(files, "search", pod(container("a", {"nvidia.com/mig-7g.80gb": "1"}))).allowed
 
 
-GOLDEN = Path(__file__).resolve().parent / "golden"
+GOLDEN = Path(__file__).resolve().parents[4] / "tests" / "golden"
 
 
 def _golden_clusters() -> list[Path]:
@@ -275,3 +276,18 @@ def limits_of(policy_obj: dict[str, Any]) -> list[str]:
     for var in policy_obj["spec"]["variables"]:
         found.update(re.findall(r"'(nvidia\.com/[^']+)' in c\.resources\.limits", var["expression"]))
     return sorted(found)
+
+
+def test_per_pod_limits_are_the_hard_limit_capped_by_what_one_node_offers() -> None:
+    search = next(t for t in policy().tenants if t.name == "search")  # burst 12 x 1g.10gb, 2 x 2g.20gb
+    assert per_pod_limits(search, {"1g.10gb": 56, "2g.20gb": 24}) == {
+        "nvidia.com/mig-1g.10gb": 12,
+        "nvidia.com/mig-2g.20gb": 2,
+    }
+    # one node offers at most 5: a pod asking more would stay Pending forever
+    assert per_pod_limits(search, {"1g.10gb": 5, "2g.20gb": 0}) == {"nvidia.com/mig-1g.10gb": 5}
+    none = Tenant("none", ("none",), "low", guaranteed=Quota(gpus=0))
+    assert per_pod_limits(none, {"gpu": 8}) == {}
+    assert admission_objects(none, {}) == []  # no limit: no policy, the ResourceQuota decides
+    assert policy_name("search") == "migc-gpu-search"
+    assert variable_name("nvidia.com/mig-1g.10gb+me") == "nvidia_com_mig_1g_10gb_me"

@@ -7,6 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import click
+import pytest
 import yaml
 from click.testing import CliRunner
 
@@ -47,6 +48,7 @@ def test_write_then_check_is_up_to_date_and_an_edit_is_drift(tmp_path: Path) -> 
     assert "# edited by hand" in quota.read_text(encoding="utf-8")  # --check writes nothing
 
 
+@pytest.mark.slow  # two more compiles; written-once behaviour is the test above
 def test_a_second_compile_rewrites_the_same_bytes(tmp_path: Path) -> None:
     out = tmp_path / "out"
     assert _run(MINIMAL, "--out", str(out))[0] == 0

@@ -1,17 +1,28 @@
 """``plan`` reads the deployed assignment once per process (compiler/current.py): the nodes, the
 backends and the capacity report's revision come from one parse, and a file rewritten in between is
-read again, never served from the earlier parse."""
+read again, never served from the earlier parse. Then the documents themselves: an assignment's
+nodes and counted placeholders, and a CapacityReport checked against its assignment."""
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 from test_render_support import default_solution, policy
 
 from compiler.catalog import load_catalog
-from compiler.current import ASSIGNMENT_FILE, read_assignment, read_capacity, read_current
+from compiler.current import (
+    ASSIGNMENT_FILE,
+    RecordedCapacity,
+    capacity_rows,
+    read_assignment,
+    read_capacity,
+    read_current,
+    state_from_assignment,
+)
+from compiler.model import CurrentState, GpuLayout
 from compiler.render import manifests, render
 from compiler.render.writer import write_tree
 
@@ -79,3 +90,93 @@ def test_equal_deployed_layouts_are_one_object(tmp_path: Path, monkeypatch: pyte
     distinct = {gpu: gpu for gpu in gpus}
     assert len(distinct) < len(gpus)  # the case this is for: layouts repeat
     assert all(gpu is distinct[gpu] for gpu in gpus)
+
+
+# --- the assignment and capacity documents read back (hand-made documents) --------------------------
+
+MIG7 = {"migEnabled": True, "profiles": {"1g.10gb": 7}}
+OFF = {"migEnabled": False, "profiles": {}}
+
+
+def test_an_assignment_gives_each_named_node_and_counted_placeholder_its_layout() -> None:
+    p = policy()  # pool l40s of cluster east has one node: l40s-01
+    doc: dict[str, Any] = {
+        "cluster": "east",
+        "configs": {"small": {"devices": [MIG7, OFF]}, "whole": {"devices": [OFF, OFF]}},
+        "pools": [
+            {"name": "a100", "nodes": [{"name": "a100-01", "config": "small"}]},
+            # two nodes counted, but the policy names one node in l40s: the surplus is not a target
+            {"name": "l40s", "nodes": [], "configCounts": {"whole": 2}},
+        ],
+    }
+    state = state_from_assignment(doc, p)
+    small = (GpuLayout.of({"1g.10gb": 7}), GpuLayout.whole())
+    assert state == {
+        ("east", "a100", "a100-01"): small,
+        ("east", "l40s", "l40s-01"): (GpuLayout.whole(), GpuLayout.whole()),
+    }
+    doc["configs"]["small"] = {"devices": "all"}
+    with pytest.raises(ValueError, match="config without a device list"):
+        state_from_assignment(doc, p)
+
+
+def test_nothing_deployed_is_an_empty_state(tmp_path: Path) -> None:
+    assert read_current(None) == (CurrentState(), [])
+    assert read_current(tmp_path / "missing") == (CurrentState(), [])
+    assert read_capacity(tmp_path / "missing") == (RecordedCapacity(), [])
+
+
+def _row(workload: str, requested: int, served: int) -> dict[str, object]:
+    return {
+        "tenant": "search",
+        "workload": workload,
+        "resource": "1g.10gb",
+        "requested": requested,
+        "served": served,
+    }
+
+
+def _report(**change: object) -> dict[str, object]:
+    doc: dict[str, object] = {
+        "kind": "CapacityReport",
+        "cluster": "east",
+        "assignmentRevision": "rev-1",
+        "pools": [{"name": "a100", "demand": [_row("bert", 8, 6), _row("t5", 2, 2)]}],
+    }
+    doc.update(change)
+    return doc
+
+
+def test_capacity_rows_are_checked_against_the_assignment_they_sit_next_to() -> None:
+    rows = capacity_rows(_report(), "east", "rev-1")
+    assert rows == [
+        (("east", "a100", "search", "bert", "1g.10gb"), (8, 6)),
+        (("east", "a100", "search", "t5", "1g.10gb"), (2, 2)),
+    ]
+    recorded = RecordedCapacity(("east",), tuple(rows))
+    assert recorded.covers("east") and not recorded.covers("west")
+    assert recorded.by_pool("east") == {("search", "a100", "1g.10gb"): (10, 8)}  # workloads summed
+    assert recorded.by_pool("west") == {}
+    with pytest.raises(ValueError, match="describes cluster 'east', the assignment 'west'"):
+        capacity_rows(_report(), "west", "rev-1")
+    with pytest.raises(ValueError, match="rendered for assignment revision 'rev-1'"):
+        capacity_rows(_report(), "east", "rev-2")
+
+
+@pytest.mark.parametrize(
+    ("row", "why"),
+    [
+        ({"requested": 2, "served": 3}, "served more than requested"),
+        ({"requested": True, "served": 0}, "requested is not a non-negative integer"),
+        ({"requested": -1, "served": 0}, "requested is not a non-negative integer"),
+        ({"tenant": ""}, "tenant is not a non-empty string"),
+    ],
+)
+def test_a_capacity_row_migc_did_not_write_is_refused(row: dict[str, object], why: str) -> None:
+    base = _row("bert", 1, 1)
+    doc = _report(pools=[{"name": "a100", "demand": [base | row]}])
+    with pytest.raises(ValueError, match=why):
+        capacity_rows(doc, "east", "rev-1")
+    twice = _report(pools=[{"name": "a100", "demand": [base, base]}])
+    with pytest.raises(ValueError, match="listed twice"):
+        capacity_rows(twice, "east", "rev-1")

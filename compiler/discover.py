@@ -451,7 +451,7 @@ def derive_memory_gb(memory_size_mb: int, total_bytes: int) -> int:
     whole GiB (rounded up), and that product is rounded half up. Rounding the profile's own size in
     GB or GiB does not work: H100's 1g.10gb is 9.75 GiB (10.5 GB) and H200's 1g.18gb is 16.00 GiB.
 
-    Checked against every named profile in the reference (tests/test_discover_names.py): the
+    Checked against every named profile in the reference (tests/unit/compiler/test_discover.py): the
     documented -lgip sizes of H100 80GB (9.75/19.62/39.50/79.25 GiB of 81559 MiB) and H200
     (16.00 GiB of 143771 MiB) and, through their memory-slice fractions, every profile name in the
     shipped catalog, including the half-way cases 1g.23gb (B200: 180/8 = 22.5) and 3g.71gb

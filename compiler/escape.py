@@ -102,7 +102,7 @@ def markdown_cell(value: object, limit: int = MARKDOWN_CELL_LIMIT) -> str:
     text = text.replace("@", "@" + _ZWSP).replace("#", "#" + _ZWSP)  # before the entities add "#"
     text = _TAG_OPEN.sub("&lt;", text)  # before the entities add "&"… none of them holds "<"
     text = "".join(_MD_ENTITIES.get(c, c) for c in text)
-    return _AUTOLINK.sub(lambda m: f"www{_ZWSP}." if m.group(1) else f":{_ZWSP}//", text)
+    return _AUTOLINK.sub(lambda m: f"{m.group(1)}{_ZWSP}." if m.group(1) else f":{_ZWSP}//", text)
 
 
 def bound_markdown(body: str, limit: int = GITHUB_BODY_LIMIT) -> str:

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 import statusfleet as sf
 import yaml
-from test_observe import FakePrometheus, dcgm_sample
+from fakeprometheus import FakePrometheus, dcgm_sample
 
 from compiler.cli import main
 from compiler.observe.model import Observation

@@ -17,7 +17,7 @@ VALID = case_names("valid")
 EXAMPLES = sorted(p.name for p in (ROOT.parents[1] / "examples").iterdir() if (p / "fleet.yaml").exists())
 
 # Codes that need inputs a case folder cannot hold (a missing path, a 4 MiB file, 1001 documents,
-# an empty directory, an internal bug); tests/test_load.py covers each of them directly.
+# an empty directory, an internal bug); tests/unit/compiler/test_load.py covers each of them directly.
 # MIGC144 and MIGC146 (over 1,000 tenants, over 3,000 workloads) would need thousands of documents
 # here; tests/test_validate_names_limits.py builds them in memory at the real limits. FIFOs,
 # devices, oversized outputs and link loops (MIGC015-017): tests/test_fs_safety.py.

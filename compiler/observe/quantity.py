@@ -61,7 +61,8 @@ def parse_count(value: Any, limit: int) -> tuple[int | None, str]:
         if suffix in _BINARY:
             exact = Fraction(number) * (1 << _BINARY[suffix])
         else:
-            exponent = int(suffix[1:]) if suffix[:1] in ("e", "E") else _DECIMAL[suffix]
+            # a lone "E" is the decimal SI suffix exa, not an exponent without digits
+            exponent = int(suffix[1:]) if len(suffix) > 1 and suffix[0] in "eE" else _DECIMAL[suffix]
             digits = len(number.split(".")[0].lstrip("0"))
             if digits + exponent > len(str(limit)) + 1:  # certainly above the limit: no big power
                 return None, f"is more than {limit:,}"

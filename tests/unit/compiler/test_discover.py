@@ -4,6 +4,7 @@ The rule: share of device memory rounded up to eighths, times device memory in w
 up), rounded half up. Checked three ways: the -lgip sizes the reference quotes, every profile of
 every MIG model in the shipped catalog, and the mig-parted config names of models the catalog
 does not carry. Two plausible simpler rules are shown to fail, which is why this one is used.
+Then the per-GPU summary ``migc discover`` writes on stderr, on hand-made captures.
 """
 
 from __future__ import annotations
@@ -13,7 +14,18 @@ import math
 import pytest
 
 from compiler.catalog import load_catalog
-from compiler.discover import GIB, MIB, derive_memory_gb, gpu_product
+from compiler.discover import (
+    GIB,
+    MIB,
+    Capture,
+    RawGpu,
+    RawInstance,
+    RawProfile,
+    derive_memory_gb,
+    format_pci_id,
+    gpu_product,
+    layout_lines,
+)
 
 H100_TOTAL = 81559 * MIB  # nvidia.com/gpu.memory on H100 80GB HBM3 (GPU Operator docs)
 H200_TOTAL = 143771 * MIB  # nvidia-smi on an H200 141GB
@@ -93,3 +105,38 @@ def test_simpler_rules_do_not_reproduce_the_names() -> None:
 )
 def test_gpu_product_label_is_sanitised_like_gpu_feature_discovery(nvml_name: str, label: str) -> None:
     assert gpu_product(nvml_name) == label
+
+
+# --- the per-GPU summary on stderr (hand-made captures) ---------------------------------------------
+
+
+def _gpu(mig: int | None, instances: tuple[RawInstance, ...] | None = (), name: str | None = None) -> RawGpu:
+    one = RawProfile(0, 19, 1, 7, 16, 9984, name, ((0, 1),))  # H100's 1g.10gb: 9,984 MiB, 1 slice
+    return RawGpu(0, "NVIDIA H100 80GB HBM3", 0x233010DE, H100_TOTAL, mig, mig, 7, (one,), instances)
+
+
+def test_the_pci_id_is_written_as_mig_parted_filters_it() -> None:
+    assert format_pci_id(0x233010DE) == "0x233010DE"
+    assert format_pci_id(0x20B210DE) == "0x20B210DE"
+    assert format_pci_id(0x10DE) == "0x000010DE"  # zero-padded to eight digits
+
+
+def test_the_summary_names_each_gpu_instance_by_the_derived_profile_name() -> None:
+    head = "GPU 0: NVIDIA H100 80GB HBM3 (0x233010DE), 81559 MiB"
+    on = Capture("550.54", (_gpu(1, (RawInstance(3, 19, 2, 1), RawInstance(4, 99, 0, 1))),))
+    assert layout_lines(on) == [
+        f"{head}, MIG enabled, 1 GPU-instance profiles, up to 7 MIG devices",
+        "  GPU instance 3: 1g.10gb at 2:1",
+        "  GPU instance 4: profile id 99 at 0:1",  # a profile NVML did not list
+    ]
+    assert layout_lines(Capture("550.54", (_gpu(1, ()),)))[1] == "  current layout: no GPU instances"
+    assert layout_lines(Capture("550.54", (_gpu(1, None),)))[1] == "  current layout: not readable"
+    assert layout_lines(Capture("550.54", (_gpu(0),))) == [
+        f"{head}, MIG disabled, 1 GPU-instance profiles, up to 7 MIG devices"
+    ]
+    assert layout_lines(Capture("550.54", (_gpu(None),))) == [f"{head}, no MIG support"]
+
+
+def test_a_name_the_driver_gives_wins_over_the_derived_one() -> None:
+    named = _gpu(1, (RawInstance(1, 19, 0, 1),), name="MIG 1g.12gb")
+    assert layout_lines(Capture("570.0", (named,)))[1] == "  GPU instance 1: 1g.12gb at 0:1"

@@ -17,7 +17,7 @@ import pytest
 from compiler.cli import COMMANDS, cli, main
 from compiler.exitcodes import ExitCode
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[3]
 
 SOLVER = ("highspy", "networkx", "compiler.solve")
 RENDERER = ("jinja2", "compiler.render")
@@ -143,3 +143,58 @@ def test_every_command_runs_with_the_large_collection_threshold() -> None:
         assert gc.get_threshold() == cli_module._GC_THRESHOLD
     finally:
         gc.set_threshold(*before)
+
+
+# --- what main() turns each way out of a command into (exit codes: compiler/exitcodes.py) -----------
+
+
+def _raising(exc: BaseException) -> object:
+    def run(**_: object) -> int:
+        raise exc
+
+    return run
+
+
+def test_an_interrupt_is_exit_130_and_says_nothing_was_written(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setattr(cli, "main", _raising(KeyboardInterrupt()))
+    assert main(["validate", "examples/lab"]) == ExitCode.INTERRUPTED
+    assert int(ExitCode.INTERRUPTED) == 130  # 128 + SIGINT, as a shell reports it
+    assert capsys.readouterr().err == "migc: interrupted; nothing was written\n"
+
+
+def test_an_abort_is_exit_1_and_a_click_error_keeps_its_own_code(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setattr(cli, "main", _raising(click.exceptions.Abort()))
+    assert main(["validate"]) == ExitCode.INVALID
+    assert capsys.readouterr().err == "migc: aborted\n"
+    class Refused(click.ClickException):
+        exit_code = 4
+
+    error = Refused("cannot do that")
+    monkeypatch.setattr(cli, "main", _raising(error))
+    assert main(["validate"]) == 4
+    assert "cannot do that" in capsys.readouterr().err
+
+
+def test_an_internal_error_shows_a_traceback_only_under_migc_debug(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setattr(cli, "main", _raising(ZeroDivisionError("oops")))
+    monkeypatch.delenv("MIGC_DEBUG", raising=False)
+    assert main(["plan"]) == ExitCode.INTERNAL
+    assert "Traceback" not in capsys.readouterr().err
+    monkeypatch.setenv("MIGC_DEBUG", "1")
+    assert main(["plan"]) == ExitCode.INTERNAL
+    err = capsys.readouterr().err
+    assert "Traceback" in err and "ZeroDivisionError: oops" in err and "MIGC000" in err
+
+
+def test_bare_migc_and_an_option_error_exit_0_and_2(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main([]) == ExitCode.OK
+    assert capsys.readouterr().out.startswith("Usage: migc")
+    assert main(["--no-such-option"]) == ExitCode.USAGE
+    err = capsys.readouterr().err
+    assert err.startswith("Usage: migc") and "--no-such-option" in err

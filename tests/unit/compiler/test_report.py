@@ -11,7 +11,7 @@ import pytest
 from compiler.diagnostics import Diagnostic, make, registry
 from compiler.report import format_github, format_json, format_sarif, format_text, render, summary
 
-SARIF_SCHEMA = Path(__file__).parent / "fixtures" / "sarif-2.1.0.schema.json"
+SARIF_SCHEMA = Path(__file__).resolve().parents[2] / "fixtures" / "sarif-2.1.0.schema.json"
 
 DIAGS = [
     make(

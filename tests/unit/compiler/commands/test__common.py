@@ -1,0 +1,111 @@
+"""compiler/commands/_common.py: the options and exit path every command shares, driven through a
+tiny click command built from them (``click.testing.CliRunner``)."""
+
+from __future__ import annotations
+
+import datetime as dt
+import errno
+
+import click
+import pytest
+from click.testing import CliRunner
+
+from compiler.commands._common import (
+    cannot_write,
+    emit_diagnostics,
+    fail,
+    ignore_option,
+    ignored_codes,
+    observation_time,
+    output_format_option,
+    require_one_cluster_source,
+    result_format_option,
+)
+from compiler.diagnostics import Diagnostic, make
+
+WARNING = make("MIGC404", "no usage from Prometheus: down")  # a warning
+NOTE = make("MIGC512", "no declared workload is served by this pool")  # a note
+ERROR = make("MIGC301", "cannot write out/x.yaml: disk full", file="out/x.yaml")  # an error
+
+
+@click.command()
+@ignore_option
+@output_format_option
+def report(ignore: tuple[str, ...], output_format: str) -> None:
+    click.echo(f"ignored={','.join(ignored_codes())}", err=True)
+    emit_diagnostics([WARNING, NOTE, ERROR], output_format, to_stderr=False)
+
+
+def test_ignore_leaves_out_warnings_and_notes_of_the_codes_but_never_errors() -> None:
+    result = CliRunner().invoke(report, ["--ignore", "migc404, MIGC512", "--ignore", "MIGC404"])
+    assert result.exit_code == 0
+    assert "ignored=MIGC404,MIGC512" in result.stderr  # upper-cased, split on commas, de-duplicated
+    assert "MIGC404" not in result.stdout and "MIGC512" not in result.stdout
+    assert "MIGC301" in result.stdout and "out/x.yaml" in result.stdout
+    plain = CliRunner().invoke(report, [])
+    assert all(code in plain.stdout for code in ("MIGC404", "MIGC512", "MIGC301"))
+
+
+@pytest.mark.parametrize(
+    ("code", "why"), [("MIGC301", "is an error"), ("MIGC9999", "is not a migc diagnostic code")]
+)
+def test_ignoring_an_error_or_an_unknown_code_is_a_usage_error(code: str, why: str) -> None:
+    result = CliRunner().invoke(report, ["--ignore", code])
+    assert result.exit_code == 2 and why in result.stderr
+
+
+def test_output_format_names_the_diagnostics_format_under_three_spellings() -> None:
+    for flag in ("-o", "--output", "--output-format"):
+        result = CliRunner().invoke(report, [flag, "json"])
+        assert result.exit_code == 0 and result.stdout.lstrip().startswith(("[", "{")), flag
+    assert CliRunner().invoke(report, ["-o", "yaml"]).exit_code == 2
+
+
+def test_result_format_offers_only_the_given_choices() -> None:
+    @click.command()
+    @result_format_option(["text", "markdown"])
+    def show(fmt: str) -> None:
+        click.echo(fmt)
+
+    assert CliRunner().invoke(show, []).stdout == "text\n"
+    assert CliRunner().invoke(show, ["--output", "markdown"]).stdout == "markdown\n"
+    assert CliRunner().invoke(show, ["-o", "json"]).exit_code == 2
+
+
+def test_fail_prints_the_diagnostics_and_the_summary_on_stderr_and_returns_the_status() -> None:
+    @click.command()
+    def broken() -> None:
+        raise SystemExit(fail([ERROR, WARNING], summary="policy", status=7))
+
+    result = CliRunner().invoke(broken, [])
+    assert result.exit_code == 7 and result.stdout == ""
+    assert "MIGC301" in result.stderr and "MIGC404" in result.stderr
+    assert result.stderr.rstrip().endswith("migc: 1 error, 1 warning")
+
+
+def test_observation_time_reads_rfc3339_with_a_zone_only() -> None:
+    assert observation_time("2026-12-01T06:00:00Z") == dt.datetime(2026, 12, 1, 6, tzinfo=dt.UTC)
+    later = observation_time("2026-12-01T08:00:00+02:00")
+    assert later == dt.datetime(2026, 12, 1, 6, tzinfo=dt.UTC)  # the same instant
+    for bad in ("2026-12-01T06:00:00", "yesterday", ""):
+        d = observation_time(bad)
+        assert isinstance(d, Diagnostic) and d.code == "MIGC406", bad
+    now = observation_time(None)
+    assert isinstance(now, dt.datetime) and now.tzinfo is not None and now.microsecond == 0
+
+
+def test_exactly_one_cluster_source() -> None:
+    require_one_cluster_source(["a.json"], None, None, False)
+    require_one_cluster_source([], "/k/config", None, False)
+    require_one_cluster_source([], None, None, True)
+    for snapshots, kubeconfig, in_cluster in (([], None, False), (["a.json"], "/k/config", False)):
+        with pytest.raises(click.UsageError, match="give either --snapshot"):
+            require_one_cluster_source(snapshots, kubeconfig, None, in_cluster)
+    with pytest.raises(click.UsageError):
+        require_one_cluster_source(["a.json"], None, "prod", False)  # a context is a live source
+
+
+def test_cannot_write_names_the_file_and_the_os_reason() -> None:
+    d = cannot_write("out/x.yaml", OSError(errno.ENOSPC, "No space left on device"))
+    assert (d.code, d.file) == ("MIGC301", "out/x.yaml")
+    assert d.message == "cannot write out/x.yaml: No space left on device"

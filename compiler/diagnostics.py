@@ -202,12 +202,27 @@ def unique_sorted(diagnostics: Iterable[Diagnostic]) -> list[Diagnostic]:
     return out
 
 
+def ignorable(code: str) -> str | None:
+    """None when ``code`` may be given to ``--ignore``; otherwise why not, in words for a usage error.
+
+    Only warnings and notes can be ignored: an error means the input has no valid meaning (no
+    Policy is built, nothing can be solved or rendered), so hiding one would only turn a clear
+    "invalid, here is why" into an unexplained failure.
+    """
+    try:
+        info = lookup(code)
+    except UnknownCodeError:
+        return f"{code} is not a migc diagnostic code (`migc explain` lists every code)"
+    if info.severity >= Severity.ERROR:
+        return f"{info.code} ({info.title}) is an error; only warnings and notes can be ignored"
+    return None
+
+
 def suppress(diagnostics: Iterable[Diagnostic], ignore: Iterable[str]) -> list[Diagnostic]:
     """``diagnostics`` without the warnings and notes whose code is in ``ignore``; errors always stay.
 
-    An error means the input has no valid meaning, so hiding one would turn a clear "invalid,
-    here is why" into an unexplained failure (``compiler.validate.suppress.ignorable`` refuses
-    to ignore an error code). Call it through :meth:`Collector.finish`.
+    :func:`ignorable` refuses an error code as a usage error; an error given here anyway stays.
+    Call it through :meth:`Collector.finish`.
     """
     codes = {c.upper() for c in ignore}
     return [d for d in diagnostics if not (d.code in codes and d.severity < Severity.ERROR)]

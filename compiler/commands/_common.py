@@ -14,13 +14,12 @@ from typing import Any, TypeVar
 import click
 
 from compiler import report
-from compiler.diagnostics import Collector, Diagnostic, make
+from compiler.diagnostics import Collector, Diagnostic, ignorable, make
 from compiler.exitcodes import ExitCode
 from compiler.observe import Observation, read_cluster, read_snapshots
 from compiler.observe.read import LIST_TIMEOUT_S
 from compiler.recommend import disruption
 from compiler.report import FORMATS
-from compiler.validate.suppress import ignorable
 
 F = TypeVar("F", bound=Callable[..., Any])
 

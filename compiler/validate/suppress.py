@@ -9,18 +9,8 @@ so they never change what is built.
 
 from __future__ import annotations
 
-from compiler.diagnostics import Severity, UnknownCodeError, lookup, suppress
+# Both live with the Collector (compiler.diagnostics), which applies them; re-exported for importers.
+# (compiler.commands._common reads them from there, so a command does not load validation for them.)
+from compiler.diagnostics import ignorable, suppress
 
-# suppress lives with the Collector (compiler.diagnostics), which applies it; re-exported for importers
 __all__ = ["ignorable", "suppress"]
-
-
-def ignorable(code: str) -> str | None:
-    """None when ``code`` may be ignored; otherwise why not, in words for a usage error."""
-    try:
-        info = lookup(code)
-    except UnknownCodeError:
-        return f"{code} is not a migc diagnostic code (`migc explain` lists every code)"
-    if info.severity >= Severity.ERROR:
-        return f"{info.code} ({info.title}) is an error; only warnings and notes can be ignored"
-    return None

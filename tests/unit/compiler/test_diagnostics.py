@@ -12,6 +12,7 @@ from compiler.diagnostics import (
     UnknownCodeError,
     at,
     has_errors,
+    ignorable,
     lookup,
     make,
     registry,
@@ -70,6 +71,12 @@ def test_suppress_leaves_out_warnings_and_notes_of_the_codes_but_never_an_error(
     assert suppress([WARN_A, WARN_B, NOTE, ERROR], ["migc123", "MIGC912"]) == [WARN_B, ERROR]
     assert suppress([ERROR], ["MIGC006"]) == [ERROR]  # an error always stays
     assert suppress([WARN_A], []) == [WARN_A]
+
+
+def test_only_known_warning_and_note_codes_are_ignorable() -> None:
+    assert ignorable("MIGC123") is None and ignorable("migc912") is None
+    assert "is an error; only warnings and notes can be ignored" in str(ignorable("MIGC006"))
+    assert "is not a migc diagnostic code" in str(ignorable("MIGC999"))
 
 
 def test_the_collector_merges_every_stage_and_finishes_sorted_unique_and_suppressed() -> None:

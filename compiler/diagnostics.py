@@ -10,6 +10,8 @@ Codes live in ranges (documented in ``compiler/codes/*.yaml``, one file per rang
 * ``MIGC9xx`` internal and environment problems (discover, NVML)
 
 Stages never print; they return diagnostics and the reporters in ``compiler.report`` present them.
+Every command hands what its stages returned to one :class:`Collector`, which merges,
+de-duplicates, sorts and applies ``--ignore`` once, before a reporter prints.
 """
 
 from __future__ import annotations
@@ -180,3 +182,96 @@ def has_errors(diagnostics: Iterable[Diagnostic]) -> bool:
 
 def sort_key(d: Diagnostic) -> tuple[str, int, int, str, str]:
     return (d.file, d.line, d.col, d.code, d.message)
+
+
+def unique_sorted(diagnostics: Iterable[Diagnostic]) -> list[Diagnostic]:
+    """Sorted for reports (:func:`sort_key`; stable, so equal keys keep the order they came in),
+    exact repeats dropped.
+
+    Not ``set()``: Diagnostic equality compares only file, line, col and code, so two different
+    messages at one spot (two missing fields of one mapping) would collapse into one. Call it
+    through :meth:`Collector.finish`.
+    """
+    seen: set[tuple[str, int, int, str, str, str]] = set()
+    out: list[Diagnostic] = []
+    for d in sorted(diagnostics, key=sort_key):
+        key = (d.file, d.line, d.col, d.code, d.message, d.path)
+        if key not in seen:
+            seen.add(key)
+            out.append(d)
+    return out
+
+
+def ignorable(code: str) -> str | None:
+    """None when ``code`` may be given to ``--ignore``; otherwise why not, in words for a usage error.
+
+    Only warnings and notes can be ignored: an error means the input has no valid meaning (no
+    Policy is built, nothing can be solved or rendered), so hiding one would only turn a clear
+    "invalid, here is why" into an unexplained failure.
+    """
+    try:
+        info = lookup(code)
+    except UnknownCodeError:
+        return f"{code} is not a migc diagnostic code (`migc explain` lists every code)"
+    if info.severity >= Severity.ERROR:
+        return f"{info.code} ({info.title}) is an error; only warnings and notes can be ignored"
+    return None
+
+
+def suppress(diagnostics: Iterable[Diagnostic], ignore: Iterable[str]) -> list[Diagnostic]:
+    """``diagnostics`` without the warnings and notes whose code is in ``ignore``; errors always stay.
+
+    :func:`ignorable` refuses an error code as a usage error; an error given here anyway stays.
+    Call it through :meth:`Collector.finish`.
+    """
+    codes = {c.upper() for c in ignore}
+    return [d for d in diagnostics if not (d.code in codes and d.severity < Severity.ERROR)]
+
+
+class Collector:
+    """The diagnostics of one run, from every stage, reported once.
+
+    Stages (load, validation, reading what is deployed, the solve, the registered post-solve and
+    render checks, a command's own reads) return plain lists; the command, or the pipeline for it,
+    adds each to one collector with :meth:`add` / :meth:`extend`, asks :meth:`has_errors` to decide
+    whether to go on, and calls :meth:`finish` once where it reports: that merges everything,
+    drops exact repeats, sorts by file, line, column, code (and message) and leaves out the
+    warnings and notes of the ``--ignore`` codes; errors always stay.
+
+    The shape is cfn-lint's runner (aws-cloudformation/cfn-lint at 217397c8,
+    ``src/cfnlint/runner/template/runner.py``): every rule's matches of one template are chained
+    into one stream, ``_dedup`` (lines 22-36) drops repeats of the whole stream, the directives
+    filter (``_check_metadata_directives``, lines 39-71) suppresses what the user asked to ignore
+    except checks that are mandatory (here: errors), and ``runner/cli.py`` (line 159) sorts the
+    matches once, just before the formatter prints them. Stages never sort or filter for a report.
+    """
+
+    __slots__ = ("_items",)
+
+    def __init__(self, diagnostics: Iterable[Diagnostic] = ()) -> None:
+        self._items: list[Diagnostic] = list(diagnostics)
+
+    def add(self, diagnostic: Diagnostic) -> None:
+        self._items.append(diagnostic)
+
+    def extend(self, diagnostics: Iterable[Diagnostic]) -> None:
+        self._items.extend(diagnostics)
+
+    def has_errors(self) -> bool:
+        """Whether anything collected so far is an error (``--ignore`` never hides one)."""
+        return has_errors(self._items)
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def collected(self) -> tuple[Diagnostic, ...]:
+        """Everything added so far, in the order it was added (not yet de-duplicated or sorted)."""
+        return tuple(self._items)
+
+    def finish(self, ignore: Iterable[str] = ()) -> list[Diagnostic]:
+        """The report: merged, exact repeats dropped, sorted, ``ignore``'s warnings and notes left out.
+
+        Suppressing before de-duplicating or after gives the same list (both only drop items);
+        the collector keeps what it holds, so a later stage may still add to it.
+        """
+        return unique_sorted(suppress(self._items, ignore))

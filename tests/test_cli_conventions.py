@@ -182,8 +182,9 @@ def test_ignore_works_on_every_command_that_prints_diagnostics(
             "--baseline",
             "naive",
         ],
+        ["discover", "-q"],  # no NVML here: MIGC901/MIGC902, exit 1 with or without --ignore
     ],
-    ids=["status", "advise", "simulate"],
+    ids=["status", "advise", "simulate", "discover"],
 )
 def test_every_diagnostic_printing_command_takes_ignore(
     argv: list[str], capsys: pytest.CaptureFixture[str]

@@ -170,6 +170,18 @@ def test_cli_compare_exits_3_on_a_planted_mismatch_and_0_when_equal(monkeypatch:
     assert result.stdout.count("model: H100-80GB") == 1  # the entry is still printed to fix the file with
 
 
+def test_ignore_leaves_out_the_differences_warnings_but_not_the_exit_status(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``--ignore MIGC920`` hides the per-field warnings (printed through the one collector, as in
+    every command); the comparison still fails (exit 3) and says how many fields differ."""
+    planted = _h100_with(id0={"placements": [[0, 7]]})
+    result = run_cli(monkeypatch, fakenvml.FakeNvml(planted), "--compare", "-q", "--ignore", "MIGC920")
+    assert result.exit_code == 3
+    assert "MIGC920" not in result.stderr
+    assert "1 difference(s) from the shipped catalog" in result.stderr
+
+
 def test_unknown_model_is_reported_as_missing_from_the_catalog(monkeypatch: pytest.MonkeyPatch) -> None:
     capture = copy.deepcopy(fakenvml.load_capture("h100-80gb"))
     capture["gpus"][0].update(name="NVIDIA Future GPU 80GB", pciDeviceId="0x9999A0DE")

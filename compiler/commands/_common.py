@@ -8,19 +8,18 @@ diagnostics the same way.
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, TypeVar
 
 import click
 
 from compiler import report
-from compiler.diagnostics import Diagnostic, make
+from compiler.diagnostics import Collector, Diagnostic, ignorable, make
 from compiler.exitcodes import ExitCode
 from compiler.observe import Observation, read_cluster, read_snapshots
 from compiler.observe.read import LIST_TIMEOUT_S
 from compiler.recommend import disruption
 from compiler.report import FORMATS
-from compiler.validate.suppress import ignorable, suppress
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -42,26 +41,37 @@ def output_format_option(func: F) -> F:
     return decorated
 
 
-def emit_diagnostics(diagnostics: Sequence[Diagnostic], fmt: str, *, to_stderr: bool) -> None:
+def emit_diagnostics(
+    diagnostics: Collector | Iterable[Diagnostic], fmt: str, *, to_stderr: bool
+) -> list[Diagnostic]:
     """Print ``diagnostics`` in ``fmt`` (see :data:`compiler.report.FORMATS`); nothing when there are none.
+    Returns what was printed, for the summary line.
 
-    The one place every command's diagnostics pass through, so ``--ignore`` is applied here, once,
-    for every command that has it (cfn-lint suppresses in its runner the same way): warnings and
-    notes of an ignored code are left out, errors always stay.
+    The one place every command's diagnostics pass through: the run's :class:`Collector` (or one
+    made of the list given) is finished here, once, with the ``--ignore`` codes of the running
+    command, so every command that has the option applies it the same way (cfn-lint suppresses
+    in its runner so): exact repeats dropped, sorted, warnings and notes of an ignored code left
+    out, errors always kept.
     """
-    text = report.render(suppress(diagnostics, ignored_codes()), fmt)
+    collector = diagnostics if isinstance(diagnostics, Collector) else Collector(diagnostics)
+    shown = collector.finish(ignored_codes())
+    text = report.render(shown, fmt)
     if text:
         click.echo(text, nl=False, err=to_stderr)
+    return shown
 
 
 def fail(
-    diagnostics: Sequence[Diagnostic], *, summary: str | None = None, status: int = ExitCode.INVALID
+    diagnostics: Collector | Iterable[Diagnostic],
+    *,
+    summary: str | None = None,
+    status: int = ExitCode.INVALID,
 ) -> int:
     """The exit path of a command that cannot go on: ``diagnostics`` as text on stderr, then, when
     ``summary`` names the command, its one-line summary (``migc: 1 error`` …); returns ``status``."""
-    emit_diagnostics(diagnostics, "text", to_stderr=True)
+    shown = emit_diagnostics(diagnostics, "text", to_stderr=True)
     if summary is not None:
-        click.echo(report.summary(suppress(diagnostics, ignored_codes()), what=summary), err=True)
+        click.echo(report.summary(shown, what=summary), err=True)
     return status
 
 

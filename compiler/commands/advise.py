@@ -21,10 +21,10 @@ from compiler.commands._common import (
     paths_argument,
     result_format_option,
 )
-from compiler.diagnostics import has_errors
+from compiler.diagnostics import Collector
 from compiler.exitcodes import ExitCode
 from compiler.observe import Observation, ObserveError, read_snapshots
-from compiler.pipeline import load_and_validate
+from compiler.pipeline import collect_policy
 from compiler.solve import solve
 
 
@@ -64,19 +64,20 @@ def command(
     Exit status: 0 advice printed, 1 invalid or infeasible policy or unreadable snapshot, 2 usage error.
     """
     catalog = load_catalog()
-    policy, diagnostics = load_and_validate(paths, catalog)
+    diagnostics = Collector()
+    policy = collect_policy(paths, diagnostics, catalog)
     solution = None
-    if policy is not None and not has_errors(diagnostics):
+    if policy is not None and not diagnostics.has_errors():
         solution = solve(policy, catalog, None, time_limit_s=time_limit)
         diagnostics.extend(solution.diagnostics)
     observation: Observation | None = None
-    if snapshots and not has_errors(diagnostics):
+    if snapshots and not diagnostics.has_errors():
         try:
             observation = read_snapshots(snapshots, dt.datetime.now(dt.UTC).replace(microsecond=0))
             diagnostics.extend(observation.warnings)
         except ObserveError as exc:
-            diagnostics.append(exc.diagnostic)
-    if policy is None or solution is None or has_errors(diagnostics):
+            diagnostics.add(exc.diagnostic)
+    if policy is None or solution is None or diagnostics.has_errors():
         return fail(diagnostics, summary="advise")
     emit_diagnostics(diagnostics, "text", to_stderr=True)
     # each sizing solve may take up to --time-limit: say which one runs, on a terminal (not in logs)

@@ -27,10 +27,9 @@ from compiler.exitcodes import ExitCode
 from compiler.fsio import refuse_symlink
 from compiler.load import display_path
 from compiler.model import Policy
-from compiler.pipeline.compiled import compile_policy
-from compiler.render import manifest_stream, oversized, render
+from compiler.pipeline.compiled import compile_policy, render_checks
+from compiler.render import manifest_stream, render
 from compiler.render.writer import compare, write_tree
-from compiler.validate.suppress import suppress
 
 # The codes live in compiler.exitcodes; these names stay because `migc plan` imports them from here.
 
@@ -75,7 +74,7 @@ def command(
     cluster: str | None,
     prune: bool,
     output_format: str,
-    ignore: tuple[str, ...],
+    ignore: tuple[str, ...],  # applied where diagnostics are printed (_common.emit_diagnostics)
 ) -> int:
     """Compile policy PATHS (files or directories) into Kubernetes manifests under --out.
 
@@ -94,8 +93,7 @@ def command(
         emit_diagnostics([link], output_format, to_stderr=log_to_stderr)
         return ExitCode.INVALID
     result = compile_policy(paths, out_dir, label_base=Path(os.path.abspath(out_dir)).parent)
-    shown = suppress(result.diagnostics, ignore)  # warnings and notes only; errors always stay
-    emit_diagnostics(shown, output_format, to_stderr=log_to_stderr)
+    shown = emit_diagnostics(result.diagnostics, output_format, to_stderr=log_to_stderr)  # --ignore applied
     if result.failed or result.policy is None or result.solution is None:
         click.echo(report.summary(shown, what="compile") + "; nothing was written", err=True)
         return ExitCode.INVALID
@@ -107,7 +105,7 @@ def command(
         with_monitoring="monitoring" in extras,
         source_label=result.source_label,
     )
-    too_big = oversized(files)
+    too_big = render_checks(files)
     if too_big:
         emit_diagnostics(too_big, output_format, to_stderr=log_to_stderr)
         click.echo(report.summary(too_big, what="compile") + "; nothing was written", err=True)

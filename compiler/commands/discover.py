@@ -15,6 +15,7 @@ import yaml
 
 from compiler import discover, report
 from compiler.catalog import CatalogError, load_catalog
+from compiler.commands._common import emit_diagnostics, ignore_option
 from compiler.diagnostics import Diagnostic, has_errors, make
 from compiler.escape import terminal
 from compiler.exitcodes import ExitCode
@@ -22,7 +23,7 @@ from compiler.exitcodes import ExitCode
 
 def _print_diagnostics(diagnostics: list[Diagnostic], output_format: str) -> None:
     # stderr, not stdout as `migc validate` does: discover's stdout is the catalog data.
-    click.echo(report.render(diagnostics, output_format), err=True, nl=False)
+    emit_diagnostics(diagnostics, output_format, to_stderr=True)  # --ignore applied there
 
 
 @click.command(name="discover")
@@ -60,7 +61,15 @@ def _print_diagnostics(diagnostics: list[Diagnostic], output_format: str) -> Non
     "every command; --format and --output-format are the same option).",
 )
 @click.option("-q", "--quiet", is_flag=True, help="No per-GPU summary on stderr.")
-def command(fmt: str, compare: bool, gpu: int | None, output_format: str, quiet: bool) -> None:
+@ignore_option
+def command(
+    fmt: str,
+    compare: bool,
+    gpu: int | None,
+    output_format: str,
+    quiet: bool,
+    ignore: tuple[str, ...],  # applied where diagnostics are printed (_common.emit_diagnostics)
+) -> None:
     """Read MIG geometry through NVML (never changes MIG mode, instances or resets) and print it.
 
     Profiles, ids, slice counts, memory, instance counts and placements come straight from the

@@ -23,10 +23,10 @@ from compiler.commands._common import (
 )
 from compiler.commands._files import write_files
 from compiler.current import read_capacity
-from compiler.diagnostics import has_errors, make
+from compiler.diagnostics import Collector, make
 from compiler.exitcodes import ExitCode
 from compiler.fsio import SNAPSHOT_LIMIT, ReadRefused, read_bounded, refuse_symlink
-from compiler.pipeline.compiled import compile_policy
+from compiler.pipeline.compiled import compile_policy, plan_checks
 from compiler.plan import (
     SnapshotError,
     build_plan,
@@ -37,10 +37,9 @@ from compiler.plan import (
 from compiler.plan.data import OrderCost
 from compiler.plan.orders import other_order
 from compiler.plan.report import FORMATS, View
-from compiler.plan.spread import spread_rows, spread_warnings
+from compiler.plan.spread import spread_rows
 from compiler.render.writer import INDEX_NAME
 from compiler.solve.export import solution_to_dict
-from compiler.validate.suppress import suppress
 
 
 def _render_check(against: Path) -> str | None:
@@ -103,7 +102,7 @@ def command(
     svg_dir: str | None,
     exit_code: bool,
     snapshot: str | None,
-    ignore: tuple[str, ...],
+    ignore: tuple[str, ...],  # applied where diagnostics are printed (_common.emit_diagnostics)
 ) -> int:
     """Show what compiling policy PATHS would change: nodes, GPUs, capacity, evictions and cost.
 
@@ -128,7 +127,7 @@ def command(
         if link is not None:
             return fail([link])
     result = compile_policy(paths, deployed)
-    diagnostics = list(result.diagnostics)
+    diagnostics = Collector(result.diagnostics)
     recorded, more = read_capacity(deployed)
     diagnostics.extend(more)
     pods = None
@@ -136,15 +135,14 @@ def command(
         try:
             pods = parse_snapshot(read_bounded(Path(snapshot), SNAPSHOT_LIMIT, what="a cluster snapshot"))
         except ReadRefused as exc:
-            diagnostics.append(exc.diagnostic)
+            diagnostics.add(exc.diagnostic)
         except (OSError, SnapshotError) as exc:
-            diagnostics.append(snapshot_diagnostic(snapshot, exc))
+            diagnostics.add(snapshot_diagnostic(snapshot, exc))
     spread = None
     if result.policy is not None and result.solution is not None:
         spread = spread_rows(result.policy, result.solution)
-        diagnostics.extend(spread_warnings(result.policy, spread))
-    diagnostics = suppress(diagnostics, ignore)  # warnings and notes only; errors always stay
-    if result.failed or result.policy is None or result.solution is None or has_errors(diagnostics):
+        diagnostics.extend(plan_checks(result.policy, spread))
+    if result.failed or result.policy is None or result.solution is None or diagnostics.has_errors():
         return fail(diagnostics, summary="plan")
     emit_diagnostics(diagnostics, "text", to_stderr=True)
     # The second solve (the objective order with gpus and disruption swapped) runs in a worker

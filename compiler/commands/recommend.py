@@ -29,12 +29,12 @@ from compiler.commands._common import (
     result_format_option,
 )
 from compiler.current import read_current
-from compiler.diagnostics import Diagnostic, has_errors, make
+from compiler.diagnostics import Collector, Diagnostic, has_errors, make
 from compiler.exitcodes import ExitCode
 from compiler.fsio import write_files_atomic
 from compiler.model import CurrentState, Policy
 from compiler.observe import Observation, ObserveError
-from compiler.pipeline import load_and_validate
+from compiler.pipeline import collect_policy
 from compiler.recommend.engine import Recommendation, recommend
 from compiler.recommend.report import FORMATS
 from compiler.recommend.state import (
@@ -49,7 +49,6 @@ from compiler.recommend.state import (
     read_state,
     rebuild_from_cluster,
 )
-from compiler.validate import unique_sorted
 
 
 @dataclass(frozen=True)
@@ -155,13 +154,13 @@ def command(
 def _recommend(req: _Request) -> int:
     """Load the policy, observe the cluster, recommend, print the evidence, write (unless a dry run)."""
     catalog = load_catalog()
-    policy, diagnostics = _load_policy(req, catalog)
+    diagnostics = Collector()  # every stage's findings, reported once
+    policy = _load_policy(req, catalog, diagnostics)
     if policy is None:
         return fail(diagnostics)
-    seen, more = _observe(req, policy)
+    seen = _observe(req, policy, diagnostics)
     if seen is None:
-        return fail([*diagnostics, *more])
-    diagnostics.extend(more)
+        return fail(diagnostics)
     rec = recommend(
         policy,
         catalog,
@@ -174,7 +173,7 @@ def _recommend(req: _Request) -> int:
         reconfigure_seconds=req.reconfigure_seconds,
     )
     diagnostics.extend(rec.diagnostics)
-    emit_diagnostics(unique_sorted(diagnostics), "text", to_stderr=True)
+    emit_diagnostics(diagnostics, "text", to_stderr=True)
     if has_errors(rec.diagnostics):
         return ExitCode.INVALID
     click.echo(FORMATS[req.fmt](rec), nl=False)
@@ -198,34 +197,38 @@ class _Observed:
     state: State  # the ObservedDemand state, rebuilt from the cluster where it was lost
 
 
-def _observe(req: _Request, policy: Policy) -> tuple[_Observed | None, list[Diagnostic]]:
-    """The deployed layouts, the cluster and the state; None (and the diagnostics so far, the cluster's
-    last) when the cluster cannot be read."""
-    current, diagnostics = read_current(req.against, policy)
+def _observe(req: _Request, policy: Policy, diagnostics: Collector) -> _Observed | None:
+    """The deployed layouts, the cluster and the state, what each reports added to ``diagnostics``;
+    None when the cluster cannot be read (its diagnostic added)."""
+    current, more = read_current(req.against, policy)
+    diagnostics.extend(more)
     try:
         obs = read_cluster_source(req.moment, req.snapshots, req.kubeconfig, req.context, req.in_cluster)
     except ObserveError as exc:
-        return None, [*diagnostics, exc.diagnostic]
+        diagnostics.add(exc.diagnostic)
+        return None
     diagnostics.extend(obs.warnings)
     state, more = read_state(req.state_file, req.moment, policy.partition)
     diagnostics.extend(more)
     state, more = rebuild_from_cluster(state, obs, req.moment)
-    return _Observed(current, obs, state), [*diagnostics, *more]
+    diagnostics.extend(more)
+    return _Observed(current, obs, state)
 
 
-def _load_policy(req: _Request, catalog: Catalog) -> tuple[Policy | None, list[Diagnostic]]:
-    """The validated policy (None when it has errors) and its diagnostics, MIGC422 when it is static.
+def _load_policy(req: _Request, catalog: Catalog, diagnostics: Collector) -> Policy | None:
+    """The validated policy (None when it has errors), its findings added to ``diagnostics``, and
+    MIGC422 when it is static.
 
     The machine-owned state never blocks the recommender: its documents are left out here and it is
     read (and judged) on its own by :func:`compiler.recommend.state.read_state`."""
     skip = {str(req.state_file), str(req.state_file.resolve())}
-    policy, diagnostics = load_and_validate([req.policy_path], catalog, skip_files=skip, skip_kinds={KIND})
-    if policy is None or has_errors(diagnostics):
-        return None, diagnostics
+    policy = collect_policy([req.policy_path], diagnostics, catalog, skip_files=skip, skip_kinds={KIND})
+    if policy is None or diagnostics.has_errors():
+        return None
     part = policy.partition
     if part.mode != "dynamic":
         span = part.span
-        diagnostics.append(
+        diagnostics.add(
             make(
                 "MIGC422",
                 "PartitionPolicy mode is static: `migc recommend` proposes no change "
@@ -235,7 +238,7 @@ def _load_policy(req: _Request, catalog: Catalog) -> tuple[Policy | None, list[D
                 col=span.col,
             )
         )
-    return policy, diagnostics
+    return policy
 
 
 def _edited_workloads(policy: Policy, rec: Recommendation) -> dict[Path, str] | Diagnostic:

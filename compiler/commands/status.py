@@ -31,12 +31,12 @@ from compiler.commands._common import (
 )
 from compiler.commands._files import write_files
 from compiler.current import ASSIGNMENT_FILE, read_assignment, state_from_assignment
-from compiler.diagnostics import Diagnostic, has_errors, make
+from compiler.diagnostics import Collector, Diagnostic, make
 from compiler.exitcodes import ExitCode
 from compiler.model import Policy
 from compiler.observe import Observation, ObserveError
 from compiler.observe.prometheus import InstanceUsage, instance_usage
-from compiler.pipeline import load_and_validate
+from compiler.pipeline import collect_policy
 from compiler.pipeline.compiled import compile_policy
 from compiler.render import manifests
 from compiler.status import Filters, FleetStatus, build_status, to_html
@@ -98,20 +98,21 @@ def command(
     if isinstance(moment, Diagnostic):
         return fail([moment])
     catalog = load_catalog()
-    loaded, diagnostics = load_and_validate(paths, catalog)
-    if loaded is None or has_errors(diagnostics):
+    diagnostics = Collector()  # every stage's findings, reported once
+    loaded = collect_policy(paths, diagnostics, catalog)
+    if loaded is None or diagnostics.has_errors():
         return fail(diagnostics, summary="status")
     policy = loaded
     _check_filters(policy, pools, tenants)
-    expected, diagnostics = _expected_layouts(paths, policy, catalog, Path(against), diagnostics)
+    expected = _expected_layouts(paths, policy, catalog, Path(against), diagnostics)
     if expected is None:
         return fail(diagnostics, summary="status")
     observation: Observation | None = None
     usage: tuple[InstanceUsage, ...] | None = None
-    if not has_errors(diagnostics):
+    if not diagnostics.has_errors():
         source = _ClusterSource(moment, snapshots, kubeconfig, context, in_cluster, timeout)
         observation, usage = _observe(source, prometheus, diagnostics)
-    if observation is None or has_errors(diagnostics):
+    if observation is None or diagnostics.has_errors():
         return fail(diagnostics, summary="status")
     emit_diagnostics(diagnostics, "text", to_stderr=True)
     status = build_status(
@@ -148,13 +149,14 @@ class _Expected:
 
 
 def _expected_layouts(
-    paths: tuple[str, ...], policy: Policy, catalog: Catalog, against: Path, diagnostics: list[Diagnostic]
-) -> tuple[_Expected | None, list[Diagnostic]]:
+    paths: tuple[str, ...], policy: Policy, catalog: Catalog, against: Path, diagnostics: Collector
+) -> _Expected | None:
     """Each cluster's NodeAssignment from ``against``, MIGC405 for one that cannot be used; clusters
     with none there are compared with what compiling the policy assigns.
 
-    Returns the diagnostics to go on with: compiling replaces them with its own (which hold the
-    policy's again). ``None`` when the compile fails: the command stops with those diagnostics.
+    What goes wrong is added to ``diagnostics``; compiling adds its own, which hold the policy's
+    findings again (the collector reports each once). ``None`` when the compile fails: the command
+    stops with those diagnostics.
     """
     assignments: dict[str, dict[str, Any]] = {}
     sources: set[str] = set()
@@ -170,20 +172,20 @@ def _expected_layouts(
             state_from_assignment(doc)  # the structure compile and the controller rely on
             assignments[cluster.name] = doc
         except (ValueError, KeyError, TypeError) as exc:
-            diagnostics.append(
+            diagnostics.add(
                 make("MIGC405", f"no usable assignment for cluster {cluster.name}: {exc}", file=str(path))
             )
-    if unrendered and not has_errors(diagnostics):
+    if unrendered and not diagnostics.has_errors():
         # no rendered output for these clusters: compare with what compiling the policy would assign
         sources.add("the solved policy")
         result = compile_policy(paths, against)
-        diagnostics = list(result.diagnostics)
+        diagnostics.extend(result.diagnostics)
         if result.failed or result.solution is None:
-            return None, diagnostics
+            return None
         for cluster in unrendered:
             configs = manifests.collect_configs(cluster, result.solution, catalog)
             assignments[cluster.name] = manifests.assignment_document(cluster, result.solution, configs)
-    return _Expected(assignments, " and ".join(sorted(sources))), diagnostics
+    return _Expected(assignments, " and ".join(sorted(sources)))
 
 
 @dataclass(frozen=True)
@@ -199,9 +201,9 @@ class _ClusterSource:
 
 
 def _observe(
-    source: _ClusterSource, prometheus: str | None, diagnostics: list[Diagnostic]
+    source: _ClusterSource, prometheus: str | None, diagnostics: Collector
 ) -> tuple[Observation | None, tuple[InstanceUsage, ...] | None]:
-    """The observed cluster and, with ``--prometheus``, its DCGM usage; what goes wrong is appended to
+    """The observed cluster and, with ``--prometheus``, its DCGM usage; what goes wrong is added to
     ``diagnostics`` (an unreadable cluster as its diagnostic, usage that cannot be read in full as
     none at all, then the observation's own warnings)."""
     try:
@@ -214,7 +216,7 @@ def _observe(
             timeout=source.timeout,
         )
     except ObserveError as exc:
-        diagnostics.append(exc.diagnostic)
+        diagnostics.add(exc.diagnostic)
         return None, None
     usage: tuple[InstanceUsage, ...] | None = None
     if prometheus is not None:

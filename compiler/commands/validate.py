@@ -12,11 +12,10 @@ from compiler.commands._common import (
     output_format_option,
     paths_argument,
 )
-from compiler.diagnostics import Diagnostic, Severity
+from compiler.diagnostics import Collector, Severity
 from compiler.exitcodes import ExitCode
-from compiler.pipeline import count_files, load_and_validate
+from compiler.pipeline import collect_policy, count_files
 from compiler.report import emit
-from compiler.validate import unique_sorted
 
 
 def policy_sets(paths: tuple[str, ...]) -> list[list[str]]:
@@ -47,11 +46,10 @@ def command(paths: tuple[str, ...], output_format: str, strict: bool, ignore: tu
     errors cannot be ignored. Exit status: 0 valid, 1 invalid (or warnings with --strict), 2 usage
     error (an --ignore code that is unknown or an error).
     """
-    diagnostics: list[Diagnostic] = []
+    collector = Collector()
     for group in policy_sets(paths):
-        _, diags = load_and_validate(group, ignore=ignore)
-        diagnostics.extend(diags)
-    diagnostics = unique_sorted(diagnostics)
+        collect_policy(group, collector)
+    diagnostics = collector.finish(ignore)
     emit(diagnostics, output_format, out=sys.stdout, err=sys.stderr, files=count_files(paths))
     worst = max((d.severity for d in diagnostics), default=None)
     if worst is None:

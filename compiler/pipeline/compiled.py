@@ -1,29 +1,40 @@
 """Compile a policy set up to (not including) rendering: :func:`compile_policy` runs
-:func:`compiler.pipeline.load_and_validate`, reads what ``--out`` holds, solves, and runs the
+:func:`compiler.pipeline.collect_policy`, reads what ``--out`` holds, solves, and runs the
 post-solve checks registered in :data:`POST_SOLVE_CHECKS` with the codes they may emit, as
 validation rules are (:mod:`compiler.validate.registry`): each reads the policy and the solution
 and returns diagnostics; they run only when nothing before them is an error.
+
+Every check that reports after the solve is registered the same way, by what it reads:
+:data:`POST_SOLVE_CHECKS` (the policy and the solution; every command that compiles),
+:data:`PLAN_CHECKS` (the spread rows ``migc plan`` shows) and :data:`RENDER_CHECKS` (the rendered
+files, before ``migc compile`` writes or prints them). A check that reports a code it does not
+declare is a programming error (a ``ValueError``), as an undeclared code of a validation rule is:
+``migc explain`` and ``--ignore`` rely on the declarations.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from compiler.catalog import Catalog, load_catalog
 from compiler.current import read_current
-from compiler.diagnostics import Diagnostic, has_errors, make
+from compiler.diagnostics import Collector, Diagnostic, has_errors, make
 from compiler.load import display_path
 from compiler.model import CurrentState, Policy
-from compiler.pipeline import load_and_validate
-from compiler.render import check_quotas
+from compiler.pipeline import collect_policy
+from compiler.render import check_quotas, oversized
 from compiler.render.dra import dra_diagnostics
 from compiler.render.hami import hami_diagnostics
 from compiler.render.targets import target_diagnostics
 from compiler.solve import solve
 from compiler.solve.result import Solution
+
+if TYPE_CHECKING:  # compiler.plan is loaded by `migc plan` only, never by `migc compile`
+    from compiler.plan.data import SpreadRow
 
 
 @dataclass(frozen=True)
@@ -62,22 +73,25 @@ def source_label(paths: Sequence[str], base: Path | None = None) -> str:
 
 
 def compile_policy(paths: Sequence[str], against: Path | None, label_base: Path | None = None) -> Compiled:
-    """Load, validate, read the deployed state from ``against``, solve, and check quota feasibility.
+    """Load, validate, read the deployed state from ``against``, solve, and run the post-solve checks.
 
     ``label_base``: the directory the file headers name policy paths relative to (see :func:`source_label`).
+    ``diagnostics`` are every stage's, merged by one :class:`Collector` (exact repeats dropped,
+    sorted); ``--ignore`` is the command's, applied when it reports.
     """
     catalog = load_catalog()
     label = source_label(paths, label_base)
-    policy, diagnostics = load_and_validate(paths, catalog)
-    if policy is None or has_errors(diagnostics):
-        return Compiled(None, None, catalog, CurrentState(), tuple(diagnostics), label)
+    diagnostics = Collector()
+    policy = collect_policy(paths, diagnostics, catalog)
+    if policy is None or diagnostics.has_errors():
+        return Compiled(None, None, catalog, CurrentState(), tuple(diagnostics.finish()), label)
     current, more = read_current(against, policy)
     diagnostics.extend(more)
     solution = solve(policy, catalog, current)
     diagnostics.extend(solution.diagnostics)
-    if not has_errors(diagnostics):
+    if not diagnostics.has_errors():
         diagnostics.extend(post_solve(policy, solution, catalog))
-    return Compiled(policy, solution, catalog, current, tuple(diagnostics), label)
+    return Compiled(policy, solution, catalog, current, tuple(diagnostics.finish()), label)
 
 
 def change_budget(policy: Policy, solution: Solution) -> list[Diagnostic]:
@@ -119,6 +133,24 @@ class PostSolveCheck:
     run: Callable[[Policy, Solution, Catalog], list[Diagnostic]]
 
 
+@dataclass(frozen=True)
+class PlanCheck:
+    """A check of the spread rows ``migc plan`` shows (one per workload with a spread), with its codes."""
+
+    name: str
+    codes: tuple[str, ...]
+    run: Callable[[Policy, Sequence[SpreadRow]], list[Diagnostic]]
+
+
+@dataclass(frozen=True)
+class RenderCheck:
+    """A check of the rendered files (path → bytes) before they are written, with its codes."""
+
+    name: str
+    codes: tuple[str, ...]
+    run: Callable[[Mapping[str, bytes]], list[Diagnostic]]
+
+
 POST_SOLVE_CHECKS: tuple[PostSolveCheck, ...] = (
     PostSolveCheck(
         "quotas", ("MIGC250", "MIGC251", "MIGC252", "MIGC253", "MIGC255", "MIGC310"), check_quotas
@@ -129,10 +161,50 @@ POST_SOLVE_CHECKS: tuple[PostSolveCheck, ...] = (
     PostSolveCheck("change-budget", ("MIGC423",), lambda p, s, _c: change_budget(p, s)),
 )
 
+def _spread(policy: Policy, rows: Sequence[SpreadRow]) -> list[Diagnostic]:
+    # imported here, not at the top: `migc compile` never loads compiler.plan
+    from compiler.plan.spread import spread_warnings
+
+    return spread_warnings(policy, rows)
+
+
+PLAN_CHECKS: tuple[PlanCheck, ...] = (PlanCheck("spread", ("MIGC256",), _spread),)
+
+RENDER_CHECKS: tuple[RenderCheck, ...] = (RenderCheck("configmap-size", ("MIGC306",), oversized),)
+
+
+def registered_checks() -> tuple[PostSolveCheck | PlanCheck | RenderCheck, ...]:
+    """Every check that reports after the solve, in the order the pipeline runs them."""
+    return (*POST_SOLVE_CHECKS, *PLAN_CHECKS, *RENDER_CHECKS)
+
+
+def _declared(name: str, codes: Iterable[str], found: list[Diagnostic]) -> list[Diagnostic]:
+    """``found``, refused (a programming error) when it holds a code check ``name`` does not declare."""
+    undeclared = sorted({d.code for d in found} - set(codes))
+    if undeclared:
+        raise ValueError(f"check {name} reported {', '.join(undeclared)}, which it does not declare")
+    return found
+
 
 def post_solve(policy: Policy, solution: Solution, catalog: Catalog) -> list[Diagnostic]:
     """Every registered post-solve check, in registry order."""
     out: list[Diagnostic] = []
     for check in POST_SOLVE_CHECKS:
-        out.extend(check.run(policy, solution, catalog))
+        out.extend(_declared(check.name, check.codes, check.run(policy, solution, catalog)))
+    return out
+
+
+def plan_checks(policy: Policy, rows: Sequence[SpreadRow]) -> list[Diagnostic]:
+    """Every registered check of the plan's spread rows, in registry order."""
+    out: list[Diagnostic] = []
+    for check in PLAN_CHECKS:
+        out.extend(_declared(check.name, check.codes, check.run(policy, rows)))
+    return out
+
+
+def render_checks(files: Mapping[str, bytes]) -> list[Diagnostic]:
+    """Every registered check of the rendered files, in registry order."""
+    out: list[Diagnostic] = []
+    for check in RENDER_CHECKS:
+        out.extend(_declared(check.name, check.codes, check.run(files)))
     return out

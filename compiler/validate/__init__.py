@@ -15,6 +15,7 @@ names of documents that failed are still remembered so a reference to them is no
 there is no error.
 """
 
+# unique_sorted is kept here for importers; reports go through compiler.diagnostics.Collector
 from compiler.validate.common import parse_duration, unique_sorted
 from compiler.validate.engine import validate
 

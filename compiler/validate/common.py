@@ -1,4 +1,4 @@
-"""Small helpers every part of validation shares: paths, durations, sorting, wording of suggestions."""
+"""Small helpers every part of validation shares: paths, durations, wording of suggestions."""
 
 from __future__ import annotations
 
@@ -10,7 +10,8 @@ import zoneinfo
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from compiler.diagnostics import Diagnostic, sort_key
+# unique_sorted moved to compiler.diagnostics (the Collector calls it); kept importable from here
+from compiler.diagnostics import unique_sorted as unique_sorted
 
 PathT = tuple[str | int, ...]
 
@@ -61,22 +62,6 @@ def parse_duration(text: str) -> int | None:
         return None
     d, h, mi, s = (int(g) if g else 0 for g in m.groups())
     return ((d * 24 + h) * 60 + mi) * 60 + s
-
-
-def unique_sorted(diagnostics: Iterable[Diagnostic]) -> list[Diagnostic]:
-    """Sorted for reports, exact repeats dropped.
-
-    Not ``set()``: Diagnostic equality compares only file, line, col and code, so two different
-    messages at one spot (two missing fields of one mapping) would collapse into one.
-    """
-    seen: set[tuple[str, int, int, str, str, str]] = set()
-    out: list[Diagnostic] = []
-    for d in sorted(diagnostics, key=sort_key):
-        key = (d.file, d.line, d.col, d.code, d.message, d.path)
-        if key not in seen:
-            seen.add(key)
-            out.append(d)
-    return out
 
 
 def suggest(value: str, candidates: Iterable[str]) -> str:

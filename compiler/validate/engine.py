@@ -7,12 +7,12 @@ from typing import Any
 
 import compiler.validate.rules  # noqa: F401  (importing the families registers their rules)
 from compiler.catalog import Catalog
-from compiler.diagnostics import Diagnostic, has_errors, make
+from compiler.diagnostics import Collector, Diagnostic, has_errors, make
 from compiler.load import LoadedDocument
 from compiler.model import Policy
 from compiler.schemas import API_VERSION, HUMAN_KINDS, KINDS
 from compiler.validate.build import build
-from compiler.validate.common import short, suggest, type_name, unique_sorted, value_at
+from compiler.validate.common import short, suggest, type_name, value_at
 from compiler.validate.context import Context, Obj, index_pools, index_tiers
 from compiler.validate.registry import run_rules
 from compiler.validate.schema_errors import schema_diagnostics
@@ -37,7 +37,7 @@ def validate(
     if ctx.fleet_ok:
         index_pools(ctx)
     run_rules(ctx)
-    diags = unique_sorted(ctx.diags)
+    diags = Collector(ctx.diags).finish()  # validate() is a stage of its own too (tests, recommend)
     if has_errors(diags) or not ctx.fleet_ok or not ctx.partition_ok or ctx.incomplete:
         return None, diags
     return build(ctx, documents), diags

@@ -1,0 +1,327 @@
+"""On a static DRA node only the pods on GPUs that change are drained.
+
+mig-parted applies GPU by GPU and leaves a GPU whose MIG devices already equal the target alone
+(NVIDIA/mig-parted@bd7160f4 cmd/nvidia-mig-parted/apply/config.go:92-95); its apply fails only on
+a changing GPU that a process still uses. On a DRA node the pod's ResourceClaims say which
+devices it holds and the driver's ResourceSlices on which GPU each is, so the controller keeps
+the pods whose devices are all on GPUs the new layout leaves alone. Against the emulator, whose
+MIG manager skips unchanged GPUs and fails the apply on a busy GPU that must change
+(emulation.FakeMigManager), and whose ResourceClaims are shaped as the kube-scheduler writes them
+(emulation.allocated_claim)."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from typing import Any
+
+import pytest
+from conftest import CONFIGS, Cluster, assert_only_gpu_pods_evicted, assignment
+from emulation import (
+    PODS,
+    RESOURCECLAIMS,
+    Call,
+    allocated_claim,
+    claimed_pod,
+    revision_of,
+)
+from test_controller_dra import (
+    DRA_CONFIGS,
+    add_dra_nodes,
+    dra_assignment,
+    dra_setup,
+    draplan,
+    published_slices,
+    set_draplan,
+    wait_published,
+)
+
+from controller import state as st
+
+ALL_1G = {"migEnabled": True, "profiles": {"1g.10gb": 7}}
+BALANCED = {"migEnabled": True, "profiles": {"1g.10gb": 2, "2g.20gb": 1, "3g.40gb": 1}}
+# The target changes GPU 1 only (the mig-parted entries are per index, as migc renders a mixed layout).
+GPU1 = "dra-gpu1-balanced"
+GPU1_CONFIG = {
+    "devices": [ALL_1G, BALANCED, *[ALL_1G] * 6],
+    "migStrategy": "mixed",
+    "devicePluginConfig": "migc-dra-mixed",
+    "resources": {"nvidia.com/gpu": 0},
+}
+GPU1_DEVICES = {"1g.10gb": 51, "2g.20gb": 1, "3g.40gb": 1}
+NODE = "h100-0"
+# The device-plugin twin: GPU 1 changes too, on a node whose pods hold GPUs through their limits.
+DP_GPU1 = "gpu1-balanced"
+DP_GPU1_CONFIG = {
+    "devices": [ALL_1G, BALANCED, *[ALL_1G] * 6],
+    "migStrategy": "mixed",
+    "devicePluginConfig": "mixed",
+    "resources": {"nvidia.com/mig-1g.10gb": 51, "nvidia.com/mig-2g.20gb": 1, "nvidia.com/mig-3g.40gb": 1},
+}
+
+
+def evicted(calls: list[Call]) -> set[str]:
+    return {
+        f"{c.namespace}/{c.name}"
+        for c in calls
+        if c.resource == "pods" and c.subresource == "eviction" and c.verb == "create"
+    }
+
+
+def mig_devices_of(cluster: Cluster, node: str, minor: int) -> list[str]:
+    """The names of the MIG devices the emulated driver publishes on GPU ``minor`` now."""
+    return sorted(
+        d["name"]
+        for _n, o in published_slices(cluster, node)
+        for d in o["spec"]["devices"]
+        if d["name"].startswith(f"gpu-{minor}-mig-")
+    )
+
+
+def setup_node(cluster: Cluster) -> None:
+    dra_setup(cluster)
+    add_dra_nodes(cluster, [NODE], "dra-all-1g.10gb")
+    wait_published(cluster, [NODE])
+
+
+def roll_out(cluster: Cluster, *, keep_current: bool = True, **settings: Any) -> None:
+    """Target GPU1 on the node: the DraPlan, the mig-parted ConfigMap (old and new configs, as a
+    render that keeps the configs its nodes carry; ``keep_current`` False: one that dropped the
+    node's current config), then the assignment."""
+    target = {NODE: GPU1}
+    set_draplan(cluster, draplan(target, expected={NODE: GPU1_DEVICES}))
+    doc = dra_assignment({NODE: "dra-all-1g.10gb"})
+    doc["configs"] = {GPU1: GPU1_CONFIG}
+    doc["pools"][0]["nodes"] = [{"name": NODE, "config": GPU1}]
+    doc["revision"] = revision_of(doc)
+    old = DRA_CONFIGS if keep_current else {}
+    cluster.set_mig_parted({**CONFIGS, **old, GPU1: GPU1_CONFIG})
+    cluster.set_assignment(doc, mig_parted=False)
+    cluster.start(**settings)
+
+
+def add_claimed(
+    cluster: Cluster,
+    name: str,
+    devices: list[str],
+    *,
+    namespace: str = "ml",
+    template: bool = True,
+    claim: Mapping[str, Any] | None = None,
+) -> None:
+    """A running pod holding ``devices`` of the node through one claim (``claim`` overrides the
+    claim object; None devices list and no claim object: the claim does not exist)."""
+    pod = claimed_pod(name, NODE, f"{name}-gpu", namespace=namespace, template=template)
+    if claim is not None:
+        cluster.emu.upsert(RESOURCECLAIMS, namespace, f"{name}-gpu", claim)
+    elif devices:
+        body = allocated_claim(f"{name}-gpu", namespace, NODE, devices, pod=pod)
+        cluster.emu.upsert(RESOURCECLAIMS, namespace, f"{name}-gpu", body)
+    cluster.emu.upsert(PODS, namespace, name, pod)
+
+
+def running(cluster: Cluster, namespace: str, name: str) -> bool:
+    return cluster.emu.get(PODS, namespace, name) is not None
+
+
+# ---------------------------------------------------------------------------------------- tests
+
+
+@pytest.mark.parametrize("template", [True, False], ids=["from-template", "named-claim"])
+def test_only_the_pods_on_the_changing_gpu_are_drained(
+    cluster: Cluster, caplog: pytest.LogCaptureFixture, template: bool
+) -> None:
+    """The target re-carves GPU 1 only: the pod on GPU 0 runs through the whole rollout and is
+    never evicted; the pod on GPU 1 is waited for (the grace), then evicted; the MIG manager's
+    apply leaves GPU 0 as it is and succeeds; the node is verified and released."""
+    caplog.set_level(logging.INFO)
+    setup_node(cluster)
+    gpu0, gpu1 = mig_devices_of(cluster, NODE, 0), mig_devices_of(cluster, NODE, 1)
+    add_claimed(cluster, "stays", gpu0[:2], template=template)
+    add_claimed(cluster, "moves", gpu1[:1], template=template)
+    roll_out(cluster, drain__grace_timeout=0.3)
+    cluster.wait(lambda: cluster.converged({NODE: GPU1}))
+    calls = cluster.controller_calls()
+    assert assert_only_gpu_pods_evicted(calls, {"ml/moves"}) == {"ml/moves"}
+    assert running(cluster, "ml", "stays") and not running(cluster, "ml", "moves")
+    # The MIG manager changed GPU 1 only; nothing failed on the way.
+    assert cluster.mig.applied[NODE][0] == (True, (("1g.10gb", 7),))
+    assert cluster.mig.applied[NODE][1] == (True, (("1g.10gb", 2), ("2g.20gb", 1), ("3g.40gb", 1)))
+    assert NODE not in cluster.mig.errors
+    assert mig_devices_of(cluster, NODE, 0) == gpu0  # the kept pod's devices are still there
+    # The controller said whom it waited for and whom it kept.
+    waited = [r for r in caplog.records if r.getMessage() == "waiting for GPU pods to finish"]
+    assert waited and all(r.migc["pods"] == ["ml/moves"] for r in waited)  # type: ignore[attr-defined]
+    kept = [r for r in caplog.records if r.getMessage().startswith("not draining pods whose devices")]
+    assert kept and kept[0].migc["pods"] == ["ml/stays"]  # type: ignore[attr-defined]
+    assert kept[0].migc["changing_gpus"] == [1]  # type: ignore[attr-defined]
+    gets = [c for c in calls if c.resource == "resourceclaims"]
+    assert gets and all(c.verb == "get" and c.group == "resource.k8s.io" for c in gets)
+    assert {(c.namespace, c.name) for c in gets} == {("ml", "stays-gpu"), ("ml", "moves-gpu")}
+
+
+def _hostile_claims(node: str) -> dict[str, Any]:
+    """Claims the controller cannot use, each for a pod that sits on GPU 0 (which stays)."""
+    good = allocated_claim("x", "ml", node, ["gpu-0-mig-1g10gb-19-0"])
+    unallocated = {**good, "status": {}}
+    too_big = allocated_claim("x", "ml", node, ["gpu-0-mig-1g10gb-19-0"] * 33)
+    wrong_types = allocated_claim("x", "ml", node, ["gpu-0-mig-1g10gb-19-0"])
+    wrong_types["status"]["allocation"]["devices"]["results"] = [{"driver": 7, "pool": [], "device": None}]
+    unknown_device = allocated_claim("x", "ml", node, ["gpu-0-mig-1g10gb-19-0", "gpu-9-mig-7g80gb-0-0"])
+    other_pool = allocated_claim("x", "ml", node, ["gpu-0-mig-1g10gb-19-0"])
+    other_pool["status"]["allocation"]["devices"]["results"][0]["pool"] = "h100-9"
+    return {
+        "unallocated": unallocated,
+        "too-many-results": too_big,
+        "malformed-results": wrong_types,
+        "unknown-device": unknown_device,
+        "device-of-another-pool": other_pool,
+        "not-reserved-for-the-pod": good,  # reservedFor lists nobody
+        "huge": {**good, "metadata": {**good["metadata"], "annotations": {"x": "y" * (1 << 20)}}},
+    }
+
+
+@pytest.mark.parametrize(
+    "fault",
+    [
+        "missing",
+        "forbidden",
+        "no-claim-name-yet",
+        *_hostile_claims(NODE),
+    ],
+)
+def test_a_pod_whose_claim_cannot_be_read_is_drained(cluster: Cluster, fault: str) -> None:
+    """A claim that is gone (404), forbidden (403), not named in the pod's status yet, or hostile
+    (unallocated, too big, malformed, naming devices the node does not publish): its pod is
+    drained, as every claim pod was before, while a pod on the same unchanged GPU with a good
+    claim is kept; the controller never crashes on it."""
+    import kmock
+
+    setup_node(cluster)
+    gpu0 = mig_devices_of(cluster, NODE, 0)
+    add_claimed(cluster, "stays", gpu0[1:2])
+    if fault == "missing":
+        add_claimed(cluster, "odd", [])
+    elif fault == "forbidden":
+        add_claimed(cluster, "odd", gpu0[:1])
+
+        def forbid(request: kmock.Request) -> Exception | None:
+            if request.resource == RESOURCECLAIMS and request.name == "odd-gpu":
+                return kmock.KubernetesError(status=403, reason="Forbidden", message="no")
+            return None
+
+        cluster.emu.api.faults.append(forbid)
+    elif fault == "no-claim-name-yet":
+        add_claimed(cluster, "odd", gpu0[:1])
+        pod = cluster.emu.get(PODS, "ml", "odd")
+        assert pod is not None
+        pod["status"]["resourceClaimStatuses"] = []
+        cluster.emu.upsert(PODS, "ml", "odd", pod)
+    else:
+        claim = _hostile_claims(NODE)[fault]
+        claim["metadata"] = {**claim["metadata"], "name": "odd-gpu"}
+        add_claimed(cluster, "odd", [], claim=claim)
+    roll_out(cluster)
+    cluster.wait(lambda: cluster.converged({NODE: GPU1}))
+    assert evicted(cluster.controller_calls()) == {"ml/odd"}
+    assert running(cluster, "ml", "stays")
+
+
+def test_a_pod_with_gpus_in_its_limits_on_a_dra_node_is_drained(cluster: Cluster) -> None:
+    """Nothing says which GPU a device-plugin style pod has: drained, beside a kept claim pod."""
+    setup_node(cluster)
+    add_claimed(cluster, "stays", mig_devices_of(cluster, NODE, 0)[:1])
+    cluster.add_pod("limits", NODE, namespace="ml", gpu="nvidia.com/mig-1g.10gb")
+    roll_out(cluster)
+    cluster.wait(lambda: cluster.converged({NODE: GPU1}))
+    assert evicted(cluster.controller_calls()) == {"ml/limits"}
+    assert running(cluster, "ml", "stays")
+
+
+def test_a_render_that_dropped_the_current_config_still_drains_per_gpu(cluster: Cluster) -> None:
+    """The new render's mig-parted ConfigMap no longer defines the node's current config (migc
+    renders only the configs its new assignment uses): what is on the GPUs now comes from the
+    driver's ResourceSlices, so the pod on GPU 0 is still kept."""
+    setup_node(cluster)
+    add_claimed(cluster, "stays", mig_devices_of(cluster, NODE, 0)[:1])
+    add_claimed(cluster, "moves", mig_devices_of(cluster, NODE, 1)[:1])
+    roll_out(cluster, keep_current=False)
+    cluster.wait(lambda: cluster.converged({NODE: GPU1}))
+    assert evicted(cluster.controller_calls()) == {"ml/moves"}
+    assert running(cluster, "ml", "stays")
+
+
+def test_a_gpu_the_driver_does_not_publish_drains_every_claim_pod(
+    cluster: Cluster, caplog: pytest.LogCaptureFixture
+) -> None:
+    """GPU 7 fell off the bus: the driver publishes nothing for it, so what is on it is not
+    known (the MIG manager walks it, and may have to switch its MIG mode, which clears every
+    GPU): every GPU pod is drained, none is said to be kept."""
+    caplog.set_level(logging.INFO)
+    cluster.dra.hidden_gpus[NODE] = {7}
+    setup_node(cluster)
+    add_claimed(cluster, "a", mig_devices_of(cluster, NODE, 0)[:1])
+    add_claimed(cluster, "b", mig_devices_of(cluster, NODE, 1)[:1])
+    roll_out(cluster)
+    cluster.wait(lambda: evicted(cluster.controller_calls()) == {"ml/a", "ml/b"})
+    assert not [r for r in caplog.records if r.getMessage().startswith("not draining pods")]
+
+
+def test_the_emulated_mig_manager_fails_on_a_busy_gpu_that_must_change(cluster: Cluster) -> None:
+    """Were the pod on GPU 1 not drained, the apply would fail there (as mig-parted's does: NVML
+    refuses to destroy a GPU instance in use); GPU 0 is set first and stays set. The emulator
+    shows this on its own: the label changed by hand, no controller running."""
+    setup_node(cluster)
+    add_claimed(cluster, "moves", mig_devices_of(cluster, NODE, 1)[:1])
+    add_claimed(cluster, "stays", mig_devices_of(cluster, NODE, 3)[:1])
+    cluster.set_mig_parted({**CONFIGS, **DRA_CONFIGS, GPU1: GPU1_CONFIG, "gpu0-gpu1": _gpu0_gpu1()})
+    cluster.label(NODE, {st.MIG_CONFIG: "gpu0-gpu1"})
+    cluster.wait(lambda: cluster.node(NODE)["metadata"]["labels"].get(st.MIG_STATE) == "failed")
+    error = cluster.mig.errors[NODE]
+    assert "GPU 1: error destroying GPU instance: In use by another client (ml/moves)" in error, error
+    layout = cluster.mig.applied[NODE]
+    assert layout[0] == (True, (("1g.10gb", 2), ("2g.20gb", 1), ("3g.40gb", 1)))  # walked before GPU 1
+    assert layout[1] == (True, (("1g.10gb", 7),))
+    # With the busy pod gone the same apply succeeds: GPU 3's pod never mattered.
+    cluster.emu.run(lambda api: api.remove(PODS, "ml", "moves"))
+    cluster.label(NODE, {st.MIG_CONFIG: "dra-all-1g.10gb"})
+    cluster.wait(lambda: cluster.node(NODE)["metadata"]["labels"].get(st.MIG_STATE) == "success")
+    assert cluster.mig.applied[NODE] == ((True, (("1g.10gb", 7),)),) * 8
+
+
+def _gpu0_gpu1() -> dict[str, Any]:
+    return {
+        "devices": [BALANCED, BALANCED, *[ALL_1G] * 6],
+        "migStrategy": "mixed",
+        "devicePluginConfig": "migc-dra-mixed",
+        "resources": {"nvidia.com/gpu": 0},
+    }
+
+
+def test_a_device_plugin_node_is_still_drained_whole(cluster: Cluster) -> None:
+    """With the device plugin nothing in the API says which pod has which GPU: every GPU pod of
+    the node is drained even where only GPU 1 changes, while the static DRA node of the same
+    rollout keeps its pod on GPU 0."""
+    setup_node(cluster)
+    add_claimed(cluster, "stays", mig_devices_of(cluster, NODE, 0)[:1])
+    cluster.add_nodes(["a100-0"], "all-1g.10gb")
+    cluster.add_pod("train-0", "a100-0", namespace="ml", gpu="nvidia.com/mig-1g.10gb")
+    cluster.add_pod("train-1", "a100-0", namespace="ml", gpu="nvidia.com/mig-1g.10gb")
+    set_draplan(cluster, draplan({NODE: GPU1}, expected={NODE: GPU1_DEVICES}))
+    dra = dra_assignment({NODE: "dra-all-1g.10gb"})
+    dp = assignment({"a100-0": "all-1g.10gb"})
+    doc = {
+        **dra,
+        "configs": {GPU1: GPU1_CONFIG, DP_GPU1: DP_GPU1_CONFIG},
+        "pools": [
+            {**dra["pools"][0], "nodes": [{"name": NODE, "config": GPU1}]},
+            {**dp["pools"][0], "nodes": [{"name": "a100-0", "config": DP_GPU1}]},
+        ],
+    }
+    doc["revision"] = revision_of(doc)
+    cluster.set_mig_parted({**CONFIGS, **DRA_CONFIGS, GPU1: GPU1_CONFIG, DP_GPU1: DP_GPU1_CONFIG})
+    cluster.set_assignment(doc, mig_parted=False)
+    cluster.start()
+    cluster.wait(lambda: cluster.converged({NODE: GPU1, "a100-0": DP_GPU1}))
+    assert evicted(cluster.controller_calls()) == {"ml/train-0", "ml/train-1"}
+    assert running(cluster, "ml", "stays")

@@ -325,3 +325,236 @@ def test_a_device_plugin_node_is_still_drained_whole(cluster: Cluster) -> None:
     cluster.wait(lambda: cluster.converged({NODE: GPU1, "a100-0": DP_GPU1}))
     assert evicted(cluster.controller_calls()) == {"ml/train-0", "ml/train-1"}
     assert running(cluster, "ml", "stays")
+
+
+# ----------------------------------------------------------------------- which GPUs change (unit)
+
+H100_IDS = ["0x233010DE", "0x233110DE", "0x232210DE", "0x232410DE"]
+
+
+def _rendered(whole: list[int], mig: dict[tuple[int, ...], dict[str, int]]) -> list[dict[str, Any]]:
+    """Entries as migc renders them for an H100 layout (tests/golden/dra/east/gpu-operator/
+    configmap-migc-mig-parted-config.yaml): a device-filter on every entry, index lists."""
+    out: list[dict[str, Any]] = []
+    if whole:
+        out.append({"device-filter": H100_IDS, "devices": whole, "mig-enabled": False})
+    for devices, profiles in mig.items():
+        out.append(
+            {
+                "device-filter": H100_IDS,
+                "devices": list(devices),
+                "mig-enabled": True,
+                "mig-devices": profiles,
+            }
+        )
+    return out
+
+
+BAL = {"1g.10gb": 2, "2g.20gb": 1, "3g.40gb": 1}
+SEVEN = {"1g.10gb": 7}
+MIGPARTED = {
+    "all-disabled": [{"devices": "all", "mig-enabled": False}],
+    "six-whole": _rendered([0, 1, 2, 3, 4, 5], {(6, 7): BAL}),
+    "six-whole-gpu7": _rendered([0, 1, 2, 3, 4, 5], {(6,): BAL, (7,): SEVEN}),
+    "five-whole": _rendered([0, 1, 2, 3, 4], {(5, 6, 7): BAL}),
+    "six-whole-gpu7-zero": _rendered([0, 1, 2, 3, 4, 5], {(6,): BAL, (7,): {**BAL, "7g.80gb": 0}}),
+    "all-7": [{"devices": "all", "mig-enabled": True, "mig-devices": SEVEN}],
+    "all-7-but-1": [
+        {"devices": [0, *range(2, 8)], "mig-enabled": True, "mig-devices": SEVEN},
+        {"devices": [1], "mig-enabled": True, "mig-devices": BAL},
+    ],
+    "twice": [
+        {"devices": "all", "mig-enabled": True, "mig-devices": SEVEN},
+        {"devices": [1], "mig-enabled": True, "mig-devices": BAL},
+    ],
+    "bad-devices": [{"devices": "some", "mig-enabled": True, "mig-devices": SEVEN}],
+    "bad-count": [{"devices": "all", "mig-enabled": True, "mig-devices": {"1g.10gb": "7"}}],
+    "not-a-list": {"devices": "all"},
+}
+
+
+def _seen(layout: dict[int, dict[str, int] | None]) -> dict[int, tuple[bool, tuple[tuple[str, int], ...]]]:
+    return {i: (False, ()) if p is None else (True, tuple(sorted(p.items()))) for i, p in layout.items()}
+
+
+SIX_WHOLE_SEEN = _seen({**dict.fromkeys(range(6)), 6: BAL, 7: BAL})
+ALL_7_SEEN = _seen(dict.fromkeys(range(8), SEVEN))
+
+
+@pytest.mark.parametrize(
+    ("current", "target", "seen", "want"),
+    [
+        # migc's rendered entries (device-filter on each): only GPU 7 changes ...
+        ("six-whole", "six-whole-gpu7", None, {7}),
+        ("six-whole", "six-whole-gpu7", SIX_WHOLE_SEEN, {7}),
+        # ... also when the render dropped the current config: the slices say what is there
+        (None, "six-whole-gpu7", SIX_WHOLE_SEEN, {7}),
+        ("gone", "six-whole-gpu7", SIX_WHOLE_SEEN, {7}),
+        # a zero count in the target: mig-parted's Equals sees other lengths and sets the GPU again
+        ("six-whole", "six-whole-gpu7-zero", SIX_WHOLE_SEEN, {7}),
+        # a MIG mode change on GPU 5: ApplyMigMode clears every GPU it walks
+        ("six-whole", "five-whole", SIX_WHOLE_SEEN, set(range(8))),
+        ("all-disabled", "six-whole", None, set(range(8))),
+        # unfiltered per-index entries, as the emulator's ConfigMap has them
+        ("all-7", "all-7-but-1", ALL_7_SEEN, {1}),
+        ("all-7", "all-7", ALL_7_SEEN, set()),
+        # slices and the current config disagree on a GPU: not known, so all
+        ("all-7", "all-7-but-1", {**ALL_7_SEEN, 3: (True, (("1g.10gb", 6),))}, set(range(8))),
+        # a GPU the slices do not show (fallen off the bus, or MIG on with no device)
+        (None, "all-7-but-1", {k: v for k, v in ALL_7_SEEN.items() if k != 5}, set(range(8))),
+        # several entries select GPU 1
+        ("all-7", "twice", ALL_7_SEEN, set(range(8))),
+    ],
+)
+def test_which_gpus_the_apply_changes(
+    current: str | None,
+    target: str,
+    seen: dict[int, tuple[bool, tuple[tuple[str, int], ...]]] | None,
+    want: set[int],
+) -> None:
+    from controller.reconciler.migparted import changing_gpus
+
+    assert changing_gpus(MIGPARTED, current, target, 8, seen) == frozenset(want)
+
+
+@pytest.mark.parametrize(
+    ("current", "target", "gpus", "seen"),
+    [
+        ("all-7", "bad-devices", 8, ALL_7_SEEN),
+        ("all-7", "bad-count", 8, ALL_7_SEEN),
+        ("all-7", "not-a-list", 8, ALL_7_SEEN),
+        ("all-7", "missing-target", 8, ALL_7_SEEN),
+        ("all-7", "all-7-but-1", None, ALL_7_SEEN),  # no GPU count
+        ("all-7", "all-7-but-1", 65, ALL_7_SEEN),  # over the bound
+        (None, "all-7-but-1", 8, None),  # nothing says what is there now
+    ],
+)
+def test_unknown_or_unreadable_input_changes_every_gpu(
+    current: str | None, target: str, gpus: int | None, seen: Any
+) -> None:
+    from controller.reconciler.migparted import changing_gpus
+
+    assert changing_gpus(MIGPARTED, current, target, gpus, seen) is None
+
+
+def test_too_many_device_filters_change_every_gpu() -> None:
+    from controller.reconciler.migparted import MAX_FILTERS, changing_gpus
+
+    ids = [f"0x{i:04X}10DE" for i in range(MAX_FILTERS + 1)]
+    configs = {"a": [{"device-filter": ids, "devices": "all", "mig-enabled": True, "mig-devices": SEVEN}]}
+    assert changing_gpus(configs, "a", "a", 8, ALL_7_SEEN) is None
+    assert (
+        changing_gpus({"a": [{**configs["a"][0], "device-filter": ids[:2]}]}, "a", "a", 8, ALL_7_SEEN)
+        == set()
+    )
+
+
+# ----------------------------------------------------------------------- device -> GPU (unit)
+
+
+def _slice(
+    devices: list[dict[str, Any]], *, generation: int = 1, count: int = 1, name: str = "s0"
+) -> dict[str, Any]:
+    return {
+        "metadata": {"name": name},
+        "spec": {
+            "driver": "gpu.nvidia.com",
+            "nodeName": "n",
+            "pool": {"name": "n", "generation": generation, "resourceSliceCount": count},
+            "devices": devices,
+        },
+    }
+
+
+def _mig(
+    minor: int, profile: str, start: int, *, bus: str | None = None, parent: str | None = None
+) -> dict[str, Any]:
+    attrs: dict[str, Any] = {
+        "type": {"string": "mig"},
+        "profile": {"string": profile},
+        "parentUUID": {"string": parent or f"GPU-{minor}"},
+        "uuid": {"string": f"MIG-{minor}-{start}"},
+    }
+    if bus != "":
+        attrs["resource.kubernetes.io/pciBusID"] = {"string": bus or f"0000:{0x18 + 0x10 * minor:02x}:00.0"}
+    short = profile.replace(".", "")
+    return {"name": f"gpu-{minor}-mig-{short}-19-{start}", "attributes": attrs}
+
+
+def _whole(minor: int, bus: str | None = None) -> dict[str, Any]:
+    return {
+        "name": f"gpu-{minor}",
+        "attributes": {
+            "type": {"string": "gpu"},
+            "uuid": {"string": f"GPU-{minor}"},
+            "resource.kubernetes.io/pciBusID": {"string": bus or f"0000:{0x18 + 0x10 * minor:02x}:00.0"},
+        },
+    }
+
+
+def test_devices_are_placed_on_their_gpus_from_the_newest_complete_generation() -> None:
+    from controller.dra import device_gpus
+
+    old = _slice([_mig(0, "7g.80gb", 0)], generation=1, name="old")
+    new = _slice([_whole(0), _mig(1, "1g.10gb", 0), _mig(1, "1g.10gb", 1)], generation=2, name="new")
+    got = device_gpus([old, new], "n", 2)
+    assert got.problem is None
+    assert got.gpus == {
+        ("n", "gpu-0"): 0,
+        ("n", "gpu-1-mig-1g10gb-19-0"): 1,
+        ("n", "gpu-1-mig-1g10gb-19-1"): 1,
+    }
+    assert got.layouts == {0: (False, ()), 1: (True, (("1g.10gb", 2),))}
+
+
+@pytest.mark.parametrize(
+    ("slices", "why"),
+    [
+        ([_slice([_whole(0)], generation=2, count=2)], "being republished"),
+        ([_slice([_whole(0, "0000:99:00.0"), _whole(1, "0000:18:00.0")])], "do not rise"),
+        ([_slice([_mig(0, "1g.10gb", 0), _mig(0, "1g.10gb", 1, bus="0000:99:00.0")])], "different PCI"),
+        ([_slice([_mig(0, "1g.10gb", 0), _mig(0, "1g.10gb", 1, parent="GPU-x")])], "different PCI"),
+        ([_slice([_mig(0, "1g.10gb", 0, bus="")])], "no resource.kubernetes.io/pciBusID"),
+        ([_slice([_whole(8)])], "the node has 8 GPUs"),
+        ([_slice([{**_whole(0), "name": "nvidia-0"}])], "not named as the driver names"),
+        ([_slice([_whole(0), _mig(0, "1g.10gb", 0)])], "both whole and with MIG devices"),
+        ([_slice([_whole(0), _whole(0)])], "duplicate device name"),
+        ([_slice([{"name": "gpu-0"}])], "without a name or attributes"),
+        ([{"spec": "x"}], "has no spec"),
+    ],
+)
+def test_a_device_that_does_not_read_right_places_nothing(slices: list[Any], why: str) -> None:
+    from controller.dra import device_gpus
+
+    got = device_gpus(slices, "n", 8)
+    assert got.gpus == {} and got.problem is not None and why in got.problem, got.problem
+
+
+# ----------------------------------------------------------------------- claims (unit)
+
+
+def test_claim_names_come_from_the_spec_or_the_pods_status() -> None:
+    from controller.claims import claim_names
+
+    pod = claimed_pod("p", "n", "p-gpu-x7k2q")
+    assert claim_names(pod) == ["p-gpu-x7k2q"]
+    assert claim_names(claimed_pod("p", "n", "shared", template=False)) == ["shared"]
+    pod["status"]["resourceClaimStatuses"] = []
+    assert "no ResourceClaim name" in str(claim_names(pod))
+    pod["spec"]["resourceClaims"] = [{"name": "gpu"}] * 33
+    assert "at most 32" in str(claim_names(pod))
+
+
+def test_allocation_results_are_read_only_when_shaped_right() -> None:
+    from controller.claims import Device, allocated
+
+    pod = claimed_pod("p", "n", "c")
+    claim = allocated_claim("c", "default", "n", ["gpu-0-mig-1g10gb-19-0"], pod=pod)
+    uid = pod["metadata"]["uid"]
+    assert allocated(claim, uid) == (Device("gpu.nvidia.com", "n", "gpu-0-mig-1g10gb-19-0"),)
+    assert allocated(claim, "someone-else") == "not reserved for this pod"
+    assert allocated({"status": {}}, None) == "not allocated"
+    assert "at most 32" in str(allocated(allocated_claim("c", "d", "n", ["gpu-0"] * 33), None))
+    broken = allocated_claim("c", "d", "n", ["gpu-0"])
+    broken["status"]["allocation"]["devices"]["results"][0]["device"] = "x" * 254
+    assert "without driver, pool and device" in str(allocated(broken, None))

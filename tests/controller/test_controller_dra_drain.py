@@ -445,7 +445,7 @@ def test_too_many_device_filters_change_every_gpu() -> None:
     assert changing_gpus(configs, "a", "a", 8, ALL_7_SEEN) is None
     assert (
         changing_gpus({"a": [{**configs["a"][0], "device-filter": ids[:2]}]}, "a", "a", 8, ALL_7_SEEN)
-        == set()
+        == frozenset()
     )
 
 

@@ -153,12 +153,24 @@ def per_gpu(ctx: Context, step: Step, pool: DraPool, pods: list[Pod]) -> list[Po
         return pods
     out: list[Pod] = []
     kept: list[str] = []
+    why_drained: list[str] = []
     for pod in pods:
         reason = _blocks(ctx, pod, pool.driver, located.gpus, changing)
         if reason is None:
             kept.append("/".join(podlib.ref(pod)))
         else:
             out.append(pod)
+            why_drained.append(f"{'/'.join(podlib.ref(pod))}: {reason}")
+    if why_drained:
+        ctx.once(
+            ("drained-pods", node.name, since, tuple(sorted(why_drained))),
+            logging.INFO,
+            "draining pods that hold devices on GPUs that change, or whose devices are not known",
+            node=node.name,
+            pods=sorted(why_drained)[:MAX_LISTED],
+            drained=len(why_drained),
+            changing_gpus=sorted(changing),
+        )
     if kept:
         ctx.once(
             ("kept-pods", node.name, since, tuple(sorted(kept))),

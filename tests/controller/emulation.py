@@ -757,11 +757,14 @@ class FakeMigManager:
        ``reboot``), with WITH_REBOOT (``with_reboot``) set ``rebooting`` and reboot; the new
        manager pod then starts over at step 1 (the informer's AddFunc, main.go:569-571);
     7. apply (:206-209): mig-parted skips GPUs already in their layout
-       (cmd/nvidia-mig-parted/apply/config.go:92-95); for a GPU it changes it destroys the
-       GPU instances first (pkg/mig/config/config.go:142-147, ClearMigConfig :220-252), which
-       NVML refuses while a process uses them ("In use by another client"): so any running
-       pod on the node holding GPUs fails the apply (``failed``). A layout the GPU cannot
-       carry (geometry from compiler/catalog) fails likewise (config.go:214);
+       (cmd/nvidia-mig-parted/apply/config.go:92-95), unless a MIG mode changes anywhere, which
+       clears every GPU (apply/apply.go:258-272, apply/mode.go:88-94); for a GPU it changes it
+       destroys the GPU instances first (pkg/mig/config/config.go:142-147, ClearMigConfig
+       :220-252), which NVML refuses while a process uses them ("In use by another client"): a
+       running pod holding that GPU fails the apply (``failed``), the GPUs before it already
+       set. Which GPU a pod holds: its ResourceClaims' allocated devices on a DRA node
+       (``ApiServer.gpu_holders``); with the device plugin not known, so any GPU. A layout the
+       GPU cannot carry (geometry from compiler/catalog) fails likewise (config.go:214);
     8. restart the validator (:230-232), re-enable the GPU clients (:234-237, :514-531) and
        set ``success`` (:239).
 
@@ -1136,7 +1139,9 @@ class FakeDraDriver:
       itself (nvlib.go:321-327), each named ``gpu-<minor>-mig-<profile without dots>-<GI profile
       id>-<placement start>`` (mig.go:111-114) with attributes ``type: mig``, ``parentUUID``,
       ``profile``, ``productName``, ... and ``uuid`` (mig.go:139-167, deviceinfo.go:258-281) and a
-      ``memorySlice<i>`` capacity per memory slice it holds. Profile ids and placements come from
+      ``memorySlice<i>`` capacity per memory slice it holds. Both carry the GPU's PCI bus id as
+      ``resource.kubernetes.io/pciBusID`` (nvlib.go:546-551; deviceinfo.go:198-200, mig.go:176-178),
+      rising with the minor unless ``bus_ids`` says other. Profile ids and placements come from
       compiler/catalog (the placement is the catalog's witness ``place``; NVML's own choice may
       differ, which only changes device names). ``hidden_gpus`` injects GPUs NVML does not see
       (fallen off the bus): their devices are not announced.

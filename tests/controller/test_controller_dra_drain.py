@@ -155,6 +155,10 @@ def test_only_the_pods_on_the_changing_gpu_are_drained(
     kept = [r for r in caplog.records if r.getMessage().startswith("not draining pods whose devices")]
     assert kept and kept[0].migc["pods"] == ["ml/stays"]  # type: ignore[attr-defined]
     assert kept[0].migc["changing_gpus"] == [1]  # type: ignore[attr-defined]
+    drained = [r for r in caplog.records if r.getMessage().startswith("draining pods that hold devices")]
+    assert drained and drained[0].migc["pods"] == [  # type: ignore[attr-defined]
+        f"ml/moves: device {gpu1[0]} is on GPU 1, which changes"
+    ]
     gets = [c for c in calls if c.resource == "resourceclaims"]
     assert gets and all(c.verb == "get" and c.group == "resource.k8s.io" for c in gets)
     assert {(c.namespace, c.name) for c in gets} == {("ml", "stays-gpu"), ("ml", "moves-gpu")}
@@ -224,6 +228,30 @@ def test_a_pod_whose_claim_cannot_be_read_is_drained(cluster: Cluster, fault: st
     roll_out(cluster)
     cluster.wait(lambda: cluster.converged({NODE: GPU1}))
     assert evicted(cluster.controller_calls()) == {"ml/odd"}
+    assert running(cluster, "ml", "stays")
+
+
+def test_a_claim_read_that_fails_for_a_while_is_retried_not_drained(cluster: Cluster) -> None:
+    """An API server that answers 500 to claim reads for a while (a TemporaryError): the node's
+    step backs off and retries; the pod on the unchanged GPU is not evicted for it."""
+    import kmock
+
+    setup_node(cluster)
+    add_claimed(cluster, "stays", mig_devices_of(cluster, NODE, 0)[:1])
+    add_claimed(cluster, "moves", mig_devices_of(cluster, NODE, 1)[:1])
+    refused: list[str] = []
+
+    def flaky(request: kmock.Request) -> Exception | None:
+        if request.resource == RESOURCECLAIMS and len(refused) < 5:
+            refused.append(str(request.name))
+            return kmock.KubernetesError(status=500, reason="InternalError", message="injected")
+        return None
+
+    cluster.emu.api.faults.append(flaky)
+    roll_out(cluster)
+    cluster.wait(lambda: cluster.converged({NODE: GPU1}))
+    assert len(refused) == 5
+    assert evicted(cluster.controller_calls()) == {"ml/moves"}
     assert running(cluster, "ml", "stays")
 
 

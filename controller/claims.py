@@ -120,3 +120,33 @@ def held(kube: Kube, pod: Mapping[str, Any]) -> Held:
             return Held((), f"ResourceClaim {namespace}/{name}: {got}")
         found.extend(got)
     return Held(tuple(found), None)
+
+
+class HeldCache:
+    """What each running pod's claims hold, read once per pod.
+
+    A Draining node is looked at every ``--poll-interval`` (2 s) for up to ``--drain-grace-timeout``
+    (30 min): without this, every pass would read every claim again. While a pod runs its claims'
+    allocations do not change: a claim is deallocated only once nothing is in its
+    ``reservedFor``, and the pod leaves it only when it is done or deleted (k8s.io/api resource/v1
+    types.go:1642, ReservedFor). So a pod's devices, once read, are kept by its UID and claim
+    names; an answer that says nothing (a claim missing or unreadable) is not kept and is read
+    again the next pass. At most ``limit`` pods are remembered (then it starts over).
+    """
+
+    def __init__(self, limit: int = 4096) -> None:
+        self.limit = limit
+        self._held: dict[tuple[str, tuple[str, ...]], tuple[Device, ...]] = {}
+
+    def held(self, kube: Kube, pod: Mapping[str, Any]) -> Held:
+        uid = _mapping(pod.get("metadata")).get("uid")
+        names = claim_names(pod)
+        key = (uid, tuple(names)) if isinstance(uid, str) and uid and isinstance(names, list) else None
+        if key is not None and key in self._held:
+            return Held(self._held[key], None)
+        found = held(kube, pod)
+        if key is not None and found.unknown is None:
+            if len(self._held) >= self.limit:
+                self._held.clear()
+            self._held[key] = found.devices
+        return found

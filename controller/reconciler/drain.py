@@ -6,7 +6,6 @@ import logging
 from collections.abc import Mapping
 from typing import Any
 
-from controller import claims
 from controller import pods as podlib
 from controller import state as st
 from controller.dra import DraPool, device_gpus
@@ -220,7 +219,7 @@ def _blocks(
     """Why ``pod`` must be drained, or None if all its GPU devices are on GPUs that stay."""
     if podlib.uses_gpu(pod):
         return "GPUs in its resource limits (the device plugin does not say which)"
-    held = claims.held(ctx.kube, pod)
+    held = ctx.claims.held(ctx.kube, pod)
     if held.unknown is not None:
         return held.unknown
     for d in held.devices:

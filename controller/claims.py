@@ -71,7 +71,10 @@ def claim_names(pod: Mapping[str, Any]) -> list[str] | str:
 
 
 def allocated(claim: Mapping[str, Any], pod_uid: str | None) -> tuple[Device, ...] | str:
-    """The devices allocated to ``claim``, or why they cannot be told."""
+    """The devices allocated to ``claim``, or why they cannot be told. With ``pod_uid`` the claim
+    must be reserved for that pod ("a Pod which references a ResourceClaim which is not reserved
+    for that Pod will not be started", resource/v1 types.go:1613-1615): else it is not the claim
+    the running pod uses."""
     status = claim.get("status")
     allocation = status.get("allocation") if isinstance(status, Mapping) else None
     if not isinstance(allocation, Mapping):
@@ -127,11 +130,12 @@ class HeldCache:
 
     A Draining node is looked at every ``--poll-interval`` (2 s) for up to ``--drain-grace-timeout``
     (30 min): without this, every pass would read every claim again. While a pod runs its claims'
-    allocations do not change: a claim is deallocated only once nothing is in its
-    ``reservedFor``, and the pod leaves it only when it is done or deleted (k8s.io/api resource/v1
-    types.go:1642, ReservedFor). So a pod's devices, once read, are kept by its UID and claim
-    names; an answer that says nothing (a claim missing or unreadable) is not kept and is read
-    again the next pass. At most ``limit`` pods are remembered (then it starts over).
+    allocations do not change: "a claim that is in use or might be in use because it has been
+    reserved must not get deallocated" (k8s.io/api resource/v1 types.go:1613-1617, ReservedFor,
+    vendored at kubernetes-sigs/dra-driver-nvidia-gpu@95932046). So a pod's devices, once read,
+    are kept by its UID and claim names; an answer that says nothing (a claim missing or
+    unreadable) is not kept and is read again the next pass. At most ``limit`` pods are
+    remembered (then it starts over).
     """
 
     def __init__(self, limit: int = 4096) -> None:

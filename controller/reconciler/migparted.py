@@ -122,45 +122,62 @@ class _Entry:
     profiles: tuple[tuple[str, int], ...]  # mig-devices as written, zero counts included
 
 
+class _Unreadable(Exception):
+    """A field mig-parted would not accept."""
+
+
+def _filters(raw: Any) -> frozenset[str] | None:
+    """``device-filter``: None for none (helpers.go:35-37: an empty filter matches every GPU)."""
+    if raw is None or raw == "" or raw == []:
+        return None
+    if isinstance(raw, str):
+        return frozenset({raw.strip().upper()})
+    if isinstance(raw, list) and all(isinstance(f, str) for f in raw):
+        return frozenset(f.strip().upper() for f in raw)
+    raise _Unreadable
+
+
+def _indices(raw: Any) -> frozenset[int] | None:
+    """``devices``: None for ``all``, else the GPU indices."""
+    if raw == "all":
+        return None
+    if isinstance(raw, list) and all(isinstance(i, int) and not isinstance(i, bool) and i >= 0 for i in raw):
+        return frozenset(raw)
+    raise _Unreadable
+
+
+def _profiles(raw: Any) -> tuple[tuple[str, int], ...]:
+    """``mig-devices``, zero counts kept (they matter to ``Equals``)."""
+    raw = raw or {}
+    if not isinstance(raw, Mapping) or not all(
+        isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in raw.values()
+    ):
+        raise _Unreadable
+    return tuple(sorted((str(k), int(v)) for k, v in raw.items()))
+
+
 def _entries(spec: Any) -> list[_Entry] | None:
     """A config's entries as mig-parted reads them (api/spec/v1/spec.go:36-41 MigConfigSpec),
     or None where anything is not what mig-parted would accept."""
     if not isinstance(spec, list) or len(spec) > MAX_GPUS:
         return None
     out = []
-    for e in spec:
-        if not isinstance(e, Mapping):
-            return None
-        raw_filter = e.get("device-filter")
-        filters: frozenset[str] | None
-        if raw_filter is None or raw_filter == "" or raw_filter == []:
-            filters = None  # helpers.go:35-37: an empty filter matches every GPU
-        elif isinstance(raw_filter, str):
-            filters = frozenset({raw_filter.strip().upper()})
-        elif isinstance(raw_filter, list) and all(isinstance(f, str) for f in raw_filter):
-            filters = frozenset(f.strip().upper() for f in raw_filter)
-        else:
-            return None
-        raw_devices = e.get("devices")
-        devices: frozenset[int] | None
-        if raw_devices == "all":
-            devices = None
-        elif isinstance(raw_devices, list) and all(
-            isinstance(i, int) and not isinstance(i, bool) and i >= 0 for i in raw_devices
-        ):
-            devices = frozenset(raw_devices)
-        else:
-            return None
-        enabled = e.get("mig-enabled")
-        if not isinstance(enabled, bool):
-            return None
-        mig_devices = e.get("mig-devices") or {}
-        if not isinstance(mig_devices, Mapping) or not all(
-            isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in mig_devices.values()
-        ):
-            return None
-        profiles = tuple(sorted((str(k), int(v)) for k, v in mig_devices.items()))
-        out.append(_Entry(filters, devices, enabled, profiles if enabled else ()))
+    try:
+        for e in spec:
+            if not isinstance(e, Mapping) or not isinstance(e.get("mig-enabled"), bool):
+                return None
+            enabled = bool(e["mig-enabled"])
+            profiles = _profiles(e.get("mig-devices"))
+            out.append(
+                _Entry(
+                    _filters(e.get("device-filter")),
+                    _indices(e.get("devices")),
+                    enabled,
+                    profiles if enabled else (),
+                )
+            )
+    except _Unreadable:
+        return None
     return out
 
 

@@ -25,6 +25,7 @@ mig.go:139-149).
 from __future__ import annotations
 
 import functools
+import itertools
 import json
 import re
 from collections.abc import Iterable, Mapping
@@ -380,3 +381,135 @@ def device_diff(expected: Mapping[str, int], have: Mapping[str, int]) -> dict[st
     """Profile -> (expected, published) for every difference (anything unexpected must be 0)."""
     keys = sorted(set(expected) | set(have))
     return {k: (expected.get(k, 0), have.get(k, 0)) for k in keys if expected.get(k, 0) != have.get(k, 0)}
+
+
+# ------------------------------------------------------------------- which GPU holds a device
+
+PCI_BUS_ID = "resource.kubernetes.io/pciBusID"
+# The driver's canonical device names: ``gpu-<minor>`` for a full GPU (deviceinfo.go:124-126),
+# ``gpu-<parent minor>-mig-<profile>-<GI profile id>-<placement start>`` for a MIG device
+# (mig.go:111-114; the driver parses them back with this pattern, mig.go:244).
+_GPU_NAME = re.compile(r"gpu-(\d{1,3})")
+_MIG_NAME = re.compile(r"gpu-(\d{1,3})-mig-(.+)-(\d+)-(\d+)")
+
+
+@dataclass(frozen=True)
+class DeviceGpus:
+    """Which GPU (its index, as mig-parted counts them) each published device of a node sits on."""
+
+    gpus: Mapping[tuple[str, str], int]  # (pool, device name) -> GPU index
+    problem: str | None  # why nothing can be said (then ``gpus`` is empty)
+    # GPU index -> (MIG mode on, profile -> count of its MIG devices): what the driver saw on
+    # each GPU it publishes (a whole GPU: MIG off; a GPU with MIG on and no device: absent).
+    layouts: Mapping[int, tuple[bool, tuple[tuple[str, int], ...]]] = field(default_factory=dict)
+
+
+def device_gpus(slices: Iterable[Any], node: str, gpus: int, driver: str = DRIVER) -> DeviceGpus:
+    """Map each device ``node``'s ResourceSlices of ``driver`` publish to the GPU it is on.
+
+    Read from the newest complete generation of each pool, as :func:`published` counts them; a
+    pool being republished, or any device that does not read right, and nothing is mapped.
+
+    The driver at kubernetes-sigs/dra-driver-nvidia-gpu@95932046 publishes no GPU index: a
+    full GPU carries ``type: gpu``, ``uuid`` and its PCI bus id (deviceinfo.go:170-205), a MIG
+    device ``type: mig``, ``parentUUID``, ``profile``, ``uuid`` and its parent's PCI bus id
+    (mig.go:139-185, deviceinfo.go:258-263), the bus id as ``resource.kubernetes.io/pciBusID``
+    (nvlib.go:546-551). Each name carries the GPU's minor number. mig-parted counts GPUs by NVML
+    index (cmd/nvidia-mig-parted/util/device.go:30-39), which NVML assigns in PCI bus order; the
+    minor is taken as that index only where it fits: every minor below the node's GPU count,
+    one bus id and one parent UUID per minor, and bus ids rising with the minor. Anything else
+    and the mapping is refused (the caller then treats every device as on a changing GPU).
+    """
+    pools: dict[str, list[Mapping[str, Any]]] = {}
+    for raw in slices:
+        pool_name, problem = _pool_of(raw, node, driver)
+        if problem is not None:
+            return DeviceGpus({}, problem)
+        if pool_name is not None:
+            pools.setdefault(pool_name, []).append(raw)
+    out: dict[tuple[str, str], int] = {}
+    profiles: dict[tuple[str, str], str] = {}
+    bus: dict[int, str] = {}
+    parent: dict[int, str] = {}
+    for pool_name in sorted(pools):
+        members = pools[pool_name]
+        newest = max(int(s["spec"]["pool"]["generation"]) for s in members)
+        current = [s for s in members if s["spec"]["pool"]["generation"] == newest]
+        if len(current) != int(current[0]["spec"]["pool"]["resourceSliceCount"]):
+            return DeviceGpus({}, f"pool {pool_name!r}: generation {newest} is being republished")
+        for s in current:
+            listed = s["spec"].get("devices") or []
+            if not isinstance(listed, list) or len(listed) > MAX_SLICE_DEVICES:
+                return DeviceGpus({}, f"pool {pool_name!r}: a slice's devices is not a short list")
+            for d in listed:
+                why = _place(d, pool_name, gpus, driver, out, bus, parent, profiles)
+                if why is not None:
+                    return DeviceGpus({}, f"pool {pool_name!r}: {why}")
+    ordered = [bus[m] for m in sorted(bus)]
+    if any(_bus_key(a) >= _bus_key(b) for a, b in itertools.pairwise(ordered)):
+        return DeviceGpus({}, "PCI bus ids do not rise with the GPUs' minor numbers")
+    kinds: dict[int, dict[str, int]] = {}
+    for (pool_name, name), minor in out.items():
+        match = _MIG_NAME.fullmatch(name)
+        profile = profiles[(pool_name, name)] if match is not None else WHOLE_GPU
+        counts = kinds.setdefault(minor, {})
+        counts[profile] = counts.get(profile, 0) + 1
+    layouts: dict[int, tuple[bool, tuple[tuple[str, int], ...]]] = {}
+    for minor, counts in sorted(kinds.items()):
+        if WHOLE_GPU in counts:
+            if counts != {WHOLE_GPU: 1}:
+                return DeviceGpus({}, f"GPU {minor} is published both whole and with MIG devices")
+            layouts[minor] = (False, ())
+        else:
+            layouts[minor] = (True, tuple(sorted(counts.items())))
+    return DeviceGpus(out, None, layouts)
+
+
+def _bus_key(bus_id: str) -> tuple[int, ...]:
+    # "0000:3b:00.0": domain, bus, device, function
+    return tuple(int(p, 16) for p in re.split(r"[:.]", bus_id))
+
+
+_BUS_ID = re.compile(r"[0-9a-f]{4,8}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]")
+
+
+def _place(
+    d: Any,
+    pool: str,
+    gpus: int,
+    driver: str,
+    out: dict[tuple[str, str], int],
+    bus: dict[int, str],
+    parent: dict[int, str],
+    profiles: dict[tuple[str, str], str],
+) -> str | None:
+    name = d.get("name") if isinstance(d, Mapping) else None
+    attrs = d.get("attributes") if isinstance(d, Mapping) else None
+    if not isinstance(name, str) or not isinstance(attrs, Mapping):
+        return "a device without a name or attributes"
+    shown = name[:64]
+    kind = _string_attribute(attrs, "type", driver)
+    match = _GPU_NAME.fullmatch(name) if kind == WHOLE_GPU else _MIG_NAME.fullmatch(name)
+    if kind not in (WHOLE_GPU, "mig") or match is None:
+        return f"device {shown!r} is not named as the driver names a GPU or MIG device"
+    minor = int(match.group(1))
+    if minor >= gpus:
+        return f"device {shown!r} is on GPU {minor}, but the node has {gpus} GPUs"
+    pci = attrs.get(PCI_BUS_ID)
+    pci_id = pci.get("string") if isinstance(pci, Mapping) else None
+    if not isinstance(pci_id, str) or not _BUS_ID.fullmatch(pci_id.lower()):
+        return f"device {shown!r} has no {PCI_BUS_ID}"
+    owner = _string_attribute(attrs, "uuid" if kind == WHOLE_GPU else "parentUUID", driver)
+    if owner is None:
+        return f"device {shown!r} names no GPU UUID"
+    if bus.setdefault(minor, pci_id.lower()) != pci_id.lower() or parent.setdefault(minor, owner) != owner:
+        return f"GPU {minor}'s devices name different PCI bus ids or UUIDs"
+    if (pool, name) in out:
+        return f"duplicate device name {shown!r}"
+    if kind == "mig":
+        profile = _string_attribute(attrs, "profile", driver)
+        if profile is None:
+            return f"MIG device {shown!r} has no profile"
+        profiles[(pool, name)] = profile
+    out[(pool, name)] = minor
+    return None

@@ -35,7 +35,15 @@ class Kube:
         self.dry_run = dry_run
         self.request_timeout: tuple[float, float] = (5.0, 30.0)
 
-    def _call(self, what: str, fn: Callable[..., Any], *args: Any, write: bool = False, **kw: Any) -> Any:
+    def _call(
+        self,
+        what: str,
+        fn: Callable[..., Any],
+        *args: Any,
+        write: bool = False,
+        max_bytes: int | None = None,
+        **kw: Any,
+    ) -> Any:
         if write and self.dry_run:
             raise DryRunWriteError(f"dry-run: refusing to {what}")
         try:
@@ -45,7 +53,14 @@ class Kube:
         data = resp.data
         if not data:
             return {}
-        return json.loads(data)
+        if max_bytes is not None and len(data) > max_bytes:
+            raise PermanentError(f"{what}: the answer is larger than {max_bytes} bytes; not read")
+        try:
+            return json.loads(data)
+        except (ValueError, RecursionError) as exc:
+            if max_bytes is None:
+                raise
+            raise PermanentError(f"{what}: the answer is not JSON") from exc
 
     # --- reads -------------------------------------------------------------------------------
     def get_configmap(self, namespace: str, name: str) -> dict[str, Any]:
@@ -104,6 +119,21 @@ class Kube:
             if not isinstance(token, str) or not token:
                 return items
         raise PermanentError(f"{what}: more than {max_pages * page} slices; not read any further")
+
+    def get_resource_claim(self, namespace: str, name: str, *, max_bytes: int = 1 << 20) -> dict[str, Any]:
+        """One ResourceClaim (``resource.k8s.io/v1``), as JSON; an answer over ``max_bytes``
+        (a claim has at most 32 requests and 32 results, resource/v1 types.go:956, :1749) or not
+        an object is a PermanentError."""
+        out = self._call(
+            f"get resourceclaim {namespace}/{name}",
+            self.resource.read_namespaced_resource_claim,
+            name,
+            namespace,
+            max_bytes=max_bytes,
+        )
+        if not isinstance(out, dict):
+            raise PermanentError(f"get resourceclaim {namespace}/{name}: the answer is not an object")
+        return out
 
     def get_lease(self, namespace: str, name: str) -> dict[str, Any]:
         out: dict[str, Any] = self._call(

@@ -17,6 +17,7 @@ from typing import Any
 from controller import pods as podlib
 from controller import state as st
 from controller.assignment import Assignment, ConfigSpec, Target
+from controller.claims import HeldCache
 from controller.dra import DraPlan
 from controller.errors import ControllerError
 from controller.kube import Kube
@@ -156,6 +157,8 @@ class Context:
         self.acting: set[str] = set()
         # The DraPlan of this pass (the last valid one; None: no pool is on DRA).
         self.dra: DraPlan | None = None
+        # The devices running pods hold through ResourceClaims (the per-GPU drain of DRA nodes).
+        self.claims = HeldCache()
 
     # --- logging -----------------------------------------------------------------------------
     def once(self, key: tuple[Any, ...], level: int, msg: str, **fields: Any) -> None:

@@ -3,18 +3,23 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from typing import Any
 
 from controller import pods as podlib
 from controller import state as st
+from controller.dra import DraPool, device_gpus
 from controller.errors import NotFoundError, TemporaryError
 from controller.logs import log
 from controller.reconciler.apply import start_apply
 from controller.reconciler.context import Annotations, Context, Step
 from controller.reconciler.dra import static_pool
+from controller.reconciler.migparted import GpuLayout, MigPartedError, changing_gpus, mig_configs
 from controller.state import NodeView, Phase
 
 Pod = dict[str, Any]
+GPU_COUNT = "nvidia.com/gpu.count"  # GPU Feature Discovery's label
+MAX_LISTED = 20  # pods named in one log line
 
 
 def cordoned(ctx: Context, step: Step) -> NodeView | None:
@@ -38,8 +43,10 @@ def draining(ctx: Context, step: Step) -> NodeView | None:
         return start_apply(ctx, step)
     pods = ctx.kube.list_pods(node.name)
     # On a static DRA node pods hold MIG devices through ResourceClaims, not limits.
-    dra = static_pool(ctx.dra, step) is not None
-    remaining = [p for p in pods if podlib.blocking(p, dra=dra)]
+    pool = static_pool(ctx.dra, step)
+    remaining = [p for p in pods if podlib.blocking(p, dra=pool is not None)]
+    if pool is not None and remaining:
+        remaining = per_gpu(ctx, step, pool, remaining)
     daemons = sorted("/".join(podlib.ref(p)) for p in pods if podlib.unmanaged_gpu_daemon(p))
     since = node.since() or now
     elapsed = (now - since).total_seconds()
@@ -110,3 +117,117 @@ def _evict(ctx: Context, node: NodeView, remaining: list[Pod]) -> None:
             pods=blocked,
             retry_in=round(delay, 3),
         )
+
+
+def per_gpu(ctx: Context, step: Step, pool: DraPool, pods: list[Pod]) -> list[Pod]:
+    """The pods of ``pods`` that must go before the MIG manager applies the node's target, on a
+    static DRA node: the others hold devices only on GPUs the apply leaves alone.
+
+    mig-parted applies GPU by GPU and skips a GPU whose MIG devices already equal the target
+    (NVIDIA/mig-parted@bd7160f4 cmd/nvidia-mig-parted/apply/config.go:92-95; which GPUs change:
+    ``migparted.changing_gpus``), and its apply fails only on a GPU it must change that a
+    process still uses. On a DRA node the API says which devices a pod holds (its
+    ResourceClaims' allocation) and the driver's ResourceSlices on which GPU each device is
+    (``dra.device_gpus``). A pod is kept only if every device of ``pool.driver`` its claims hold
+    is known to be on a GPU that does not change; anything unknown drains it, as before.
+    A pod with GPUs in its resource limits (the device plugin's way) is drained: nothing says
+    which GPU it has. The cordon stays node-wide.
+    """
+    node = step.node
+    since = node.since() or step.now
+    key = ("drain-all", node.name, since)
+    gpus = _gpu_count(node)
+    if gpus is None:
+        ctx.once(key, logging.INFO, "draining every GPU pod", node=node.name, why=f"no {GPU_COUNT} label")
+        return pods
+    slices = ctx.kube.list_resource_slices(node.name, pool.driver)
+    located = device_gpus(slices, node.name, gpus, pool.driver)
+    if located.problem is not None:
+        why = f"which GPU holds which device is not known: {located.problem}"
+        ctx.once(key, logging.INFO, "draining every GPU pod", node=node.name, why=why)
+        return pods
+    changing, why = _changing(ctx, step, gpus, located.layouts)
+    if changing is None:
+        ctx.once(key, logging.INFO, "draining every GPU pod", node=node.name, why=why)
+        return pods
+    out: list[Pod] = []
+    kept: list[str] = []
+    why_drained: list[str] = []
+    for pod in pods:
+        reason = _blocks(ctx, pod, pool.driver, located.gpus, changing)
+        if reason is None:
+            kept.append("/".join(podlib.ref(pod)))
+        else:
+            out.append(pod)
+            why_drained.append(f"{'/'.join(podlib.ref(pod))}: {reason}")
+    if why_drained:
+        ctx.once(
+            ("drained-pods", node.name, since, tuple(sorted(why_drained))),
+            logging.INFO,
+            "draining pods that hold devices on GPUs that change, or whose devices are not known",
+            node=node.name,
+            pods=sorted(why_drained)[:MAX_LISTED],
+            drained=len(why_drained),
+            changing_gpus=sorted(changing),
+        )
+    if kept:
+        ctx.once(
+            ("kept-pods", node.name, since, tuple(sorted(kept))),
+            logging.INFO,
+            "not draining pods whose devices are on GPUs the new layout leaves alone",
+            node=node.name,
+            pods=sorted(kept)[:MAX_LISTED],
+            kept=len(kept),
+            changing_gpus=sorted(changing),
+        )
+    return out
+
+
+def _gpu_count(node: st.NodeView) -> int | None:
+    raw = node.labels.get(GPU_COUNT, "")
+    return int(raw) if raw.isdigit() and len(raw) <= 3 else None
+
+
+def _changing(
+    ctx: Context, step: Step, gpus: int, seen: Mapping[int, GpuLayout]
+) -> tuple[frozenset[int] | None, str]:
+    """Which GPU indices the apply changes (None: all), and why all where it is None. What is
+    on the GPUs now: the driver's ResourceSlices (``seen``) and the config the MIG manager last
+    applied, where the mig-parted ConfigMap still has it."""
+    node, target = step.node, step.node.target
+    if step.assignment is None or target is None:
+        return None, "no assignment"
+    current = node.labels.get(st.MIG_CONFIG)
+    if node.labels.get(st.MIG_STATE) != "success":
+        return None, f"the node's {st.MIG_STATE} is not success: what is on its GPUs is not known"
+    try:
+        configs = mig_configs(ctx.kube, step.assignment.raw["migConfigMap"])
+    except MigPartedError as exc:
+        return None, str(exc)
+    changing = changing_gpus(configs, current, target, gpus, seen)
+    if changing is None:
+        return None, (
+            f"which GPUs change from config {current} to {target} on {gpus} GPUs is not known from the "
+            "mig-parted ConfigMap and the ResourceSlices"
+        )
+    return changing, ""
+
+
+def _blocks(
+    ctx: Context, pod: Pod, driver: str, located: Mapping[tuple[str, str], int], changing: frozenset[int]
+) -> str | None:
+    """Why ``pod`` must be drained, or None if all its GPU devices are on GPUs that stay."""
+    if podlib.uses_gpu(pod):
+        return "GPUs in its resource limits (the device plugin does not say which)"
+    held = ctx.claims.held(ctx.kube, pod)
+    if held.unknown is not None:
+        return held.unknown
+    for d in held.devices:
+        if d.driver != driver:
+            continue
+        gpu = located.get((d.pool, d.device))
+        if gpu is None:
+            return f"device {d.pool}/{d.device} is not in the node's ResourceSlices"
+        if gpu in changing:
+            return f"device {d.device} is on GPU {gpu}, which changes"
+    return None

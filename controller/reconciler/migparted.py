@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import yaml
@@ -27,6 +28,12 @@ class MigPartedError(PermanentError):
 
 def config_names(kube: Kube, ref: Mapping[str, Any]) -> frozenset[str]:
     """The config names defined in the mig-parted ConfigMap ``ref`` (``namespace``, ``name``)."""
+    return frozenset(mig_configs(kube, ref))
+
+
+def mig_configs(kube: Kube, ref: Mapping[str, Any]) -> dict[str, Any]:
+    """The ``mig-configs`` mapping of the mig-parted ConfigMap ``ref`` (names as strings; each
+    value as parsed, unchecked: :func:`changing_gpus` checks what it reads)."""
     where = f"ConfigMap {ref.get('namespace')}/{ref.get('name')}"
     try:
         cm = kube.get_configmap(str(ref.get("namespace")), str(ref.get("name")))
@@ -44,7 +51,7 @@ def config_names(kube: Kube, ref: Mapping[str, Any]) -> frozenset[str]:
     configs = doc.get("mig-configs") if isinstance(doc, dict) else None
     if not isinstance(configs, dict):
         raise MigPartedError(f"mig-parted {where}: {CONFIG_KEY} has no mig-configs mapping")
-    return frozenset(str(k) for k in configs)
+    return {str(k): v for k, v in configs.items()}
 
 
 class MountedConfigs:
@@ -95,3 +102,194 @@ def device_plugin_names(kube: Kube, ref: str) -> frozenset[str]:
         raise MigPartedError(f"device-plugin ConfigMap {ref} not found") from exc
     data = cm.get("data") or {}
     return frozenset(str(k) for k in data)
+
+
+# --------------------------------------------------------------------- which GPUs an apply changes
+
+# A node has at most this many GPUs for the per-GPU reasoning below (the assignment's own bound);
+# more (or a count that cannot be read) and every GPU counts as changing.
+MAX_GPUS = 64
+# Distinct device-filter values considered per pair of configs; more and every GPU changes.
+MAX_FILTERS = 16
+_OTHER = "<no filter matches>"
+
+
+@dataclass(frozen=True)
+class _Entry:
+    filters: frozenset[str] | None  # None: no device-filter (every GPU model)
+    devices: frozenset[int] | None  # None: devices: all
+    enabled: bool
+    profiles: tuple[tuple[str, int], ...]  # mig-devices as written, zero counts included
+
+
+class _Unreadable(Exception):
+    """A field mig-parted would not accept."""
+
+
+def _filters(raw: Any) -> frozenset[str] | None:
+    """``device-filter``: None for none (helpers.go:35-37: an empty filter matches every GPU)."""
+    if raw is None or raw == "" or raw == []:
+        return None
+    if isinstance(raw, str):
+        return frozenset({raw.strip().upper()})
+    if isinstance(raw, list) and all(isinstance(f, str) for f in raw):
+        return frozenset(f.strip().upper() for f in raw)
+    raise _Unreadable
+
+
+def _indices(raw: Any) -> frozenset[int] | None:
+    """``devices``: None for ``all``, else the GPU indices."""
+    if raw == "all":
+        return None
+    if isinstance(raw, list) and all(isinstance(i, int) and not isinstance(i, bool) and i >= 0 for i in raw):
+        return frozenset(raw)
+    raise _Unreadable
+
+
+def _profiles(raw: Any) -> tuple[tuple[str, int], ...]:
+    """``mig-devices``, zero counts kept (they matter to ``Equals``)."""
+    raw = raw or {}
+    if not isinstance(raw, Mapping) or not all(
+        isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in raw.values()
+    ):
+        raise _Unreadable
+    return tuple(sorted((str(k), int(v)) for k, v in raw.items()))
+
+
+def _entries(spec: Any) -> list[_Entry] | None:
+    """A config's entries as mig-parted reads them (api/spec/v1/spec.go:36-41 MigConfigSpec),
+    or None where anything is not what mig-parted would accept."""
+    if not isinstance(spec, list) or len(spec) > MAX_GPUS:
+        return None
+    out = []
+    try:
+        for e in spec:
+            if not isinstance(e, Mapping) or not isinstance(e.get("mig-enabled"), bool):
+                return None
+            enabled = bool(e["mig-enabled"])
+            profiles = _profiles(e.get("mig-devices"))
+            out.append(
+                _Entry(
+                    _filters(e.get("device-filter")),
+                    _indices(e.get("devices")),
+                    enabled,
+                    profiles if enabled else (),
+                )
+            )
+    except _Unreadable:
+        return None
+    return out
+
+
+def _selected(entries: list[_Entry], gpu: int, device_id: str) -> _Entry | str | None:
+    """The entry that applies to GPU ``gpu`` of PCI id ``device_id`` (WalkSelectedMigConfigForEachGPU,
+    assert.go:215-248, with helpers.go:24-67); None if none; "many" if several do (each would be
+    applied in turn: not reasoned about)."""
+    found = [
+        e
+        for e in entries
+        if (e.filters is None or device_id in e.filters) and (e.devices is None or gpu in e.devices)
+    ]
+    if len(found) > 1:
+        return "many"
+    return found[0] if found else None
+
+
+def _equals(current: tuple[tuple[str, int], ...], target: tuple[tuple[str, int], ...]) -> bool:
+    """mig-parted's ``MigConfig.Equals`` (pkg/types/mig_config.go:84-97, ``Contains`` :75-80) of
+    the devices on a GPU (NVML lists only profiles it has) and the target's mig-devices: a
+    zero count in the target makes the lengths differ, so that GPU is set again."""
+    have = {p: c for p, c in current if c > 0}
+    want = dict(target)
+    return len(have) == len(want) and all(want.get(p, 0) > 0 and want[p] == c for p, c in have.items())
+
+
+# What is on one GPU now: (MIG mode on, profile -> count of the MIG devices on it).
+GpuLayout = tuple[bool, tuple[tuple[str, int], ...]]
+
+
+def changing_gpus(
+    configs: Mapping[str, Any],
+    current: str | None,
+    target: str,
+    gpus: int | None,
+    seen: Mapping[int, GpuLayout] | None = None,
+) -> frozenset[int] | None:
+    """The indices of the node's GPUs whose MIG devices mig-parted destroys when it moves the node
+    to config ``target``, or None for "every GPU" (anything unknown: the safe answer).
+
+    What is on the GPUs now comes from ``seen`` (GPU index -> layout, as the DRA driver
+    publishes it; a GPU missing there is unknown) and from ``current``, the config the MIG manager
+    last applied with ``success`` (when the ConfigMap still defines it; a render that dropped it
+    leaves ``seen`` alone). Where both say something they must agree, else the GPU counts as
+    unknown.
+
+    What decides it is mig-parted's apply (NVIDIA/mig-parted@bd7160f4, run by the MIG manager,
+    pkg/mig/reconfigure/reconfigure.go:184-209): ``ApplyMigConfigWithHooks``
+    (cmd/nvidia-mig-parted/apply/apply.go:258-292) first asserts the MIG mode of every selected
+    GPU; if any differs, ``ApplyMigMode`` (apply/mode.go:56-109) walks every selected GPU and
+    clears the MIG configuration of each one in MIG mode (:88-94) -- so a mode change anywhere
+    changes every selected GPU. Otherwise ``ApplyMigConfig`` (apply/config.go:46-103) goes GPU
+    by GPU and skips a GPU whose MIG devices already equal the config ("Skipping -- already
+    set to desired value", :92-95) or whose MIG mode is off (:80-83); a GPU no entry selects is
+    never walked. An entry selects a GPU by ``devices`` (``all`` or indices) and by
+    ``device-filter`` (PCI device ids, api/spec/v1/helpers.go:24-67). The node's PCI id is not in
+    the API, so every id the configs name (and "none of them") is tried: a GPU is unchanged
+    only if it is unchanged whichever id the node's GPUs have.
+    """
+    if target not in configs or gpus is None or not 0 < gpus <= MAX_GPUS:
+        return None
+    tgt = _entries(configs[target])
+    cur = _entries(configs[current]) if current is not None and current in configs else None
+    if tgt is None or (cur is None and seen is None):
+        return None
+    ids = sorted({f for e in (*(cur or []), *tgt) if e.filters is not None for f in e.filters})
+    if len(ids) > MAX_FILTERS:
+        return None
+    touched: set[int] = set()  # GPUs the target walks (under some id)
+    devices_change: set[int] = set()
+    mode_change = False
+    for device_id in (*ids, _OTHER):
+        for i in range(gpus):
+            want = _selected(tgt, i, device_id)
+            if want is None:
+                continue  # never walked: left as it is
+            touched.add(i)
+            have = _now(cur, seen, i, device_id)
+            if isinstance(want, str) or have is None:
+                # several entries select it, or what is on it now is not known
+                mode_change = True
+                continue
+            if have[0] != want.enabled:
+                mode_change = True
+            elif want.enabled and not _equals(have[1], want.profiles):
+                devices_change.add(i)
+    return frozenset(touched if mode_change else devices_change)
+
+
+def _positive(profiles: tuple[tuple[str, int], ...]) -> dict[str, int]:
+    return {p: c for p, c in profiles if c > 0}
+
+
+def _now(
+    cur: list[_Entry] | None, seen: Mapping[int, GpuLayout] | None, gpu: int, device_id: str
+) -> GpuLayout | None:
+    """What is on GPU ``gpu`` now, if known (see :func:`changing_gpus`)."""
+    observed = seen.get(gpu) if seen is not None else None
+    if cur is None:
+        return observed
+    entry = _selected(cur, gpu, device_id)
+    if isinstance(entry, str):
+        return None
+    if entry is None:
+        return observed  # the current config does not say (under this id)
+    said: GpuLayout = (entry.enabled, entry.profiles)
+    if seen is None:
+        return said
+    if (
+        observed is None
+        or observed[0] != said[0]
+        or (said[0] and _positive(observed[1]) != _positive(said[1]))
+    ):
+        return None
+    return observed

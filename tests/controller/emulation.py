@@ -51,6 +51,7 @@ CONFIGMAPS = kmock.resource("", "v1", "configmaps")
 EVENTS = kmock.resource("", "v1", "events")
 LEASES = kmock.resource("coordination.k8s.io", "v1", "leases")
 RESOURCESLICES = kmock.resource("resource.k8s.io", "v1", "resourceslices")
+RESOURCECLAIMS = kmock.resource("resource.k8s.io", "v1", "resourceclaims")
 
 MIG_CONFIG = "nvidia.com/mig.config"
 MIG_STATE = "nvidia.com/mig.config.state"
@@ -463,7 +464,19 @@ class ApiServer(kmock.KubernetesEmulator):
     def gpu_clients(self, node: str) -> list[str]:
         """Running pods on ``node`` that hold GPUs (request nvidia.com/gpu or nvidia.com/mig-*, or,
         on a DRA node, a device through a ResourceClaim: ``spec.resourceClaims``)."""
-        out = []
+        return sorted(self.gpu_holders(node))
+
+    def gpu_holders(self, node: str) -> dict[str, frozenset[int] | None]:
+        """Each running pod on ``node`` that holds GPUs -> the minors of the GPUs it uses (None:
+        some GPU, which one not known here).
+
+        A pod with GPUs in its limits got them from the device plugin, which records the choice
+        only in the kubelet (its pod-resources API): not known. A pod with ResourceClaims holds
+        the devices their allocations name (``status.allocation.devices.results``, written by the
+        scheduler); the GPU of a device is the minor in the DRA driver's device name
+        (FakeDraDriver). A claim that is missing or unallocated, or a device of another name:
+        not known (the pod could not have started without its claims allocated)."""
+        out: dict[str, frozenset[int] | None] = {}
         for (res, ns, name), obj in self.objects.items():
             if res != PODS or obj.deleted:
                 continue
@@ -473,15 +486,40 @@ class ApiServer(kmock.KubernetesEmulator):
             if (raw.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
                 continue
             if (raw.get("spec") or {}).get("resourceClaims"):
-                out.append(f"{ns}/{name}")
+                out[f"{ns}/{name}"] = self._claimed_gpus(str(ns), raw)
                 continue
             for c in (raw.get("spec") or {}).get("containers") or []:
                 res_ = c.get("resources") or {}
                 names = {*(res_.get("limits") or {}), *(res_.get("requests") or {})}
                 if any(n == "nvidia.com/gpu" or n.startswith("nvidia.com/mig-") for n in names):
-                    out.append(f"{ns}/{name}")
+                    out[f"{ns}/{name}"] = None
                     break
-        return sorted(out)
+        return out
+
+    def _claimed_gpus(self, ns: str, pod: Mapping[str, Any]) -> frozenset[int] | None:
+        statuses = {
+            s.get("name"): s.get("resourceClaimName")
+            for s in (pod.get("status") or {}).get("resourceClaimStatuses") or []
+        }
+        gpus: set[int] = set()
+        for entry in (pod.get("spec") or {}).get("resourceClaims") or []:
+            claim_name = entry.get("resourceClaimName") or statuses.get(entry.get("name"))
+            if not isinstance(claim_name, str):
+                return None
+            key = (RESOURCECLAIMS, ns, claim_name)
+            if key not in self.objects or self.objects[key].deleted:
+                return None
+            allocation = (self.objects[key].raw.get("status") or {}).get("allocation")
+            if not allocation:
+                return None
+            for r in (allocation.get("devices") or {}).get("results") or []:
+                if r.get("driver") != "gpu.nvidia.com":
+                    continue
+                m = re.fullmatch(r"gpu-(\d+)(-mig-.+-\d+-\d+)?", str(r.get("device")))
+                if m is None:
+                    return None
+                gpus.add(int(m.group(1)))
+        return frozenset(gpus)
 
     def pods_on(
         self, node: str, *, namespace: str | None = None, app: str | None = None
@@ -719,11 +757,14 @@ class FakeMigManager:
        ``reboot``), with WITH_REBOOT (``with_reboot``) set ``rebooting`` and reboot; the new
        manager pod then starts over at step 1 (the informer's AddFunc, main.go:569-571);
     7. apply (:206-209): mig-parted skips GPUs already in their layout
-       (cmd/nvidia-mig-parted/apply/config.go:92-95); for a GPU it changes it destroys the
-       GPU instances first (pkg/mig/config/config.go:142-147, ClearMigConfig :220-252), which
-       NVML refuses while a process uses them ("In use by another client"): so any running
-       pod on the node holding GPUs fails the apply (``failed``). A layout the GPU cannot
-       carry (geometry from compiler/catalog) fails likewise (config.go:214);
+       (cmd/nvidia-mig-parted/apply/config.go:92-95), unless a MIG mode changes anywhere, which
+       clears every GPU (apply/apply.go:258-272, apply/mode.go:88-94); for a GPU it changes it
+       destroys the GPU instances first (pkg/mig/config/config.go:142-147, ClearMigConfig
+       :220-252), which NVML refuses while a process uses them ("In use by another client"): a
+       running pod holding that GPU fails the apply (``failed``), the GPUs before it already
+       set. Which GPU a pod holds: its ResourceClaims' allocated devices on a DRA node
+       (``ApiServer.gpu_holders``); with the device plugin not known, so any GPU. A layout the
+       GPU cannot carry (geometry from compiler/catalog) fails likewise (config.go:214);
     8. restart the validator (:230-232), re-enable the GPU clients (:234-237, :514-531) and
        set ``success`` (:239).
 
@@ -882,13 +923,28 @@ class FakeMigManager:
             await api.patch_obj(NODES, None, node, {"metadata": {"labels": {MIG_STATE: "rebooting"}}})
             self._spawn_reboot(api, node, config, new)
             return
-        busy = api.gpu_clients(node)
-        if busy:
-            await set_state(
-                "failed",
-                "error destroying GPU instance: In use by another client (" + ", ".join(busy) + ")",
-            )
-            return
+        # Which GPUs the apply touches: a MIG mode change anywhere makes ApplyMigMode walk every
+        # GPU and clear the MIG configuration of each one in MIG mode (apply/apply.go:258-272,
+        # apply/mode.go:56-94); otherwise ApplyMigConfig goes GPU by GPU and skips a GPU whose
+        # devices already equal the config (apply/config.go:46-103, the skip :92-95). A GPU in
+        # use by a pod that must change fails the apply there; the GPUs walked before it are
+        # already set (GPU by GPU, in index order here: mig-parted walks its entries in order,
+        # assert/assert.go:221-245).
+        changed = [i for i in range(gpus) if mode_change or new[i] != current[i]]
+        holders = api.gpu_holders(node)
+        for at, i in enumerate(changed):
+            busy = sorted(p for p, held in holders.items() if held is None or i in held)
+            if busy:
+                if not mode_change:
+                    done = set(changed[:at])
+                    self.applied[node] = tuple(new[j] if j in done else current[j] for j in range(gpus))
+                await set_state(
+                    "failed",
+                    f"GPU {i}: error destroying GPU instance: In use by another client ("
+                    + ", ".join(busy)
+                    + ")",
+                )
+                return
         why = _infeasible(labels, new)
         if why is not None:
             await set_state("failed", f"error attempting multiple config orderings: {why}")
@@ -1053,6 +1109,7 @@ class FakeDevicePlugin:
 DRA_DRIVER = "kubernetes-sigs/dra-driver-nvidia-gpu@95932046683719c43b6a0dd9613c2e5aad5d6703"
 # ResourceSlice fields the API server can select on (strategy.go toSelectableFields, cited above).
 SLICE_FIELDS = ("metadata.name", "spec.nodeName", "spec.driver")
+PCI_BUS_ID = "resource.kubernetes.io/pciBusID"
 _ARCH = {
     "A": ("Ampere", "8.0.0"),
     "H": ("Hopper", "9.0.0"),
@@ -1082,7 +1139,9 @@ class FakeDraDriver:
       itself (nvlib.go:321-327), each named ``gpu-<minor>-mig-<profile without dots>-<GI profile
       id>-<placement start>`` (mig.go:111-114) with attributes ``type: mig``, ``parentUUID``,
       ``profile``, ``productName``, ... and ``uuid`` (mig.go:139-167, deviceinfo.go:258-281) and a
-      ``memorySlice<i>`` capacity per memory slice it holds. Profile ids and placements come from
+      ``memorySlice<i>`` capacity per memory slice it holds. Both carry the GPU's PCI bus id as
+      ``resource.kubernetes.io/pciBusID`` (nvlib.go:546-551; deviceinfo.go:198-200, mig.go:176-178),
+      rising with the minor unless ``bus_ids`` says other. Profile ids and placements come from
       compiler/catalog (the placement is the catalog's witness ``place``; NVML's own choice may
       differ, which only changes device names). ``hidden_gpus`` injects GPUs NVML does not see
       (fallen off the bus): their devices are not announced.
@@ -1113,12 +1172,21 @@ class FakeDraDriver:
     wipe_delay: float = 30.0
     slices_per_pool: int = 1
     hidden_gpus: dict[str, set[int]] = field(default_factory=dict)
+    # node -> the PCI bus id of each GPU by minor (default: rising with the minor).
+    bus_ids: dict[str, list[str]] = field(default_factory=dict)
     # node -> the plugin process generation (bumped at every start and stop).
     epoch: dict[str, int] = field(default_factory=dict)
     # (node, pool generation, slices) after each finished sync; (node, "wiped") for kubelet wipes.
     published: list[tuple[str, Any, int]] = field(default_factory=list)
     # node -> len(api.history) when its last sync wrote its first and its last object.
     sync_window: dict[str, tuple[int, int]] = field(default_factory=dict)
+
+    def bus_id(self, node: str, minor: int) -> str:
+        """The PCI bus id of GPU ``minor`` (rising with the minor unless ``bus_ids`` says other)."""
+        listed = self.bus_ids.get(node)
+        if listed is not None and minor < len(listed):
+            return listed[minor]
+        return f"0000:{0x18 + 0x10 * minor:02x}:00.0"
 
     def started(self, api: ApiServer, node: str) -> None:
         self.epoch[node] = self.epoch.get(node, 0) + 1
@@ -1181,13 +1249,21 @@ class FakeDraDriver:
                 gpus.append([])
                 continue
             uuid = f"GPU-{_uid(node, minor)}"
+            # Every device carries its GPU's PCI bus id, a MIG device its parent's (nvlib.go:546-551,
+            # deviceinfo.go:198-200, mig.go:176-178; the name, vendored deviceattribute/attribute.go:39).
+            bus = {PCI_BUS_ID: {"string": self.bus_id(node, minor)}}
             if not enabled:
                 memory = f"{int((model.memory_gb if model else 80) * 1024)}Mi"
                 gpus.append(
                     [
                         {
                             "name": f"gpu-{minor}",
-                            "attributes": {"type": {"string": "gpu"}, "uuid": {"string": uuid}, **common},
+                            "attributes": {
+                                "type": {"string": "gpu"},
+                                "uuid": {"string": uuid},
+                                **common,
+                                **bus,
+                            },
                             "capacity": {"memory": {"value": memory}},
                         }
                     ]
@@ -1214,6 +1290,7 @@ class FakeDraDriver:
                             "profile": {"string": profile_name},
                             "uuid": {"string": f"MIG-{_uid(node, minor, start, profile_name)}"},
                             **common,
+                            **bus,
                         },
                         "capacity": capacity,
                     }
@@ -1615,3 +1692,67 @@ def fleet_nodes(doc: Mapping[str, Any]) -> dict[str, tuple[dict[str, str], str]]
                     out[f"{pool['name']}-{i:02d}"] = ({**pool["selector"], **gfd(pool, cfg)}, cfg)
                     i += 1
     return out
+
+
+def claimed_pod(
+    name: str, node: str, claim: str, *, namespace: str = "default", template: bool = True
+) -> dict[str, Any]:
+    """A running pod that holds its devices through one ResourceClaim ``claim``: made from a
+    ResourceClaimTemplate (the claim's name is then in ``status.resourceClaimStatuses``, as the
+    kubelet's resourceclaim controller records it, core/v1 types.go:4564-4583) or named directly
+    (``spec.resourceClaims[].resourceClaimName``, types.go:4531). Nothing in its limits."""
+    pod = pod_object(name, node, namespace=namespace, gpu=None)
+    pod["metadata"]["uid"] = _uid("pod", namespace, name)
+    entry: dict[str, Any] = {"name": "gpu"}
+    if template:
+        entry["resourceClaimTemplateName"] = f"{name}-gpu"
+        pod["status"]["resourceClaimStatuses"] = [{"name": "gpu", "resourceClaimName": claim}]
+    else:
+        entry["resourceClaimName"] = claim
+    pod["spec"]["resourceClaims"] = [entry]
+    pod["spec"]["containers"][0]["resources"]["claims"] = [{"name": "gpu"}]
+    return pod
+
+
+def allocated_claim(
+    name: str,
+    namespace: str,
+    node: str,
+    devices: list[str],
+    *,
+    pod: Mapping[str, Any] | None = None,
+    driver: str = "gpu.nvidia.com",
+) -> dict[str, Any]:
+    """A ResourceClaim as the kube-scheduler leaves it for a pod on ``node``: one request, one
+    allocation result per device ``{request, driver, pool, device}`` (k8s.io/api resource/v1
+    types.go:1730-1792, vendored at kubernetes-sigs/dra-driver-nvidia-gpu@95932046; the DRA
+    driver's pool is named after the node, FakeDraDriver), a node selector on the node, and the
+    pod in ``reservedFor`` (types.go:1642)."""
+    status: dict[str, Any] = {
+        "allocation": {
+            "devices": {
+                "results": [{"request": "gpu", "driver": driver, "pool": node, "device": d} for d in devices]
+            },
+            "nodeSelector": {
+                "nodeSelectorTerms": [
+                    {"matchFields": [{"key": "metadata.name", "operator": "In", "values": [node]}]}
+                ]
+            },
+        }
+    }
+    if pod is not None:
+        meta = pod["metadata"]
+        status["reservedFor"] = [{"resource": "pods", "name": meta["name"], "uid": meta.get("uid", "")}]
+    return {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceClaim",
+        "metadata": {"name": name, "namespace": namespace, "uid": _uid("claim", namespace, name)},
+        "spec": {
+            "devices": {
+                "requests": [
+                    {"name": "gpu", "exactly": {"deviceClassName": "mig.nvidia.com", "count": len(devices)}}
+                ]
+            }
+        },
+        "status": status,
+    }

@@ -91,14 +91,23 @@ def _kitchen_sink(cluster: Cluster) -> None:
 
 
 def _dra_rollout(cluster: Cluster) -> None:
-    """A static DRA node verified from its ResourceSlices (list resource.k8s.io resourceslices)."""
+    """A static DRA node drained per GPU (get resource.k8s.io resourceclaims) and verified from its
+    ResourceSlices (list resource.k8s.io resourceslices)."""
+    from emulation import PODS, RESOURCECLAIMS, allocated_claim, claimed_pod
     from test_controller_dra import add_dra_nodes, dra_assignment, dra_setup, draplan, set_draplan
 
     dra_setup(cluster)
     add_dra_nodes(cluster, ["h100-0"], "dra-all-1g.10gb")
+    # A pod holding a device through a ResourceClaim: read while the node drains (get resourceclaims).
+    pod = claimed_pod("embedder-0", "h100-0", "embedder-0-gpu", namespace="search")
+    claim = allocated_claim("embedder-0-gpu", "search", "h100-0", ["gpu-0-mig-1g10gb-19-0"], pod=pod)
+    cluster.emu.upsert(RESOURCECLAIMS, "search", "embedder-0-gpu", claim)
+    cluster.emu.upsert(PODS, "search", "embedder-0", pod)
     target = {"h100-0": "dra-6gpu-whole_2gpu-balanced"}
     set_draplan(cluster, draplan(target))
-    cluster.set_assignment(dra_assignment(target))
+    # The mig-parted ConfigMap keeps the node's current config (dra_setup's), so the controller
+    # can tell which GPUs change.
+    cluster.set_assignment(dra_assignment(target), mig_parted=False)
     cluster.start()
     cluster.wait(lambda: cluster.converged(target))
     cluster.stop_all()

@@ -1,0 +1,160 @@
+"""controller/claims.py: which devices a pod holds through its ResourceClaims, read at the edge.
+
+Claims are shaped as k8s.io/api resource/v1 says (types.go:1730-1792: ``status.allocation.devices
+.results[] {request, driver, pool, device}``, ``status.reservedFor[] {resource, name, uid}``), pods
+as core/v1 (``spec.resourceClaims[]``, ``status.resourceClaimStatuses[]``), built here by hand."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from controller.claims import MAX_CLAIMS, MAX_RESULTS, Device, Held, HeldCache, allocated, claim_names, held
+from controller.errors import NotFoundError, PermanentError, TemporaryError
+from controller.kube import Kube
+
+
+def pod(uid: str = "u-1", **claims: str | None) -> dict[str, Any]:
+    """A pod whose claims are ``entry name → generated claim name`` (None: not generated yet)."""
+    return {
+        "metadata": {"name": "p", "namespace": "team-a", "uid": uid},
+        "spec": {"resourceClaims": [{"name": k, "resourceClaimTemplateName": "gpu-1g"} for k in claims]},
+        "status": {"resourceClaimStatuses": [{"name": k, "resourceClaimName": v} for k, v in claims.items()]},
+    }
+
+
+def claim(devices: list[str], reserved: tuple[str, ...] = ("u-1",), node: str = "n1") -> dict[str, Any]:
+    results = [{"request": "gpu", "driver": "gpu.nvidia.com", "pool": node, "device": d} for d in devices]
+    return {
+        "metadata": {"name": "c", "namespace": "team-a"},
+        "status": {
+            "allocation": {"devices": {"results": results}},
+            "reservedFor": [{"resource": "pods", "name": "p", "uid": u} for u in reserved],
+        },
+    }
+
+
+class ClaimsKube(Kube):
+    """Only ``get_resource_claim``: claims by (namespace, name), or the error to raise; reads counted."""
+
+    def __init__(self, claims: dict[tuple[str, str], dict[str, Any] | Exception]) -> None:
+        self.claims = claims
+        self.reads: list[str] = []
+
+    def get_resource_claim(self, namespace: str, name: str, *, max_bytes: int = 1 << 20) -> dict[str, Any]:
+        self.reads.append(f"{namespace}/{name}")
+        got = self.claims.get((namespace, name), NotFoundError(f"resourceclaims {name} not found"))
+        if isinstance(got, Exception):
+            raise got
+        return got
+
+
+def test_claim_names_follow_the_direct_name_or_the_generated_one() -> None:
+    assert claim_names(pod(gpu="p-gpu-x7k2q", extra="p-extra-9")) == ["p-gpu-x7k2q", "p-extra-9"]
+    direct = {"spec": {"resourceClaims": [{"name": "gpu", "resourceClaimName": "shared-gpu"}]}}
+    assert claim_names(direct) == ["shared-gpu"]  # a direct name needs no status
+    assert claim_names({"spec": {}}) == []  # no claims at all
+
+
+@pytest.mark.parametrize(
+    ("the_pod", "why"),
+    [
+        (pod(gpu=None), "no ResourceClaim name in the pod's status yet"),
+        (pod(gpu="Not_A_Name"), "no ResourceClaim name"),
+        ({"spec": {"resourceClaims": [{"resourceClaimName": "x"}]}}, "without a name"),
+        ({"spec": {"resourceClaims": "gpu"}}, "not a list"),
+        ({"spec": {"resourceClaims": [{"name": "c", "resourceClaimName": "x"}] * (MAX_CLAIMS + 1)}}, "most"),
+    ],
+)
+def test_claim_names_that_cannot_be_told_are_a_reason(the_pod: dict[str, Any], why: str) -> None:
+    got = claim_names(the_pod)
+    assert isinstance(got, str) and why in got
+
+
+def test_the_allocation_is_read_only_for_the_pod_it_is_reserved_for() -> None:
+    c = claim(["gpu-0-mig-1g10gb-19-0", "gpu-3"])
+    expected = (
+        Device("gpu.nvidia.com", "n1", "gpu-0-mig-1g10gb-19-0"),
+        Device("gpu.nvidia.com", "n1", "gpu-3"),
+    )
+    assert allocated(c, "u-1") == expected
+    assert allocated(c, None) == expected  # no uid to check against
+    assert allocated(c, "u-2") == "not reserved for this pod"
+    assert allocated({"status": {}}, "u-1") == "not allocated"
+    assert allocated({}, None) == "not allocated"
+
+
+@pytest.mark.parametrize(
+    "results",
+    [
+        "gpu-0",
+        [{"driver": "gpu.nvidia.com", "pool": "n1", "device": "gpu-0"}] * (MAX_RESULTS + 1),
+        [{"driver": "gpu.nvidia.com", "pool": "n1"}],
+        [{"driver": "gpu.nvidia.com", "pool": "n1", "device": "x" * 254}],
+        [{"driver": 7, "pool": "n1", "device": "gpu-0"}],
+        ["gpu-0"],
+    ],
+)
+def test_a_hostile_allocation_is_a_reason_never_a_crash(results: Any) -> None:
+    c = {"status": {"allocation": {"devices": {"results": results}}}}
+    assert isinstance(allocated(c, None), str)
+
+
+def test_held_reads_every_claim_and_gathers_its_devices() -> None:
+    kube = ClaimsKube({("team-a", "c1"): claim(["gpu-0"]), ("team-a", "c2"): claim(["gpu-1-mig-3g40gb-9-4"])})
+    got = held(kube, pod(a="c1", b="c2"))
+    mig = Device("gpu.nvidia.com", "n1", "gpu-1-mig-3g40gb-9-4")
+    assert got == Held((Device("gpu.nvidia.com", "n1", "gpu-0"), mig), None)
+    assert kube.reads == ["team-a/c1", "team-a/c2"]
+
+
+@pytest.mark.parametrize(
+    ("error", "why"),
+    [
+        (NotFoundError("resourceclaims c1 not found"), "not found"),
+        (PermanentError("get resourceclaim team-a/c1: forbidden"), "forbidden"),
+    ],
+)
+def test_a_claim_that_cannot_be_read_leaves_the_pod_unknown(error: Exception, why: str) -> None:
+    got = held(ClaimsKube({("team-a", "c1"): error}), pod(a="c1"))
+    assert got.devices == () and got.unknown is not None and why in got.unknown
+
+
+def test_a_temporary_error_is_raised_for_the_caller_to_retry() -> None:
+    with pytest.raises(TemporaryError):
+        held(ClaimsKube({("team-a", "c1"): TemporaryError("the server is busy", status=503)}), pod(a="c1"))
+
+
+def test_a_claim_reserved_for_another_pod_leaves_the_pod_unknown() -> None:
+    got = held(ClaimsKube({("team-a", "c1"): claim(["gpu-0"], reserved=("u-9",))}), pod(a="c1"))
+    assert got.unknown == "ResourceClaim team-a/c1: not reserved for this pod"
+
+
+def test_a_pod_without_a_namespace_is_unknown_before_any_read() -> None:
+    kube = ClaimsKube({})
+    the_pod = pod(a="c1")
+    del the_pod["metadata"]["namespace"]
+    assert held(kube, the_pod).unknown == "the pod has no namespace" and kube.reads == []
+
+
+def test_the_cache_reads_a_running_pods_claims_once_and_an_unknown_answer_again() -> None:
+    kube = ClaimsKube({("team-a", "c1"): claim(["gpu-0"])})
+    cache = HeldCache()
+    first = cache.held(kube, pod(a="c1"))
+    assert cache.held(kube, pod(a="c1")) == first and kube.reads == ["team-a/c1"]
+    # another pod (another uid) with the same claim name is read on its own
+    cache.held(ClaimsKube({("team-a", "c1"): claim(["gpu-0"], reserved=("u-2",))}), pod("u-2", a="c1"))
+    missing = ClaimsKube({})
+    assert cache.held(missing, pod("u-3", a="gone")).unknown is not None
+    assert cache.held(missing, pod("u-3", a="gone")).unknown is not None
+    assert missing.reads == ["team-a/gone", "team-a/gone"]  # nothing kept: asked again
+
+
+def test_the_cache_starts_over_at_its_limit() -> None:
+    kube = ClaimsKube({("team-a", "c1"): claim(["gpu-0"], reserved=("u-1", "u-2", "u-3"))})
+    cache = HeldCache(limit=2)
+    for uid in ("u-1", "u-2", "u-3", "u-1"):
+        cache.held(kube, pod(uid, a="c1"))
+    # u-3 cleared the full cache (u-1, u-2), so u-1 is read a second time
+    assert len(kube.reads) == 4

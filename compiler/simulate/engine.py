@@ -15,6 +15,13 @@ Model (documented in docs/simulate.md):
   - every GPU pod on the node blocks the reconfiguration (controller/pods.py ``blocking``: any pod
     using ``nvidia.com/gpu`` or ``nvidia.com/mig-*`` that is not finished), not only the pods on
     changed GPUs;
+  - with ``drain_scope="gpu"`` (static DRA nodes: the ResourceClaims say which pod holds which GPU;
+    mig-parted skips a GPU whose MIG devices already match, NVIDIA/mig-parted@bd7160f4
+    cmd/nvidia-mig-parted/apply/config.go:92-95) the node is still cordoned whole, but only the
+    pods on GPUs whose target differs block and are evicted; the others run through the apply,
+    each node's new layouts go to its GPUs so that busy GPUs keep theirs where the node's new
+    multiset allows (:func:`_keep_busy`), and the disruption rule charges only the drained pods
+    (:func:`compiler.recommend.disruption.change_cost`);
   - the controller waits up to ``drain.grace_timeout`` (controller/settings.py, default 1800 s) for
     them to finish, then evicts the rest (controller/reconciler/drain.py ``draining``/``_evict``);
     an evicted pod goes back to the queue; with ``eviction="restart"`` (default: the trace's pods

@@ -126,6 +126,29 @@ def test_the_busy_gpu_changes_when_the_new_multiset_drops_its_layout() -> None:
     assert changes == {0: {WHOLE: 1}, 1: {WHOLE: 1}}
 
 
+def test_gpu_scope_recarves_idle_gpus_before_busy_ones_and_batches_only_idle_ones() -> None:
+    """3 balanced GPUs, ``a`` (1g) on GPU 0, a whole-GPU pod waiting: every GPU serves the demand alike
+    (the fleet has 1g to spare). ``"node"`` takes GPU 0 first and, the node being drained anyway,
+    batches GPU 1 to 7g as well (GPU 2 is left to serve the 1g); ``"gpu"`` re-carves the idle GPU 1
+    for the pod, batches only the idle GPU 2, and leaves the busy GPU 0 as it is: ``a`` is not
+    drained."""
+    assert A100 is not None
+
+    def fleet() -> _Fleet:
+        assert A100 is not None
+        f = _Fleet(A100, Settings(nodes=1, gpus_per_node=3), balanced_layout(A100))
+        f.busy[0] = {ONE_G: 1}
+        return f
+
+    demand = {ONE_G: 1, WHOLE: 1}
+    assert cover(fleet(), demand, [(0, 0.0)])[0] == {0: {WHOLE: 1}, 1: {WHOLE: 1}}  # GPU 2 serves the 1g
+    changes, _ = cover(fleet(), demand, [(0, 0.0)], keep=lambda gi: 0.0)
+    assert changes == {1: {WHOLE: 1}, 2: {WHOLE: 1}}
+    trace = [pod("a", 0, 10_000, milli=100), pod("big", 100, 500)]
+    res = simulate(trace, A100, Settings(nodes=1, gpus_per_node=3, drain_scope="gpu"), "naive", POLICY)
+    assert (res.evictions, res.gpu_reconfigurations) == (0, 2)
+
+
 def test_the_price_of_a_change_counts_only_pods_on_changing_gpus_under_gpu() -> None:
     """(c) compiler/recommend/disruption.py ``change_cost`` (one function for recommend and the replay):
     a node of 8 GPUs with one 1g pod (f = 1/7, run 3,600 s, waited 600 s) on a GPU that does not change

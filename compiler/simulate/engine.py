@@ -449,7 +449,9 @@ class _Cover:
             if not short:
                 break
             fixed = self.taken | self.frozen if self.frozen else self.taken
-            node_cap, node_changes = _cover_node(fleet, node, want, dict(rest), short, lay, fixed, mix)
+            node_cap, node_changes = _cover_node(
+                fleet, node, want, dict(rest), short, lay, fixed, mix, per_gpu_drain=self.keep is not None
+            )
             if not node_changes:
                 continue
             if self.keep is not None:
@@ -530,10 +532,15 @@ def _cover_node(
     lay: Callable[[int], Layout],
     taken: set[int],
     mix: Layout | None = None,
+    per_gpu_drain: bool = False,
 ) -> tuple[Layout, dict[int, Layout]]:
     """Re-carve one node's GPUs greedily against the shortage; the new capacity and the changes.
 
-    ``lay``: a GPU's layout so far; ``taken``: GPUs kept for multi-GPU pods (left alone)."""
+    ``lay``: a GPU's layout so far; ``taken``: GPUs kept for multi-GPU pods (left alone);
+    ``per_gpu_drain`` (``drain_scope="gpu"``, where only the changed GPUs are drained): among GPUs
+    that serve the demand alike the ones with fewer instances in use are re-carved first, and the
+    batching step (below) leaves GPUs with a pod on them alone (re-carving a busy GPU that serves
+    nothing of the demand would evict its pods for nothing)."""
     slices = fleet.slices
     spare = {p: max(0, c - want.get(p, 0)) for p, c in cap.items()}
     # slices of each GPU the demand needs (instances beyond the spare of their profile)
@@ -541,6 +548,7 @@ def _cover_node(
         (gi for gi in fleet.gpus(node) if gi not in taken),
         key=lambda gi: (
             sum(max(0, c - spare.get(p, 0)) * slices[p] for p, c in lay(gi).items()),
+            sum(fleet.busy[gi].values()) if per_gpu_drain else 0,
             gi,
         ),
     )
@@ -572,6 +580,8 @@ def _cover_node(
                 continue
             old = lay(gi)
             if any(c - spare.get(p, 0) > 0 for p, c in old.items()):
+                continue
+            if per_gpu_drain and any(fleet.busy[gi].values()):
                 continue
             new = dict(_best_layout(fleet.model, whole_mix))
             if new == old:

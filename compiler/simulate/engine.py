@@ -1198,9 +1198,11 @@ class _Run:
         (NVIDIA/mig-parted@bd7160f43f16462eeb21e1eda5e67b5b6b03fd7d
         ``cmd/nvidia-mig-parted/apply/config.go:46``, ``:92-95``), so those pods keep running through
         the apply, while a busy GPU that must change makes it fail; on static DRA nodes the
-        controller reads which pod's ResourceClaims hold devices on the changing GPUs (the drain of
-        controller/reconciler/drain.py restricted to them). Either way the node stays cordoned
-        (nothing new binds on any of its GPUs) from admission until it is Idle again.
+        controller reads which pod's ResourceClaims hold devices on the changing GPUs and drains
+        only those (controller/reconciler/drain.py with controller/reconciler/migparted.py
+        ``changing_gpus`` and controller/claims.py ``held``, issue 22 item 2's controller side).
+        Either way the node stays cordoned (nothing new binds on any of its GPUs) from admission
+        until it is Idle again.
         """
         pods = self.node_pods[node]
         if self.s.drain_scope == "node" or not pods:

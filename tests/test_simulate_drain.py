@@ -73,6 +73,14 @@ def test_gpu_scope_leaves_the_pod_on_an_unchanged_gpu_running() -> None:
     assert node.hours * 3600 == 1960.0 + 10_000.0  # evicted, re-bound when the node is back, run again
 
 
+def test_an_unknown_drain_scope_is_refused() -> None:
+    assert A100 is not None
+    with pytest.raises(ValueError, match="drain scope 'rack'"):
+        simulate(
+            busy_and_idle(), A100, Settings(nodes=1, gpus_per_node=2, drain_scope="rack"), "naive", POLICY
+        )
+
+
 def test_gpu_scope_still_cordons_the_whole_node() -> None:
     """A 1g pod arriving at 120, while GPU 1 is re-carved (100–160), does not bind on GPU 0's free 1g:
     the node is cordoned from admission until Idle again, also under ``"gpu"``."""

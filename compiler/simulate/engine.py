@@ -1617,6 +1617,8 @@ def simulate(
 ) -> Result:
     """Replay ``trace`` under ``baseline`` (module docstring); ``catalog`` for the solver of
     ``static-peak``/``static-average`` (default: the shipped catalog)."""
+    if s.drain_scope not in DRAIN_SCOPES:
+        raise ValueError(f"drain scope {s.drain_scope!r}: expected one of {', '.join(DRAIN_SCOPES)}")
     pods = _trace_pods(trace, model, s)
     start = min((p.arrival for p in pods), default=0.0)
     end_arrival = max((p.arrival for p in pods), default=0.0)

@@ -2,7 +2,8 @@
 
 ``python -m bench.matrix [--traces default,gpushare20,gpushare40,gpushare60,gpuspec10] [--nodes 4,8,16]
 [--time-scales 1,2,4,8] [--reconf 60,90+300] [--failure-rates 0,0.2] [--seeds 1,2,3]
-[--baselines all] [--idle-pass] [--outage node|busy] [--surplus last|kept] [--out FILE.jsonl]``;
+[--baselines all] [--idle-pass] [--outage node|busy] [--surplus last|kept] [--drain-scope node|gpu]
+[--out FILE.jsonl]``;
 ``python -m bench.matrix --table FILE.jsonl`` prints the Markdown table of the cells a file holds,
 with the issue's verdict per cell.
 
@@ -11,9 +12,11 @@ defaults otherwise), printed before the first cell. ``--reconf 90+300`` is 90 s 
 operand pause per node (``--drain-seconds``). Seeds only matter with a failure rate above 0 (a cell
 with rate 0 is run once, seed 0). ``--idle-pass`` adds the loop with ``Settings.idle_pass`` as the
 row ``default+idle``; ``--outage busy`` charges the disruption rule's outage on the busy share of
-the node (``Settings.outage``). Each cell appends one JSON line (the cell, its wall time and the
-per-baseline rows of ``migc simulate -o json``) to ``--out``, so a partial run keeps what it measured.
-A cell is *contended* when naive's overall p95 wait is above 0. Measured, never asserted.
+the node (``Settings.outage``); ``--drain-scope gpu`` drains only the pods on GPUs that change
+(``Settings.drain_scope``: static DRA nodes; ``node``, the default, is the device plugin's). Each
+cell appends one JSON line (the cell, its scope, its wall time and the per-baseline rows of
+``migc simulate -o json``) to ``--out``, so a partial run keeps what it measured. A cell is
+*contended* when naive's overall p95 wait is above 0. Measured, never asserted.
 """
 
 from __future__ import annotations
@@ -31,7 +34,7 @@ from bench.openb import shared_dir
 from compiler.catalog import load_catalog
 from compiler.model import PartitionPolicy
 from compiler.recommend.disruption import OUTAGE_CHARGES
-from compiler.simulate.engine import BASELINES, SURPLUS_MODELS, Settings, simulate
+from compiler.simulate.engine import BASELINES, DRAIN_SCOPES, SURPLUS_MODELS, Settings, simulate
 from compiler.simulate.report import result_dict
 from compiler.simulate.trace import read_trace
 
@@ -51,7 +54,9 @@ def run(args: argparse.Namespace) -> None:
     print(
         "defaults for every cell:", json.dumps(asdict(policy), default=str, sort_keys=True), file=sys.stderr
     )
-    defaults = asdict(Settings(nodes=0, outage=args.outage, surplus=args.surplus))
+    defaults = asdict(
+        Settings(nodes=0, outage=args.outage, surplus=args.surplus, drain_scope=args.drain_scope)
+    )
     print("replay defaults:", json.dumps(defaults, sort_keys=True), file=sys.stderr)
     print(f"baselines: {', '.join(baselines)}{' + default+idle' if args.idle_pass else ''}", file=sys.stderr)
     out = Path(args.out)
@@ -77,6 +82,7 @@ def run(args: argparse.Namespace) -> None:
                 seed=seed,
                 outage=args.outage,
                 surplus=args.surplus,
+                drain_scope=args.drain_scope,
             )
             started = time.perf_counter()
             rows = [result_dict(simulate(pods, model, s, b, policy, catalog=catalog)) for b in baselines]
@@ -92,6 +98,7 @@ def run(args: argparse.Namespace) -> None:
                 "reconf": reconf,
                 "failureRate": rate,
                 "seed": seed,
+                "drainScope": args.drain_scope,
                 "wallSeconds": round(time.perf_counter() - started, 1),
                 "results": rows,
             }
@@ -183,6 +190,13 @@ def main() -> None:
         choices=SURPLUS_MODELS,
         default="kept",
         help="the remembered surplus: kept as current demand (default) or served last (Settings.surplus)",
+    )
+    ap.add_argument(
+        "--drain-scope",
+        choices=DRAIN_SCOPES,
+        default="node",
+        help="which pods a re-carve drains: every GPU pod of the node, or those on changing GPUs "
+        "(Settings.drain_scope)",
     )
     ap.add_argument("--out", default="matrix.jsonl")
     ap.add_argument("--table", default=None, metavar="FILE.jsonl", help="print the table of FILE and exit")

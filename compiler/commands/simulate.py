@@ -26,7 +26,14 @@ from compiler.exitcodes import ExitCode
 from compiler.model import PartitionPolicy
 from compiler.pipeline import load_and_validate
 from compiler.simulate import fill as fl
-from compiler.simulate.engine import BASELINES, DEMAND_MODELS, EVICTION_MODELS, Settings, simulate
+from compiler.simulate.engine import (
+    BASELINES,
+    DEMAND_MODELS,
+    DRAIN_SCOPES,
+    EVICTION_MODELS,
+    Settings,
+    simulate,
+)
 from compiler.simulate.report import FORMATS, Fill, Replay
 from compiler.simulate.trace import TraceError, read_trace
 from compiler.validate.common import parse_duration
@@ -59,6 +66,7 @@ REPLAY_ONLY = (
     "max_unavailable",
     "max_wait",
     "idle_pass",
+    "drain_scope",
 )
 
 
@@ -181,6 +189,15 @@ REPLAY_ONLY = (
     "waiting, past the stabilizationWindow, scaleDownWindow, minDwell and disruption rule "
     "(docs/simulate.md, heldOnIdleGpu).",
 )
+@click.option(
+    "--drain-scope",
+    default="node",
+    show_default=True,
+    type=click.Choice(DRAIN_SCOPES),
+    help="Which pods a node's re-carve drains: node, every GPU pod of the node (device-plugin nodes: "
+    "nothing in the API maps a pod to a GPU); gpu, only the pods on GPUs whose layout changes (static "
+    "DRA nodes; the MIG manager skips unchanged GPUs). The node is cordoned either way (docs/simulate.md).",
+)
 @result_format_option(list(FORMATS), "Format of the results.")
 @ignore_option
 def command(
@@ -206,6 +223,7 @@ def command(
     max_unavailable: int,
     max_wait: str | None,
     idle_pass: bool,
+    drain_scope: str,
     fmt: str,
     ignore: tuple[str, ...],  # applied where diagnostics are printed (_common.emit_diagnostics)
 ) -> int:
@@ -261,6 +279,7 @@ def command(
         max_unavailable=max_unavailable,
         max_wait_seconds=wait_s,
         idle_pass=idle_pass,
+        drain_scope=drain_scope,
     )
     chosen = BASELINES if baseline == "all" else (baseline,)
     results = []

@@ -49,6 +49,24 @@ Both sides are GPU-seconds, estimated only from what can be observed at the mome
   wait has grown, so draining them looks free); with it, a change must end more waiting than it
   causes.
 
+* **drain scope** (:data:`DRAIN_SCOPES`, :func:`change_cost`): which running pods a change costs.
+  mig-parted applies a MIG config GPU by GPU and skips a GPU whose MIG devices already equal the
+  config (NVIDIA/mig-parted@bd7160f43f16462eeb21e1eda5e67b5b6b03fd7d
+  ``cmd/nvidia-mig-parted/apply/config.go:46`` ``WalkSelectedMigConfigForEachGPU`` in
+  ``ApplyMigConfig``, ``:92-95`` "Skipping -- already set to desired value"), so pods on unchanged
+  GPUs can keep running through the apply; a busy GPU that must change makes the apply fail, so the
+  pods on changing GPUs must be gone first.
+
+  - ``"node"`` (default; the device-plugin backend): the controller cannot tell which pod holds
+    which GPU (nothing in the API maps a pod to a device), so every GPU pod of the node blocks the
+    drain (controller/pods.py ``blocking``) and is charged: the loss and the displaced wait count
+    every running pod, the outage every GPU of the node (or the busy share, ``charge="busy"``).
+  - ``"gpu"`` (static DRA nodes, where a pod's ResourceClaim status names its devices): only the
+    pods holding a device on a changing GPU are drained and charged (their loss and displaced wait);
+    the node is still cordoned for the apply (the operand pause and the changed GPUs' re-carve), so
+    the outage charges the node's GPUs less the share that the pods on unchanged GPUs keep running
+    (``charge="busy"``: the share of the pods drained). An idle GPU's change costs no loss at all.
+
 A change is made only when ``benefit > cost × (1 + reconfigurationThreshold / 100)``: the threshold
 that asks a change to serve more than 20 % of the shortage also asks it to save 20 % more GPU-time
 than it destroys. The only constant is the controller's grace ``G``.
@@ -57,6 +75,7 @@ than it destroys. The only constant is the controller's grace ``G``.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 
 # controller/settings.py Settings.drain.grace_timeout: how long the controller lets GPU pods finish
 # (the compiler may not import the controller; tests/test_recommend_disruption.py asserts they agree)
@@ -67,6 +86,9 @@ RECONFIGURE_SECONDS = 60.0
 MODELS = ("expected", "off")
 # how much of a node its outage charges (module docstring): every GPU of it, or its busy share
 OUTAGE_CHARGES = ("node", "busy")
+# which pods a node's change drains and is charged for (module docstring): every GPU pod of the node
+# (the device plugin: no pod-to-GPU mapping in the API), or only those on the GPUs that change (DRA)
+DRAIN_SCOPES = ("node", "gpu")
 
 
 def expected_loss(elapsed: float, grace: float) -> float:
@@ -151,3 +173,89 @@ def displaced(running: Iterable[tuple[str, int, float, float]], after: Mapping[s
             total += f * waited
             excess -= count
     return total
+
+
+@dataclass(frozen=True)
+class RunningPod:
+    """One running GPU pod of a node as the disruption rule sees it.
+
+    ``held``: per resource, (profile, instances, fraction of one GPU they make); ``elapsed``: seconds
+    it has run (None: unknown); ``waited``: seconds it waited before it started; ``on_changed``:
+    whether it holds a device on a GPU the change re-carves (True where that is not known)."""
+
+    held: tuple[tuple[str, int, float], ...]
+    elapsed: float | None
+    waited: float
+    on_changed: bool = True
+
+    @property
+    def fraction(self) -> float:
+        return sum(f for _, _, f in self.held)
+
+
+@dataclass(frozen=True)
+class ChangeCost:
+    """The cost of one node's change in GPU-seconds: the running pods' expected ``loss`` (None when a
+    charged pod's run time is unknown), the ``outage`` and the ``displaced`` wait."""
+
+    loss: float | None
+    outage: float
+    displaced: float
+
+    @property
+    def total(self) -> float | None:
+        return None if self.loss is None else self.loss + self.outage + self.displaced
+
+
+def change_cost(
+    pods: Sequence[RunningPod],
+    gpus_on_node: int,
+    changed_gpus: int,
+    after: Mapping[str, int],
+    grace: float,
+    reconfigure_seconds: float,
+    drain_seconds: float = 0.0,
+    charge: str = "node",
+    scope: str = "node",
+) -> ChangeCost:
+    """What re-carving one node costs (module docstring), for ``migc recommend`` and the replay.
+
+    ``pods``: the node's running GPU pods; ``after``: the node's instances per profile once changed;
+    ``scope``: :data:`DRAIN_SCOPES` — ``"node"`` charges every pod, ``"gpu"`` only those with
+    ``on_changed`` (the others keep running through the apply: they lose nothing, are displaced
+    from nothing, and the GPU share they hold is not out of service)."""
+    if scope not in DRAIN_SCOPES:
+        raise ValueError(f"drain scope {scope!r}: expected one of {', '.join(DRAIN_SCOPES)}")
+    drained = list(pods) if scope == "node" else [p for p in pods if p.on_changed]
+    loss: float | None = 0.0
+    for p in drained:
+        if p.elapsed is None or loss is None:
+            loss = None
+            continue
+        loss += p.fraction * expected_loss(p.elapsed, grace)
+    if scope == "node":
+        out = outage(
+            (p.fraction for p in pods), gpus_on_node, changed_gpus, reconfigure_seconds, drain_seconds, charge
+        )
+        room: Mapping[str, int] = after
+    else:
+        kept = [p for p in pods if not p.on_changed]
+        if charge == "node":  # the node's GPUs less what keeps running on its unchanged GPUs
+            share = max(0.0, gpus_on_node - busy_share(p.fraction for p in kept))
+            out = outage((), 1, changed_gpus, reconfigure_seconds, drain_seconds, "node") * share
+        else:
+            out = outage(
+                (p.fraction for p in drained),
+                gpus_on_node,
+                changed_gpus,
+                reconfigure_seconds,
+                drain_seconds,
+                charge,
+            )
+        left = dict(after)  # the instances the kept pods go on holding are not there for the drained
+        for p in kept:
+            for name, n, _ in p.held:
+                left[name] = left.get(name, 0) - n
+        room = left
+    moved = displaced([(name, n, f, p.waited) for p in drained for name, n, f in p.held], room)
+    return ChangeCost(loss, out, moved)

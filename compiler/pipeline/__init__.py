@@ -5,7 +5,7 @@ options, reporter choice and exit code; tests and bench import the stages from h
 finished once where the command reports.
 
 This module loads neither the solver nor the renderer: ``migc validate`` imports only it
-(tests/test_cli_lazy.py).
+(tests/unit/compiler/test_cli.py).
 """
 
 from __future__ import annotations

@@ -78,7 +78,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 # controller/settings.py Settings.drain.grace_timeout: how long the controller lets GPU pods finish
-# (the compiler may not import the controller; tests/test_recommend_disruption.py asserts they agree)
+# (the compiler may not import the controller;
+# tests/unit/compiler/recommend/test_disruption.py asserts they agree)
 DRAIN_GRACE_SECONDS = 1800.0
 # the MIG manager's reconfiguration time per changed GPU: the 30–90 s per GPU seen in practice
 RECONFIGURE_SECONDS = 60.0

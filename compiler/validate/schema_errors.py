@@ -9,7 +9,8 @@ about 100x faster than walking the errors (0.56 s -> 0.005 s of CPU for the 2,00
 80,000-GPU policy); only a document it rejects, or cannot take, goes through ``jsonschema``'s
 ``iter_errors`` for the diagnostics. So every diagnostic still comes from ``jsonschema``, and the fast
 path can only skip work on a document ``jsonschema`` accepts too: the two agree on every schema
-keyword migc uses, and a differential property test (tests/test_validate_fast_schema.py) holds it.
+keyword migc uses, and a differential property test
+(tests/unit/compiler/validate/test_schema_errors.py) holds it.
 """
 
 from __future__ import annotations

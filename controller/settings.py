@@ -17,6 +17,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from controller import defaults
+
 
 @dataclass(frozen=True)
 class ApiSettings:
@@ -58,10 +60,10 @@ class ApiSettings:
 class DrainSettings:
     """Draining: first let GPU pods finish on their own, then evict; a PDB 429 is waited out."""
 
-    grace_timeout: float = 1800.0
+    grace_timeout: float = defaults.DRAIN_GRACE_SECONDS
     """How long GPU pods may finish on their own before they are evicted (``--drain-grace-timeout``).
-    ``migc simulate`` and ``migc recommend`` model the same wait (``DRAIN_GRACE_SECONDS``, pinned
-    equal by tests/unit/compiler/recommend/test_disruption.py and tests/test_simulate.py)."""
+    ``migc simulate`` and ``migc recommend`` model the same wait: the default is
+    :data:`controller.defaults.DRAIN_GRACE_SECONDS`, which they read too."""
 
     eviction_timeout: float = 1800.0
     """Then how long blocked evictions (a PDB's 429) are retried before the node fails
@@ -104,15 +106,15 @@ class ApplySettings:
 class FailureSettings:
     """What a failed node costs: automatic retries per node, and the halt of a bad revision."""
 
-    backoff: float = 300.0
+    backoff: float = defaults.FAILURE_BACKOFF_SECONDS
     """After a failure: wait ``backoff * 2**(attempts-1)`` before the automatic retry
     (``--failure-backoff``) …"""
 
-    max_attempts: int = 2
+    max_attempts: int = defaults.MAX_ATTEMPTS
     """… retried automatically while attempts < max_attempts (2 = one automatic retry); after that a
     human decides."""
 
-    max_failures: int = 3
+    max_failures: int = defaults.MAX_FAILURES
     """The rollout stops widening once this many nodes failed in one revision (0: never), like a
     Deployment's progress deadline: a bad config must not walk through the fleet
     (``--max-failures``)."""

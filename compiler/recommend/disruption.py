@@ -77,10 +77,11 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-# controller/settings.py Settings.drain.grace_timeout: how long the controller lets GPU pods finish
-# (the compiler may not import the controller;
-# tests/unit/compiler/recommend/test_disruption.py asserts they agree)
-DRAIN_GRACE_SECONDS = 1800.0
+from controller import defaults
+
+# how long the controller lets GPU pods finish (controller/settings.py Settings.drain.grace_timeout's
+# default: the one constant both sides read)
+DRAIN_GRACE_SECONDS = defaults.DRAIN_GRACE_SECONDS
 # the MIG manager's reconfiguration time per changed GPU: the 30–90 s per GPU seen in practice
 RECONFIGURE_SECONDS = 60.0
 # --disruption of recommend and simulate: apply the rule, or fall back to the gain threshold

@@ -89,6 +89,7 @@ from compiler.recommend import history as h
 from compiler.simulate.carve import CarvedGpu, Carver
 from compiler.simulate.trace import TracePod, full_profile, profile_for
 from compiler.solve import solve
+from controller import defaults
 
 EPOCH = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
 BASELINES = (
@@ -108,11 +109,12 @@ SURPLUS_MODELS = h.SURPLUS_MODELS  # Settings.surplus
 DRAIN_SCOPES = dis.DRAIN_SCOPES  # Settings.drain_scope
 # controller/settings.py Settings.drain.grace_timeout (one constant, shared with migc recommend)
 DRAIN_GRACE_SECONDS = dis.DRAIN_GRACE_SECONDS
-# controller/settings.py Settings.failures.backoff and .max_attempts (tests/test_simulate.py pins them):
+# controller/settings.py Settings.failures' defaults, read from the one module both sides import:
 # after the n-th failed apply the controller retries by itself after backoff × 2^(n−1) while
-# n < max_attempts; then a human decides
-FAILURE_BACKOFF_SECONDS = 300.0
-MAX_ATTEMPTS = 2
+# n < max_attempts; then a human decides; a revision with max_failures failed nodes admits no more
+FAILURE_BACKOFF_SECONDS = defaults.FAILURE_BACKOFF_SECONDS
+MAX_ATTEMPTS = defaults.MAX_ATTEMPTS
+MAX_FAILURES = defaults.MAX_FAILURES
 
 
 @dataclass(frozen=True)
@@ -1118,6 +1120,11 @@ class _Run:
         fleet = self.fleet
         budget = self.s.max_unavailable - sum(1 for st in fleet.state if st != IDLE)
         if budget <= 0:
+            return
+        # controller/reconciler/admission.py ``_halted``: a revision that failed on max_failures nodes
+        # admits none until a new revision (a failed node of an older revision restarts with the new
+        # one in ``apply``, so every Failed node here failed under the newest revision)
+        if MAX_FAILURES and sum(1 for st in fleet.state if st == FAILED) >= MAX_FAILURES:
             return
         waiting = sorted(
             (len(self.node_pods[n]), n)

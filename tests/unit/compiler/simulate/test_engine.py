@@ -89,3 +89,23 @@ def test_every_baseline_named_replays() -> None:
     for baseline in BASELINES:
         res = simulate([pod("a", 0, 60)], A100, ONE_GPU, baseline, PartitionPolicy())
         assert res.baseline == baseline and res.never_served == 0, baseline
+
+
+@pytest.mark.parametrize(("failed", "admitted"), [(2, 3), (3, 0)])
+def test_a_revision_that_failed_on_max_failures_nodes_admits_no_more(failed: int, admitted: int) -> None:
+    """controller/reconciler/admission.py ``_halted``: with ``--max-failures`` 3 (controller/defaults.py)
+    a revision whose rollout failed on 3 nodes admits no new node, though maxUnavailable slots are
+    left. 8 idle one-GPU nodes whose targets all differ, maxUnavailable 5: with 2 Failed nodes 3 more
+    are admitted (the budget); with 3 Failed, none (the halt, not the budget: 2 slots are free)."""
+    from compiler.simulate import engine
+
+    s = Settings(nodes=8, gpus_per_node=1, max_unavailable=5)
+    fleet = engine._Fleet(A100, s, {"7g.80gb": 1})
+    run = engine._Run([], A100, s, "naive", PartitionPolicy(mode="dynamic"), fleet, Result("naive", 0.0), 0.0)
+    for gi in range(8):
+        fleet.target[gi] = {"1g.10gb": 7}
+    for node in range(failed):
+        fleet.state[node] = engine.FAILED
+    run._admit(0.0)
+    assert sum(1 for st in fleet.state[failed:] if st != engine.IDLE) == admitted
+    assert engine.MAX_FAILURES == 3  # the controller's default, read from controller/defaults.py

@@ -777,10 +777,18 @@ def _gates(
             else f"{len(rolling)} node(s) still rolling out: {', '.join(rolling[:5])}",
         ),
         *weighed.gates,
-        h.window_gate(d.window, now, part, prop.urgent, adds=g.added_profiles(prop.current, prop.proposed)),
-        g.min_dwell(prop.changing, state.node_last_change(), now, part),
-        g.daily_budget(len(prop.changing), g.changes_last_day((t for _, t in state.changes), now), part),
-        g.backoff(*failures, now, part),
+        *h.change_gates(
+            d.window,
+            now,
+            part,
+            prop.urgent,
+            prop.current,
+            prop.proposed,
+            prop.changing,
+            state.node_last_change(),
+            (t for _, t in state.changes),
+            failures,
+        ),
     ]
 
 

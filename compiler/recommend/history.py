@@ -355,6 +355,33 @@ def short_through(win: Window, profiles: Iterable[str]) -> tuple[str, ...]:
     return tuple(p for p in sorted(set(profiles)) if not all(p in x for x in short))
 
 
+def change_gates(
+    win: Window,
+    now: dt.datetime,
+    policy: PartitionPolicy,
+    urgent: Iterable[str],
+    current: Mapping[str, int],
+    proposed: Mapping[str, int],
+    changing: Sequence[str],
+    last_change: Mapping[str, dt.datetime],
+    recent_changes: Iterable[dt.datetime],
+    failures: tuple[int, dt.datetime | None],
+) -> list[g.Gate]:
+    """The gates every change passes after the mode, rollout and threshold-or-disruption ones, in the
+    order the evidence lists them: stabilizationWindow (:func:`window_gate`), minDwell,
+    dailyChangeBudget, backoff. The one list ``migc recommend`` (compiler/recommend/engine.py) and the
+    replay's loop (compiler/simulate/engine.py) both ask, so the two cannot drift apart.
+    ``changing``: the names of the nodes the change touches; ``recent_changes``: when nodes changed
+    (at least those of the last day); ``failures``: (count, time of the last) as
+    :func:`compiler.recommend.gates.count_failures` keeps them."""
+    return [
+        window_gate(win, now, policy, urgent, adds=g.added_profiles(current, proposed)),
+        g.min_dwell(changing, last_change, now, policy),
+        g.daily_budget(len(changing), g.changes_last_day(recent_changes, now), policy),
+        g.backoff(*failures, now, policy),
+    ]
+
+
 def window_gate(
     win: Window,
     now: dt.datetime,

@@ -1467,16 +1467,22 @@ class _Run:
             g.threshold(gain, policy, urgent)
             if weigh is None
             else g.Gate("threshold", True, "disruption rule"),
-            # migc recommend's stabilizationWindow gate: the shortage of every profile the change
-            # adds capacity for persisted through the whole window of the recorded history
-            h.window_gate(win, when, policy, urgent, adds=g.added_profiles(cur, new_cap)),
-            g.min_dwell(nodes, self.node_last_change, when, policy),
-            g.daily_budget(
-                len(nodes),
-                g.changes_last_day(self.change_log[-max(policy.daily_change_budget, 1) * 2 :], when),
+            # migc recommend's gates after it, from the same list (compiler/recommend/history.py
+            # change_gates): the stabilizationWindow on the recorded history, minDwell,
+            # dailyChangeBudget (the log's tail holds every change of the last day the budget can
+            # count), backoff
+            *h.change_gates(
+                win,
+                when,
                 policy,
+                urgent,
+                cur,
+                new_cap,
+                nodes,
+                self.node_last_change,
+                self.change_log[-max(policy.daily_change_budget, 1) * 2 :],
+                (self.failures, last_failure),
             ),
-            g.backoff(self.failures, last_failure, when, policy),
         ]
         failed = [c.name for c in checks if not c.passed]
         for name in failed:

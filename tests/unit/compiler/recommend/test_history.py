@@ -311,3 +311,43 @@ def test_capped_keeps_first_what_the_surplus_holds_on_busy_nodes() -> None:
     assert h.capped(sized, now, A100_SLICES, 21) == {("t", "7g"): 1, ("t", "2g"): 2}  # without
     assert h.capped(sized, now, A100_SLICES, 16, held) == {("t", "7g"): 2, ("t", "2g"): 0}
     assert h.capped(sized, now, A100_SLICES, 16) == {("t", "7g"): 1, ("t", "2g"): 1}
+
+
+def test_change_gates_are_the_one_list_after_the_threshold_in_the_evidence_order() -> None:
+    """``change_gates``: stabilizationWindow, minDwell, dailyChangeBudget, backoff — each judged on
+    its own input (an uncovered window, a node changed 10 min ago under minDwell 1h, a budget of 2
+    with 2 changes today, a failure 1 min ago under a 5m backoff)."""
+    policy = PartitionPolicy(mode="dynamic", daily_change_budget=2)
+    win = h.Window(samples=(), covered=False, since=NOW)
+    recent = NOW - dt.timedelta(minutes=10)
+    gates = h.change_gates(
+        win,
+        NOW,
+        policy,
+        (),
+        {"1g.10gb": 7},
+        {"1g.10gb": 7, "7g.80gb": 1},
+        ["node-a"],
+        {"node-a": recent},
+        [recent, NOW - dt.timedelta(hours=2), NOW - dt.timedelta(days=2)],
+        (1, NOW - dt.timedelta(minutes=1)),
+    )
+    assert [x.name for x in gates] == ["stabilizationWindow", "minDwell", "dailyChangeBudget", "backoff"]
+    assert [x.passed for x in gates] == [False, False, False, False]
+    old = NOW - dt.timedelta(days=3)
+    ok = h.change_gates(
+        win, NOW, PartitionPolicy(mode="dynamic"), (), {}, {}, ["node-a"], {"node-a": old}, [old], (0, None)
+    )
+    assert [x.passed for x in ok[1:]] == [True, True, True]  # the window is still not covered
+
+
+def test_recommend_and_the_replay_ask_the_same_gate_list() -> None:
+    """The replay is a harness around recommend's decision (issue 22 item 1): neither assembles the
+    window/dwell/budget/backoff gates by hand."""
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[4]
+    for module in ("compiler/recommend/engine.py", "compiler/simulate/engine.py"):
+        text = (root / module).read_text(encoding="utf-8")
+        assert "h.change_gates(" in text, module
+        assert "g.min_dwell(" not in text and "h.window_gate(" not in text, module

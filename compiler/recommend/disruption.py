@@ -1,5 +1,8 @@
 """The disruption rule: is re-carving a node worth what its drain destroys?
 
+For users, the same model with a worked example and its measured weak spots: docs/recommend.md,
+"The cost model" (tests/test_docs_cost_model.py keeps its numbers equal to these functions').
+
 One implementation for ``migc recommend`` (the ``disruption`` gate, :mod:`compiler.recommend.engine`)
 and ``migc simulate``'s default loop (:mod:`compiler.simulate.engine`, node by node in its cover).
 Both sides are GPU-seconds, estimated only from what can be observed at the moment of the decision
@@ -27,7 +30,8 @@ Both sides are GPU-seconds, estimated only from what can be observed at the mome
     re-carved as soon as a pending pod it serves exists (issue 22: carving idle GPUs evicts nothing
     and comes first); the user's limits (minDwell, dailyChangeBudget, stabilizationWindow, the
     rollout) still apply. Under ``"node"`` an idle 8-GPU node with 4 changed GPUs costs
-    8 × 240 = 1,920 GPU-s, which a waiting 1g pod (``f = 1/7``) only outweighs after 13,440 s.
+    8 × 240 = 1,920 GPU-s, which a waiting 1g pod (``f = 1/7``) only outweighs after
+    1,920 × 1.2 × 7 = 16,128 s at the default threshold of 20 (13,440 s at threshold 0).
 
   ``"busy"`` was measured against ``"node"`` on a subset of issue 22's matrix and the report-shaped
   workload declared before running (bench/RESULTS.md, Round 8): it met no clause on more cells and

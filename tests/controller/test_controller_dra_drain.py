@@ -394,6 +394,8 @@ MIGPARTED = {
         {"devices": [0, *range(2, 8)], "mig-enabled": True, "mig-devices": SEVEN},
         {"devices": [1], "mig-enabled": True, "mig-devices": BAL},
     ],
+    # a hand-written config that walks GPU 0 only, switching its MIG mode off
+    "gpu0-off": [{"devices": [0], "mig-enabled": False}],
     "twice": [
         {"devices": "all", "mig-enabled": True, "mig-devices": SEVEN},
         {"devices": [1], "mig-enabled": True, "mig-devices": BAL},
@@ -426,6 +428,9 @@ ALL_7_SEEN = _seen(dict.fromkeys(range(8), SEVEN))
         # a MIG mode change on GPU 5: ApplyMigMode clears every GPU it walks
         ("six-whole", "five-whole", SIX_WHOLE_SEEN, set(range(8))),
         ("all-disabled", "six-whole", None, set(range(8))),
+        # ... and a pending mode change resets every GPU of the node, walked or not
+        # (apply/mode.go:119-129 ResetAllGPUs; util/device.go:143-155 nvidia-smi -r on every GPU)
+        ("all-7", "gpu0-off", ALL_7_SEEN, set(range(8))),
         # unfiltered per-index entries, as the emulator's ConfigMap has them
         ("all-7", "all-7-but-1", ALL_7_SEEN, {1}),
         ("all-7", "all-7", ALL_7_SEEN, set()),

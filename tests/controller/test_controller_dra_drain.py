@@ -566,6 +566,21 @@ def test_a_device_that_does_not_read_right_places_nothing(slices: list[Any], why
     assert got.gpus == {} and got.problem is not None and why in got.problem, got.problem
 
 
+def test_a_gpu_missing_from_the_slices_leaves_every_index_unknown() -> None:
+    """mig-parted's GPU index is the rank of the GPU's PCI address among the GPUs NVML opens
+    (NVIDIA/mig-parted@bd7160f4 cmd/nvidia-mig-parted/util/device.go:79-101, go-nvlib nvpci.go
+    :235-237 sorts by address). A GPU the driver does not publish (MIG on with no device,
+    nvlib.go:330-333, or fallen off the bus) may sit anywhere in that order: here minor 1 is
+    missing, and were its bus id 0000:08:00.0 minor 0 would be index 1, not 0. So with a GPU
+    missing no published minor is known to be its index."""
+    from controller.dra import device_gpus
+
+    got = device_gpus([_slice([_whole(0), _mig(2, "1g.10gb", 0)])], "n", 3)
+    assert got.gpus == {} and got.problem is not None and "GPU 1 is not published" in got.problem, got
+    # all three published: placed
+    assert device_gpus([_slice([_whole(0), _whole(1), _mig(2, "1g.10gb", 0)])], "n", 3).problem is None
+
+
 # ----------------------------------------------------------------------- claims (unit)
 
 

@@ -20,6 +20,7 @@ from conftest import CONFIGS, Cluster, assert_only_gpu_pods_evicted, assignment
 from emulation import (
     PODS,
     RESOURCECLAIMS,
+    RESOURCESLICES,
     Call,
     allocated_claim,
     claimed_pod,
@@ -256,6 +257,32 @@ def test_a_claim_read_that_fails_for_a_while_is_retried_not_drained(cluster: Clu
     assert len(refused) == 5
     assert evicted(cluster.controller_calls()) == {"ml/moves"}
     assert running(cluster, "ml", "stays")
+
+
+@pytest.mark.parametrize("status", [403, 410], ids=["forbidden", "gone"])
+def test_slices_that_cannot_be_listed_drain_every_claim_pod(cluster: Cluster, status: int) -> None:
+    """The ResourceSlice list fails for good while the node drains (403: a ClusterRole without
+    ``list resourceslices``; 410: an expired continue token; too many slices is the same
+    PermanentError): which GPU holds which device is not known, so every claim pod is drained,
+    as before the per-GPU drain -- the node does not sit cordoned in Draining, retrying a read
+    that cannot succeed, with its timeouts never looked at. Once the slices can be read again
+    the node is verified and released."""
+    import kmock
+
+    setup_node(cluster)
+    add_claimed(cluster, "a", mig_devices_of(cluster, NODE, 0)[:1])
+    add_claimed(cluster, "b", mig_devices_of(cluster, NODE, 1)[:1])
+
+    def refuse(request: kmock.Request) -> Exception | None:
+        if request.resource == RESOURCESLICES and request.action == kmock.action.LIST:
+            return kmock.KubernetesError(status=status, reason="Refused", message="injected")
+        return None
+
+    cluster.emu.api.faults.append(refuse)
+    roll_out(cluster)
+    cluster.wait(lambda: evicted(cluster.controller_calls()) == {"ml/a", "ml/b"})
+    cluster.emu.api.faults.remove(refuse)
+    cluster.wait(lambda: cluster.converged({NODE: GPU1}))
 
 
 def test_a_pod_with_gpus_in_its_limits_on_a_dra_node_is_drained(cluster: Cluster) -> None:

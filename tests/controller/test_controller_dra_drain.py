@@ -16,14 +16,17 @@ from collections.abc import Mapping
 from typing import Any
 
 import pytest
-from conftest import CONFIGS, Cluster, assert_only_gpu_pods_evicted, assignment
+import yaml
+from conftest import CONFIGS, MIG_PARTED, Cluster, assert_only_gpu_pods_evicted, assignment
 from emulation import (
+    CONFIGMAPS,
     PODS,
     RESOURCECLAIMS,
     RESOURCESLICES,
     Call,
     allocated_claim,
     claimed_pod,
+    mig_parted_configmap,
     revision_of,
 )
 from test_controller_dra import (
@@ -345,6 +348,79 @@ def test_the_emulated_mig_manager_fails_on_a_busy_gpu_that_must_change(cluster: 
     cluster.label(NODE, {st.MIG_CONFIG: "dra-all-1g.10gb"})
     cluster.wait(lambda: cluster.node(NODE)["metadata"]["labels"].get(st.MIG_STATE) == "success")
     assert cluster.mig.applied[NODE] == ((True, (("1g.10gb", 7),)),) * 8
+
+
+def test_the_emulated_mig_manager_counts_gpus_in_pci_order_not_by_minor(cluster: Cluster) -> None:
+    """mig-parted's index is the GPU's rank in PCI address order (NVIDIA/mig-parted@bd7160f4
+    cmd/nvidia-mig-parted/util/device.go:79-101), the driver's device names carry the minor
+    (kubernetes-sigs/dra-driver-nvidia-gpu@95932046 deviceinfo.go:124-126): where the kernel
+    gave minors out of bus order they differ. Minors 0 and 1 swapped on the bus: a config that
+    changes index 1 re-carves minor 0, so the pod on minor 0 fails the apply, and the one on
+    minor 1 never matters. The emulator tells this from its own bus ids, not from a device name."""
+    cluster.dra.bus_ids[NODE] = [
+        "0000:28:00.0",
+        "0000:18:00.0",
+        *[f"0000:{0x38 + 0x10 * i:02x}:00.0" for i in range(6)],
+    ]
+    setup_node(cluster)
+    add_claimed(cluster, "on-minor-1", mig_devices_of(cluster, NODE, 1)[:1])
+    add_claimed(cluster, "on-minor-0", mig_devices_of(cluster, NODE, 0)[:1])
+    cluster.set_mig_parted({**CONFIGS, **DRA_CONFIGS, GPU1: GPU1_CONFIG})
+    cluster.label(NODE, {st.MIG_CONFIG: GPU1})
+    cluster.wait(lambda: cluster.node(NODE)["metadata"]["labels"].get(st.MIG_STATE) == "failed")
+    error = cluster.mig.errors[NODE]
+    assert "GPU 1: error destroying GPU instance: In use by another client (ml/on-minor-0)" in error, error
+    cluster.emu.run(lambda api: api.remove(PODS, "ml", "on-minor-0"))
+    cluster.label(NODE, {st.MIG_CONFIG: "dra-all-1g.10gb"})
+    cluster.label(NODE, {st.MIG_CONFIG: GPU1})
+    cluster.wait(lambda: cluster.node(NODE)["metadata"]["labels"].get(st.MIG_STATE) == "success")
+    balanced = (True, (("1g.10gb", 2), ("2g.20gb", 1), ("3g.40gb", 1)))
+    assert cluster.mig.applied[NODE][0] == balanced  # by minor: minor 0 is index 1
+    assert cluster.mig.applied[NODE][1] == (True, (("1g.10gb", 7),))
+
+
+def test_a_gpu_left_out_of_the_slices_drains_every_claim_pod(cluster: Cluster) -> None:
+    """GPU minor 3 fell off the bus: NVML sees 7 GPUs, so mig-parted's index 4 is minor 5. A
+    (hand-written) target that walks indices 0-2, 4-6 (not 3: minor 4) and re-carves index 4
+    changes minor 5, not minor 4: taking minors for indices would keep the pod on minor 5 and
+    fail the apply there. The GPU left out makes every index unknown: both pods are drained,
+    the apply succeeds, and the GPU no entry walks keeps its layout (assert/assert.go:215-248)."""
+    cluster.dra.hidden_gpus[NODE] = {3}
+    setup_node(cluster)
+    add_claimed(cluster, "on-minor-4", mig_devices_of(cluster, NODE, 4)[:1])
+    add_claimed(cluster, "on-minor-5", mig_devices_of(cluster, NODE, 5)[:1])
+    skip3 = "dra-skip3-gpu4-balanced"
+    spec = [
+        {"devices": [0, 1, 2, 5, 6], "mig-enabled": True, "mig-devices": {"1g.10gb": 7}},
+        {"devices": [4], "mig-enabled": True, "mig-devices": BAL},
+    ]
+    target = {NODE: skip3}
+    cfg = {**GPU1_CONFIG, "devices": [ALL_1G] * 4 + [BALANCED] + [ALL_1G] * 3}
+    set_draplan(cluster, draplan(target, expected={NODE: GPU1_DEVICES}))
+    doc = dra_assignment({NODE: "dra-all-1g.10gb"})
+    doc["configs"] = {skip3: cfg}
+    doc["pools"][0]["nodes"] = [{"name": NODE, "config": skip3}]
+    doc["revision"] = revision_of(doc)
+    # the mig-parted ConfigMap with the hand-written entries (the controller and the MIG manager
+    # read the same text)
+    cm = mig_parted_configmap({**CONFIGS, **DRA_CONFIGS}, *MIG_PARTED)
+    text = yaml.safe_load(cm["data"]["config.yaml"])
+    text["mig-configs"][skip3] = spec
+    cm["data"]["config.yaml"] = yaml.safe_dump(text)
+    cluster.emu.upsert(CONFIGMAPS, *MIG_PARTED, cm)
+    cluster.set_assignment(doc, mig_parted=False)
+    cluster.start(drain__grace_timeout=1.0)
+    cluster.wait(lambda: evicted(cluster.controller_calls()) == {"ml/on-minor-4", "ml/on-minor-5"})
+
+    def applied() -> bool:
+        labels = cluster.node(NODE)["metadata"]["labels"]
+        return labels.get(st.MIG_CONFIG) == skip3 and labels.get(st.MIG_STATE) in ("success", "failed")
+
+    cluster.wait(applied)
+    assert NODE not in cluster.mig.errors, cluster.mig.errors
+    assert cluster.node(NODE)["metadata"]["labels"][st.MIG_STATE] == "success"
+    assert cluster.mig.applied[NODE][4] == (True, (("1g.10gb", 7),))  # index 3: not walked
+    assert cluster.mig.applied[NODE][5] == (True, tuple(sorted(BAL.items())))  # index 4
 
 
 def _gpu0_gpu1() -> dict[str, Any]:

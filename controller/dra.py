@@ -452,7 +452,12 @@ def device_gpus(slices: Iterable[Any], node: str, gpus: int, driver: str = DRIVE
     if any(_bus_key(a) >= _bus_key(b) for a, b in itertools.pairwise(ordered)):
         return DeviceGpus({}, "PCI bus ids do not rise with the GPUs' minor numbers")
     kinds: dict[int, dict[str, int]] = {}
+    pool_of: dict[int, str] = {}
     for (pool_name, name), minor in out.items():
+        # The driver publishes a node's devices in one pool named after the node (driver.go
+        # :489-493): a GPU in two pools (one left over, or forged) would be counted twice.
+        if pool_of.setdefault(minor, pool_name) != pool_name:
+            return DeviceGpus({}, f"GPU {minor}'s devices are published in two pools")
         match = _MIG_NAME.fullmatch(name)
         profile = profiles[(pool_name, name)] if match is not None else WHOLE_GPU
         counts = kinds.setdefault(minor, {})

@@ -684,6 +684,22 @@ def test_a_gpu_missing_from_the_slices_leaves_every_index_unknown() -> None:
     assert device_gpus([_slice([_whole(0), _whole(1), _mig(2, "1g.10gb", 0)])], "n", 3).problem is None
 
 
+def test_a_gpu_published_in_two_pools_places_nothing() -> None:
+    """The driver publishes a node's devices in one pool named after the node
+    (kubernetes-sigs/dra-driver-nvidia-gpu@95932046 cmd/gpu-kubelet-plugin/driver.go:489-493).
+    A second pool with devices of the same GPU (left over, or forged) would be counted with the
+    first: GPU 1 re-carved to 1g.10gb x2 + 2g.20gb, a stale pool still showing its 3g.40gb, and
+    together they read as the balanced layout, so a target of that layout looked like it left
+    GPU 1 alone while mig-parted (which sees the real three devices) re-carves it."""
+    from controller.dra import device_gpus
+
+    real = _slice([_whole(0), _mig(1, "1g.10gb", 0), _mig(1, "1g.10gb", 1), _mig(1, "2g.20gb", 2)])
+    stale = _slice([_mig(1, "3g.40gb", 4)], name="old-pool")
+    stale["spec"]["pool"]["name"] = "n-old"
+    got = device_gpus([real, stale], "n", 2)
+    assert got.gpus == {} and got.problem is not None and "GPU 1" in got.problem and "pools" in got.problem
+
+
 # ----------------------------------------------------------------------- claims (unit)
 
 

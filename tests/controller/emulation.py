@@ -658,7 +658,8 @@ class ApiServer(kmock.KubernetesEmulator):
                     await self._create_operand_pod(name, operand)
             if mig is not None and name not in mig.applied:
                 # A node joins with the layout of its label already on its GPUs.
-                mig.applied[name] = mig.layout(labels.get(MIG_CONFIG, ""), _gpus(labels))
+                fresh = ((False, ()),) * _gpus(labels)
+                mig.applied[name] = mig.layout_by_minor(self, name, labels.get(MIG_CONFIG, ""), fresh)
         if gpu_node:
             await self._sync_clients(name)
 
@@ -863,6 +864,17 @@ class FakeMigManager:
                 per[i] = (bool(entry.get("mig-enabled")), profiles)
         return tuple(per)
 
+    def layout_by_minor(self, api: ApiServer, node: str, config: str, current: Layout) -> Layout:
+        """:meth:`layout` of ``config`` over ``current``, both by minor: mig-parted's index i is
+        the i-th GPU NVML sees in PCI address order (``FakeDraDriver.nvml_order``)."""
+        dra = api.dra_driver
+        order = dra.nvml_order(node, len(current)) if dra is not None else list(range(len(current)))
+        walked = self.layout(config, len(order), tuple(current[m] for m in order))
+        by_minor = list(current)
+        for i, m in enumerate(order):
+            by_minor[m] = walked[i]
+        return tuple(by_minor)
+
     # --- one Run --------------------------------------------------------------------------------
     async def react(self, api: ApiServer, node: str, config: str) -> None:
         mode = self._mode(node, config) if (config in self.specs and self.mounted(config)) else "not-present"
@@ -899,12 +911,8 @@ class FakeMigManager:
         # mig-parted's GPU index i is the i-th GPU NVML sees in PCI address order (util/device.go
         # :79-101; go-nvlib nvpci.go:235-237), not the minor: ``order[i]`` is that GPU's minor.
         dra = api.dra_driver
-        order = dra.nvml_order(node, gpus) if dra is not None else list(range(gpus))
-        walked = self.layout(config, len(order), tuple(current[m] for m in order))
-        by_minor = list(current)
-        for i, m in enumerate(order):
-            by_minor[m] = walked[i]
-        new = tuple(by_minor)
+        order = dra.nvml_order(node, len(current)) if dra is not None else list(range(len(current)))
+        new = self.layout_by_minor(api, node, config, current)
         if new == current:
             await set_state("success")  # already applied: nothing is stopped
             return

@@ -288,6 +288,29 @@ def test_slices_that_cannot_be_listed_drain_every_claim_pod(cluster: Cluster, st
     cluster.wait(lambda: cluster.converged({NODE: GPU1}))
 
 
+def test_a_mig_parted_configmap_that_cannot_be_read_drains_every_claim_pod(cluster: Cluster) -> None:
+    """The mig-parted ConfigMap answers 403 once the node drains (a Role narrowed under a
+    running rollout): which GPUs change is not known, so every claim pod is drained after the
+    grace -- not a step that fails every pass with the node cordoned in Draining for good."""
+    import kmock
+
+    setup_node(cluster)
+    add_claimed(cluster, "a", mig_devices_of(cluster, NODE, 0)[:1])
+    add_claimed(cluster, "b", mig_devices_of(cluster, NODE, 1)[:1])
+
+    def refuse(request: kmock.Request) -> Exception | None:
+        if request.resource == CONFIGMAPS and request.name == MIG_PARTED[1]:
+            return kmock.KubernetesError(status=403, reason="Forbidden", message="injected")
+        return None
+
+    roll_out(cluster, drain__grace_timeout=1.0)
+    cluster.wait(lambda: cluster.phases()[NODE] == "Draining")
+    cluster.emu.api.faults.append(refuse)
+    cluster.wait(lambda: evicted(cluster.controller_calls()) == {"ml/a", "ml/b"})
+    cluster.emu.api.faults.remove(refuse)
+    cluster.wait(lambda: cluster.converged({NODE: GPU1}))
+
+
 def test_a_pod_with_gpus_in_its_limits_on_a_dra_node_is_drained(cluster: Cluster) -> None:
     """Nothing says which GPU a device-plugin style pod has: drained, beside a kept claim pod."""
     setup_node(cluster)

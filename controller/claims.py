@@ -54,7 +54,8 @@ def claim_names(pod: Mapping[str, Any]) -> list[str] | str:
     if not isinstance(listed, list) or len(listed) > MAX_CLAIMS:
         return f"spec.resourceClaims is not a list of at most {MAX_CLAIMS}"
     generated: dict[str, str | None] = {}
-    for s in status.get("resourceClaimStatuses") or []:
+    statuses = status.get("resourceClaimStatuses")
+    for s in statuses[:MAX_CLAIMS] if isinstance(statuses, list) else []:
         if isinstance(s, Mapping) and isinstance(s.get("name"), str):
             name = s.get("resourceClaimName")
             generated[s["name"]] = name if isinstance(name, str) else None
@@ -82,7 +83,7 @@ def allocated(claim: Mapping[str, Any], pod_uid: str | None) -> tuple[Device, ..
     if pod_uid is not None:
         reserved = status.get("reservedFor") if isinstance(status, Mapping) else None
         listed = reserved if isinstance(reserved, list) else []
-        uids = {r.get("uid") for r in listed[:256] if isinstance(r, Mapping)}
+        uids = {r["uid"] for r in listed[:256] if isinstance(r, Mapping) and isinstance(r.get("uid"), str)}
         if pod_uid not in uids:
             return "not reserved for this pod"
     devices = allocation.get("devices")

@@ -414,9 +414,12 @@ def device_gpus(slices: Iterable[Any], node: str, gpus: int, driver: str = DRIVE
     full GPU carries ``type: gpu``, ``uuid`` and its PCI bus id (deviceinfo.go:170-205), a MIG
     device ``type: mig``, ``parentUUID``, ``profile``, ``uuid`` and its parent's PCI bus id
     (mig.go:139-185, deviceinfo.go:258-263), the bus id as ``resource.kubernetes.io/pciBusID``
-    (nvlib.go:546-551). Each name carries the GPU's minor number. mig-parted counts GPUs by NVML
-    index (cmd/nvidia-mig-parted/util/device.go:30-39), which NVML assigns in PCI bus order; the
-    minor is taken as that index only where it fits: every minor below the node's GPU count,
+    (nvlib.go:546-551). Each name carries the GPU's minor number. mig-parted's GPU index is the
+    rank of the GPU's PCI address among the GPUs NVML opens (NVIDIA/mig-parted@bd7160f4
+    cmd/nvidia-mig-parted/util/device.go:79-101; go-nvlib nvpci.go:235-237 sorts them by
+    address); the minor is taken as that index only where it fits: every GPU of the node's GPU
+    count published (a GPU left out, MIG on with no device, nvlib.go:330-333, or fallen off the
+    bus, may sit anywhere in the PCI order and shift every index), every minor below that count,
     one bus id and one parent UUID per minor, and bus ids rising with the minor. Anything else
     and the mapping is refused (the caller then treats every device as on a changing GPU).
     """
@@ -449,7 +452,12 @@ def device_gpus(slices: Iterable[Any], node: str, gpus: int, driver: str = DRIVE
     if any(_bus_key(a) >= _bus_key(b) for a, b in itertools.pairwise(ordered)):
         return DeviceGpus({}, "PCI bus ids do not rise with the GPUs' minor numbers")
     kinds: dict[int, dict[str, int]] = {}
+    pool_of: dict[int, str] = {}
     for (pool_name, name), minor in out.items():
+        # The driver publishes a node's devices in one pool named after the node (driver.go
+        # :489-493): a GPU in two pools (one left over, or forged) would be counted twice.
+        if pool_of.setdefault(minor, pool_name) != pool_name:
+            return DeviceGpus({}, f"GPU {minor}'s devices are published in two pools")
         match = _MIG_NAME.fullmatch(name)
         profile = profiles[(pool_name, name)] if match is not None else WHOLE_GPU
         counts = kinds.setdefault(minor, {})
@@ -462,6 +470,10 @@ def device_gpus(slices: Iterable[Any], node: str, gpus: int, driver: str = DRIVE
             layouts[minor] = (False, ())
         else:
             layouts[minor] = (True, tuple(sorted(counts.items())))
+    missing = [m for m in range(gpus) if m not in layouts]
+    if missing:
+        why = f"GPU {missing[0]} is not published: no GPU's index in mig-parted's order is known"
+        return DeviceGpus({}, why)
     return DeviceGpus(out, None, layouts)
 
 

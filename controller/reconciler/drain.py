@@ -9,12 +9,12 @@ from typing import Any
 from controller import pods as podlib
 from controller import state as st
 from controller.dra import DraPool, device_gpus
-from controller.errors import NotFoundError, TemporaryError
+from controller.errors import NotFoundError, PermanentError, TemporaryError
 from controller.logs import log
 from controller.reconciler.apply import start_apply
 from controller.reconciler.context import Annotations, Context, Step
 from controller.reconciler.dra import static_pool
-from controller.reconciler.migparted import GpuLayout, MigPartedError, changing_gpus, mig_configs
+from controller.reconciler.migparted import GpuLayout, changing_gpus, mig_configs
 from controller.state import NodeView, Phase
 
 Pod = dict[str, Any]
@@ -140,7 +140,13 @@ def per_gpu(ctx: Context, step: Step, pool: DraPool, pods: list[Pod]) -> list[Po
     if gpus is None:
         ctx.once(key, logging.INFO, "draining every GPU pod", node=node.name, why=f"no {GPU_COUNT} label")
         return pods
-    slices = ctx.kube.list_resource_slices(node.name, pool.driver)
+    try:
+        slices = ctx.kube.list_resource_slices(node.name, pool.driver)
+    except PermanentError as exc:
+        # Forbidden, too many slices, ...: retrying would keep the node cordoned in Draining
+        # with its timeouts never looked at. A TemporaryError is raised: the step is retried.
+        ctx.once(key, logging.INFO, "draining every GPU pod", node=node.name, why=str(exc)[:300])
+        return pods
     located = device_gpus(slices, node.name, gpus, pool.driver)
     if located.problem is not None:
         why = f"which GPU holds which device is not known: {located.problem}"
@@ -202,8 +208,8 @@ def _changing(
         return None, f"the node's {st.MIG_STATE} is not success: what is on its GPUs is not known"
     try:
         configs = mig_configs(ctx.kube, step.assignment.raw["migConfigMap"])
-    except MigPartedError as exc:
-        return None, str(exc)
+    except PermanentError as exc:  # MigPartedError included (not found, not mig-parted YAML)
+        return None, str(exc)[:300]
     changing = changing_gpus(configs, current, target, gpus, seen)
     if changing is None:
         return None, (

@@ -228,8 +228,11 @@ def changing_gpus(
     pkg/mig/reconfigure/reconfigure.go:184-209): ``ApplyMigConfigWithHooks``
     (cmd/nvidia-mig-parted/apply/apply.go:258-292) first asserts the MIG mode of every selected
     GPU; if any differs, ``ApplyMigMode`` (apply/mode.go:56-109) walks every selected GPU and
-    clears the MIG configuration of each one in MIG mode (:88-94) -- so a mode change anywhere
-    changes every selected GPU. Otherwise ``ApplyMigConfig`` (apply/config.go:46-103) goes GPU
+    clears the MIG configuration of each one in MIG mode (:88-94), and where a mode change is
+    left pending it resets all GPUs of the node, walked or not (:119-129, ``ResetAllGPUs``:
+    ``nvidia-smi -r`` on every GPU NVML sees, util/device.go:143-155; under WITH_REBOOT a failed
+    mode change reboots the node, reconfigure.go:184-203) -- so a mode change anywhere changes
+    every GPU of the node. Otherwise ``ApplyMigConfig`` (apply/config.go:46-103) goes GPU
     by GPU and skips a GPU whose MIG devices already equal the config ("Skipping -- already
     set to desired value", :92-95) or whose MIG mode is off (:80-83); a GPU no entry selects is
     never walked. An entry selects a GPU by ``devices`` (``all`` or indices) and by
@@ -246,7 +249,6 @@ def changing_gpus(
     ids = sorted({f for e in (*(cur or []), *tgt) if e.filters is not None for f in e.filters})
     if len(ids) > MAX_FILTERS:
         return None
-    touched: set[int] = set()  # GPUs the target walks (under some id)
     devices_change: set[int] = set()
     mode_change = False
     for device_id in (*ids, _OTHER):
@@ -254,7 +256,6 @@ def changing_gpus(
             want = _selected(tgt, i, device_id)
             if want is None:
                 continue  # never walked: left as it is
-            touched.add(i)
             have = _now(cur, seen, i, device_id)
             if isinstance(want, str) or have is None:
                 # several entries select it, or what is on it now is not known
@@ -264,7 +265,8 @@ def changing_gpus(
                 mode_change = True
             elif want.enabled and not _equals(have[1], want.profiles):
                 devices_change.add(i)
-    return frozenset(touched if mode_change else devices_change)
+    # A mode change may reset every GPU of the node, not only the ones the target walks.
+    return frozenset(range(gpus)) if mode_change else frozenset(devices_change)
 
 
 def _positive(profiles: tuple[tuple[str, int], ...]) -> dict[str, int]:

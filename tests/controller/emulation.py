@@ -658,7 +658,8 @@ class ApiServer(kmock.KubernetesEmulator):
                     await self._create_operand_pod(name, operand)
             if mig is not None and name not in mig.applied:
                 # A node joins with the layout of its label already on its GPUs.
-                mig.applied[name] = mig.layout(labels.get(MIG_CONFIG, ""), _gpus(labels))
+                fresh = ((False, ()),) * _gpus(labels)
+                mig.applied[name] = mig.layout_by_minor(self, name, labels.get(MIG_CONFIG, ""), fresh)
         if gpu_node:
             await self._sync_clients(name)
 
@@ -756,9 +757,13 @@ class FakeMigManager:
     6. the MIG mode change (:184-204): where this node needs a reboot for it (mode
        ``reboot``), with WITH_REBOOT (``with_reboot``) set ``rebooting`` and reboot; the new
        manager pod then starts over at step 1 (the informer's AddFunc, main.go:569-571);
-    7. apply (:206-209): mig-parted skips GPUs already in their layout
-       (cmd/nvidia-mig-parted/apply/config.go:92-95), unless a MIG mode changes anywhere, which
-       clears every GPU (apply/apply.go:258-272, apply/mode.go:88-94); for a GPU it changes it
+    7. apply (:206-209): mig-parted counts GPUs in PCI address order among the GPUs NVML sees
+       (util/device.go:79-101; here ``FakeDraDriver.nvml_order``: its bus ids and hidden GPUs),
+       so its index is not the minor the driver names devices by; a GPU no entry selects is
+       never walked and keeps its layout (assert/assert.go:215-248); it skips GPUs already in
+       their layout (cmd/nvidia-mig-parted/apply/config.go:92-95), unless a MIG mode changes
+       anywhere, which clears every GPU (apply/apply.go:258-272, apply/mode.go:88-94, the reset
+       of all GPUs :119-129); for a GPU it changes it
        destroys the GPU instances first (pkg/mig/config/config.go:142-147, ClearMigConfig
        :220-252), which NVML refuses while a process uses them ("In use by another client"): a
        running pod holding that GPU fails the apply (``failed``), the GPUs before it already
@@ -843,10 +848,14 @@ class FakeMigManager:
         first = self.appeared.get(config)
         return first is not None and time.monotonic() - first >= self.mount_delay
 
-    def layout(self, config: str, gpus: int) -> Layout:
-        """What mig-parted puts on a node's ``gpus`` GPUs for ``config`` of the mounted file (each
-        entry's ``devices``: ``all`` or a list of indices; api/spec/v1 of mig-parted)."""
-        per: list[tuple[bool, tuple[tuple[str, int], ...]]] = [(False, ())] * gpus
+    def layout(self, config: str, gpus: int, base: Layout | None = None) -> Layout:
+        """What mig-parted puts on a node's ``gpus`` GPUs (by mig-parted's index) for ``config``
+        of the mounted file (each entry's ``devices``: ``all`` or a list of indices; api/spec/v1
+        of mig-parted), over ``base``, what is on them now: a GPU no entry selects is never
+        walked (assert/assert.go:215-248), so it keeps what it has (MIG off on a fresh node)."""
+        per: list[tuple[bool, tuple[tuple[str, int], ...]]] = (
+            list(base) if base is not None and len(base) == gpus else [(False, ())] * gpus
+        )
         for entry in self.specs.get(config, []):
             devices = entry.get("devices", "all")
             indices = range(gpus) if devices == "all" else [int(i) for i in devices if 0 <= int(i) < gpus]
@@ -854,6 +863,17 @@ class FakeMigManager:
             for i in indices:
                 per[i] = (bool(entry.get("mig-enabled")), profiles)
         return tuple(per)
+
+    def layout_by_minor(self, api: ApiServer, node: str, config: str, current: Layout) -> Layout:
+        """:meth:`layout` of ``config`` over ``current``, both by minor: mig-parted's index i is
+        the i-th GPU NVML sees in PCI address order (``FakeDraDriver.nvml_order``)."""
+        dra = api.dra_driver
+        order = dra.nvml_order(node, len(current)) if dra is not None else list(range(len(current)))
+        walked = self.layout(config, len(order), tuple(current[m] for m in order))
+        by_minor = list(current)
+        for i, m in enumerate(order):
+            by_minor[m] = walked[i]
+        return tuple(by_minor)
 
     # --- one Run --------------------------------------------------------------------------------
     async def react(self, api: ApiServer, node: str, config: str) -> None:
@@ -887,8 +907,12 @@ class FakeMigManager:
         if mode == "not-present":
             await set_state("failed", f"selected mig-config {config} not present")
             return
-        new = self.layout(config, gpus)
-        current = self.applied.get(node, ((False, ()),) * gpus)
+        current = self.applied.get(node, ((False, ()),) * gpus)  # by minor
+        # mig-parted's GPU index i is the i-th GPU NVML sees in PCI address order (util/device.go
+        # :79-101; go-nvlib nvpci.go:235-237), not the minor: ``order[i]`` is that GPU's minor.
+        dra = api.dra_driver
+        order = dra.nvml_order(node, len(current)) if dra is not None else list(range(len(current)))
+        new = self.layout_by_minor(api, node, config, current)
         if new == current:
             await set_state("success")  # already applied: nothing is stopped
             return
@@ -930,14 +954,17 @@ class FakeMigManager:
         # use by a pod that must change fails the apply there; the GPUs walked before it are
         # already set (GPU by GPU, in index order here: mig-parted walks its entries in order,
         # assert/assert.go:221-245).
-        changed = [i for i in range(gpus) if mode_change or new[i] != current[i]]
+        # A pending mode change resets every GPU NVML sees (apply/mode.go:119-129). The GPU a pod
+        # holds is by minor (the emulated driver names its devices after the minor it gave them);
+        # the message names mig-parted's index, as mig-parted's does.
+        changed = [i for i, m in enumerate(order) if mode_change or new[m] != current[m]]
         holders = api.gpu_holders(node)
         for at, i in enumerate(changed):
-            busy = sorted(p for p, held in holders.items() if held is None or i in held)
+            busy = sorted(p for p, held in holders.items() if held is None or order[i] in held)
             if busy:
                 if not mode_change:
-                    done = set(changed[:at])
-                    self.applied[node] = tuple(new[j] if j in done else current[j] for j in range(gpus))
+                    done = {order[j] for j in changed[:at]}
+                    self.applied[node] = tuple(new[m] if m in done else current[m] for m in range(gpus))
                 await set_state(
                     "failed",
                     f"GPU {i}: error destroying GPU instance: In use by another client ("
@@ -1180,6 +1207,15 @@ class FakeDraDriver:
     published: list[tuple[str, Any, int]] = field(default_factory=list)
     # node -> len(api.history) when its last sync wrote its first and its last object.
     sync_window: dict[str, tuple[int, int]] = field(default_factory=dict)
+
+    def nvml_order(self, node: str, gpus: int) -> list[int]:
+        """The minors of the node's GPUs NVML sees (not ``hidden_gpus``), in PCI address order:
+        position i is the GPU mig-parted calls index i (util/device.go:79-101)."""
+        hidden = self.hidden_gpus.get(node, set())
+        visible = [m for m in range(gpus) if m not in hidden]
+        return sorted(
+            visible, key=lambda m: tuple(int(p, 16) for p in re.split(r"[:.]", self.bus_id(node, m)))
+        )
 
     def bus_id(self, node: str, minor: int) -> str:
         """The PCI bus id of GPU ``minor`` (rising with the minor unless ``bus_ids`` says other)."""

@@ -16,13 +16,17 @@ from collections.abc import Mapping
 from typing import Any
 
 import pytest
-from conftest import CONFIGS, Cluster, assert_only_gpu_pods_evicted, assignment
+import yaml
+from conftest import CONFIGS, MIG_PARTED, Cluster, assert_only_gpu_pods_evicted, assignment
 from emulation import (
+    CONFIGMAPS,
     PODS,
     RESOURCECLAIMS,
+    RESOURCESLICES,
     Call,
     allocated_claim,
     claimed_pod,
+    mig_parted_configmap,
     revision_of,
 )
 from test_controller_dra import (
@@ -258,6 +262,55 @@ def test_a_claim_read_that_fails_for_a_while_is_retried_not_drained(cluster: Clu
     assert running(cluster, "ml", "stays")
 
 
+@pytest.mark.parametrize("status", [403, 410], ids=["forbidden", "gone"])
+def test_slices_that_cannot_be_listed_drain_every_claim_pod(cluster: Cluster, status: int) -> None:
+    """The ResourceSlice list fails for good while the node drains (403: a ClusterRole without
+    ``list resourceslices``; 410: an expired continue token; too many slices is the same
+    PermanentError): which GPU holds which device is not known, so every claim pod is drained,
+    as before the per-GPU drain -- the node does not sit cordoned in Draining, retrying a read
+    that cannot succeed, with its timeouts never looked at. Once the slices can be read again
+    the node is verified and released."""
+    import kmock
+
+    setup_node(cluster)
+    add_claimed(cluster, "a", mig_devices_of(cluster, NODE, 0)[:1])
+    add_claimed(cluster, "b", mig_devices_of(cluster, NODE, 1)[:1])
+
+    def refuse(request: kmock.Request) -> Exception | None:
+        if request.resource == RESOURCESLICES and request.action == kmock.action.LIST:
+            return kmock.KubernetesError(status=status, reason="Refused", message="injected")
+        return None
+
+    cluster.emu.api.faults.append(refuse)
+    roll_out(cluster)
+    cluster.wait(lambda: evicted(cluster.controller_calls()) == {"ml/a", "ml/b"})
+    cluster.emu.api.faults.remove(refuse)
+    cluster.wait(lambda: cluster.converged({NODE: GPU1}))
+
+
+def test_a_mig_parted_configmap_that_cannot_be_read_drains_every_claim_pod(cluster: Cluster) -> None:
+    """The mig-parted ConfigMap answers 403 once the node drains (a Role narrowed under a
+    running rollout): which GPUs change is not known, so every claim pod is drained after the
+    grace -- not a step that fails every pass with the node cordoned in Draining for good."""
+    import kmock
+
+    setup_node(cluster)
+    add_claimed(cluster, "a", mig_devices_of(cluster, NODE, 0)[:1])
+    add_claimed(cluster, "b", mig_devices_of(cluster, NODE, 1)[:1])
+
+    def refuse(request: kmock.Request) -> Exception | None:
+        if request.resource == CONFIGMAPS and request.name == MIG_PARTED[1]:
+            return kmock.KubernetesError(status=403, reason="Forbidden", message="injected")
+        return None
+
+    roll_out(cluster, drain__grace_timeout=1.0)
+    cluster.wait(lambda: cluster.phases()[NODE] == "Draining")
+    cluster.emu.api.faults.append(refuse)
+    cluster.wait(lambda: evicted(cluster.controller_calls()) == {"ml/a", "ml/b"})
+    cluster.emu.api.faults.remove(refuse)
+    cluster.wait(lambda: cluster.converged({NODE: GPU1}))
+
+
 def test_a_pod_with_gpus_in_its_limits_on_a_dra_node_is_drained(cluster: Cluster) -> None:
     """Nothing says which GPU a device-plugin style pod has: drained, beside a kept claim pod."""
     setup_node(cluster)
@@ -318,6 +371,79 @@ def test_the_emulated_mig_manager_fails_on_a_busy_gpu_that_must_change(cluster: 
     cluster.label(NODE, {st.MIG_CONFIG: "dra-all-1g.10gb"})
     cluster.wait(lambda: cluster.node(NODE)["metadata"]["labels"].get(st.MIG_STATE) == "success")
     assert cluster.mig.applied[NODE] == ((True, (("1g.10gb", 7),)),) * 8
+
+
+def test_the_emulated_mig_manager_counts_gpus_in_pci_order_not_by_minor(cluster: Cluster) -> None:
+    """mig-parted's index is the GPU's rank in PCI address order (NVIDIA/mig-parted@bd7160f4
+    cmd/nvidia-mig-parted/util/device.go:79-101), the driver's device names carry the minor
+    (kubernetes-sigs/dra-driver-nvidia-gpu@95932046 deviceinfo.go:124-126): where the kernel
+    gave minors out of bus order they differ. Minors 0 and 1 swapped on the bus: a config that
+    changes index 1 re-carves minor 0, so the pod on minor 0 fails the apply, and the one on
+    minor 1 never matters. The emulator tells this from its own bus ids, not from a device name."""
+    cluster.dra.bus_ids[NODE] = [
+        "0000:28:00.0",
+        "0000:18:00.0",
+        *[f"0000:{0x38 + 0x10 * i:02x}:00.0" for i in range(6)],
+    ]
+    setup_node(cluster)
+    add_claimed(cluster, "on-minor-1", mig_devices_of(cluster, NODE, 1)[:1])
+    add_claimed(cluster, "on-minor-0", mig_devices_of(cluster, NODE, 0)[:1])
+    cluster.set_mig_parted({**CONFIGS, **DRA_CONFIGS, GPU1: GPU1_CONFIG})
+    cluster.label(NODE, {st.MIG_CONFIG: GPU1})
+    cluster.wait(lambda: cluster.node(NODE)["metadata"]["labels"].get(st.MIG_STATE) == "failed")
+    error = cluster.mig.errors[NODE]
+    assert "GPU 1: error destroying GPU instance: In use by another client (ml/on-minor-0)" in error, error
+    cluster.emu.run(lambda api: api.remove(PODS, "ml", "on-minor-0"))
+    cluster.label(NODE, {st.MIG_CONFIG: "dra-all-1g.10gb"})
+    cluster.label(NODE, {st.MIG_CONFIG: GPU1})
+    cluster.wait(lambda: cluster.node(NODE)["metadata"]["labels"].get(st.MIG_STATE) == "success")
+    balanced = (True, (("1g.10gb", 2), ("2g.20gb", 1), ("3g.40gb", 1)))
+    assert cluster.mig.applied[NODE][0] == balanced  # by minor: minor 0 is index 1
+    assert cluster.mig.applied[NODE][1] == (True, (("1g.10gb", 7),))
+
+
+def test_a_gpu_left_out_of_the_slices_drains_every_claim_pod(cluster: Cluster) -> None:
+    """GPU minor 3 fell off the bus: NVML sees 7 GPUs, so mig-parted's index 4 is minor 5. A
+    (hand-written) target that walks indices 0-2, 4-6 (not 3: minor 4) and re-carves index 4
+    changes minor 5, not minor 4: taking minors for indices would keep the pod on minor 5 and
+    fail the apply there. The GPU left out makes every index unknown: both pods are drained,
+    the apply succeeds, and the GPU no entry walks keeps its layout (assert/assert.go:215-248)."""
+    cluster.dra.hidden_gpus[NODE] = {3}
+    setup_node(cluster)
+    add_claimed(cluster, "on-minor-4", mig_devices_of(cluster, NODE, 4)[:1])
+    add_claimed(cluster, "on-minor-5", mig_devices_of(cluster, NODE, 5)[:1])
+    skip3 = "dra-skip3-gpu4-balanced"
+    spec = [
+        {"devices": [0, 1, 2, 5, 6], "mig-enabled": True, "mig-devices": {"1g.10gb": 7}},
+        {"devices": [4], "mig-enabled": True, "mig-devices": BAL},
+    ]
+    target = {NODE: skip3}
+    cfg = {**GPU1_CONFIG, "devices": [ALL_1G] * 4 + [BALANCED] + [ALL_1G] * 3}
+    set_draplan(cluster, draplan(target, expected={NODE: GPU1_DEVICES}))
+    doc = dra_assignment({NODE: "dra-all-1g.10gb"})
+    doc["configs"] = {skip3: cfg}
+    doc["pools"][0]["nodes"] = [{"name": NODE, "config": skip3}]
+    doc["revision"] = revision_of(doc)
+    # the mig-parted ConfigMap with the hand-written entries (the controller and the MIG manager
+    # read the same text)
+    cm = mig_parted_configmap({**CONFIGS, **DRA_CONFIGS}, *MIG_PARTED)
+    text = yaml.safe_load(cm["data"]["config.yaml"])
+    text["mig-configs"][skip3] = spec
+    cm["data"]["config.yaml"] = yaml.safe_dump(text)
+    cluster.emu.upsert(CONFIGMAPS, *MIG_PARTED, cm)
+    cluster.set_assignment(doc, mig_parted=False)
+    cluster.start(drain__grace_timeout=1.0)
+    cluster.wait(lambda: evicted(cluster.controller_calls()) == {"ml/on-minor-4", "ml/on-minor-5"})
+
+    def applied() -> bool:
+        labels = cluster.node(NODE)["metadata"]["labels"]
+        return labels.get(st.MIG_CONFIG) == skip3 and labels.get(st.MIG_STATE) in ("success", "failed")
+
+    cluster.wait(applied)
+    assert NODE not in cluster.mig.errors, cluster.mig.errors
+    assert cluster.node(NODE)["metadata"]["labels"][st.MIG_STATE] == "success"
+    assert cluster.mig.applied[NODE][4] == (True, (("1g.10gb", 7),))  # index 3: not walked
+    assert cluster.mig.applied[NODE][5] == (True, tuple(sorted(BAL.items())))  # index 4
 
 
 def _gpu0_gpu1() -> dict[str, Any]:
@@ -394,6 +520,8 @@ MIGPARTED = {
         {"devices": [0, *range(2, 8)], "mig-enabled": True, "mig-devices": SEVEN},
         {"devices": [1], "mig-enabled": True, "mig-devices": BAL},
     ],
+    # a hand-written config that walks GPU 0 only, switching its MIG mode off
+    "gpu0-off": [{"devices": [0], "mig-enabled": False}],
     "twice": [
         {"devices": "all", "mig-enabled": True, "mig-devices": SEVEN},
         {"devices": [1], "mig-enabled": True, "mig-devices": BAL},
@@ -426,6 +554,9 @@ ALL_7_SEEN = _seen(dict.fromkeys(range(8), SEVEN))
         # a MIG mode change on GPU 5: ApplyMigMode clears every GPU it walks
         ("six-whole", "five-whole", SIX_WHOLE_SEEN, set(range(8))),
         ("all-disabled", "six-whole", None, set(range(8))),
+        # ... and a pending mode change resets every GPU of the node, walked or not
+        # (apply/mode.go:119-129 ResetAllGPUs; util/device.go:143-155 nvidia-smi -r on every GPU)
+        ("all-7", "gpu0-off", ALL_7_SEEN, set(range(8))),
         # unfiltered per-index entries, as the emulator's ConfigMap has them
         ("all-7", "all-7-but-1", ALL_7_SEEN, {1}),
         ("all-7", "all-7", ALL_7_SEEN, set()),
@@ -559,6 +690,37 @@ def test_a_device_that_does_not_read_right_places_nothing(slices: list[Any], why
 
     got = device_gpus(slices, "n", 8)
     assert got.gpus == {} and got.problem is not None and why in got.problem, got.problem
+
+
+def test_a_gpu_missing_from_the_slices_leaves_every_index_unknown() -> None:
+    """mig-parted's GPU index is the rank of the GPU's PCI address among the GPUs NVML opens
+    (NVIDIA/mig-parted@bd7160f4 cmd/nvidia-mig-parted/util/device.go:79-101, go-nvlib nvpci.go
+    :235-237 sorts by address). A GPU the driver does not publish (MIG on with no device,
+    nvlib.go:330-333, or fallen off the bus) may sit anywhere in that order: here minor 1 is
+    missing, and were its bus id 0000:08:00.0 minor 0 would be index 1, not 0. So with a GPU
+    missing no published minor is known to be its index."""
+    from controller.dra import device_gpus
+
+    got = device_gpus([_slice([_whole(0), _mig(2, "1g.10gb", 0)])], "n", 3)
+    assert got.gpus == {} and got.problem is not None and "GPU 1 is not published" in got.problem, got
+    # all three published: placed
+    assert device_gpus([_slice([_whole(0), _whole(1), _mig(2, "1g.10gb", 0)])], "n", 3).problem is None
+
+
+def test_a_gpu_published_in_two_pools_places_nothing() -> None:
+    """The driver publishes a node's devices in one pool named after the node
+    (kubernetes-sigs/dra-driver-nvidia-gpu@95932046 cmd/gpu-kubelet-plugin/driver.go:489-493).
+    A second pool with devices of the same GPU (left over, or forged) would be counted with the
+    first: GPU 1 re-carved to 1g.10gb x2 + 2g.20gb, a stale pool still showing its 3g.40gb, and
+    together they read as the balanced layout, so a target of that layout looked like it left
+    GPU 1 alone while mig-parted (which sees the real three devices) re-carves it."""
+    from controller.dra import device_gpus
+
+    real = _slice([_whole(0), _mig(1, "1g.10gb", 0), _mig(1, "1g.10gb", 1), _mig(1, "2g.20gb", 2)])
+    stale = _slice([_mig(1, "3g.40gb", 4)], name="old-pool")
+    stale["spec"]["pool"]["name"] = "n-old"
+    got = device_gpus([real, stale], "n", 2)
+    assert got.gpus == {} and got.problem is not None and "GPU 1" in got.problem and "pools" in got.problem
 
 
 # ----------------------------------------------------------------------- claims (unit)

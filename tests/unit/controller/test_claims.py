@@ -101,6 +101,20 @@ def test_a_hostile_allocation_is_a_reason_never_a_crash(results: Any) -> None:
     assert isinstance(allocated(c, None), str)
 
 
+def test_hostile_statuses_and_reservations_are_a_reason_never_a_crash() -> None:
+    """Shapes a real API server would not serve, but an object read from the cluster is input:
+    a status list that is a number, a reservation whose uid is a list (unhashable) or a
+    number. Each is an answer (a reason, or "not reserved"), never a TypeError out of the
+    drain step (which then fails every pass and leaves the node cordoned in Draining)."""
+    odd = pod(gpu="p-gpu")
+    odd["status"]["resourceClaimStatuses"] = 5
+    assert "no ResourceClaim name" in str(claim_names(odd))
+    for uid in (["u-1"], {"u": 1}, 7):
+        c = claim(["gpu-0"])
+        c["status"]["reservedFor"] = [{"resource": "pods", "name": "p", "uid": uid}]
+        assert allocated(c, "u-1") == "not reserved for this pod"
+
+
 def test_held_reads_every_claim_and_gathers_its_devices() -> None:
     kube = ClaimsKube({("team-a", "c1"): claim(["gpu-0"]), ("team-a", "c2"): claim(["gpu-1-mig-3g40gb-9-4"])})
     got = held(kube, pod(a="c1", b="c2"))

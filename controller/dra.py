@@ -435,19 +435,9 @@ def device_gpus(slices: Iterable[Any], node: str, gpus: int, driver: str = DRIVE
     bus: dict[int, str] = {}
     parent: dict[int, str] = {}
     for pool_name in sorted(pools):
-        members = pools[pool_name]
-        newest = max(int(s["spec"]["pool"]["generation"]) for s in members)
-        current = [s for s in members if s["spec"]["pool"]["generation"] == newest]
-        if len(current) != int(current[0]["spec"]["pool"]["resourceSliceCount"]):
-            return DeviceGpus({}, f"pool {pool_name!r}: generation {newest} is being republished")
-        for s in current:
-            listed = s["spec"].get("devices") or []
-            if not isinstance(listed, list) or len(listed) > MAX_SLICE_DEVICES:
-                return DeviceGpus({}, f"pool {pool_name!r}: a slice's devices is not a short list")
-            for d in listed:
-                why = _place(d, pool_name, gpus, driver, out, bus, parent, profiles)
-                if why is not None:
-                    return DeviceGpus({}, f"pool {pool_name!r}: {why}")
+        why = _place_pool(pool_name, pools[pool_name], gpus, driver, out, bus, parent, profiles)
+        if why is not None:
+            return DeviceGpus({}, f"pool {pool_name!r}: {why}")
     ordered = [bus[m] for m in sorted(bus)]
     if any(_bus_key(a) >= _bus_key(b) for a, b in itertools.pairwise(ordered)):
         return DeviceGpus({}, "PCI bus ids do not rise with the GPUs' minor numbers")
@@ -475,6 +465,32 @@ def device_gpus(slices: Iterable[Any], node: str, gpus: int, driver: str = DRIVE
         why = f"GPU {missing[0]} is not published: no GPU's index in mig-parted's order is known"
         return DeviceGpus({}, why)
     return DeviceGpus(out, None, layouts)
+
+
+def _place_pool(
+    pool_name: str,
+    members: list[Mapping[str, Any]],
+    gpus: int,
+    driver: str,
+    out: dict[tuple[str, str], int],
+    bus: dict[int, str],
+    parent: dict[int, str],
+    profiles: dict[tuple[str, str], str],
+) -> str | None:
+    """Place every device of the pool's newest generation (:func:`_place`), or say why not."""
+    newest = max(int(s["spec"]["pool"]["generation"]) for s in members)
+    current = [s for s in members if s["spec"]["pool"]["generation"] == newest]
+    if len(current) != int(current[0]["spec"]["pool"]["resourceSliceCount"]):
+        return f"generation {newest} is being republished"
+    for s in current:
+        listed = s["spec"].get("devices") or []
+        if not isinstance(listed, list) or len(listed) > MAX_SLICE_DEVICES:
+            return "a slice's devices is not a short list"
+        for d in listed:
+            why = _place(d, pool_name, gpus, driver, out, bus, parent, profiles)
+            if why is not None:
+                return why
+    return None
 
 
 def _bus_key(bus_id: str) -> tuple[int, ...]:

@@ -1,5 +1,8 @@
 """Settings for every test process (the plain run and each ``-n`` worker).
 
+At the repository root, not in tests/: a second rootless ``conftest`` module beside
+tests/controller/conftest.py would be a duplicate module for ``mypy tests``.
+
 The cyclic garbage collector's default first-generation threshold (700 allocations) makes it run
 thousands of times while pytest collects: assertion rewriting builds an AST for each of the ~230
 test modules, and every pass walks a heap that keeps growing with each module imported. That was

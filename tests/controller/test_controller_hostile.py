@@ -239,7 +239,7 @@ def test_config_missing_from_the_mig_parted_configmap_touches_no_node(cluster: C
     nodes = ["n0", "n1"]
     cluster.add_nodes(nodes, OLD)
     cluster.set_mig_parted({OLD: CONFIGS[OLD]})  # the new config is not (yet) in the ConfigMap
-    ctl = cluster.start()
+    ctl = cluster.start(loop__resync_interval=IDLE_RESYNC)
     cluster.set_assignment(assignment(dict.fromkeys(nodes, NEW)), mig_parted=False)
     cluster.settle(ctl, 8)
     assert _node_writes(cluster) == []
@@ -254,7 +254,7 @@ def test_config_missing_from_the_mig_parted_configmap_touches_no_node(cluster: C
 def test_mig_parted_configmap_absent_touches_no_node(cluster: Cluster) -> None:
     cluster.add_nodes(["n0"], OLD)
     cluster.emu.remove(*_mig_parted_key())
-    ctl = cluster.start()
+    ctl = cluster.start(loop__resync_interval=IDLE_RESYNC)
     cluster.set_assignment(assignment({"n0": NEW}), mig_parted=False)
     cluster.settle(ctl, 5)
     assert _node_writes(cluster) == []

@@ -10,6 +10,7 @@ check that each condition, broken, sends the plan back to the solver.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from pathlib import Path
 from unittest import mock
 
@@ -40,6 +41,25 @@ def _steady(tmp_path: Path, gpus: int, seed: int, tenants: int, pinned: bool = T
     return again
 
 
+Steady = Callable[..., Compiled]
+
+
+@pytest.fixture(scope="module")
+def steady(tmp_path_factory: pytest.TempPathFactory) -> Steady:
+    """``_steady``, built once per fleet for the module: the parametrized differential test and the
+    shortcut census below compile the same six fleets (issue 27). Every test only reads the result
+    (``Compiled`` and what it holds are frozen dataclasses)."""
+    built: dict[tuple[int, int, int, bool], Compiled] = {}
+
+    def get(gpus: int, seed: int, tenants: int, pinned: bool = True) -> Compiled:
+        key = (gpus, seed, tenants, pinned)
+        if key not in built:
+            built[key] = _steady(tmp_path_factory.mktemp("steady"), *key)
+        return built[key]
+
+    return get
+
+
 def _solved(c: Compiled) -> OrderCost | None:
     assert c.policy is not None and c.solution is not None
     with mock.patch.object(orders, "orders_agree", return_value=False):
@@ -51,18 +71,18 @@ CASES = [(96, 1, 4), (192, 2, 6), (400, 3, 10), (800, 4, 20), (1600, 5, 30), (80
 
 @pytest.mark.parametrize(("gpus", "seed", "tenants"), CASES)
 def test_where_the_orders_provably_agree_the_second_solve_says_the_same(
-    tmp_path: Path, gpus: int, seed: int, tenants: int
+    steady: Steady, gpus: int, seed: int, tenants: int
 ) -> None:
-    c = _steady(tmp_path, gpus, seed, tenants)
+    c = steady(gpus, seed, tenants)
     assert c.policy is not None and c.solution is not None
     quick = orders.other_order(c.policy, c.catalog, c.current, c.solution)
     assert quick == _solved(c)
 
 
-def test_the_generated_steady_states_take_the_shortcut(tmp_path: Path) -> None:
+def test_the_generated_steady_states_take_the_shortcut(steady: Steady) -> None:
     agreed = []
     for gpus, seed, tenants in CASES:
-        c = _steady(tmp_path, gpus, seed, tenants)
+        c = steady(gpus, seed, tenants)
         assert c.policy is not None and c.solution is not None
         agreed.append(orders.orders_agree(c.policy, c.catalog, c.solution))
     assert sum(agreed) >= 4, agreed  # the differential test above is not vacuous
@@ -73,8 +93,8 @@ def _broken(solution: Solution, **changes: object) -> Solution:
     return dataclasses.replace(solution, pools=(pool, *solution.pools[1:]))
 
 
-def test_each_condition_broken_sends_the_plan_to_the_solver(tmp_path: Path) -> None:
-    c = _steady(tmp_path, 800, 4, 20)
+def test_each_condition_broken_sends_the_plan_to_the_solver(steady: Steady) -> None:
+    c = steady(800, 4, 20)
     policy, solution = c.policy, c.solution
     assert policy is not None and solution is not None
     assert orders.orders_agree(policy, CAT, solution)
@@ -95,8 +115,8 @@ def test_each_condition_broken_sends_the_plan_to_the_solver(tmp_path: Path) -> N
     assert not orders.orders_agree(spaced, CAT, solution)
 
 
-def test_workloads_free_to_move_between_pools_send_the_plan_to_the_solver(tmp_path: Path) -> None:
-    c = _steady(tmp_path, 800, 4, 20, pinned=False)
+def test_workloads_free_to_move_between_pools_send_the_plan_to_the_solver(steady: Steady) -> None:
+    c = steady(800, 4, 20, pinned=False)
     policy: Policy | None = c.policy
     assert policy is not None and c.solution is not None
     assert not orders.orders_agree(policy, CAT, c.solution)

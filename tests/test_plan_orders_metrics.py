@@ -76,9 +76,14 @@ def test_metrics_only_solve_reports_the_full_solves_numbers_on_synthetic_shifts(
     model = CAT.get("A100-SXM4-80GB")
     assert model is not None
     seen: list[OrderOutcome] = []
+    # Three shifts share each deployed state: solve it once per (mix, seed), not once per shift
+    # (issue 27; the solve is deterministic, and the shifted solves below are all still made).
+    deployed: dict[int, CurrentState] = {}
     for label, before, after, nodes in _synthetic_cases():
-        first = harness.solve(harness.build_policy(model, before, nodes, 4), CAT)
-        current = harness.current_state(first)
+        if id(before) not in deployed:
+            first = harness.solve(harness.build_policy(model, before, nodes, 4), CAT)
+            deployed[id(before)] = harness.current_state(first)
+        current = deployed[id(before)]
         for full, quick in _both(harness.build_policy(model, after, nodes, 4), current):
             assert quick == full, label
             seen.append(full)

@@ -180,6 +180,12 @@ def _hostile_text(kind: str, nodes: list[str]) -> str:
     return json.dumps(_with_window(doc, HOSTILE_WINDOWS[kind]))
 
 
+# An idle controller (a refused document leaves nothing in flight) passes once per resync, so at
+# FAST's 0.5 s each settle() of n passes waited n/2 s. What shows that nothing happens is the number
+# of passes, not the time: the scenarios that settle on a refused document resync every 0.1 s.
+IDLE_RESYNC = 0.1
+
+
 # The documents the probe crashed the run loop with (issue 17 item 8), in both modes.
 @pytest.mark.parametrize("dry_run", [False, True], ids=["run", "dry-run"])
 @pytest.mark.parametrize(
@@ -196,7 +202,7 @@ def test_run_loop_survives_a_hostile_document_and_touches_no_node(
 ) -> None:
     nodes = ["n0", "n1"]
     cluster.add_nodes(nodes, OLD)
-    ctl = cluster.start(dry_run=dry_run)
+    ctl = cluster.start(dry_run=dry_run, loop__resync_interval=IDLE_RESYNC)
     cm = assignment_configmap(assignment(dict.fromkeys(nodes, NEW)))
     cm["data"]["assignment.json"] = _hostile_text(kind, nodes)
     with caplog.at_level(logging.ERROR, logger="migc"):
@@ -233,7 +239,7 @@ def test_config_missing_from_the_mig_parted_configmap_touches_no_node(cluster: C
     nodes = ["n0", "n1"]
     cluster.add_nodes(nodes, OLD)
     cluster.set_mig_parted({OLD: CONFIGS[OLD]})  # the new config is not (yet) in the ConfigMap
-    ctl = cluster.start()
+    ctl = cluster.start(loop__resync_interval=IDLE_RESYNC)
     cluster.set_assignment(assignment(dict.fromkeys(nodes, NEW)), mig_parted=False)
     cluster.settle(ctl, 8)
     assert _node_writes(cluster) == []
@@ -248,7 +254,7 @@ def test_config_missing_from_the_mig_parted_configmap_touches_no_node(cluster: C
 def test_mig_parted_configmap_absent_touches_no_node(cluster: Cluster) -> None:
     cluster.add_nodes(["n0"], OLD)
     cluster.emu.remove(*_mig_parted_key())
-    ctl = cluster.start()
+    ctl = cluster.start(loop__resync_interval=IDLE_RESYNC)
     cluster.set_assignment(assignment({"n0": NEW}), mig_parted=False)
     cluster.settle(ctl, 5)
     assert _node_writes(cluster) == []

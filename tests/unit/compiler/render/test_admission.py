@@ -19,6 +19,7 @@ and ``resources`` may be ``{}`` or absent in a hand-written manifest.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -84,9 +85,16 @@ def _matches_pod_create(policy_obj: Mapping[str, Any]) -> bool:
     return False
 
 
+@functools.cache
+def _parsed(data: bytes) -> Any:
+    """One YAML parse per rendered file, however many pods are admitted against it: ``admit`` only
+    reads what it gets (issue 27: re-parsing the tree for every pod was most of this file's time)."""
+    return yaml.safe_load(data)
+
+
 def admit(files: Mapping[str, bytes], namespace: str, pod: Mapping[str, Any]) -> Verdict:
     """Run every rendered policy whose binding selects ``namespace`` on a pod CREATE."""
-    docs = (yaml.safe_load(data) for path, data in files.items() if path.endswith(".yaml"))
+    docs = (_parsed(data) for path, data in files.items() if path.endswith(".yaml"))
     objs = [o for o in docs if isinstance(o, dict)]  # not the JSON 6902 patches (lists) beside them
     policies = {o["metadata"]["name"]: o for o in objs if o.get("kind") == "ValidatingAdmissionPolicy"}
     bindings = [o for o in objs if o.get("kind") == "ValidatingAdmissionPolicyBinding"]

@@ -9,6 +9,7 @@ mutations of the valid ones, and require: accepted by jsonschema-rs => no ``json
 from __future__ import annotations
 
 import copy
+import functools
 import math
 from pathlib import Path
 from typing import Any
@@ -25,6 +26,9 @@ REPO = Path(__file__).resolve().parents[4]
 pytestmark = pytest.mark.skipif(not schema_errors._fast_validators(), reason="jsonschema-rs not installed")
 
 
+# Built on first use, not at import: each of the default run's workers imports every test module
+# to collect it, and only the one that runs these tests needs the corpus (issue 27).
+@functools.cache
 def _documents() -> list[tuple[str, Any]]:
     out = []
     kinds = kind_schemas()
@@ -38,8 +42,9 @@ def _documents() -> list[tuple[str, Any]]:
     return out
 
 
-DOCUMENTS = _documents()
-VALID = [(k, d) for k, d in DOCUMENTS if not list(schema_errors._validators()[k].iter_errors(d))]
+@functools.cache
+def _valid() -> list[tuple[str, Any]]:
+    return [(k, d) for k, d in _documents() if not list(schema_errors._validators()[k].iter_errors(d))]
 
 
 def _python_errors(kind: str, data: Any) -> list[str]:
@@ -59,15 +64,15 @@ def _finite(data: Any) -> bool:
 
 
 def test_the_corpus_has_both_outcomes_and_valid_documents_take_the_fast_path() -> None:
-    assert len(VALID) >= 50 and len(DOCUMENTS) - len(VALID) >= 20
-    slow = [d.get("metadata") for k, d in VALID if _finite(d) and not schema_errors.fast_valid(k, d)]
+    assert len(_valid()) >= 50 and len(_documents()) - len(_valid()) >= 20
+    slow = [d.get("metadata") for k, d in _valid() if _finite(d) and not schema_errors.fast_valid(k, d)]
     assert slow == [], "valid documents took the slow path"
 
 
 def test_no_repository_document_with_errors_is_accepted_by_the_fast_path() -> None:
     wrongly = [
         (k, d.get("metadata"), errors)
-        for k, d in DOCUMENTS
+        for k, d in _documents()
         if schema_errors.fast_valid(k, d) and (errors := _python_errors(k, d))
     ]
     assert wrongly == []
@@ -101,7 +106,7 @@ def _paths(data: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
 @settings(max_examples=600, deadline=None, suppress_health_check=list(HealthCheck))
 @given(st.data())
 def test_mutated_documents_are_never_accepted_by_the_fast_path_alone(data: st.DataObject) -> None:
-    kind, original = data.draw(st.sampled_from(VALID))
+    kind, original = data.draw(st.sampled_from(_valid()))
     doc = copy.deepcopy(original)
     for _ in range(data.draw(st.integers(1, 3))):
         paths = [p for p in _paths(doc) if p]

@@ -46,6 +46,9 @@ Model (documented in docs/simulate.md):
   slice-weighted shortage (the demand the fleet cannot serve plus what that GPU served), if that
   beats its current layout. Once a node changes (it drains anyway), its GPUs that serve nothing of
   the demand get the layout serving the most of the whole demand: one drain instead of several later.
+  Every layout it carves is maximal (:func:`_carve_layout`): among the layouts that serve a GPU's
+  need equally, one where no further instance fits, its spare room given to the profiles the
+  fleet-wide demand wants most (smaller first on a tie).
 * **Policies** (``--baseline``): ``naive`` makes a new revision whenever the latest one leaves a pod
   without capacity (no gate at all: the rollout gate is ``migc recommend``'s own); ``default`` runs
   the recommend loop every ``interval``, sized as ``migc recommend`` sizes from its history (the
@@ -282,7 +285,10 @@ class _Fleet:
 
 @functools.lru_cache(maxsize=200_000)
 def _best_layout(model: GpuModel, need: tuple[tuple[str, int], ...]) -> tuple[tuple[str, int], ...]:
-    """The catalog layout serving the most slice-weighted ``need`` (ties: fewer slices, then sorted)."""
+    """The catalog layout serving the most slice-weighted ``need`` (ties: fewer slices, then sorted).
+
+    Only ``static-optimal`` (:func:`optimal_static`) still uses it, so that its layouts stay as they
+    were and earlier results compare; the replay's cover carves with :func:`_carve_layout`."""
     slices = {p.name: p.compute_slices for p in model.profiles}
     want = dict(need)
     best: tuple[int, int, tuple[tuple[str, int], ...]] | None = None
@@ -290,6 +296,45 @@ def _best_layout(model: GpuModel, need: tuple[tuple[str, int], ...]) -> tuple[tu
         value = sum(min(c, want.get(p, 0)) * slices[p] for p, c in lay.profiles)
         used = sum(c * slices[p] for p, c in lay.profiles)
         cand = (value, -used, lay.profiles)
+        if best is None or cand[:2] > best[:2]:
+            best = cand
+    return best[2] if best else ()
+
+
+def _rank(model: GpuModel, demand: Mapping[str, int]) -> tuple[str, ...]:
+    """The model's profiles in the order :func:`_carve_layout` gives them a GPU's spare room: the most
+    wanted by ``demand`` (instances, fleet-wide) first, then the smaller (fewer compute slices), then
+    by name; profiles ``demand`` does not want come last, smallest first."""
+    usable = [p for p in model.profiles if not p.media_extensions]  # enumerate_layouts carries no +me
+    usable.sort(key=lambda p: (-max(0, demand.get(p.name, 0)), p.compute_slices, p.name))
+    return tuple(p.name for p in usable)
+
+
+@functools.lru_cache(maxsize=200_000)
+def _carve_layout(
+    model: GpuModel, need: tuple[tuple[str, int], ...], rank: tuple[str, ...]
+) -> tuple[tuple[str, int], ...]:
+    """The layout the replay carves on a GPU for ``need``: a **maximal** catalog layout (no dark
+    slice: no catalog layout holds it and one instance more, :func:`maximal`) among those serving the
+    most slice-weighted ``need``; its instances beyond ``need`` (the extras, filling the room ``need``
+    leaves) go to the profiles in ``rank`` order (:func:`_rank` of the fleet-wide demand the cover
+    works for: the profile the demand wants most first, the smaller first on a tie), compared
+    lexicographically: as many extras of the first profile as fit, then of the next; then the sorted
+    layout. No slice is left dark for a later pod: every instance that still fits is carved, for the
+    profile most likely to be asked for. The replay's policies reserve no capacity (neither
+    PartitionPolicy nor a Workload has a reservation field; a NodePool's ``reserveWholeGpus`` /
+    ``reserveWholeNodes`` are the solver's, and the replay's fleet has none), so every layout it
+    carves is maximal."""
+    slices = {p.name: p.compute_slices for p in model.profiles}
+    want = dict(need)
+    best: tuple[int, tuple[int, ...], tuple[tuple[str, int], ...]] | None = None
+    for lay in enumerate_layouts(model):
+        if not maximal(model, lay.profiles):
+            continue  # a maximal superset serves the need at least as well
+        have = dict(lay.profiles)
+        value = sum(min(c, want.get(p, 0)) * slices[p] for p, c in lay.profiles)
+        extras = tuple(max(0, have.get(p, 0) - want.get(p, 0)) for p in rank)
+        cand = (value, extras, lay.profiles)
         if best is None or cand[:2] > best[:2]:
             best = cand
     return best[2] if best else ()
@@ -555,6 +600,7 @@ def _cover_node(
         ),
     )
     changes: dict[int, Layout] = {}
+    rank = _rank(fleet.model, want)  # who gets a changed GPU's spare room (_carve_layout)
     for gi in gpus:
         if not short:
             break
@@ -565,7 +611,7 @@ def _cover_node(
         for p, n in lost.items():
             if n:
                 need[p] = need.get(p, 0) + n
-        new = dict(_best_layout(fleet.model, _key(need)))
+        new = dict(_carve_layout(fleet.model, _key(need), rank))
         gain = sum(min(c, need.get(p, 0)) * slices[p] for p, c in new.items())
         keep = sum(n * slices[p] for p, n in lost.items())
         if gain <= keep or new == old:
@@ -577,6 +623,7 @@ def _cover_node(
         # The node is drained anyway: also re-carve its GPUs that serve nothing of the demand to
         # the layout serving the most of the whole demand (batching: one drain instead of several)
         whole_mix = _key(want if mix is None else mix)
+        mix_rank = _rank(fleet.model, dict(whole_mix))
         for gi in gpus:
             if gi in changes:
                 continue
@@ -585,7 +632,7 @@ def _cover_node(
                 continue
             if per_gpu_drain and any(fleet.busy[gi].values()):
                 continue
-            new = dict(_best_layout(fleet.model, whole_mix))
+            new = dict(_carve_layout(fleet.model, whole_mix, mix_rank))
             if new == old:
                 continue
             changes[gi] = new

@@ -48,7 +48,9 @@ Model (documented in docs/simulate.md):
   the demand get the layout serving the most of the whole demand: one drain instead of several later.
   Every layout it carves is maximal (:func:`_carve_layout`): among the layouts that serve a GPU's
   need equally, one where no further instance fits, its spare room given to the profiles the
-  fleet-wide demand wants most (smaller first on a tie).
+  fleet-wide demand wants most (smaller first on a tie). The spare room is real capacity (pods bind
+  to it) but the cover plans without it (``_Fleet.spare``): it neither counts as serving the demand
+  (so it makes no other GPU look unneeded) nor as declared capacity for the default loop's sizing.
 * **Policies** (``--baseline``): ``naive`` makes a new revision whenever the latest one leaves a pod
   without capacity (no gate at all: the rollout gate is ``migc recommend``'s own); ``default`` runs
   the recommend loop every ``interval``, sized as ``migc recommend`` sizes from its history (the
@@ -256,6 +258,10 @@ class _Fleet:
         n = s.nodes * s.gpus_per_node
         self.layout: list[Layout] = [dict(layout) for _ in range(n)]  # deployed
         self.target: list[Layout] = [dict(layout) for _ in range(n)]  # the latest revision wants
+        # per GPU, the instances of its target carved as spare room (_carve_layout's extras), not for
+        # the demand: no Workload asks for them, so the default loop's sizing does not count them
+        # as declared (Fleet.declared)
+        self.spare: list[Layout] = [{} for _ in range(n)]
         self.busy: list[Layout] = [{} for _ in range(n)]
         self.state = [IDLE] * s.nodes
         self.slices = {p.name: p.compute_slices for p in model.profiles}
@@ -265,6 +271,9 @@ class _Fleet:
 
     def gpus(self, node: int) -> range:
         return range(node * self.s.gpus_per_node, (node + 1) * self.s.gpus_per_node)
+
+    def gpus_all(self) -> range:
+        return range(len(self.target))
 
     def wanted(self, node: int) -> dict[int, Layout]:
         """The node's GPUs whose target differs from their deployed layout, with the target."""
@@ -279,6 +288,21 @@ class _Fleet:
         out: Layout = {}
         for lay in self.target:
             for p, c in lay.items():
+                out[p] = out.get(p, 0) + c
+        return out
+
+    def planned(self, gpu: int) -> Layout:
+        """The GPU's target layout less its spare room: the instances the cover planned it for."""
+        return _minus(self.target[gpu], self.spare[gpu])
+
+    def declared(self) -> Layout:
+        """:meth:`capacity` less the spare room (``spare``): what the Workloads of the latest revision
+        would declare. migc recommend's proposal declares the sized replicas and the solver may carve
+        more (its fill level); the replay's revision is its layouts, so the instances carved only to
+        fill a GPU are taken out here."""
+        out: Layout = {}
+        for gi in range(len(self.target)):
+            for p, c in self.planned(gi).items():
                 out[p] = out.get(p, 0) + c
         return out
 
@@ -324,7 +348,8 @@ def _carve_layout(
     profile most likely to be asked for. The replay's policies reserve no capacity (neither
     PartitionPolicy nor a Workload has a reservation field; a NodePool's ``reserveWholeGpus`` /
     ``reserveWholeNodes`` are the solver's, and the replay's fleet has none), so every layout it
-    carves is maximal."""
+    carves is maximal. The extras are the GPU's *spare room* (:func:`cover`: carved, not planned
+    with)."""
     slices = {p.name: p.compute_slices for p in model.profiles}
     want = dict(need)
     best: tuple[int, tuple[int, ...], tuple[tuple[str, int], ...]] | None = None
@@ -375,6 +400,7 @@ def cover(
     mix: Layout | None = None,
     keep: Callable[[int], float] | None = None,
     frozen: Collection[int] = (),
+    spare: dict[int, Layout] | None = None,
 ) -> tuple[dict[int, Layout], Layout]:
     """GPUs to re-carve (gpu → new layout) and the resulting capacity; see the module docstring.
 
@@ -390,6 +416,15 @@ def cover(
     the GPU-seconds a GPU's change would evict; each node's new layouts are then mapped onto its GPUs
     so that busy GPUs keep their layouts where the node's new multiset still holds them
     (:func:`_keep_busy`). ``frozen``: GPUs left as they are (their capacity still counts).
+    ``spare``: when given, filled with each changed GPU's spare room (the instances of its new layout
+    beyond the need it was carved for, :func:`_carve_layout`), for :meth:`_Fleet.declared`.
+
+    The cover plans with each GPU's *planned* layout (:meth:`_Fleet.planned`: its layout less its
+    spare room) and the planned capacity: spare room serves pods (the scheduler binds to it) but is
+    not counted as serving the demand here, so a GPU whose planned instances are needed is not
+    mistaken for one that serves nothing (and batch-re-carved) because another GPU's spare room holds
+    the same profile. A GPU changes only when its whole layout changes; the changes returned are
+    whole layouts and the capacity returned includes the spare room.
     """
     want = dict(demand)
     for p, n in (extra or {}).items():
@@ -398,7 +433,13 @@ def cover(
     for pod in big:
         c.place_big(pod)
     c.per_gpu(mix)
-    return c.changes, {p: n for p, n in c.cap.items() if n}
+    if spare is not None:
+        spare.update({gi: c.spare.get(gi, {}) for gi in c.changes})
+    cap = dict(c.cap)  # planned capacity; the spare room is real capacity too
+    for gi in fleet.gpus_all():
+        for p, n in (c.spare.get(gi, {}) if gi in c.changes else fleet.spare[gi]).items():
+            cap[p] = cap.get(p, 0) + n
+    return {gi: c.real(gi) for gi in c.changes}, {p: n for p, n in cap.items() if n}
 
 
 class _Cover:
@@ -420,14 +461,22 @@ class _Cover:
         self.want = want
         self.keep = keep
         self.frozen = set(frozen)
-        self.cap = fleet.capacity()
-        self.changes: dict[int, Layout] = {}
+        self.cap = fleet.declared()  # planned capacity: the spare room is left out (see cover)
+        self.changes: dict[int, Layout] = {}  # planned layouts (their spare room in ``spare``)
+        self.spare: dict[int, Layout] = {}  # changed GPU → its spare room (_carve_layout's extras)
         self.taken: set[int] = set()  # GPUs given to a multi-GPU pod
         # GPUs not given to one yet (nor frozen)
         self.room = {node: sum(1 for gi in fleet.gpus(node) if gi not in self.frozen) for node, _ in order}
 
     def lay(self, gi: int) -> Layout:
-        return self.changes.get(gi, self.fleet.target[gi])
+        """The GPU's planned layout so far (its spare room left out)."""
+        return self.changes[gi] if gi in self.changes else self.fleet.planned(gi)
+
+    def real(self, gi: int) -> Layout:
+        """The GPU's layout so far, spare room included."""
+        if gi in self.changes:
+            return _plus(self.changes[gi], self.spare.get(gi, {}))
+        return dict(self.fleet.target[gi])
 
     def place_big(self, pod: BigPod) -> None:
         """``pod.count`` full GPUs on one node: idle ones if a node has enough, else the first
@@ -475,7 +524,7 @@ class _Cover:
                 after,
                 node_changes.keys(),
                 pod.benefit,
-                _node_after(fleet, node, lay, node_changes),
+                _node_after(fleet, node, self.real, node_changes),
             ):
                 continue
             self.changes.update(node_changes)
@@ -496,22 +545,45 @@ class _Cover:
             if not short:
                 break
             fixed = self.taken | self.frozen if self.frozen else self.taken
-            node_cap, node_changes = _cover_node(
+            node_cap, node_changes, node_spare = _cover_node(
                 fleet, node, want, dict(rest), short, lay, fixed, mix, per_gpu_drain=self.keep is not None
             )
             if not node_changes:
                 continue
             if self.keep is not None:
-                node_changes = _keep_busy(fleet, node, lay, node_changes, fixed, self.keep)
+                moved = _keep_busy(fleet, node, lay, node_changes, fixed, self.keep)
+                # the spare room goes with its layout (the first changed GPU carved to it)
+                by_key: dict[tuple[tuple[str, int], ...], list[Layout]] = {}
+                for gi, new in sorted(node_changes.items()):
+                    by_key.setdefault(_key(new), []).append(node_spare.get(gi, {}))
+                node_spare = {
+                    gi: by_key[_key(new)].pop(0) if by_key.get(_key(new)) else {} for gi, new in moved.items()
+                }
+                node_changes = moved
+            real = {gi: _plus(new, node_spare.get(gi, {})) for gi, new in node_changes.items()}
             if self.weigh is not None and not self.weigh(
-                node, rest, node_cap, node_changes.keys(), 0.0, _node_after(fleet, node, lay, node_changes)
+                node, rest, node_cap, node_changes.keys(), 0.0, _node_after(fleet, node, self.real, real)
             ):
                 continue  # what the drain is expected to destroy outweighs what the change serves
             for gi, new in node_changes.items():
                 _replace(self.cap, lay(gi), new)
             rest = node_cap
             self.changes.update(node_changes)
+            self.spare.update(node_spare)
             short = _short(want, rest)
+
+
+def _minus(a: Mapping[str, int], b: Mapping[str, int]) -> Layout:
+    """The instances of ``a`` not in ``b``, per profile."""
+    return {p: c - b.get(p, 0) for p, c in a.items() if c > b.get(p, 0)}
+
+
+def _plus(a: Mapping[str, int], b: Mapping[str, int]) -> Layout:
+    """The instances of ``a`` and ``b`` together, per profile."""
+    out = dict(a)
+    for p, c in b.items():
+        out[p] = out.get(p, 0) + c
+    return out
 
 
 def _keep_busy(
@@ -580,8 +652,9 @@ def _cover_node(
     taken: set[int],
     mix: Layout | None = None,
     per_gpu_drain: bool = False,
-) -> tuple[Layout, dict[int, Layout]]:
-    """Re-carve one node's GPUs greedily against the shortage; the new capacity and the changes.
+) -> tuple[Layout, dict[int, Layout], dict[int, Layout]]:
+    """Re-carve one node's GPUs greedily against the shortage; the new capacity, the changes and
+    each changed GPU's spare room (its new layout's instances beyond the need it was carved for).
 
     ``lay``: a GPU's layout so far; ``taken``: GPUs kept for multi-GPU pods (left alone);
     ``per_gpu_drain`` (``drain_scope="gpu"``, where only the changed GPUs are drained): among GPUs
@@ -600,6 +673,7 @@ def _cover_node(
         ),
     )
     changes: dict[int, Layout] = {}
+    extras: dict[int, Layout] = {}
     rank = _rank(fleet.model, want)  # who gets a changed GPU's spare room (_carve_layout)
     for gi in gpus:
         if not short:
@@ -616,6 +690,10 @@ def _cover_node(
         keep = sum(n * slices[p] for p, n in lost.items())
         if gain <= keep or new == old:
             continue
+        if new == _plus(old, fleet.spare[gi]):
+            continue  # its layout already (the need now takes some of its spare room)
+        extras[gi] = _minus(new, need)
+        new = _minus(new, extras[gi])  # planned: the spare room is not counted (see cover)
         changes[gi] = new
         spare = _swap(cap, old, new, want)
         short = _short(want, cap)
@@ -633,11 +711,13 @@ def _cover_node(
             if per_gpu_drain and any(fleet.busy[gi].values()):
                 continue
             new = dict(_carve_layout(fleet.model, whole_mix, mix_rank))
-            if new == old:
+            if new == _plus(old, fleet.spare[gi]):
                 continue
+            extras[gi] = _minus(new, dict(whole_mix))
+            new = _minus(new, extras[gi])
             changes[gi] = new
             spare = _swap(cap, old, new, want)
-    return cap, changes
+    return cap, changes, extras
 
 
 def balanced_layout(model: GpuModel) -> Layout:
@@ -917,7 +997,7 @@ class _Run:
         for w in waiting:
             if w.late:
                 late[w.profile] = late.get(w.profile, 0) + 1
-        cap = self.fleet.capacity()
+        cap = self.fleet.declared()
         out: Layout = {}
         peaks, whole = self.keep
         for key in sorted(set(stats) | set(peaks)):
@@ -1132,7 +1212,9 @@ class _Run:
 
     # ---- rollout (controller/reconciler: admission → drain → apply) -----------------------------------
 
-    def apply(self, changes: dict[int, Layout], now: float) -> None:
+    def apply(
+        self, changes: dict[int, Layout], now: float, spare: Mapping[int, Layout] | None = None
+    ) -> None:
         """A new revision: the changed GPUs get their new target layout, and the controller acts.
 
         Nodes in flight are re-targeted as the controller does (``Step.retarget``,
@@ -1147,6 +1229,7 @@ class _Run:
         nodes = sorted({fleet.node(gi) for gi in changes})
         for gi, lay in changes.items():
             fleet.target[gi] = lay
+            fleet.spare[gi] = dict((spare or {}).get(gi, {}))
         for node in nodes:
             self.node_last_change[f"node-{node}"] = EPOCH + dt.timedelta(seconds=now)
             self.change_log.append(EPOCH + dt.timedelta(seconds=now))
@@ -1444,7 +1527,10 @@ class _Run:
         # drain_scope "gpu": the GPUs with a pod on them are left as they are (their re-carve would
         # evict it); the idle GPUs of a busy node are re-carved like an idle node's
         frozen = [gi for n, _ in idle for gi in fleet.gpus(n) if any(fleet.busy[gi].values())]
-        changes, _ = cover(fleet, self.now_demand, idle, big=self.big_pods(now), mix=mix, frozen=frozen)
+        spare: dict[int, Layout] = {}
+        changes, _ = cover(
+            fleet, self.now_demand, idle, big=self.big_pods(now), mix=mix, frozen=frozen, spare=spare
+        )
         if not changes:
             return False
         when = EPOCH + dt.timedelta(seconds=now)
@@ -1460,7 +1546,7 @@ class _Run:
         ]
         if all(c.passed for c in checks):
             res.idle_recarves += 1
-            self.apply(changes, now)
+            self.apply(changes, now, spare)
             self.last_proposal = now
             return True
         return False
@@ -1497,8 +1583,9 @@ class _Run:
             want[p] = want.get(p, 0) + n
         order = self.node_order(now)
         weigh = self._weigh(now, want) if self.s.disruption == "expected" else None
+        spare: dict[int, Layout] = {}
         changes, new_cap = cover(
-            fleet, d, order, extra, weigh, self.big_pods(now), keep=self._gpu_evicts(now)
+            fleet, d, order, extra, weigh, self.big_pods(now), keep=self._gpu_evicts(now), spare=spare
         )
         if not changes:
             return
@@ -1535,7 +1622,7 @@ class _Run:
         for name in failed:
             res.blocked[name] = res.blocked.get(name, 0) + 1
         if not failed:
-            self.apply(changes, now)
+            self.apply(changes, now, spare)
             self.last_proposal = now
 
     def held_check(self, now: float) -> None:
@@ -1654,15 +1741,17 @@ class _Run:
             ):
                 # no gate at all, not even migc recommend's rollout gate: a new revision whenever
                 # the latest one leaves a pod without capacity; nodes in flight are re-targeted
+                spare: dict[int, Layout] = {}
                 changes, _ = cover(
                     self.fleet,
                     self.now_demand,
                     self.node_order(t),
                     big=self.big_pods(t),
                     keep=self._gpu_evicts(t),
+                    spare=spare,
                 )
                 if changes:
-                    self.apply(changes, t)
+                    self.apply(changes, t, spare)
                     self.schedule(t)
 
 

@@ -46,7 +46,9 @@ Model (documented in docs/simulate.md):
   slice-weighted shortage (the demand the fleet cannot serve plus what that GPU served), if that
   beats its current layout. Once a node changes (it drains anyway), its GPUs that serve nothing of
   the demand get the layout serving the most of the whole demand: one drain instead of several later.
-  Every layout it carves is maximal (:func:`_carve_layout`): among the layouts that serve a GPU's
+  A GPU's new layout is the catalog layout serving the most of its need, ties to fewer slices
+  (``Settings.layouts`` "fewest", the default; it may leave slices dark, e.g. a lone 4g.40gb). With
+  "maximal" every layout it carves is maximal (:func:`_carve_layout`): among the layouts that serve a GPU's
   need equally, one where no further instance fits, its spare room given to the profiles the
   fleet-wide demand wants most (smaller first on a tie). The spare room is real capacity (pods bind
   to it) but the cover plans without it (``_Fleet.spare``): it neither counts as serving the demand
@@ -112,6 +114,7 @@ EVICTION_MODELS = ("restart", "resume")
 DEMAND_MODELS = ("now", "peak", "history")
 SURPLUS_MODELS = h.SURPLUS_MODELS  # Settings.surplus
 DRAIN_SCOPES = dis.DRAIN_SCOPES  # Settings.drain_scope
+LAYOUT_RULES = ("fewest", "maximal")  # Settings.layouts
 # controller/settings.py Settings.drain.grace_timeout (one constant, shared with migc recommend)
 DRAIN_GRACE_SECONDS = dis.DRAIN_GRACE_SECONDS
 # controller/settings.py Settings.failures' defaults, read from the one module both sides import:
@@ -166,6 +169,11 @@ class Settings:
     # NVIDIA/mig-parted@bd7160f4 cmd/nvidia-mig-parted/apply/config.go:92-95). Both cordon the node
     # from admission until it is Idle again (_Run._blocking)
     drain_scope: str = "node"
+    # which layout the replay's cover carves on a GPU for its need (docs/simulate.md): "fewest", the
+    # catalog layout serving the most of the need, ties to fewer slices (may leave slices dark, e.g. a
+    # lone 4g.40gb); "maximal", a maximal layout whose extra instances are spare room (_carve_layout;
+    # measured in bench/RESULTS.md Round 12: not the default, it loses a contended cell's target)
+    layouts: str = "fewest"
 
 
 @dataclass
@@ -293,6 +301,8 @@ class _Fleet:
 
     def planned(self, gpu: int) -> Layout:
         """The GPU's target layout less its spare room: the instances the cover planned it for."""
+        if not self.spare[gpu]:
+            return self.target[gpu]  # Settings.layouts "fewest": never any spare room
         return _minus(self.target[gpu], self.spare[gpu])
 
     def declared(self) -> Layout:
@@ -300,6 +310,8 @@ class _Fleet:
         would declare. migc recommend's proposal declares the sized replicas and the solver may carve
         more (its fill level); the replay's revision is its layouts, so the instances carved only to
         fill a GPU are taken out here."""
+        if not any(self.spare):
+            return self.capacity()
         out: Layout = {}
         for gi in range(len(self.target)):
             for p, c in self.planned(gi).items():
@@ -311,8 +323,8 @@ class _Fleet:
 def _best_layout(model: GpuModel, need: tuple[tuple[str, int], ...]) -> tuple[tuple[str, int], ...]:
     """The catalog layout serving the most slice-weighted ``need`` (ties: fewer slices, then sorted).
 
-    Only ``static-optimal`` (:func:`optimal_static`) still uses it, so that its layouts stay as they
-    were and earlier results compare; the replay's cover carves with :func:`_carve_layout`."""
+    The replay's cover carves with it under ``Settings.layouts`` "fewest" (the default), and
+    ``static-optimal`` (:func:`optimal_static`) always; "maximal" carves with :func:`_carve_layout`."""
     slices = {p.name: p.compute_slices for p in model.profiles}
     want = dict(need)
     best: tuple[int, int, tuple[tuple[str, int], ...]] | None = None
@@ -674,7 +686,10 @@ def _cover_node(
     )
     changes: dict[int, Layout] = {}
     extras: dict[int, Layout] = {}
-    rank = _rank(fleet.model, want)  # who gets a changed GPU's spare room (_carve_layout)
+    # Settings.layouts "maximal": every layout carved is maximal, its extras spare room; "fewest"
+    # (the default): the layout serving the most of the need, ties to fewer slices (no spare room)
+    carve_maximal = fleet.s.layouts == "maximal"
+    rank = _rank(fleet.model, want) if carve_maximal else ()  # who gets a GPU's spare room
     for gi in gpus:
         if not short:
             break
@@ -685,15 +700,19 @@ def _cover_node(
         for p, n in lost.items():
             if n:
                 need[p] = need.get(p, 0) + n
-        new = dict(_carve_layout(fleet.model, _key(need), rank))
+        if carve_maximal:
+            new = dict(_carve_layout(fleet.model, _key(need), rank))
+        else:
+            new = dict(_best_layout(fleet.model, _key(need)))
         gain = sum(min(c, need.get(p, 0)) * slices[p] for p, c in new.items())
         keep = sum(n * slices[p] for p, n in lost.items())
         if gain <= keep or new == old:
             continue
-        if new == _plus(old, fleet.spare[gi]):
-            continue  # its layout already (the need now takes some of its spare room)
-        extras[gi] = _minus(new, need)
-        new = _minus(new, extras[gi])  # planned: the spare room is not counted (see cover)
+        if carve_maximal:
+            if new == _plus(old, fleet.spare[gi]):
+                continue  # its layout already (the need now takes some of its spare room)
+            extras[gi] = _minus(new, need)
+            new = _minus(new, extras[gi])  # planned: the spare room is not counted (see cover)
         changes[gi] = new
         spare = _swap(cap, old, new, want)
         short = _short(want, cap)
@@ -701,7 +720,7 @@ def _cover_node(
         # The node is drained anyway: also re-carve its GPUs that serve nothing of the demand to
         # the layout serving the most of the whole demand (batching: one drain instead of several)
         whole_mix = _key(want if mix is None else mix)
-        mix_rank = _rank(fleet.model, dict(whole_mix))
+        mix_rank = _rank(fleet.model, dict(whole_mix)) if carve_maximal else ()
         for gi in gpus:
             if gi in changes:
                 continue
@@ -710,11 +729,16 @@ def _cover_node(
                 continue
             if per_gpu_drain and any(fleet.busy[gi].values()):
                 continue
-            new = dict(_carve_layout(fleet.model, whole_mix, mix_rank))
-            if new == _plus(old, fleet.spare[gi]):
-                continue
-            extras[gi] = _minus(new, dict(whole_mix))
-            new = _minus(new, extras[gi])
+            if not carve_maximal:
+                new = dict(_best_layout(fleet.model, whole_mix))
+                if new == old:
+                    continue
+            else:
+                new = dict(_carve_layout(fleet.model, whole_mix, mix_rank))
+                if new == _plus(old, fleet.spare[gi]):
+                    continue
+                extras[gi] = _minus(new, dict(whole_mix))
+                new = _minus(new, extras[gi])
             changes[gi] = new
             spare = _swap(cap, old, new, want)
     return cap, changes, extras
@@ -1768,6 +1792,8 @@ def simulate(
     ``static-peak``/``static-average`` (default: the shipped catalog)."""
     if s.drain_scope not in DRAIN_SCOPES:
         raise ValueError(f"drain scope {s.drain_scope!r}: expected one of {', '.join(DRAIN_SCOPES)}")
+    if s.layouts not in LAYOUT_RULES:
+        raise ValueError(f"layouts {s.layouts!r}: expected one of {', '.join(LAYOUT_RULES)}")
     pods = _trace_pods(trace, model, s)
     start = min((p.arrival for p in pods), default=0.0)
     end_arrival = max((p.arrival for p in pods), default=0.0)

@@ -4,7 +4,7 @@ by hand, and the Result's statistics (censored percentiles, rates) on hand-made 
 A100-SXM4-80GB; a pod of 100 milli-GPU maps to 1g.10gb (size class "1g"). The recarving policies
 (naive, default) have their own scenario tests in tests/test_simulate.py; here the static and per-pod
 baselines, whose answers do not depend on the recommend loop, and the layout the cover carves on a GPU
-(maximal, its spare room to what the fleet wants most).
+(``Settings.layouts``: "fewest", the default, or "maximal", its spare room to what the fleet wants most).
 """
 
 from __future__ import annotations
@@ -112,11 +112,12 @@ def test_a_revision_that_failed_on_max_failures_nodes_admits_no_more(failed: int
     assert engine.MAX_FAILURES == 3  # the controller's default, read from controller/defaults.py
 
 
-# ---- issue 22 item 2: every layout the replay carves is maximal (no dark slice) -------------------------
+# ---- issue 22 item 2: with layouts="maximal" every layout the replay carves is maximal (no dark slice) ---
 
 
 def test_a_lone_4g_need_gets_a_maximal_layout_whose_extras_are_the_demanded_small_profile() -> None:
-    """1 node x 2 balanced GPUs (2 x 1g.10gb + 2g.20gb + 3g.40gb each); the demand is one 4g.40gb and
+    """``layouts="maximal"``. 1 node x 2 balanced GPUs (2 x 1g.10gb + 2g.20gb + 3g.40gb each); the
+    demand is one 4g.40gb and
     one 2g.20gb. The two 2g.20gb already there cover the 2g (one is spare), so GPU 0 (the first of
     the GPUs that serve nothing short) needs a 4g.40gb alone: 4 of 7 compute slices. The layouts
     serving it equally that are maximal: 4g + 3g, 4g + 2g + 1g.10gb, 4g + 2g + 1g.20gb,
@@ -130,13 +131,29 @@ def test_a_lone_4g_need_gets_a_maximal_layout_whose_extras_are_the_demanded_smal
     tie rule (fewer slices) carved a lone 4g.40gb on GPU 0 (3 compute slices dark)."""
     from compiler.simulate import engine
 
-    fleet = engine._Fleet(A100, Settings(nodes=1, gpus_per_node=2), engine.balanced_layout(A100))
+    s = Settings(nodes=1, gpus_per_node=2, layouts="maximal")
+    fleet = engine._Fleet(A100, s, engine.balanced_layout(A100))
     spare: dict[int, dict[str, int]] = {}
     changes, cap = engine.cover(fleet, {"4g.40gb": 1, "2g.20gb": 1}, [(0, 0.0)], spare=spare)
     assert changes == {0: {"4g.40gb": 1, "2g.20gb": 1, "1g.10gb": 1}}
     assert spare == {0: {"2g.20gb": 1, "1g.10gb": 1}}
     assert cap == {"4g.40gb": 1, "2g.20gb": 2, "1g.10gb": 3, "3g.40gb": 1}
     assert all(maximal(A100, tuple(sorted(lay.items()))) for lay in changes.values())
+
+
+def test_the_default_layouts_carve_the_lone_4g_with_no_spare_room() -> None:
+    """The same fleet and demand with the default ``layouts="fewest"`` (main's rule): GPU 0 gets the
+    layout serving its 4g.40gb need with the fewest slices, a lone 4g.40gb (3 compute slices dark, not
+    maximal), no spare room; GPU 1 serves the 2g.20gb and is left alone."""
+    from compiler.simulate import engine
+
+    fleet = engine._Fleet(A100, Settings(nodes=1, gpus_per_node=2), engine.balanced_layout(A100))
+    spare: dict[int, dict[str, int]] = {}
+    changes, cap = engine.cover(fleet, {"4g.40gb": 1, "2g.20gb": 1}, [(0, 0.0)], spare=spare)
+    assert changes == {0: {"4g.40gb": 1}}
+    assert spare == {0: {}}
+    assert cap == {"4g.40gb": 1, "2g.20gb": 1, "1g.10gb": 2, "3g.40gb": 1}
+    assert not maximal(A100, (("4g.40gb", 1),))
 
 
 @pytest.mark.parametrize(

@@ -3,7 +3,7 @@
 ``python -m bench.matrix [--traces default,gpushare20,gpushare40,gpushare60,gpuspec10] [--nodes 4,8,16]
 [--time-scales 1,2,4,8] [--reconf 60,90+300] [--failure-rates 0,0.2] [--seeds 1,2,3]
 [--baselines all] [--idle-pass] [--outage node|busy] [--surplus last|kept] [--drain-scope node|gpu]
-[--out FILE.jsonl]``;
+[--layouts fewest|maximal] [--out FILE.jsonl]``;
 ``python -m bench.matrix --table FILE.jsonl`` prints the Markdown table of the cells a file holds,
 with the issue's verdict per cell.
 
@@ -13,7 +13,8 @@ operand pause per node (``--drain-seconds``). Seeds only matter with a failure r
 with rate 0 is run once, seed 0). ``--idle-pass`` adds the loop with ``Settings.idle_pass`` as the
 row ``default+idle``; ``--outage busy`` charges the disruption rule's outage on the busy share of
 the node (``Settings.outage``); ``--drain-scope gpu`` drains only the pods on GPUs that change
-(``Settings.drain_scope``: static DRA nodes; ``node``, the default, is the device plugin's). Each
+(``Settings.drain_scope``: static DRA nodes; ``node``, the default, is the device plugin's);
+``--layouts maximal`` carves maximal layouts with spare room (``Settings.layouts``, Round 12). Each
 cell appends one JSON line (the cell, its scope, its wall time and the per-baseline rows of
 ``migc simulate -o json``) to ``--out``, so a partial run keeps what it measured. A cell is
 *contended* when naive's overall p95 wait is above 0. Measured, never asserted.
@@ -34,7 +35,7 @@ from bench.openb import shared_dir
 from compiler.catalog import load_catalog
 from compiler.model import PartitionPolicy
 from compiler.recommend.disruption import OUTAGE_CHARGES
-from compiler.simulate.engine import BASELINES, DRAIN_SCOPES, SURPLUS_MODELS, Settings, simulate
+from compiler.simulate.engine import BASELINES, DRAIN_SCOPES, LAYOUT_RULES, SURPLUS_MODELS, Settings, simulate
 from compiler.simulate.report import result_dict
 from compiler.simulate.trace import read_trace
 
@@ -55,7 +56,13 @@ def run(args: argparse.Namespace) -> None:
         "defaults for every cell:", json.dumps(asdict(policy), default=str, sort_keys=True), file=sys.stderr
     )
     defaults = asdict(
-        Settings(nodes=0, outage=args.outage, surplus=args.surplus, drain_scope=args.drain_scope)
+        Settings(
+            nodes=0,
+            outage=args.outage,
+            surplus=args.surplus,
+            drain_scope=args.drain_scope,
+            layouts=args.layouts,
+        )
     )
     print("replay defaults:", json.dumps(defaults, sort_keys=True), file=sys.stderr)
     print(f"baselines: {', '.join(baselines)}{' + default+idle' if args.idle_pass else ''}", file=sys.stderr)
@@ -83,6 +90,7 @@ def run(args: argparse.Namespace) -> None:
                 outage=args.outage,
                 surplus=args.surplus,
                 drain_scope=args.drain_scope,
+                layouts=args.layouts,
             )
             started = time.perf_counter()
             rows = [result_dict(simulate(pods, model, s, b, policy, catalog=catalog)) for b in baselines]
@@ -99,6 +107,7 @@ def run(args: argparse.Namespace) -> None:
                 "failureRate": rate,
                 "seed": seed,
                 "drainScope": args.drain_scope,
+                "layouts": args.layouts,
                 "wallSeconds": round(time.perf_counter() - started, 1),
                 "results": rows,
             }
@@ -197,6 +206,13 @@ def main() -> None:
         default="node",
         help="which pods a re-carve drains: every GPU pod of the node, or those on changing GPUs "
         "(Settings.drain_scope)",
+    )
+    ap.add_argument(
+        "--layouts",
+        choices=LAYOUT_RULES,
+        default="fewest",
+        help="the layout a re-carve gives a GPU: fewest slices (default) or maximal with spare room "
+        "(Settings.layouts)",
     )
     ap.add_argument("--out", default="matrix.jsonl")
     ap.add_argument("--table", default=None, metavar="FILE.jsonl", help="print the table of FILE and exit")

@@ -574,3 +574,106 @@ def test_the_replay_charges_a_change_the_wait_it_displaces(bound_waited: float, 
     assert weigh(0, {"7g.80gb": 1}, {"1g.10gb": 7}, [0], 0.0, {"1g.10gb": 7}) is worth
     # a change that keeps the pod's instance displaces nothing
     assert weigh(0, {"7g.80gb": 1}, {"7g.80gb": 1}, [0], 0.0, {"7g.80gb": 1}) is False  # serves nobody
+
+
+# ---- issue 22 item 2: with Settings.layouts "maximal" every layout the replay carves is maximal -------
+
+MAXIMAL = "maximal"  # Settings.layouts of Round 12 (bench/RESULTS.md); the default is "fewest"
+
+
+def test_a_4g_need_is_carved_with_its_spare_room_so_a_small_pod_needs_no_second_re_carve() -> None:
+    """``layouts="maximal"``. 1 node x 1 balanced GPU (no 4g.40gb), naive. ``a`` (4g.40gb, 1000 s)
+    at 0: revision 1 carves
+    4g.40gb + 3 x 1g.10gb (the maximal layout; nothing else is wanted, so the smallest profile fills
+    the room), 60 s. ``c`` (1g.10gb, 100 s) at 10 finds a 1g.10gb in that target: no new revision;
+    both bind at 60: ``a`` waited 60 s, ``c`` 50 s, one re-carve. (The old tie rule carved a lone
+    4g.40gb; ``c`` then made revision 2, which re-targeted the applying node: a second apply, back at
+    120, waits 120 and 110 s.)"""
+    assert A100 is not None
+    trace = [pod("a", 0, 1000, milli=500), pod("c", 10, 100, milli=100)]
+    res = simulate(trace, A100, Settings(nodes=1, gpus_per_node=1, layouts=MAXIMAL), "naive", NAIVE)
+    assert (res.revisions, res.retargets, res.reconfigurations) == (1, 0, 1)
+    assert waits(res) == {"1g": [(50.0, False)], "4g": [(60.0, False)]}
+    assert res.non_maximal == 0
+
+
+def test_the_default_layouts_still_carve_the_lone_4g_and_pay_a_second_re_carve() -> None:
+    """The default ``layouts="fewest"`` (main's rule, kept as the default: Round 12 did not meet its
+    declared bar): the same trace as above. Revision 1 carves a lone 4g.40gb (the layout serving the
+    need with the fewest slices: 3 compute slices dark); ``c`` (1g.10gb) at 10 finds no 1g.10gb in it
+    and makes revision 2, which re-targets the applying node; the second apply ends at 120: ``a``
+    waits 120 s, ``c`` 110 s, and both layouts the MIG manager applied (the lone 4g.40gb, then
+    4g.40gb + 1g.10gb) are counted as not maximal."""
+    assert A100 is not None
+    assert Settings(nodes=1).layouts == "fewest"
+    trace = [pod("a", 0, 1000, milli=500), pod("c", 10, 100, milli=100)]
+    res = simulate(trace, A100, Settings(nodes=1, gpus_per_node=1), "naive", NAIVE)
+    assert (res.revisions, res.retargets) == (2, 1)
+    assert waits(res) == {"1g": [(110.0, False)], "4g": [(120.0, False)]}
+    assert res.non_maximal == 2
+
+
+def test_an_unknown_layouts_rule_is_refused() -> None:
+    assert A100 is not None
+    with pytest.raises(ValueError, match="layouts 'dense': expected one of fewest, maximal"):
+        simulate([pod("a", 0, 10)], A100, Settings(nodes=1, gpus_per_node=1, layouts="dense"), "naive", NAIVE)
+
+
+def test_cli_and_json_carry_the_layouts(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``migc simulate --layouts maximal`` reaches the replay (the lone 4g.40gb need gets its spare
+    room: one revision, not two) and its JSON says ``layouts``; unknown values are a usage error, and
+    ``--mode fill`` (no re-carve) refuses it."""
+    trace = write(tmp_path, "a,1,1,1,500,,LS,Running,0,1000,0\nc,1,1,1,100,,LS,Running,10,110,10\n")
+    base = ["simulate", "--trace", str(trace), "--gpu-product", "NVIDIA-A100-SXM4-80GB", "--nodes", "1"]
+    args = [*base, "--gpus-per-node", "1", "--baseline", "naive", "-o", "json"]
+    assert main([*args, "--layouts", "maximal"]) == ExitCode.OK
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["layouts"] == "maximal" and doc["results"][0]["revisions"] == 1
+    assert doc["results"][0]["nonMaximalLayouts"] == 0
+    assert main(args) == ExitCode.OK
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["layouts"] == "fewest" and doc["results"][0]["revisions"] == 2
+    assert main([*args, "--layouts", "dense"]) == ExitCode.USAGE
+    assert main([*base, "--mode", "fill", "--layouts", "maximal"]) == ExitCode.USAGE
+    assert "--layouts: only for --mode replay" in capsys.readouterr().err
+
+
+def _contended_trace(seed: int, n: int = 300) -> list[TracePod]:
+    """``n`` pods of every size class (1g to whole GPUs, some asking for 2 GPUs), arriving faster than
+    2 nodes x 2 GPUs serve them; seeded."""
+    import random
+
+    rng = random.Random(seed)
+    out = []
+    at = 0.0
+    for k in range(n):
+        at += rng.expovariate(1 / 120)
+        milli = rng.choice([100, 100, 200, 400, 500, 1000])
+        num = 2 if milli == 1000 and rng.random() < 0.2 else 1
+        out.append(pod(f"p{k}", at, rng.uniform(300, 3000), milli=milli, num=num))
+    return out
+
+
+@pytest.mark.parametrize("baseline", ["naive", "default"])
+def test_every_layout_the_replay_carves_is_maximal(baseline: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``layouts="maximal"``: on a seeded contended trace (naive's p95 wait > 0) every layout the MIG
+    manager applies,
+    recorded at each apply independently of the ``nonMaximalLayouts`` counter, is maximal (no catalog
+    layout holds it and one instance more), and the counter says 0."""
+    assert A100 is not None
+    applied: list[dict[str, int]] = []
+    original = _Run._reconfigured
+
+    def spy(self: _Run, node: int, now: float) -> None:
+        applied.extend(self.applying[node].values())
+        original(self, node, now)
+
+    monkeypatch.setattr(_Run, "_reconfigured", spy)
+    trace = _contended_trace(3)
+    s = Settings(nodes=2, gpus_per_node=2, layouts=MAXIMAL)
+    res = simulate(trace, A100, s, baseline, NAIVE)
+    if baseline == "naive":
+        assert res.percentile(None, 95)[0] > 0  # contended
+    assert res.reconfigurations > 0 and applied
+    assert [lay for lay in applied if not engine.maximal(A100, tuple(sorted(lay.items())))] == []
+    assert res.non_maximal == 0

@@ -31,6 +31,7 @@ from compiler.simulate.engine import (
     DEMAND_MODELS,
     DRAIN_SCOPES,
     EVICTION_MODELS,
+    LAYOUT_RULES,
     Settings,
     simulate,
 )
@@ -67,6 +68,7 @@ REPLAY_ONLY = (
     "max_wait",
     "idle_pass",
     "drain_scope",
+    "layouts",
 )
 
 
@@ -198,6 +200,15 @@ REPLAY_ONLY = (
     "nothing in the API maps a pod to a GPU); gpu, only the pods on GPUs whose layout changes (static "
     "DRA nodes; the MIG manager skips unchanged GPUs). The node is cordoned either way (docs/simulate.md).",
 )
+@click.option(
+    "--layouts",
+    default="fewest",
+    show_default=True,
+    type=click.Choice(LAYOUT_RULES),
+    help="The layout a re-carve gives a GPU: fewest, the catalog layout serving the most of its need "
+    "with the fewest slices (may leave slices dark); maximal, a maximal layout whose extra instances "
+    "are spare room for what the fleet wants most (docs/simulate.md, bench/RESULTS.md Round 12).",
+)
 @result_format_option(list(FORMATS), "Format of the results.")
 @ignore_option
 def command(
@@ -224,6 +235,7 @@ def command(
     max_wait: str | None,
     idle_pass: bool,
     drain_scope: str,
+    layouts: str,
     fmt: str,
     ignore: tuple[str, ...],  # applied where diagnostics are printed (_common.emit_diagnostics)
 ) -> int:
@@ -280,6 +292,7 @@ def command(
         max_wait_seconds=wait_s,
         idle_pass=idle_pass,
         drain_scope=drain_scope,
+        layouts=layouts,
     )
     chosen = BASELINES if baseline == "all" else (baseline,)
     results = []

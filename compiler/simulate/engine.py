@@ -46,6 +46,13 @@ Model (documented in docs/simulate.md):
   slice-weighted shortage (the demand the fleet cannot serve plus what that GPU served), if that
   beats its current layout. Once a node changes (it drains anyway), its GPUs that serve nothing of
   the demand get the layout serving the most of the whole demand: one drain instead of several later.
+  A GPU's new layout is the catalog layout serving the most of its need, ties to fewer slices
+  (``Settings.layouts`` "fewest", the default; it may leave slices dark, e.g. a lone 4g.40gb). With
+  "maximal" every layout it carves is maximal (:func:`_carve_layout`): among the layouts that serve a GPU's
+  need equally, one where no further instance fits, its spare room given to the profiles the
+  fleet-wide demand wants most (smaller first on a tie). The spare room is real capacity (pods bind
+  to it) but the cover plans without it (``_Fleet.spare``): it neither counts as serving the demand
+  (so it makes no other GPU look unneeded) nor as declared capacity for the default loop's sizing.
 * **Policies** (``--baseline``): ``naive`` makes a new revision whenever the latest one leaves a pod
   without capacity (no gate at all: the rollout gate is ``migc recommend``'s own); ``default`` runs
   the recommend loop every ``interval``, sized as ``migc recommend`` sizes from its history (the
@@ -107,6 +114,7 @@ EVICTION_MODELS = ("restart", "resume")
 DEMAND_MODELS = ("now", "peak", "history")
 SURPLUS_MODELS = h.SURPLUS_MODELS  # Settings.surplus
 DRAIN_SCOPES = dis.DRAIN_SCOPES  # Settings.drain_scope
+LAYOUT_RULES = ("fewest", "maximal")  # Settings.layouts
 # controller/settings.py Settings.drain.grace_timeout (one constant, shared with migc recommend)
 DRAIN_GRACE_SECONDS = dis.DRAIN_GRACE_SECONDS
 # controller/settings.py Settings.failures' defaults, read from the one module both sides import:
@@ -161,6 +169,11 @@ class Settings:
     # NVIDIA/mig-parted@bd7160f4 cmd/nvidia-mig-parted/apply/config.go:92-95). Both cordon the node
     # from admission until it is Idle again (_Run._blocking)
     drain_scope: str = "node"
+    # which layout the replay's cover carves on a GPU for its need (docs/simulate.md): "fewest", the
+    # catalog layout serving the most of the need, ties to fewer slices (may leave slices dark, e.g. a
+    # lone 4g.40gb); "maximal", a maximal layout whose extra instances are spare room (_carve_layout;
+    # measured in bench/RESULTS.md Round 12: not the default, it loses a contended cell's target)
+    layouts: str = "fewest"
 
 
 @dataclass
@@ -253,6 +266,10 @@ class _Fleet:
         n = s.nodes * s.gpus_per_node
         self.layout: list[Layout] = [dict(layout) for _ in range(n)]  # deployed
         self.target: list[Layout] = [dict(layout) for _ in range(n)]  # the latest revision wants
+        # per GPU, the instances of its target carved as spare room (_carve_layout's extras), not for
+        # the demand: no Workload asks for them, so the default loop's sizing does not count them
+        # as declared (Fleet.declared)
+        self.spare: list[Layout] = [{} for _ in range(n)]
         self.busy: list[Layout] = [{} for _ in range(n)]
         self.state = [IDLE] * s.nodes
         self.slices = {p.name: p.compute_slices for p in model.profiles}
@@ -262,6 +279,9 @@ class _Fleet:
 
     def gpus(self, node: int) -> range:
         return range(node * self.s.gpus_per_node, (node + 1) * self.s.gpus_per_node)
+
+    def gpus_all(self) -> range:
+        return range(len(self.target))
 
     def wanted(self, node: int) -> dict[int, Layout]:
         """The node's GPUs whose target differs from their deployed layout, with the target."""
@@ -279,10 +299,32 @@ class _Fleet:
                 out[p] = out.get(p, 0) + c
         return out
 
+    def planned(self, gpu: int) -> Layout:
+        """The GPU's target layout less its spare room: the instances the cover planned it for."""
+        if not self.spare[gpu]:
+            return self.target[gpu]  # Settings.layouts "fewest": never any spare room
+        return _minus(self.target[gpu], self.spare[gpu])
+
+    def declared(self) -> Layout:
+        """:meth:`capacity` less the spare room (``spare``): what the Workloads of the latest revision
+        would declare. migc recommend's proposal declares the sized replicas and the solver may carve
+        more (its fill level); the replay's revision is its layouts, so the instances carved only to
+        fill a GPU are taken out here."""
+        if not any(self.spare):
+            return self.capacity()
+        out: Layout = {}
+        for gi in range(len(self.target)):
+            for p, c in self.planned(gi).items():
+                out[p] = out.get(p, 0) + c
+        return out
+
 
 @functools.lru_cache(maxsize=200_000)
 def _best_layout(model: GpuModel, need: tuple[tuple[str, int], ...]) -> tuple[tuple[str, int], ...]:
-    """The catalog layout serving the most slice-weighted ``need`` (ties: fewer slices, then sorted)."""
+    """The catalog layout serving the most slice-weighted ``need`` (ties: fewer slices, then sorted).
+
+    The replay's cover carves with it under ``Settings.layouts`` "fewest" (the default), and
+    ``static-optimal`` (:func:`optimal_static`) always; "maximal" carves with :func:`_carve_layout`."""
     slices = {p.name: p.compute_slices for p in model.profiles}
     want = dict(need)
     best: tuple[int, int, tuple[tuple[str, int], ...]] | None = None
@@ -290,6 +332,46 @@ def _best_layout(model: GpuModel, need: tuple[tuple[str, int], ...]) -> tuple[tu
         value = sum(min(c, want.get(p, 0)) * slices[p] for p, c in lay.profiles)
         used = sum(c * slices[p] for p, c in lay.profiles)
         cand = (value, -used, lay.profiles)
+        if best is None or cand[:2] > best[:2]:
+            best = cand
+    return best[2] if best else ()
+
+
+def _rank(model: GpuModel, demand: Mapping[str, int]) -> tuple[str, ...]:
+    """The model's profiles in the order :func:`_carve_layout` gives them a GPU's spare room: the most
+    wanted by ``demand`` (instances, fleet-wide) first, then the smaller (fewer compute slices), then
+    by name; profiles ``demand`` does not want come last, smallest first."""
+    usable = [p for p in model.profiles if not p.media_extensions]  # enumerate_layouts carries no +me
+    usable.sort(key=lambda p: (-max(0, demand.get(p.name, 0)), p.compute_slices, p.name))
+    return tuple(p.name for p in usable)
+
+
+@functools.lru_cache(maxsize=200_000)
+def _carve_layout(
+    model: GpuModel, need: tuple[tuple[str, int], ...], rank: tuple[str, ...]
+) -> tuple[tuple[str, int], ...]:
+    """The layout the replay carves on a GPU for ``need``: a **maximal** catalog layout (no dark
+    slice: no catalog layout holds it and one instance more, :func:`maximal`) among those serving the
+    most slice-weighted ``need``; its instances beyond ``need`` (the extras, filling the room ``need``
+    leaves) go to the profiles in ``rank`` order (:func:`_rank` of the fleet-wide demand the cover
+    works for: the profile the demand wants most first, the smaller first on a tie), compared
+    lexicographically: as many extras of the first profile as fit, then of the next; then the sorted
+    layout. No slice is left dark for a later pod: every instance that still fits is carved, for the
+    profile most likely to be asked for. The replay's policies reserve no capacity (neither
+    PartitionPolicy nor a Workload has a reservation field; a NodePool's ``reserveWholeGpus`` /
+    ``reserveWholeNodes`` are the solver's, and the replay's fleet has none), so every layout it
+    carves is maximal. The extras are the GPU's *spare room* (:func:`cover`: carved, not planned
+    with)."""
+    slices = {p.name: p.compute_slices for p in model.profiles}
+    want = dict(need)
+    best: tuple[int, tuple[int, ...], tuple[tuple[str, int], ...]] | None = None
+    for lay in enumerate_layouts(model):
+        if not maximal(model, lay.profiles):
+            continue  # a maximal superset serves the need at least as well
+        have = dict(lay.profiles)
+        value = sum(min(c, want.get(p, 0)) * slices[p] for p, c in lay.profiles)
+        extras = tuple(max(0, have.get(p, 0) - want.get(p, 0)) for p in rank)
+        cand = (value, extras, lay.profiles)
         if best is None or cand[:2] > best[:2]:
             best = cand
     return best[2] if best else ()
@@ -330,6 +412,7 @@ def cover(
     mix: Layout | None = None,
     keep: Callable[[int], float] | None = None,
     frozen: Collection[int] = (),
+    spare: dict[int, Layout] | None = None,
 ) -> tuple[dict[int, Layout], Layout]:
     """GPUs to re-carve (gpu → new layout) and the resulting capacity; see the module docstring.
 
@@ -345,6 +428,15 @@ def cover(
     the GPU-seconds a GPU's change would evict; each node's new layouts are then mapped onto its GPUs
     so that busy GPUs keep their layouts where the node's new multiset still holds them
     (:func:`_keep_busy`). ``frozen``: GPUs left as they are (their capacity still counts).
+    ``spare``: when given, filled with each changed GPU's spare room (the instances of its new layout
+    beyond the need it was carved for, :func:`_carve_layout`), for :meth:`_Fleet.declared`.
+
+    The cover plans with each GPU's *planned* layout (:meth:`_Fleet.planned`: its layout less its
+    spare room) and the planned capacity: spare room serves pods (the scheduler binds to it) but is
+    not counted as serving the demand here, so a GPU whose planned instances are needed is not
+    mistaken for one that serves nothing (and batch-re-carved) because another GPU's spare room holds
+    the same profile. A GPU changes only when its whole layout changes; the changes returned are
+    whole layouts and the capacity returned includes the spare room.
     """
     want = dict(demand)
     for p, n in (extra or {}).items():
@@ -353,7 +445,13 @@ def cover(
     for pod in big:
         c.place_big(pod)
     c.per_gpu(mix)
-    return c.changes, {p: n for p, n in c.cap.items() if n}
+    if spare is not None:
+        spare.update({gi: c.spare.get(gi, {}) for gi in c.changes})
+    cap = dict(c.cap)  # planned capacity; the spare room is real capacity too
+    for gi in fleet.gpus_all():
+        for p, n in (c.spare.get(gi, {}) if gi in c.changes else fleet.spare[gi]).items():
+            cap[p] = cap.get(p, 0) + n
+    return {gi: c.real(gi) for gi in c.changes}, {p: n for p, n in cap.items() if n}
 
 
 class _Cover:
@@ -375,14 +473,22 @@ class _Cover:
         self.want = want
         self.keep = keep
         self.frozen = set(frozen)
-        self.cap = fleet.capacity()
-        self.changes: dict[int, Layout] = {}
+        self.cap = fleet.declared()  # planned capacity: the spare room is left out (see cover)
+        self.changes: dict[int, Layout] = {}  # planned layouts (their spare room in ``spare``)
+        self.spare: dict[int, Layout] = {}  # changed GPU → its spare room (_carve_layout's extras)
         self.taken: set[int] = set()  # GPUs given to a multi-GPU pod
         # GPUs not given to one yet (nor frozen)
         self.room = {node: sum(1 for gi in fleet.gpus(node) if gi not in self.frozen) for node, _ in order}
 
     def lay(self, gi: int) -> Layout:
-        return self.changes.get(gi, self.fleet.target[gi])
+        """The GPU's planned layout so far (its spare room left out)."""
+        return self.changes[gi] if gi in self.changes else self.fleet.planned(gi)
+
+    def real(self, gi: int) -> Layout:
+        """The GPU's layout so far, spare room included."""
+        if gi in self.changes:
+            return _plus(self.changes[gi], self.spare.get(gi, {}))
+        return dict(self.fleet.target[gi])
 
     def place_big(self, pod: BigPod) -> None:
         """``pod.count`` full GPUs on one node: idle ones if a node has enough, else the first
@@ -430,7 +536,7 @@ class _Cover:
                 after,
                 node_changes.keys(),
                 pod.benefit,
-                _node_after(fleet, node, lay, node_changes),
+                _node_after(fleet, node, self.real, node_changes),
             ):
                 continue
             self.changes.update(node_changes)
@@ -451,22 +557,45 @@ class _Cover:
             if not short:
                 break
             fixed = self.taken | self.frozen if self.frozen else self.taken
-            node_cap, node_changes = _cover_node(
+            node_cap, node_changes, node_spare = _cover_node(
                 fleet, node, want, dict(rest), short, lay, fixed, mix, per_gpu_drain=self.keep is not None
             )
             if not node_changes:
                 continue
             if self.keep is not None:
-                node_changes = _keep_busy(fleet, node, lay, node_changes, fixed, self.keep)
+                moved = _keep_busy(fleet, node, lay, node_changes, fixed, self.keep)
+                # the spare room goes with its layout (the first changed GPU carved to it)
+                by_key: dict[tuple[tuple[str, int], ...], list[Layout]] = {}
+                for gi, new in sorted(node_changes.items()):
+                    by_key.setdefault(_key(new), []).append(node_spare.get(gi, {}))
+                node_spare = {
+                    gi: by_key[_key(new)].pop(0) if by_key.get(_key(new)) else {} for gi, new in moved.items()
+                }
+                node_changes = moved
+            real = {gi: _plus(new, node_spare.get(gi, {})) for gi, new in node_changes.items()}
             if self.weigh is not None and not self.weigh(
-                node, rest, node_cap, node_changes.keys(), 0.0, _node_after(fleet, node, lay, node_changes)
+                node, rest, node_cap, node_changes.keys(), 0.0, _node_after(fleet, node, self.real, real)
             ):
                 continue  # what the drain is expected to destroy outweighs what the change serves
             for gi, new in node_changes.items():
                 _replace(self.cap, lay(gi), new)
             rest = node_cap
             self.changes.update(node_changes)
+            self.spare.update(node_spare)
             short = _short(want, rest)
+
+
+def _minus(a: Mapping[str, int], b: Mapping[str, int]) -> Layout:
+    """The instances of ``a`` not in ``b``, per profile."""
+    return {p: c - b.get(p, 0) for p, c in a.items() if c > b.get(p, 0)}
+
+
+def _plus(a: Mapping[str, int], b: Mapping[str, int]) -> Layout:
+    """The instances of ``a`` and ``b`` together, per profile."""
+    out = dict(a)
+    for p, c in b.items():
+        out[p] = out.get(p, 0) + c
+    return out
 
 
 def _keep_busy(
@@ -535,8 +664,9 @@ def _cover_node(
     taken: set[int],
     mix: Layout | None = None,
     per_gpu_drain: bool = False,
-) -> tuple[Layout, dict[int, Layout]]:
-    """Re-carve one node's GPUs greedily against the shortage; the new capacity and the changes.
+) -> tuple[Layout, dict[int, Layout], dict[int, Layout]]:
+    """Re-carve one node's GPUs greedily against the shortage; the new capacity, the changes and
+    each changed GPU's spare room (its new layout's instances beyond the need it was carved for).
 
     ``lay``: a GPU's layout so far; ``taken``: GPUs kept for multi-GPU pods (left alone);
     ``per_gpu_drain`` (``drain_scope="gpu"``, where only the changed GPUs are drained): among GPUs
@@ -555,6 +685,11 @@ def _cover_node(
         ),
     )
     changes: dict[int, Layout] = {}
+    extras: dict[int, Layout] = {}
+    # Settings.layouts "maximal": every layout carved is maximal, its extras spare room; "fewest"
+    # (the default): the layout serving the most of the need, ties to fewer slices (no spare room)
+    carve_maximal = fleet.s.layouts == "maximal"
+    rank = _rank(fleet.model, want) if carve_maximal else ()  # who gets a GPU's spare room
     for gi in gpus:
         if not short:
             break
@@ -565,11 +700,19 @@ def _cover_node(
         for p, n in lost.items():
             if n:
                 need[p] = need.get(p, 0) + n
-        new = dict(_best_layout(fleet.model, _key(need)))
+        if carve_maximal:
+            new = dict(_carve_layout(fleet.model, _key(need), rank))
+        else:
+            new = dict(_best_layout(fleet.model, _key(need)))
         gain = sum(min(c, need.get(p, 0)) * slices[p] for p, c in new.items())
         keep = sum(n * slices[p] for p, n in lost.items())
         if gain <= keep or new == old:
             continue
+        if carve_maximal:
+            if new == _plus(old, fleet.spare[gi]):
+                continue  # its layout already (the need now takes some of its spare room)
+            extras[gi] = _minus(new, need)
+            new = _minus(new, extras[gi])  # planned: the spare room is not counted (see cover)
         changes[gi] = new
         spare = _swap(cap, old, new, want)
         short = _short(want, cap)
@@ -577,6 +720,7 @@ def _cover_node(
         # The node is drained anyway: also re-carve its GPUs that serve nothing of the demand to
         # the layout serving the most of the whole demand (batching: one drain instead of several)
         whole_mix = _key(want if mix is None else mix)
+        mix_rank = _rank(fleet.model, dict(whole_mix)) if carve_maximal else ()
         for gi in gpus:
             if gi in changes:
                 continue
@@ -585,12 +729,19 @@ def _cover_node(
                 continue
             if per_gpu_drain and any(fleet.busy[gi].values()):
                 continue
-            new = dict(_best_layout(fleet.model, whole_mix))
-            if new == old:
-                continue
+            if not carve_maximal:
+                new = dict(_best_layout(fleet.model, whole_mix))
+                if new == old:
+                    continue
+            else:
+                new = dict(_carve_layout(fleet.model, whole_mix, mix_rank))
+                if new == _plus(old, fleet.spare[gi]):
+                    continue
+                extras[gi] = _minus(new, dict(whole_mix))
+                new = _minus(new, extras[gi])
             changes[gi] = new
             spare = _swap(cap, old, new, want)
-    return cap, changes
+    return cap, changes, extras
 
 
 def balanced_layout(model: GpuModel) -> Layout:
@@ -870,7 +1021,7 @@ class _Run:
         for w in waiting:
             if w.late:
                 late[w.profile] = late.get(w.profile, 0) + 1
-        cap = self.fleet.capacity()
+        cap = self.fleet.declared()
         out: Layout = {}
         peaks, whole = self.keep
         for key in sorted(set(stats) | set(peaks)):
@@ -1085,7 +1236,9 @@ class _Run:
 
     # ---- rollout (controller/reconciler: admission → drain → apply) -----------------------------------
 
-    def apply(self, changes: dict[int, Layout], now: float) -> None:
+    def apply(
+        self, changes: dict[int, Layout], now: float, spare: Mapping[int, Layout] | None = None
+    ) -> None:
         """A new revision: the changed GPUs get their new target layout, and the controller acts.
 
         Nodes in flight are re-targeted as the controller does (``Step.retarget``,
@@ -1100,6 +1253,7 @@ class _Run:
         nodes = sorted({fleet.node(gi) for gi in changes})
         for gi, lay in changes.items():
             fleet.target[gi] = lay
+            fleet.spare[gi] = dict((spare or {}).get(gi, {}))
         for node in nodes:
             self.node_last_change[f"node-{node}"] = EPOCH + dt.timedelta(seconds=now)
             self.change_log.append(EPOCH + dt.timedelta(seconds=now))
@@ -1397,7 +1551,10 @@ class _Run:
         # drain_scope "gpu": the GPUs with a pod on them are left as they are (their re-carve would
         # evict it); the idle GPUs of a busy node are re-carved like an idle node's
         frozen = [gi for n, _ in idle for gi in fleet.gpus(n) if any(fleet.busy[gi].values())]
-        changes, _ = cover(fleet, self.now_demand, idle, big=self.big_pods(now), mix=mix, frozen=frozen)
+        spare: dict[int, Layout] = {}
+        changes, _ = cover(
+            fleet, self.now_demand, idle, big=self.big_pods(now), mix=mix, frozen=frozen, spare=spare
+        )
         if not changes:
             return False
         when = EPOCH + dt.timedelta(seconds=now)
@@ -1413,7 +1570,7 @@ class _Run:
         ]
         if all(c.passed for c in checks):
             res.idle_recarves += 1
-            self.apply(changes, now)
+            self.apply(changes, now, spare)
             self.last_proposal = now
             return True
         return False
@@ -1450,8 +1607,9 @@ class _Run:
             want[p] = want.get(p, 0) + n
         order = self.node_order(now)
         weigh = self._weigh(now, want) if self.s.disruption == "expected" else None
+        spare: dict[int, Layout] = {}
         changes, new_cap = cover(
-            fleet, d, order, extra, weigh, self.big_pods(now), keep=self._gpu_evicts(now)
+            fleet, d, order, extra, weigh, self.big_pods(now), keep=self._gpu_evicts(now), spare=spare
         )
         if not changes:
             return
@@ -1488,7 +1646,7 @@ class _Run:
         for name in failed:
             res.blocked[name] = res.blocked.get(name, 0) + 1
         if not failed:
-            self.apply(changes, now)
+            self.apply(changes, now, spare)
             self.last_proposal = now
 
     def held_check(self, now: float) -> None:
@@ -1607,15 +1765,17 @@ class _Run:
             ):
                 # no gate at all, not even migc recommend's rollout gate: a new revision whenever
                 # the latest one leaves a pod without capacity; nodes in flight are re-targeted
+                spare: dict[int, Layout] = {}
                 changes, _ = cover(
                     self.fleet,
                     self.now_demand,
                     self.node_order(t),
                     big=self.big_pods(t),
                     keep=self._gpu_evicts(t),
+                    spare=spare,
                 )
                 if changes:
-                    self.apply(changes, t)
+                    self.apply(changes, t, spare)
                     self.schedule(t)
 
 
@@ -1632,6 +1792,8 @@ def simulate(
     ``static-peak``/``static-average`` (default: the shipped catalog)."""
     if s.drain_scope not in DRAIN_SCOPES:
         raise ValueError(f"drain scope {s.drain_scope!r}: expected one of {', '.join(DRAIN_SCOPES)}")
+    if s.layouts not in LAYOUT_RULES:
+        raise ValueError(f"layouts {s.layouts!r}: expected one of {', '.join(LAYOUT_RULES)}")
     pods = _trace_pods(trace, model, s)
     start = min((p.arrival for p in pods), default=0.0)
     end_arrival = max((p.arrival for p in pods), default=0.0)

@@ -105,6 +105,7 @@ class Replay:
             "maxUnavailable": s.max_unavailable,
             "idlePass": s.idle_pass,
             "drainScope": s.drain_scope,
+            "layouts": s.layouts,
             "ignoredColumns": dict(self.ignored),
             "results": [result_dict(r) for r in self.results],
         }
@@ -120,6 +121,7 @@ class Replay:
             f"maxUnavailable {s.max_unavailable}; "
             f"disruption rule {s.disruption}; failure rate {s.failure_rate:g}"
             + ("" if s.drain_scope == "node" else f"; drain scope {s.drain_scope}")
+            + ("" if s.layouts == "fewest" else f"; layouts {s.layouts}")
         )
 
 

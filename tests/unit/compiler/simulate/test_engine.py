@@ -3,7 +3,8 @@ by hand, and the Result's statistics (censored percentiles, rates) on hand-made 
 
 A100-SXM4-80GB; a pod of 100 milli-GPU maps to 1g.10gb (size class "1g"). The recarving policies
 (naive, default) have their own scenario tests in tests/test_simulate.py; here the static and per-pod
-baselines, whose answers do not depend on the recommend loop.
+baselines, whose answers do not depend on the recommend loop, and the layout the cover carves on a GPU
+(``Settings.layouts``: "fewest", the default, or "maximal", its spare room to what the fleet wants most).
 """
 
 from __future__ import annotations
@@ -109,3 +110,71 @@ def test_a_revision_that_failed_on_max_failures_nodes_admits_no_more(failed: int
     run._admit(0.0)
     assert sum(1 for st in fleet.state[failed:] if st != engine.IDLE) == admitted
     assert engine.MAX_FAILURES == 3  # the controller's default, read from controller/defaults.py
+
+
+# ---- issue 22 item 2: with layouts="maximal" every layout the replay carves is maximal (no dark slice) ---
+
+
+def test_a_lone_4g_need_gets_a_maximal_layout_whose_extras_are_the_demanded_small_profile() -> None:
+    """``layouts="maximal"``. 1 node x 2 balanced GPUs (2 x 1g.10gb + 2g.20gb + 3g.40gb each); the
+    demand is one 4g.40gb and
+    one 2g.20gb. The two 2g.20gb already there cover the 2g (one is spare), so GPU 0 (the first of
+    the GPUs that serve nothing short) needs a 4g.40gb alone: 4 of 7 compute slices. The layouts
+    serving it equally that are maximal: 4g + 3g, 4g + 2g + 1g.10gb, 4g + 2g + 1g.20gb,
+    4g + 3 x 1g.10gb, 4g + 1g.20gb + 2 x 1g.10gb, 4g + 2 x 1g.20gb. The demand wants 2g.20gb and
+    4g.40gb once each (the smaller first: 2g.20gb), then nobody wants 1g.10gb (smallest next), so the
+    extras are one 2g.20gb (the most 2g.20gb that fit next to a 4g.40gb: its placements 0, 2, 4, the
+    4g takes 0-3), then one 1g.10gb in the last memory slice: GPU 0 gets 4g + 2g + 1g.10gb, planned
+    for the 4g alone, the 2g and the 1g its spare room. The cover does not count spare room as serving
+    the demand, so GPU 1's 2g.20gb is now the one that serves the 2g demand: GPU 1 serves something,
+    the batching step leaves it alone. Capacity: GPU 0's 3 instances and GPU 1's balanced 4. The old
+    tie rule (fewer slices) carved a lone 4g.40gb on GPU 0 (3 compute slices dark)."""
+    from compiler.simulate import engine
+
+    s = Settings(nodes=1, gpus_per_node=2, layouts="maximal")
+    fleet = engine._Fleet(A100, s, engine.balanced_layout(A100))
+    spare: dict[int, dict[str, int]] = {}
+    changes, cap = engine.cover(fleet, {"4g.40gb": 1, "2g.20gb": 1}, [(0, 0.0)], spare=spare)
+    assert changes == {0: {"4g.40gb": 1, "2g.20gb": 1, "1g.10gb": 1}}
+    assert spare == {0: {"2g.20gb": 1, "1g.10gb": 1}}
+    assert cap == {"4g.40gb": 1, "2g.20gb": 2, "1g.10gb": 3, "3g.40gb": 1}
+    assert all(maximal(A100, tuple(sorted(lay.items()))) for lay in changes.values())
+
+
+def test_the_default_layouts_carve_the_lone_4g_with_no_spare_room() -> None:
+    """The same fleet and demand with the default ``layouts="fewest"`` (main's rule): GPU 0 gets the
+    layout serving its 4g.40gb need with the fewest slices, a lone 4g.40gb (3 compute slices dark, not
+    maximal), no spare room; GPU 1 serves the 2g.20gb and is left alone."""
+    from compiler.simulate import engine
+
+    fleet = engine._Fleet(A100, Settings(nodes=1, gpus_per_node=2), engine.balanced_layout(A100))
+    spare: dict[int, dict[str, int]] = {}
+    changes, cap = engine.cover(fleet, {"4g.40gb": 1, "2g.20gb": 1}, [(0, 0.0)], spare=spare)
+    assert changes == {0: {"4g.40gb": 1}}
+    assert spare == {0: {}}
+    assert cap == {"4g.40gb": 1, "2g.20gb": 1, "1g.10gb": 2, "3g.40gb": 1}
+    assert not maximal(A100, (("4g.40gb", 1),))
+
+
+@pytest.mark.parametrize(
+    ("demand", "layout"),
+    [
+        # extras to the profile wanted most (instances), smaller first on a tie
+        ({"4g.40gb": 1, "1g.10gb": 5}, {"4g.40gb": 1, "1g.10gb": 3}),
+        ({"4g.40gb": 1, "3g.40gb": 4, "1g.10gb": 2}, {"4g.40gb": 1, "3g.40gb": 1}),
+        # nothing else wanted: the smallest profile fills the room (3 of 1g.10gb at slots 4, 5, 6)
+        ({"4g.40gb": 1}, {"4g.40gb": 1, "1g.10gb": 3}),
+    ],
+)
+def test_the_spare_room_goes_to_what_the_fleet_wants_most(
+    demand: dict[str, int], layout: dict[str, int]
+) -> None:
+    """``_carve_layout`` for a need of one 4g.40gb (4 compute slices, memory slices 0-3): the room
+    left (3 compute, 4 memory slices at 4-7) goes, profile by profile in ``_rank`` order of the
+    fleet-wide demand, to as many instances as fit: 3 x 1g.10gb (starts 4, 5, 6; 1g.10gb has no start
+    at 7), or one 3g.40gb (start 4)."""
+    from compiler.simulate import engine
+
+    need = (("4g.40gb", 1),)
+    got = dict(engine._carve_layout(A100, need, engine._rank(A100, demand)))
+    assert got == layout and maximal(A100, tuple(sorted(got.items())))

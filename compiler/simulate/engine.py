@@ -700,21 +700,13 @@ def _cover_node(
         for p, n in lost.items():
             if n:
                 need[p] = need.get(p, 0) + n
-        if carve_maximal:
-            new = dict(_carve_layout(fleet.model, _key(need), rank))
-        else:
-            new = dict(_best_layout(fleet.model, _key(need)))
-        gain = sum(min(c, need.get(p, 0)) * slices[p] for p, c in new.items())
-        keep = sum(n * slices[p] for p, n in lost.items())
-        if gain <= keep or new == old:
+        carved = _carve_for_need(fleet, gi, old, need, lost, rank, carve_maximal)
+        if carved is None:
             continue
+        changes[gi], extra = carved
         if carve_maximal:
-            if new == _plus(old, fleet.spare[gi]):
-                continue  # its layout already (the need now takes some of its spare room)
-            extras[gi] = _minus(new, need)
-            new = _minus(new, extras[gi])  # planned: the spare room is not counted (see cover)
-        changes[gi] = new
-        spare = _swap(cap, old, new, want)
+            extras[gi] = extra
+        spare = _swap(cap, old, changes[gi], want)
         short = _short(want, cap)
     if changes:
         # The node is drained anyway: also re-carve its GPUs that serve nothing of the demand to
@@ -729,19 +721,62 @@ def _cover_node(
                 continue
             if per_gpu_drain and any(fleet.busy[gi].values()):
                 continue
-            if not carve_maximal:
-                new = dict(_best_layout(fleet.model, whole_mix))
-                if new == old:
-                    continue
-            else:
-                new = dict(_carve_layout(fleet.model, whole_mix, mix_rank))
-                if new == _plus(old, fleet.spare[gi]):
-                    continue
-                extras[gi] = _minus(new, dict(whole_mix))
-                new = _minus(new, extras[gi])
-            changes[gi] = new
-            spare = _swap(cap, old, new, want)
+            carved = _carve_for_mix(fleet, gi, old, whole_mix, mix_rank, carve_maximal)
+            if carved is None:
+                continue
+            changes[gi], extra = carved
+            if carve_maximal:
+                extras[gi] = extra
+            spare = _swap(cap, old, changes[gi], want)
     return cap, changes, extras
+
+
+def _carve_for_need(
+    fleet: _Fleet,
+    gi: int,
+    old: Layout,
+    need: Layout,
+    lost: Layout,
+    rank: tuple[str, ...],
+    carve_maximal: bool,
+) -> tuple[Layout, Layout] | None:
+    """GPU ``gi``'s new planned layout for ``need`` and its spare room, or None where the change
+    serves no more than what the GPU serves now (``lost``) or leaves it as it is."""
+    slices = fleet.slices
+    if carve_maximal:
+        new = dict(_carve_layout(fleet.model, _key(need), rank))
+    else:
+        new = dict(_best_layout(fleet.model, _key(need)))
+    gain = sum(min(c, need.get(p, 0)) * slices[p] for p, c in new.items())
+    keep = sum(n * slices[p] for p, n in lost.items())
+    if gain <= keep or new == old:
+        return None
+    if not carve_maximal:
+        return new, {}
+    if new == _plus(old, fleet.spare[gi]):
+        return None  # its layout already (the need now takes some of its spare room)
+    extra = _minus(new, need)
+    return _minus(new, extra), extra  # planned: the spare room is not counted (see cover)
+
+
+def _carve_for_mix(
+    fleet: _Fleet,
+    gi: int,
+    old: Layout,
+    whole_mix: tuple[tuple[str, int], ...],
+    mix_rank: tuple[str, ...],
+    carve_maximal: bool,
+) -> tuple[Layout, Layout] | None:
+    """The batching step's new layout for GPU ``gi`` (the most of the whole demand) and its spare
+    room, or None where it already carries it."""
+    if not carve_maximal:
+        new = dict(_best_layout(fleet.model, whole_mix))
+        return None if new == old else (new, {})
+    new = dict(_carve_layout(fleet.model, whole_mix, mix_rank))
+    if new == _plus(old, fleet.spare[gi]):
+        return None
+    extra = _minus(new, dict(whole_mix))
+    return _minus(new, extra), extra
 
 
 def balanced_layout(model: GpuModel) -> Layout:

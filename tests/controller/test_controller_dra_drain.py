@@ -395,8 +395,15 @@ def test_the_emulated_mig_manager_counts_gpus_in_pci_order_not_by_minor(cluster:
     assert "GPU 1: error destroying GPU instance: In use by another client (ml/on-minor-0)" in error, error
     cluster.emu.run(lambda api: api.remove(PODS, "ml", "on-minor-0"))
     cluster.label(NODE, {st.MIG_CONFIG: "dra-all-1g.10gb"})
-    cluster.label(NODE, {st.MIG_CONFIG: GPU1})
     cluster.wait(lambda: cluster.node(NODE)["metadata"]["labels"].get(st.MIG_STATE) == "success")
+    before = cluster.mig.applied[NODE]
+    cluster.label(NODE, {st.MIG_CONFIG: GPU1})
+    # The Run sets `pending` before it applies and `success` after: a changed layout with state
+    # `success` is this Run's end, not the previous one's (which a quick look could still see).
+    cluster.wait(
+        lambda: cluster.mig.applied[NODE] != before
+        and cluster.node(NODE)["metadata"]["labels"].get(st.MIG_STATE) == "success"
+    )
     balanced = (True, (("1g.10gb", 2), ("2g.20gb", 1), ("3g.40gb", 1)))
     assert cluster.mig.applied[NODE][0] == balanced  # by minor: minor 0 is index 1
     assert cluster.mig.applied[NODE][1] == (True, (("1g.10gb", 7),))

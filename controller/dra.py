@@ -404,6 +404,17 @@ class DeviceGpus:
     layouts: Mapping[int, tuple[bool, tuple[tuple[str, int], ...]]] = field(default_factory=dict)
 
 
+@dataclass
+class _Placed:
+    """What :func:`_place` has read so far: each device's GPU (its minor), each minor's one PCI
+    bus id and parent UUID, each MIG device's profile."""
+
+    out: dict[tuple[str, str], int] = field(default_factory=dict)  # (pool, device) -> minor
+    bus: dict[int, str] = field(default_factory=dict)
+    parent: dict[int, str] = field(default_factory=dict)
+    profiles: dict[tuple[str, str], str] = field(default_factory=dict)
+
+
 def device_gpus(slices: Iterable[Any], node: str, gpus: int, driver: str = DRIVER) -> DeviceGpus:
     """Map each device ``node``'s ResourceSlices of ``driver`` publish to the GPU it is on.
 
@@ -430,14 +441,12 @@ def device_gpus(slices: Iterable[Any], node: str, gpus: int, driver: str = DRIVE
             return DeviceGpus({}, problem)
         if pool_name is not None:
             pools.setdefault(pool_name, []).append(raw)
-    out: dict[tuple[str, str], int] = {}
-    profiles: dict[tuple[str, str], str] = {}
-    bus: dict[int, str] = {}
-    parent: dict[int, str] = {}
+    seen = _Placed()
     for pool_name in sorted(pools):
-        why = _place_pool(pool_name, pools[pool_name], gpus, driver, out, bus, parent, profiles)
+        why = _place_pool(pool_name, pools[pool_name], gpus, driver, seen)
         if why is not None:
             return DeviceGpus({}, f"pool {pool_name!r}: {why}")
+    out, profiles, bus = seen.out, seen.profiles, seen.bus
     ordered = [bus[m] for m in sorted(bus)]
     if any(_bus_key(a) >= _bus_key(b) for a, b in itertools.pairwise(ordered)):
         return DeviceGpus({}, "PCI bus ids do not rise with the GPUs' minor numbers")
@@ -472,10 +481,7 @@ def _place_pool(
     members: list[Mapping[str, Any]],
     gpus: int,
     driver: str,
-    out: dict[tuple[str, str], int],
-    bus: dict[int, str],
-    parent: dict[int, str],
-    profiles: dict[tuple[str, str], str],
+    seen: _Placed,
 ) -> str | None:
     """Place every device of the pool's newest generation (:func:`_place`), or say why not."""
     newest = max(int(s["spec"]["pool"]["generation"]) for s in members)
@@ -487,7 +493,7 @@ def _place_pool(
         if not isinstance(listed, list) or len(listed) > MAX_SLICE_DEVICES:
             return "a slice's devices is not a short list"
         for d in listed:
-            why = _place(d, pool_name, gpus, driver, out, bus, parent, profiles)
+            why = _place(d, pool_name, gpus, driver, seen)
             if why is not None:
                 return why
     return None
@@ -501,16 +507,8 @@ def _bus_key(bus_id: str) -> tuple[int, ...]:
 _BUS_ID = re.compile(r"[0-9a-f]{4,8}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]")
 
 
-def _place(
-    d: Any,
-    pool: str,
-    gpus: int,
-    driver: str,
-    out: dict[tuple[str, str], int],
-    bus: dict[int, str],
-    parent: dict[int, str],
-    profiles: dict[tuple[str, str], str],
-) -> str | None:
+def _place(d: Any, pool: str, gpus: int, driver: str, seen: _Placed) -> str | None:
+    out, bus, parent, profiles = seen.out, seen.bus, seen.parent, seen.profiles
     name = d.get("name") if isinstance(d, Mapping) else None
     attrs = d.get("attributes") if isinstance(d, Mapping) else None
     if not isinstance(name, str) or not isinstance(attrs, Mapping):

@@ -13,7 +13,7 @@ from typing import Any
 
 from kubernetes import client
 
-from controller.errors import PermanentError, translate
+from controller.errors import PermanentError, TemporaryError, translate
 
 MERGE_PATCH = "application/merge-patch+json"
 USER_AGENT = "migc-controller/0.1"
@@ -59,7 +59,10 @@ class Kube:
             return json.loads(data)
         except (ValueError, RecursionError) as exc:
             if max_bytes is None:
-                raise
+                # An API server answers JSON: a body that is not (a proxy's error page, a cut
+                # connection) is a fault of the path, retried like a 5xx, never a bare ValueError
+                # that no caller's error handling expects.
+                raise TemporaryError(f"{what}: the answer is not JSON") from exc
             raise PermanentError(f"{what}: the answer is not JSON") from exc
 
     # --- reads -------------------------------------------------------------------------------

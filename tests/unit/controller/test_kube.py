@@ -79,6 +79,19 @@ def test_reads_return_plain_json_and_errors_are_translated(monkeypatch: pytest.M
     assert all(kw["_request_timeout"] == kube.request_timeout for _, _, kw in api.calls)
 
 
+def test_an_answer_that_is_not_json_is_a_temporary_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A proxy's HTML error page where the API server's JSON was expected: retried like a 5xx (the
+    step backs off), not a ValueError past every ``except ControllerError``."""
+
+    class _Html:
+        data = b"<html><body>502 Bad Gateway</body></html>"
+
+    kube = _kube()
+    monkeypatch.setattr(kube, "core", type("Api", (), {"list_node": lambda self, **kw: _Html()})())
+    with pytest.raises(TemporaryError, match="list nodes: the answer is not JSON"):
+        kube.list_nodes()
+
+
 def test_pods_of_a_node_are_filtered_again_client_side(monkeypatch: pytest.MonkeyPatch) -> None:
     kube = _kube()
     listed = {"items": [{"spec": {"nodeName": "n0"}, "n": 1}, {"spec": {"nodeName": "n1"}, "n": 2}, {"n": 3}]}

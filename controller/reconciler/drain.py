@@ -135,58 +135,71 @@ def per_gpu(ctx: Context, step: Step, pool: DraPool, pods: list[Pod]) -> list[Po
     """
     node = step.node
     since = node.since() or step.now
-    key = ("drain-all", node.name, since)
-    gpus = _gpu_count(node)
-    if gpus is None:
-        ctx.once(key, logging.INFO, "draining every GPU pod", node=node.name, why=f"no {GPU_COUNT} label")
+    known = _where(ctx, step, pool)
+    if isinstance(known, str):
+        key = ("drain-all", node.name, since)
+        ctx.once(key, logging.INFO, "draining every GPU pod", node=node.name, why=known)
         return pods
-    try:
-        slices = ctx.kube.list_resource_slices(node.name, pool.driver)
-    except PermanentError as exc:
-        # Forbidden, too many slices, ...: retrying would keep the node cordoned in Draining
-        # with its timeouts never looked at. A TemporaryError is raised: the step is retried.
-        ctx.once(key, logging.INFO, "draining every GPU pod", node=node.name, why=str(exc)[:300])
-        return pods
-    located = device_gpus(slices, node.name, gpus, pool.driver)
-    if located.problem is not None:
-        why = f"which GPU holds which device is not known: {located.problem}"
-        ctx.once(key, logging.INFO, "draining every GPU pod", node=node.name, why=why)
-        return pods
-    changing, why = _changing(ctx, step, gpus, located.layouts)
-    if changing is None:
-        ctx.once(key, logging.INFO, "draining every GPU pod", node=node.name, why=why)
-        return pods
+    located, changing = known
     out: list[Pod] = []
     kept: list[str] = []
     why_drained: list[str] = []
     for pod in pods:
-        reason = _blocks(ctx, pod, pool.driver, located.gpus, changing)
+        reason = _blocks(ctx, pod, pool.driver, located, changing)
         if reason is None:
             kept.append("/".join(podlib.ref(pod)))
         else:
             out.append(pod)
             why_drained.append(f"{'/'.join(podlib.ref(pod))}: {reason}")
-    if why_drained:
-        ctx.once(
-            ("drained-pods", node.name, since, tuple(sorted(why_drained))),
-            logging.INFO,
-            "draining pods that hold devices on GPUs that change, or whose devices are not known",
-            node=node.name,
-            pods=sorted(why_drained)[:MAX_LISTED],
-            drained=len(why_drained),
-            changing_gpus=sorted(changing),
-        )
-    if kept:
-        ctx.once(
-            ("kept-pods", node.name, since, tuple(sorted(kept))),
-            logging.INFO,
-            "not draining pods whose devices are on GPUs the new layout leaves alone",
-            node=node.name,
-            pods=sorted(kept)[:MAX_LISTED],
-            kept=len(kept),
-            changing_gpus=sorted(changing),
-        )
+    _say(ctx, step, "drained", DRAINED, why_drained, changing)
+    _say(ctx, step, "kept", KEPT, kept, changing)
     return out
+
+
+def _where(
+    ctx: Context, step: Step, pool: DraPool
+) -> tuple[Mapping[tuple[str, str], int], frozenset[int]] | str:
+    """Each device's GPU and the GPUs the apply changes, or why they are not known (then every GPU
+    pod is drained)."""
+    node = step.node
+    gpus = _gpu_count(node)
+    if gpus is None:
+        return f"no {GPU_COUNT} label"
+    try:
+        slices = ctx.kube.list_resource_slices(node.name, pool.driver)
+    except PermanentError as exc:
+        # Forbidden, too many slices, ...: retrying would keep the node cordoned in Draining
+        # with its timeouts never looked at. A TemporaryError is raised: the step is retried.
+        return str(exc)[:300]
+    located = device_gpus(slices, node.name, gpus, pool.driver)
+    if located.problem is not None:
+        return f"which GPU holds which device is not known: {located.problem}"
+    changing, why = _changing(ctx, step, gpus, located.layouts)
+    if changing is None:
+        return why
+    return located.gpus, changing
+
+
+DRAINED = "draining pods that hold devices on GPUs that change, or whose devices are not known"
+KEPT = "not draining pods whose devices are on GPUs the new layout leaves alone"
+
+
+def _say(
+    ctx: Context, step: Step, what: str, message: str, pods: list[str], changing: frozenset[int]
+) -> None:
+    """One log line per distinct set of ``what`` ("drained" or "kept") pods of this drain."""
+    if not pods:
+        return
+    listed = sorted(pods)
+    ctx.once(
+        (f"{what}-pods", step.node.name, step.node.since() or step.now, tuple(listed)),
+        logging.INFO,
+        message,
+        node=step.node.name,
+        pods=listed[:MAX_LISTED],
+        **{what: len(pods)},
+        changing_gpus=sorted(changing),
+    )
 
 
 def _gpu_count(node: st.NodeView) -> int | None:

@@ -14,6 +14,7 @@ import math
 from pathlib import Path
 from typing import Any
 
+import docpaths
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -92,24 +93,13 @@ _leaf = st.one_of(
 )
 
 
-def _paths(data: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
-    out = [prefix]
-    if isinstance(data, dict):
-        for k, v in data.items():
-            out.extend(_paths(v, (*prefix, k)))
-    elif isinstance(data, list):
-        for i, v in enumerate(data):
-            out.extend(_paths(v, (*prefix, i)))
-    return out
-
-
 @settings(max_examples=600, deadline=None, suppress_health_check=list(HealthCheck))
 @given(st.data())
 def test_mutated_documents_are_never_accepted_by_the_fast_path_alone(data: st.DataObject) -> None:
     kind, original = data.draw(st.sampled_from(_valid()))
     doc = copy.deepcopy(original)
     for _ in range(data.draw(st.integers(1, 3))):
-        paths = [p for p in _paths(doc) if p]
+        paths = [p for p in docpaths.paths(doc) if p]
         if not paths:
             break
         path = data.draw(st.sampled_from(paths))

@@ -30,7 +30,17 @@ def at_repo_root(monkeypatch: pytest.MonkeyPatch) -> None:
     [
         ["validate", "examples/lab", "--output", "json"],
         ["plan", "examples/lab", "--from-scratch", "--output", "json"],
-        ["status", "examples/prod", "--snapshot", "examples/snapshots/prod-east.json", "--output", "json"],
+        # --now: pending times are counted to it, so two runs a second apart would differ
+        [
+            "status",
+            "examples/prod",
+            "--snapshot",
+            "examples/snapshots/prod-east.json",
+            "--now",
+            "2026-12-01T12:00:00Z",
+            "--output",
+            "json",
+        ],
     ],
 )
 def test_long_output_is_the_same_option_as_o(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:

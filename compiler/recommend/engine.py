@@ -35,7 +35,7 @@ from dataclasses import asdict, dataclass, replace
 from compiler.catalog import Catalog
 from compiler.diagnostics import Diagnostic, make
 from compiler.formatting import layout_counts
-from compiler.model import WHOLE_GPU, CurrentState, GpuLayout, Policy, Rule, Workload
+from compiler.model import WHOLE_GPU, CurrentState, GpuLayout, NodeLayout, Policy, Rule, Workload
 from compiler.observe import Observation, ObservedPod
 from compiler.observe.model import profile_of
 from compiler.recommend import disruption as dis
@@ -225,6 +225,10 @@ class Recommendation:
     node_costs: tuple[NodeDisruption, ...] = ()
     drain_grace_seconds: float = dis.DRAIN_GRACE_SECONDS
     reconfigure_seconds: float = dis.RECONFIGURE_SECONDS
+    # the changed nodes' proposed GPU layouts by node name (what `migc compile` renders from the
+    # proposed replicas against the deployed layout; migc simulate applies them). Not in the JSON
+    # evidence: `plan` says the same per node in words
+    targets: tuple[tuple[str, NodeLayout], ...] = ()
 
     @property
     def cost(self) -> float | None:
@@ -679,6 +683,17 @@ class _Proposal:
     urgent: tuple[str, ...]
 
 
+Solver = Callable[[Policy, Catalog, CurrentState, float], Solution]
+"""What solves the proposed policy from the deployed layout: (policy, catalog, current, time limit in
+seconds) → the solution. :func:`exact` by default; ``migc simulate`` passes the same function memoised
+on its inputs (the solve is pure: equal inputs, equal solution)."""
+
+
+def exact(policy: Policy, catalog: Catalog, current: CurrentState, time_limit_s: float) -> Solution:
+    """The solver ``migc compile`` runs (:func:`compiler.solve.solve`, the exact method)."""
+    return solve(policy, catalog, current, time_limit_s=time_limit_s)
+
+
 def _solve_proposal(
     policy: Policy,
     catalog: Catalog,
@@ -687,9 +702,10 @@ def _solve_proposal(
     sizing: _Sizing,
     slices: Mapping[str, int],
     time_limit_s: float,
+    solver: Solver = exact,
 ) -> _Proposal:
     workloads = tuple(replace(w, replicas=sizing.wanted.get(w.name, w.replicas)) for w in policy.workloads)
-    solution = solve(replace(policy, workloads=workloads), catalog, current, time_limit_s=time_limit_s)
+    solution = solver(replace(policy, workloads=workloads), catalog, current, time_limit_s)
     cur_cap = capacity(solution, "current")
     new_cap = capacity(solution, "target")
     want: dict[str, int] = defaultdict(int)  # the demand the proposal is sized for, per profile
@@ -754,6 +770,89 @@ def _failures(obs: Observation, state: State) -> tuple[int, dt.datetime | None]:
     return g.count_failures(state.failures, state.last_failure, failed, state.last_change)
 
 
+def _rolling(obs: Observation) -> list[str]:
+    """The nodes still rolling out (a Failed one aside: it waits for a human or its retry)."""
+    return sorted(n.name for n in obs.nodes if n.rollout.in_progress and n.rollout.phase != "Failed")
+
+
+def _rollout_gate(obs: Observation) -> g.Gate:
+    rolling = _rolling(obs)
+    return g.Gate(
+        "rollout",
+        not rolling,
+        "no rollout in progress"
+        if not rolling
+        else f"{len(rolling)} node(s) still rolling out: {', '.join(rolling[:5])}",
+    )
+
+
+def _cheapest_change(
+    policy: Policy, obs: Observation, now: dt.datetime, slices: Mapping[str, int], grace: float, reconf: float
+) -> float | None:
+    """A lower bound on the cost of any proposal that changes a node: the least, over the pools'
+    nodes, of the expected loss of its running pods (0 where unknown) plus the outage of one changed
+    GPU (``change_cost`` grows with the GPUs changed, and the displaced wait is ≥ 0). None when a
+    pool shares GPUs (time-slicing or HAMi): there capacity can change with no node re-carved."""
+    pools = [pool for c in policy.clusters for pool in c.pools]
+    if any(pool.sharing.mode != "none" for pool in pools):
+        return None
+    on: dict[str, list[ObservedPod]] = defaultdict(list)
+    for p in obs.pods:
+        if p.node is not None and not p.pending:
+            on[p.node].append(p)
+    best: float | None = None
+    for pool in pools:
+        for name in pool.node_names:
+            price = dis.change_cost(
+                [_running(p, now, slices) for p in on.get(name, ())], pool.gpus_per_node, 1, {}, grace, reconf
+            )
+            cost = (price.loss or 0.0) + price.outage
+            best = cost if best is None else min(best, cost)
+    return best
+
+
+def held_before_solve(
+    policy: Policy,
+    obs: Observation,
+    now: dt.datetime,
+    d: _Demand,
+    sizing_changes: bool,
+    disruption: str,
+    failures: tuple[int, dt.datetime | None],
+    grace: float,
+    reconf: float,
+    slices: Mapping[str, int],
+) -> g.Gate | None:
+    """A gate that blocks every proposal whatever the solver returns, or None: the mode, the rollout,
+    no Workload's replicas changing, the backoff; the stabilizationWindow while the history does not
+    cover it and no pod is past its max wait; and with the disruption rule, a benefit that cannot
+    beat the cheapest node change even if every pending pod were served (a proposal that changes no
+    node changes no capacity, so it serves nobody: benefit 0, and ``benefit > cost × (1 +
+    threshold)`` fails for any cost ≥ 0). When one blocks, the decision (no change) and the state
+    written back are those of the full evaluation; only the evidence of what the solver would have
+    proposed is missing (``recommend(lazy=True)``)."""
+    part = policy.partition
+    for gate in (g.mode(part), _rollout_gate(obs)):
+        if not gate.passed:
+            return gate
+    if not sizing_changes:
+        return g.Gate("replicas", False, "no Workload's replicas change: nothing to propose")
+    if not d.window.covered and not any(pod.late for pod in d.pending):
+        return g.Gate("stabilizationWindow", False, "the demand history does not cover the window yet")
+    if disruption == "expected":
+        most = sum(slices.get(p, 7) / 7 * sum(w) for p, w in pending_waits(policy, obs).items())
+        least = _cheapest_change(policy, obs, now, slices, grace, reconf)
+        if least is not None and not dis.worth(most, least, part.reconfiguration_threshold_pct):
+            return g.Gate(
+                "disruption",
+                False,
+                f"benefit at most {most:,.0f} GPU-s (every pending pod served) <= the cheapest node "
+                f"change {least:,.0f} GPU-s x {1 + part.reconfiguration_threshold_pct / 100:g}",
+            )
+    backoff = g.backoff(*failures, now, part)
+    return None if backoff.passed else backoff
+
+
 def _gates(
     policy: Policy,
     obs: Observation,
@@ -766,16 +865,9 @@ def _gates(
 ) -> list[g.Gate]:
     """Step 5: every gate, in the order the evidence lists them."""
     part = policy.partition
-    rolling = sorted(n.name for n in obs.nodes if n.rollout.in_progress and n.rollout.phase != "Failed")
     return [
         g.mode(part),
-        g.Gate(
-            "rollout",
-            not rolling,
-            "no rollout in progress"
-            if not rolling
-            else f"{len(rolling)} node(s) still rolling out: {', '.join(rolling[:5])}",
-        ),
+        _rollout_gate(obs),
         *weighed.gates,
         *h.change_gates(
             d.window,
@@ -846,17 +938,37 @@ def recommend(
     drain_grace_seconds: float = dis.DRAIN_GRACE_SECONDS,
     reconfigure_seconds: float = dis.RECONFIGURE_SECONDS,
     surplus: str = "kept",
+    solver: Solver = exact,
+    lazy: bool = False,
 ) -> Recommendation:
     """One evaluation. ``disruption``: "expected" weighs the proposal by the disruption rule (and the
     threshold is applied there, as in ``migc simulate``'s default loop); "off": the gain threshold.
     ``surplus``: "kept" (default) or "last", the remembered surplus served only with the room current
-    demand leaves (:func:`compiler.recommend.history.capped`; bench/RESULTS.md Round 9)."""
+    demand leaves (:func:`compiler.recommend.history.capped`; bench/RESULTS.md Round 9).
+    ``solver``: what solves the proposed policy (:data:`Solver`). ``lazy``: when a gate blocks every
+    proposal before the solve (:func:`held_before_solve`), skip the solve: the decision and the state
+    are the same, the evidence has no proposal (``migc simulate`` calls it so at every interval)."""
     part = policy.partition
     slices = _slices(catalog)
     demand = _watch_demand(policy, obs, state, now)
     sizing = _size(policy, catalog, demand, surplus)
-    prop = _solve_proposal(policy, catalog, current, demand, sizing, slices, time_limit_s)
     failures = _failures(obs, state)
+    if lazy:
+        blocked = held_before_solve(
+            policy,
+            obs,
+            now,
+            demand,
+            bool(sizing.wanted),
+            disruption,
+            failures,
+            drain_grace_seconds,
+            reconfigure_seconds,
+            slices,
+        )
+        if blocked is not None:
+            return _unsolved(policy, state, now, demand, sizing, failures, blocked, disruption)
+    prop = _solve_proposal(policy, catalog, current, demand, sizing, slices, time_limit_s, solver)
     weighed = _weigh(
         policy, obs, now, demand, prop, slices, disruption, drain_grace_seconds, reconfigure_seconds
     )
@@ -891,4 +1003,42 @@ def recommend(
         reconfigure_seconds=reconfigure_seconds,
         window=_window_rows(demand, sizing),
         node_plan=_node_plan(prop.solution),
+        targets=tuple(
+            sorted((n.name, n.gpus) for pool in prop.solution.pools for n in pool.nodes if n.changed)
+        ),
+    )
+
+
+def _unsolved(
+    policy: Policy,
+    state: State,
+    now: dt.datetime,
+    demand: _Demand,
+    sizing: _Sizing,
+    failures: tuple[int, dt.datetime | None],
+    blocked: g.Gate,
+    disruption: str,
+) -> Recommendation:
+    """``recommend(lazy=True)`` when ``blocked`` holds every proposal back: no solve, no change; the
+    state written back is the full evaluation's (the sample recorded, no change)."""
+    part = policy.partition
+    return Recommendation(
+        now=now,
+        demand=tuple(TenantDemand(t, p, r, q) for (t, p), (r, q) in sorted(demand.counts.items())),
+        current=(),
+        proposed=(),
+        replicas=(),
+        nodes=(),
+        gain=0.0,
+        gates=(blocked,),
+        rules=tuple(r.name for r in demand.fired),
+        urgent=(),
+        state=_next_state(policy, state, now, demand, (), False, failures),
+        diagnostics=(*demand.diagnostics, *sizing.diagnostics),
+        since=demand.window.since,
+        covered=demand.window.covered,
+        window_seconds=part.stabilization_seconds,
+        keep_covered=demand.keep_covered,
+        keep_seconds=h.longest(part),
+        disruption=disruption,
     )

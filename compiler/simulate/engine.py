@@ -90,9 +90,13 @@ from dataclasses import dataclass, field, replace
 from compiler.catalog import Catalog, GpuModel, load_catalog
 from compiler.catalog.layouts import enumerate_layouts
 from compiler.model import Cluster, GpuLayout, Need, NodePool, PartitionPolicy, Policy, Tenant, Workload
+from compiler.observe import Observation
 from compiler.recommend import disruption as dis
 from compiler.recommend import gates as g
 from compiler.recommend import history as h
+from compiler.recommend.engine import recommend
+from compiler.recommend.state import State
+from compiler.simulate import decision as rd
 from compiler.simulate.carve import CarvedGpu, Carver
 from compiler.simulate.trace import TracePod, full_profile, profile_for
 from compiler.solve import solve
@@ -115,6 +119,7 @@ DEMAND_MODELS = ("now", "peak", "history")
 SURPLUS_MODELS = h.SURPLUS_MODELS  # Settings.surplus
 DRAIN_SCOPES = dis.DRAIN_SCOPES  # Settings.drain_scope
 LAYOUT_RULES = ("fewest", "maximal")  # Settings.layouts
+DECISIONS = ("cover", "recommend")  # Settings.decision
 # controller/settings.py Settings.drain.grace_timeout (one constant, shared with migc recommend)
 DRAIN_GRACE_SECONDS = dis.DRAIN_GRACE_SECONDS
 # controller/settings.py Settings.failures' defaults, read from the one module both sides import:
@@ -174,6 +179,12 @@ class Settings:
     # lone 4g.40gb); "maximal", a maximal layout whose extra instances are spare room (_carve_layout;
     # measured in bench/RESULTS.md Round 12: not the default, it loses a contended cell's target)
     layouts: str = "fewest"
+    # what decides the default loop's changes (docs/simulate.md, *The decision*): "cover", the
+    # replay's own greedy cover of the sized demand, weighed node by node; "recommend", migc
+    # recommend's decision itself (compiler/recommend/engine.py ``recommend``: its sizing, the exact
+    # solver from the deployed layout, the disruption rule on the whole proposal and its gates), on
+    # the replay's state as recommend would observe it (compiler/simulate/decision.py)
+    decision: str = "cover"
 
 
 @dataclass
@@ -1013,6 +1024,7 @@ class _Run:
         self.idle_since: dict[int, float] = {}  # pending pod → first sample it could run on an idle node
         self.held: set[int] = set()  # pods counted in Result.held_on_idle
         self.sized: Layout = {}  # what the last evaluation sized for (the idle pass's mix)
+        self.decider: _Recommend | None = None  # Settings.decision "recommend"
 
     def push(self, t: float, kind: int, payload: int) -> int:
         heapq.heappush(self.events, (t, self.seq, kind, payload))
@@ -1559,8 +1571,12 @@ class _Run:
         )
 
     def evaluate(self, now: float) -> None:
-        """One recommend evaluation (:meth:`_evaluate`; with ``Settings.idle_pass`` the idle pass
-        first)."""
+        """One recommend evaluation: with ``Settings.decision`` "recommend", migc recommend's own
+        (:class:`_Recommend`); else the replay's cover (:meth:`_evaluate`; with ``Settings.idle_pass``
+        the idle pass first)."""
+        if self.decider is not None:
+            self.decider.evaluate(now)
+            return
         self._evaluate(now)
 
     def idle_pass(self, now: float) -> bool:
@@ -1814,6 +1830,98 @@ class _Run:
                     self.schedule(t)
 
 
+class _Recommend:
+    """``Settings.decision="recommend"``: at every interval, migc recommend's decision
+    (:func:`compiler.recommend.engine.recommend`) on the replay's state as recommend observes a
+    cluster (compiler/simulate/decision.py); an accepted proposal's replicas become the declared
+    policy (what recommend writes to Git) and its node layouts the new revision the controller rolls
+    out. The state file recommend returns is kept for the next interval, as the CLI's is."""
+
+    def __init__(self, run: _Run, catalog: Catalog) -> None:
+        self.run, self.catalog = run, catalog
+        model, s = run.model, run.s
+        self.full = full_profile(model).name
+        asked = {rd.demand_name(p.profile, self.full) for p in run.pods}
+        declared = {p: 0 for p in asked}
+        for lay in run.fleet.target:  # the start: the all-balanced layout the GPU Operator carves
+            for p, c in lay.items():
+                key = rd.demand_name(p, self.full)
+                declared[key] = declared.get(key, 0) + c
+        self.policy = rd.replay_policy(
+            model, s.nodes, s.gpus_per_node, s.max_unavailable, run.policy, declared
+        )
+        self.state = State()
+        self.solver = rd.memo_solver()
+
+    def observation(self, now: int) -> Observation:
+        run, full = self.run, self.full
+        pods = run.pods
+        phases = [
+            (st, run.failed_at.get(n) if st == FAILED else None) for n, st in enumerate(run.fleet.state)
+        ]
+        running = (
+            rd.Running(
+                pods[i].src.name,
+                node,
+                rd.demand_name(pods[i].profile, full),
+                pods[i].count,
+                int(run.started[i]),
+                int(run.last_wait[i]),
+            )
+            for i, node in run.node_of.items()
+        )
+        waiting = (
+            rd.Waiting(
+                pods[i].src.name,
+                rd.demand_name(pods[i].profile, full),
+                pods[i].count,
+                now - int(queued),
+                run.s.max_wait_seconds,
+            )
+            for i, queued in run.queued_at.items()
+        )
+        return rd.observation(EPOCH, now, phases, running, waiting)
+
+    def evaluate(self, t: float) -> None:
+        run, s, res = self.run, self.run.s, self.run.res
+        res.evaluations += 1
+        now = int(t)
+        rec = recommend(
+            self.policy,
+            self.catalog,
+            rd.current_state(run.fleet.target, s.gpus_per_node, self.full),
+            self.observation(now),
+            self.state,
+            EPOCH + dt.timedelta(seconds=now),
+            disruption=s.disruption,
+            drain_grace_seconds=s.drain_grace_seconds,
+            reconfigure_seconds=s.reconfigure_seconds,
+            solver=self.solver,
+            lazy=True,
+        )
+        self.state = rec.state
+        for gate in rec.gates:
+            if not gate.passed:
+                res.blocked[gate.name] = res.blocked.get(gate.name, 0) + 1
+        res.rules_fired += len(rec.rules)
+        if not rec.proposed_change:
+            return
+        new = {r.workload: r.new for r in rec.replicas}
+        self.policy = replace(
+            self.policy,
+            workloads=tuple(replace(w, replicas=new.get(w.name, w.replicas)) for w in self.policy.workloads),
+        )
+        fleet = run.fleet
+        changes = {
+            gi: lay
+            for gi, lay in rd.layouts_of(rec.targets, s.gpus_per_node, self.full).items()
+            if lay != fleet.target[gi]
+        }
+        if changes:
+            run.apply(changes, t)
+            run.last_proposal = t
+
+
 def simulate(
     trace: Sequence[TracePod],
     model: GpuModel,
@@ -1829,6 +1937,8 @@ def simulate(
         raise ValueError(f"drain scope {s.drain_scope!r}: expected one of {', '.join(DRAIN_SCOPES)}")
     if s.layouts not in LAYOUT_RULES:
         raise ValueError(f"layouts {s.layouts!r}: expected one of {', '.join(LAYOUT_RULES)}")
+    if s.decision not in DECISIONS:
+        raise ValueError(f"decision {s.decision!r}: expected one of {', '.join(DECISIONS)}")
     pods = _trace_pods(trace, model, s)
     start = min((p.arrival for p in pods), default=0.0)
     end_arrival = max((p.arrival for p in pods), default=0.0)
@@ -1857,6 +1967,8 @@ def simulate(
         res.held_on_idle = 0
         res.non_maximal = 0
     run = _Run(pods, model, s, baseline, policy, fleet, res, start)
+    if baseline == "default" and s.decision == "recommend":
+        run.decider = _Recommend(run, catalog or load_catalog())
     run.run(progress)
     end = run.last_t
     res.hours = max(end - start, 1.0) / 3600

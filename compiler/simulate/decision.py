@@ -1,0 +1,246 @@
+"""The replay's state as ``migc recommend`` sees a cluster, so that ``migc simulate --decision
+recommend`` runs recommend's own decision (:func:`compiler.recommend.engine.recommend`) at every
+interval (issue 22 item 1: one decision, the replay only a harness around it).
+
+What recommend is given, built from the replay (:class:`compiler.simulate.engine._Run`):
+
+* **the policy** (:func:`replay_policy`): one cluster and pool ``sim`` of the replayed nodes
+  (``node-0`` …), one Tenant ``sim`` (namespace ``sim``), and one Workload per MIG profile the trace
+  asks for (``need.profiles: [p]``) plus ``gpu`` (``need.gpus: 1``, exclusive) for the pods of whole
+  GPUs — the full profile's pods ask ``nvidia.com/gpu: k`` as they would on a real cluster. Its
+  replicas are what the latest revision declares: at the start the all-balanced layout's instances,
+  then each accepted proposal's replicas (what recommend writes back to Git);
+* **the deployed layout** (:func:`current_state`): every GPU's layout of the latest revision (what
+  ``output/`` says is deployed, ``--against``), a whole GPU as MIG disabled;
+* **the observation** (:func:`observation`): each node's controller phase (Idle, Draining, Applying,
+  Failed with its time), the running pods with their node, ``status.startTime`` and
+  ``creationTimestamp`` (start − the wait of that attempt), the pending pods with the seconds since
+  their creation (an evicted pod is re-created, so only the latest attempt's wait is seen) and
+  ``migc.dev/max-wait-time``. Times are whole seconds, as the API server writes them;
+* **the state file**: the ``State`` recommend returned at the previous interval.
+
+The proposal's targets (:attr:`compiler.recommend.engine.Recommendation.targets`, what ``migc
+compile`` renders from the proposed replicas) become the replay's new revision (:func:`layouts_of`).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import functools
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+from compiler.catalog import Catalog, GpuModel
+from compiler.model import (
+    Cluster,
+    CurrentState,
+    GpuLayout,
+    Need,
+    NodeLayout,
+    NodePool,
+    PartitionPolicy,
+    Policy,
+    Tenant,
+    Workload,
+)
+from compiler.observe import Observation, ObservedPod
+from compiler.observe.model import ObservedNode, Rollout, resource_of
+from compiler.recommend.engine import Solver, exact
+from compiler.solve.result import Solution
+
+NAME = "sim"  # the cluster, pool, tenant and namespace of the replay
+WHOLE = "gpu"  # recommend's name for whole-GPU demand (``nvidia.com/gpu``)
+Layout = dict[str, int]
+
+
+def node_name(node: int) -> str:
+    """The replayed node's name (the replay's own logs and minDwell keys use the same)."""
+    return f"node-{node}"
+
+
+def workload_name(profile: str) -> str:
+    return "gpu" if profile == WHOLE else "mig-" + profile.replace(".", "-").replace("+", "-")
+
+
+def demand_name(profile: str, full: str) -> str:
+    """The replay's profile as recommend counts it: the full profile's pods ask for whole GPUs."""
+    return WHOLE if profile == full else profile
+
+
+def replay_policy(
+    model: GpuModel,
+    nodes: int,
+    gpus_per_node: int,
+    max_unavailable: int,
+    partition: PartitionPolicy,
+    declared: Mapping[str, int],
+) -> Policy:
+    """The policy set recommend reads (module docstring); ``declared``: replicas per recommend profile
+    (``gpu`` for whole GPUs), one Workload each, sorted by name."""
+    pool = NodePool(
+        name=NAME,
+        cluster=NAME,
+        gpu_product=model.gpu_products[0] if model.gpu_products else model.model,
+        gpu_model=model.model,
+        gpus_per_node=gpus_per_node,
+        node_names=tuple(sorted(node_name(n) for n in range(nodes))),
+        max_unavailable=max_unavailable,
+    )
+    tier = partition.tiers[-1].name
+    workloads = tuple(
+        Workload(
+            name=workload_name(p),
+            tenant=NAME,
+            replicas=n,
+            need=Need(gpus=1) if p == WHOLE else Need(profiles=(p,)),
+            isolation="exclusive" if p == WHOLE else "hardware",
+            priority_tier=tier,
+            cluster=NAME,
+        )
+        for p, n in sorted(declared.items(), key=lambda x: workload_name(x[0]))
+    )
+    return Policy(
+        clusters=(Cluster(NAME, (pool,)),),
+        tenants=(Tenant(NAME, (NAME,), tier),),
+        workloads=workloads,
+        partition=partition,
+        fleet_name="replay",
+    )
+
+
+def gpu_layout(lay: Mapping[str, int], full: str) -> GpuLayout:
+    """One replayed GPU as the solver knows it: one full-profile instance is a whole GPU."""
+    if dict(lay) == {full: 1}:
+        return GpuLayout.whole()
+    return GpuLayout.of({p: c for p, c in lay.items() if c > 0})
+
+
+def layout_of(gpu: GpuLayout, full: str) -> Layout:
+    """Inverse of :func:`gpu_layout`: a whole GPU serves what one full-profile instance serves; MIG
+    on with no instance (mig-parted's all-enabled) serves nothing."""
+    return {full: 1} if not gpu.mig_enabled else dict(gpu.profiles)
+
+
+def current_state(target: Sequence[Mapping[str, int]], gpus_per_node: int, full: str) -> CurrentState:
+    """The latest revision's layout of every GPU (GPU ``g`` is GPU ``g % gpus_per_node`` of node
+    ``g // gpus_per_node``), keyed as ``output/``'s assignment is read back."""
+    nodes = len(target) // gpus_per_node
+    return CurrentState(
+        nodes=tuple(
+            sorted(
+                (
+                    (NAME, NAME, node_name(n)),
+                    tuple(
+                        gpu_layout(target[g], full) for g in range(n * gpus_per_node, (n + 1) * gpus_per_node)
+                    ),
+                )
+                for n in range(nodes)
+            )
+        )
+    )
+
+
+def layouts_of(targets: Iterable[tuple[str, NodeLayout]], gpus_per_node: int, full: str) -> dict[int, Layout]:
+    """The proposal's node layouts as the replay's per-GPU layouts, by global GPU index."""
+    out: dict[int, Layout] = {}
+    for name, gpus in targets:
+        node = int(name.removeprefix("node-"))
+        for k, gpu in enumerate(gpus):
+            out[node * gpus_per_node + k] = layout_of(gpu, full)
+    return out
+
+
+@dataclass(frozen=True)
+class Running:
+    name: str
+    node: int
+    profile: str  # recommend's (``gpu`` for whole GPUs)
+    count: int
+    started: int  # whole seconds since the replay's epoch
+    waited: int  # seconds this attempt waited before it started
+
+
+@dataclass(frozen=True)
+class Waiting:
+    name: str
+    profile: str
+    count: int
+    pending: int  # whole seconds since this attempt's pod was created
+    max_wait: int | None
+
+
+PHASES = ("Idle", "Draining", "Applying", "Failed")  # by the replay's node state (IDLE …)
+
+
+def observation(
+    epoch: dt.datetime,
+    now: int,
+    phases: Sequence[tuple[int, float | None]],
+    running: Iterable[Running],
+    waiting: Iterable[Waiting],
+) -> Observation:
+    """What ``kubectl get pods,nodes`` shows at ``now`` (whole seconds since ``epoch``): per node its
+    (replay state, time it failed), the running and the pending GPU pods (module docstring)."""
+
+    def at(seconds: float) -> dt.datetime:
+        return epoch + dt.timedelta(seconds=int(seconds))
+
+    nodes = tuple(
+        sorted(
+            (
+                ObservedNode(
+                    name=node_name(n),
+                    labels=(),
+                    allocatable=(),
+                    mig_config=None,
+                    mig_state=None,
+                    applied_config=None,
+                    gpu_product=None,
+                    gpu_count=None,
+                    rollout=Rollout(PHASES[state], since=None if failed is None else at(failed)),
+                )
+                for n, (state, failed) in enumerate(phases)
+            ),
+            key=lambda x: x.name,
+        )
+    )
+    pods = [
+        ObservedPod(
+            NAME,
+            r.name,
+            "Running",
+            node_name(r.node),
+            ((resource_of(r.profile), r.count),),
+            at(r.started - r.waited),
+            None,
+            started=at(r.started),
+        )
+        for r in running
+    ]
+    pods += [
+        ObservedPod(
+            NAME,
+            w.name,
+            "Pending",
+            None,
+            ((resource_of(w.profile), w.count),),
+            at(now - w.pending),
+            float(w.pending),
+            max_wait_seconds=w.max_wait,
+        )
+        for w in waiting
+    ]
+    pods.sort(key=lambda p: p.name)
+    return Observation(at(now), "replay", nodes, tuple(pods))
+
+
+def memo_solver(size: int = 4096) -> Solver:
+    """:func:`compiler.recommend.engine.exact` memoised on its inputs (policy, catalog, deployed
+    layout, time limit: all frozen values). The solve is pure, so a hit returns what a solve would;
+    between two changes the replay asks the same proposal again and again."""
+
+    @functools.lru_cache(maxsize=size)
+    def solve(policy: Policy, catalog: Catalog, current: CurrentState, time_limit_s: float) -> Solution:
+        return exact(policy, catalog, current, time_limit_s)
+
+    return solve

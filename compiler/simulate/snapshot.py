@@ -121,16 +121,17 @@ class SnapshotRefused(ValueError):
 
 @dataclass(frozen=True)
 class Inputs:
-    """Where :func:`write_inputs` put each of ``migc recommend``'s inputs."""
+    """Where :func:`write_inputs` put each of ``migc recommend``'s inputs, and the instant they show."""
 
     root: Path
     policy: Path  # the policy directory (POLICY_PATH)
     output: Path  # --against
     cluster: Path  # --snapshot
     state: Path  # --state
+    now: dt.datetime  # --now: the observation's taken_at
 
-    def recommend_args(self, now: dt.datetime) -> list[str]:
-        """``migc recommend``'s arguments for these inputs at ``now`` (a dry run)."""
+    def recommend_args(self) -> list[str]:
+        """``migc recommend``'s arguments for these inputs (a dry run, at ``now``)."""
         return [
             "recommend",
             str(self.policy),
@@ -141,7 +142,7 @@ class Inputs:
             "--state",
             str(self.state),
             "--now",
-            _stamp(now, "now"),
+            _stamp(self.now, "now"),
             "--dry-run",
         ]
 
@@ -574,10 +575,10 @@ def state_text(state: State, policy: PartitionPolicy, now: dt.datetime) -> str:
     _stamp(written, "state.updated")
     text = dump_state(state, written)
     back, diags = parse_state(text, STATE_FILE, now, policy)
-    _refuse_diagnostics("the state", diags)
     diff = first_difference(replace(state, updated=written), back, "state")
     if diff is not None:
-        raise SnapshotRefused(f"the state does not read back unchanged: {diff}")
+        why = f" ({diags[0].code} {diags[0].message})" if diags else ""
+        raise SnapshotRefused(f"the state does not read back unchanged: {diff}{why}")
     return text
 
 
@@ -708,6 +709,7 @@ def write_inputs(
         output=dest / OUTPUT_DIR,
         cluster=dest / CLUSTER_FILE,
         state=dest / STATE_FILE,
+        now=obs.taken_at,
     )
 
 

@@ -270,7 +270,7 @@ def test_the_layout_written(tmp_path: Path) -> None:
     inputs = write(tmp_path)
     root = tmp_path / "snap"
     assert inputs == Inputs(
-        root, root / "policy", root / "output", root / "cluster.json", root / "observed-demand.yaml"
+        root, root / "policy", root / "output", root / "cluster.json", root / "observed-demand.yaml", NOW
     )
     top = sorted(
         str(p.relative_to(root)) for p in root.rglob("*") if "output/" not in str(p.relative_to(root))
@@ -670,7 +670,7 @@ def test_recommend_on_the_files_prints_the_decision_on_the_objects(
     assert gates["minDwell"] is not blocked and gates["disruption"]
     inputs = write_inputs(tmp_path / "snap", policy, current, obs, state)
     capsys.readouterr()
-    assert main([*inputs.recommend_args(obs.taken_at), "-o", "json"]) == code
+    assert main([*inputs.recommend_args(), "-o", "json"]) == code
     printed = capsys.readouterr().out
     assert printed == to_json(rec)
     assert json.loads(printed)["replicas"] == [{"workload": "mig-1g-10gb", "from": 7, "to": 15}]
@@ -684,6 +684,48 @@ def test_recommend_on_the_full_objects_prints_the_same_json(
     rec = recommend(policy, CATALOG, current, obs, state, NOW)
     inputs = write_inputs(tmp_path / "snap", policy, current, obs, state)
     capsys.readouterr()
-    code = main([*inputs.recommend_args(NOW), "-o", "json"])
+    code = main([*inputs.recommend_args(), "-o", "json"])
     assert code == (ExitCode.DRIFT if rec.proposed_change else ExitCode.OK)
     assert capsys.readouterr().out == to_json(rec)
+
+
+def test_a_state_with_no_history_read_as_stale_is_the_same_state(tmp_path: Path) -> None:
+    """The reader marks it stale (a note, not compared) and has no history to drop."""
+    state = State(updated=ago(86_400), changes=(("node-0", ago(86_500)),), last_change=ago(86_500))
+    inputs = write(tmp_path, state=state)
+    back, diags = read_state(inputs.state, NOW, full_policy().partition)
+    assert back == state and back.notes == ("stale",) and [d.code for d in diags] == ["MIGC421"]
+
+
+def test_several_pools_of_several_models_read_back_equal(tmp_path: Path) -> None:
+    h100 = CATALOG.by_product("NVIDIA-H100-80GB-HBM3")
+    assert h100 is not None
+    policy = full_policy()
+    a100 = policy.clusters[0].pools[0]
+    other = NodePool(
+        name="hopper",
+        cluster="sim",
+        gpu_product="NVIDIA-H100-80GB-HBM3",
+        gpu_model=h100.model,
+        gpus_per_node=1,
+        node_names=("node-h0",),
+        node_count=1,
+    )
+    policy = replace(
+        policy,
+        clusters=(replace(policy.clusters[0], pools=(other, a100)),),
+        workloads=(
+            *policy.workloads,
+            Workload(
+                "mig-h100", "sim", 1, Need(profiles=("1g.10gb",)), "hardware", "bronze", "sim", ("hopper",)
+            ),
+        ),
+    )
+    h1 = GpuLayout.of({"1g.10gb": 7})
+    current = replace(full_current(), nodes=(*full_current().nodes, (("sim", "hopper", "node-h0"), (h1,))))
+    current = replace(current, nodes=tuple(sorted(current.nodes)))
+    inputs = write(tmp_path, policy=policy, current=current)
+    back = collect_policy([inputs.policy], Collector(), CATALOG)
+    assert back is not None and replace(back, source_files=()) == policy
+    read, diags = read_current(inputs.output, policy)
+    assert not diags and read.nodes == current.nodes

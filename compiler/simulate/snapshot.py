@@ -677,6 +677,8 @@ def write_inputs(
     unchanged, or when ``dest`` is not a new or empty directory — nothing is written then."""
     cat = catalog if catalog is not None else load_catalog()
     dest = Path(dest)
+    if dest.name in ("", ".", ".."):  # "." or "sub/..": the staging directory and the rename need a name
+        dest = Path(os.path.abspath(dest))
     existed = _fresh(dest)
     texts = policy_files(policy)
     _read_policy_back(texts, str(dest / POLICY_DIR), cat, policy)

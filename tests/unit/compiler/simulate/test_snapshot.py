@@ -455,6 +455,30 @@ def test_every_policy_field_is_written_derived_or_refused() -> None:
         assert placed | refused == compared, kind.__name__
 
 
+def test_the_policy_round_trip_sets_every_written_field_off_its_default() -> None:
+    """So test_policy_reads_back_equal proves each written field is written, not left at a default
+    the loader would have produced anyway (``mig`` is derived from the model; ``source_files`` set
+    by the loader)."""
+    policy = full_policy()
+    part = policy.partition
+    objects: dict[type, list[Any]] = {
+        Policy: [policy],
+        Cluster: list(policy.clusters),
+        NodePool: [p for c in policy.clusters for p in c.pools],
+        Tenant: list(policy.tenants),
+        Workload: list(policy.workloads),
+        Need: [w.need for w in policy.workloads],
+        PartitionPolicy: [part],
+        PriorityTier: list(part.tiers),
+        Rule: list(part.rules),
+        RuleCondition: [r.when for r in part.rules],
+    }
+    assert set(objects) == set(POLICY_TYPES)
+    for kind, objs in objects.items():
+        placed = WRITTEN.get(kind, frozenset()) | DERIVED.get(kind, frozenset())
+        assert placed - _set_somewhere(objs, kind) <= {"mig", "source_files"}, kind.__name__
+
+
 def _replace_first(policy: Policy, kind: type, change: Callable[[Any], Any]) -> Policy:
     """``policy`` with the first object of ``kind`` in it changed."""
     c, pool, part = policy.clusters[0], policy.clusters[0].pools[0], policy.partition
@@ -729,3 +753,11 @@ def test_several_pools_of_several_models_read_back_equal(tmp_path: Path) -> None
     assert back is not None and replace(back, source_files=()) == policy
     read, diags = read_current(inputs.output, policy)
     assert not diags and read.nodes == current.nodes
+
+
+def test_the_working_directory_when_empty(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "here").mkdir()
+    monkeypatch.chdir(tmp_path / "here")
+    inputs = write_inputs(Path("."), full_policy(), full_current(), full_observation(), full_state())
+    assert inputs.root == tmp_path / "here" and inputs.state.is_file()
+    assert sorted(os.listdir(tmp_path)) == ["here"]

@@ -761,3 +761,104 @@ def test_the_working_directory_when_empty(tmp_path: Path, monkeypatch: pytest.Mo
     inputs = write_inputs(Path("."), full_policy(), full_current(), full_observation(), full_state())
     assert inputs.root == tmp_path / "here" and inputs.state.is_file()
     assert sorted(os.listdir(tmp_path)) == ["here"]
+
+
+def replay_shaped() -> tuple[Policy, CurrentState, Observation, State]:
+    """The objects as the replay builds them for recommend (the lead's compiler/simulate/decision.py
+    shape): a NodePool without node_count, nodes that show only the controller's phase (no labels,
+    no allocatable), every pod in one namespace with whole-second times, the first evaluation's
+    empty state. Four 1-GPU nodes: node-0 1g.10gb x7 (all running), node-1 draining, node-2 Failed,
+    node-3 a whole GPU one pod of nvidia.com/gpu: 1 runs on; pending 1g and 2-GPU pods."""
+    pool = NodePool(
+        name="sim",
+        cluster="sim",
+        gpu_product=PRODUCT,
+        gpu_model=MODEL.model,
+        gpus_per_node=1,
+        node_names=("node-0", "node-1", "node-2", "node-3"),
+        max_unavailable=1,
+    )
+    part = PartitionPolicy(mode="dynamic", stabilization_seconds=60, min_dwell_seconds=600)
+    tier = part.tiers[-1].name
+    policy = Policy(
+        clusters=(Cluster("sim", (pool,)),),
+        tenants=(Tenant("sim", ("sim",), tier),),
+        workloads=(
+            Workload("gpu", "sim", 1, Need(gpus=1), "exclusive", tier, "sim"),
+            Workload("mig-1g-10gb", "sim", 14, Need(profiles=("1g.10gb",)), "hardware", tier, "sim"),
+        ),
+        partition=part,
+        fleet_name="replay",
+    )
+    current = CurrentState(
+        nodes=tuple((("sim", "sim", f"node-{n}"), (lay,)) for n, lay in enumerate((L7, L7, MIXED, WHOLE)))
+    )
+
+    def bare(name: str, rollout: Rollout) -> ObservedNode:
+        return ObservedNode(name, (), (), None, None, None, None, None, rollout)
+
+    nodes = (
+        bare("node-0", Rollout("Idle")),
+        bare("node-1", Rollout("Draining")),
+        bare("node-2", Rollout("Failed", since=ago(400))),
+        bare("node-3", Rollout("Idle")),
+    )
+    pods = [
+        ObservedPod(
+            "sim", f"openb-pod-{i:04d}", "Running", "node-0", ((MIG, 1),), ago(900), None, started=ago(800)
+        )
+        for i in range(7)
+    ]
+    pods.append(
+        ObservedPod(
+            "sim", "openb-pod-0100", "Running", "node-3", ((GPU, 1),), ago(500), None, started=ago(450)
+        )
+    )
+    pods += [
+        ObservedPod(
+            "sim",
+            f"openb-pod-02{i:02d}",
+            "Pending",
+            None,
+            ((MIG, 1),),
+            ago(1200),
+            1200.0,
+            max_wait_seconds=600,
+        )
+        for i in range(5)
+    ]
+    pods.append(ObservedPod("sim", "openb-pod-0300", "Pending", None, ((GPU, 2),), ago(60), 60.0))
+    obs = Observation(NOW, "replay", nodes=nodes, pods=tuple(sorted(pods, key=lambda p: p.name)))
+    return policy, current, obs, State()
+
+
+def test_recommend_on_a_replay_shaped_snapshot_prints_the_decision(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    policy, current, obs, state = replay_shaped()
+    rec = recommend(policy, CATALOG, current, obs, state, NOW)
+    inputs = write_inputs(tmp_path / "snap", policy, current, obs, state)
+    capsys.readouterr()
+    code = main([*inputs.recommend_args(), "-o", "json"])
+    assert code == (ExitCode.DRIFT if rec.proposed_change else ExitCode.OK)
+    assert capsys.readouterr().out == to_json(rec)
+    assert not rec.proposed_change and "rollout" in {x.name for x in rec.gates if not x.passed}
+    # the next evaluation starts from the state this one returned, as the replay's does; node-1's
+    # rollout is over, and now the change is proposed
+    done = tuple(replace(n, rollout=Rollout("Idle")) if n.name == "node-1" else n for n in obs.nodes)
+    later = replace(obs, taken_at=NOW + dt.timedelta(seconds=900), nodes=done)
+    later = replace(
+        later,
+        pods=tuple(
+            replace(p, pending_seconds=p.pending_seconds + 900) if p.pending_seconds is not None else p
+            for p in later.pods
+        ),
+    )
+    rec2 = recommend(policy, CATALOG, current, later, rec.state, later.taken_at)
+    assert rec2.proposed_change
+    again = write_inputs(tmp_path / "snap2", policy, current, later, rec.state)
+    capsys.readouterr()
+    assert main([*again.recommend_args(), "-o", "json"]) == (
+        ExitCode.DRIFT if rec2.proposed_change else ExitCode.OK
+    )
+    assert capsys.readouterr().out == to_json(rec2)

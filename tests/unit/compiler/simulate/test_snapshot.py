@@ -862,3 +862,24 @@ def test_recommend_on_a_replay_shaped_snapshot_prints_the_decision(
         ExitCode.DRIFT if rec2.proposed_change else ExitCode.OK
     )
     assert capsys.readouterr().out == to_json(rec2)
+
+
+def test_several_clusters_read_back_equal(tmp_path: Path) -> None:
+    policy = full_policy()
+    a100 = policy.clusters[0].pools[0]
+    east = replace(a100, cluster="east", node_names=("east-0",), node_count=1, max_unavailable=1)
+    policy = replace(
+        policy,
+        clusters=(replace(policy.clusters[0], name="east", pools=(east,)), policy.clusters[0]),
+        workloads=(
+            *policy.workloads,
+            Workload("mig-east", "sim", 3, Need(profiles=("1g.10gb",)), "hardware", "bronze", "east"),
+        ),
+    )
+    current = replace(full_current(), nodes=((("east", "sim", "east-0"), (L7, WHOLE)), *full_current().nodes))
+    inputs = write(tmp_path, policy=policy, current=current)
+    assert sorted(os.listdir(inputs.output)) == ["east", "sim"]
+    back = collect_policy([inputs.policy], Collector(), CATALOG)
+    assert back is not None and replace(back, source_files=()) == policy
+    read, diags = read_current(inputs.output, policy)
+    assert not diags and read.nodes == current.nodes

@@ -37,7 +37,21 @@ What reads back as something else by design (the writer accepts it and says so h
   lays out, what every rendered assignment records (only ``migc plan`` reads it);
 * ``State.updated`` of ``None`` is written as ``obs.taken_at`` (the state file always carries
   ``updated``; the reader uses it only to judge a state without history stale);
-* ``Observation.source`` and ``Observation.warnings`` are the reader's own.
+* ``Observation.source`` and ``Observation.warnings`` are the reader's own; ``State.notes`` is
+  neither written nor compared (recommend does not read it).
+
+What is refused, besides the policy fields of no table (HAMi, DRA, sharing, quotas, reserve,
+maintenance windows, selectors, labels, targets, spread, ``need.gpuMemoryGB``/``computeSlices``):
+anything the reader would take as something else — a time that is naive or not whole seconds; a
+pending pod whose ``created`` is not ``taken_at − pending_seconds`` (the reader counts the wait from
+``creationTimestamp``); a pod or node name that is no Kubernetes name, a resource that is no catalog
+profile, a ``max_wait_seconds`` of 0, pods or nodes out of the reader's order; a node label that
+disagrees with the field read from it (``nvidia.com/mig.config``, ``…/gpu.product``, ``…/gpu.count``);
+a policy that does not validate (a zero duration, MIGC114; a rule naming a pool the fleet lacks); a
+pool price other than the Fleet pricing of its model; a state whose history the reader would drop
+as stale, or a change after ``updated`` or more than a day before it (``dump_state`` keeps neither).
+Several clusters and pools are written as such. :meth:`Inputs.recommend_args` are the arguments of
+the dry run above; ``obs.taken_at`` is its ``--now``, so recommend's ``now`` must be it too.
 """
 
 from __future__ import annotations

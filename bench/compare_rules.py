@@ -32,7 +32,7 @@ from bench.matrix import verdict
 from bench.report_workload import verdicts
 
 FIVE_MIN = 300.0
-LOOPS = ("default", "default+idle")
+LOOPS = ("default", "default+idle", "default+recommend")
 STATICS = ("static-peak", "static-average", "static-optimal", "mig-off")
 MATRIX_CLAUSES = (
     "re-carves",

@@ -77,6 +77,8 @@ def run(args: argparse.Namespace) -> None:
     ):
         if trace_name not in traces:
             traces[trace_name] = read_trace(Path(args.data) / f"openb_pod_list_{trace_name}.csv").pods
+            if args.first:
+                traces[trace_name] = traces[trace_name][: args.first]
         pods = traces[trace_name]
         per_gpu, _, pause = reconf.partition("+")
         for seed in [int(x) for x in args.seeds.split(",")] if rate > 0 else [0]:
@@ -99,6 +101,10 @@ def run(args: argparse.Namespace) -> None:
                     simulate(pods, model, replace(s, idle_pass=True), "default", policy, catalog=catalog)
                 )
                 rows.append(row | {"baseline": "default+idle"})
+            if args.recommend:
+                s_rec = replace(s, decision="recommend")
+                row = result_dict(simulate(pods, model, s_rec, "default", policy, catalog=catalog))
+                rows.append(row | {"baseline": "default+recommend"})
             cell = {
                 "trace": trace_name,
                 "nodes": nodes,
@@ -108,6 +114,7 @@ def run(args: argparse.Namespace) -> None:
                 "seed": seed,
                 "drainScope": args.drain_scope,
                 "layouts": args.layouts,
+                "first": args.first,
                 "wallSeconds": round(time.perf_counter() - started, 1),
                 "results": rows,
             }
@@ -162,7 +169,8 @@ def table(path: Path) -> str:
             classes = ", ".join(
                 f"{k} {round(v['p95'])}" for k, v in w.items() if k != "all" and v["pods"] >= 20
             )
-            target = verdict(rows, r["baseline"]) if r["baseline"] in ("default", "default+idle") else ""
+            loop = r["baseline"] in ("default", "default+idle", "default+recommend")
+            target = verdict(rows, r["baseline"]) if loop else ""
             held = "" if r.get("heldOnIdleGpu") is None else r["heldOnIdleGpu"]
             nonmax = "" if r.get("nonMaximalLayouts") is None else r["nonMaximalLayouts"]
             lines.append(
@@ -188,6 +196,14 @@ def main() -> None:
         "--baselines", default="all", help=f"comma-separated among {', '.join(BASELINES)}, or all"
     )
     ap.add_argument("--idle-pass", action="store_true", help="also the loop with --idle-pass (default+idle)")
+    ap.add_argument(
+        "--recommend",
+        action="store_true",
+        help="also the loop with --decision recommend, migc recommend's own decision (default+recommend)",
+    )
+    ap.add_argument(
+        "--first", type=int, default=0, help="replay only each trace's first N GPU pods (0: all of them)"
+    )
     ap.add_argument(
         "--outage",
         choices=OUTAGE_CHARGES,

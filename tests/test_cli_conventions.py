@@ -179,7 +179,15 @@ def test_ignore_works_on_every_command_that_prints_diagnostics(
 @pytest.mark.parametrize(
     "argv",
     [
-        ["status", "examples/prod", "--snapshot", "examples/snapshots/prod-east.json"],
+        # --now pinned: the report dates itself by the clock, which two runs may straddle
+        [
+            "status",
+            "examples/prod",
+            "--snapshot",
+            "examples/snapshots/prod-east.json",
+            "--now",
+            "2026-12-01T06:00:00Z",
+        ],
         ["advise", "examples/lab"],
         [
             "simulate",

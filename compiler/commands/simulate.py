@@ -23,19 +23,27 @@ from compiler.commands._common import (
 )
 from compiler.diagnostics import has_errors, make
 from compiler.exitcodes import ExitCode
-from compiler.model import PartitionPolicy
+from compiler.fsio import write_file_atomic
+from compiler.model import CurrentState, PartitionPolicy, Policy
+from compiler.observe import Observation
 from compiler.pipeline import load_and_validate
+from compiler.recommend import report as recommend_report
+from compiler.recommend.engine import Recommendation
+from compiler.recommend.state import State
 from compiler.simulate import fill as fl
 from compiler.simulate.engine import (
     BASELINES,
+    DECISIONS,
     DEMAND_MODELS,
     DRAIN_SCOPES,
     EVICTION_MODELS,
     LAYOUT_RULES,
     Settings,
+    Snapshot,
     simulate,
 )
 from compiler.simulate.report import FORMATS, Fill, Replay
+from compiler.simulate.snapshot import SnapshotRefused, write_inputs
 from compiler.simulate.trace import TraceError, read_trace
 from compiler.validate.common import parse_duration
 
@@ -69,6 +77,9 @@ REPLAY_ONLY = (
     "idle_pass",
     "drain_scope",
     "layouts",
+    "decision",
+    "snapshot_at",
+    "snapshot_dir",
 )
 
 
@@ -209,6 +220,28 @@ REPLAY_ONLY = (
     "with the fewest slices (may leave slices dark); maximal, a maximal layout whose extra instances "
     "are spare room for what the fleet wants most (docs/simulate.md, bench/RESULTS.md Round 12).",
 )
+@click.option(
+    "--decision",
+    default="cover",
+    show_default=True,
+    type=click.Choice(DECISIONS),
+    help="What decides the default loop's changes: cover, the replay's greedy cover weighed node by "
+    "node; recommend, migc recommend's own decision (its sizing, the exact solver from the deployed "
+    "layout, the disruption rule and gates) on the replay's state (docs/simulate.md, The decision).",
+)
+@click.option(
+    "--snapshot-at",
+    default=None,
+    help="With --decision recommend: at the first evaluation this long after the replay's start "
+    "(e.g. 36h), write recommend's inputs and the decision there to --snapshot-dir.",
+)
+@click.option(
+    "--snapshot-dir",
+    default=None,
+    type=click.Path(file_okay=False, path_type=Path),
+    help="A new or empty directory for --snapshot-at: policy/, output/, cluster.json, "
+    "observed-demand.yaml (run `migc recommend` on them) and decision.json (the replay's evidence).",
+)
 @result_format_option(list(FORMATS), "Format of the results.")
 @ignore_option
 def command(
@@ -236,6 +269,9 @@ def command(
     idle_pass: bool,
     drain_scope: str,
     layouts: str,
+    decision: str,
+    snapshot_at: str | None,
+    snapshot_dir: Path | None,
     fmt: str,
     ignore: tuple[str, ...],  # applied where diagnostics are printed (_common.emit_diagnostics)
 ) -> int:
@@ -260,6 +296,7 @@ def command(
         return fail([make("MIGC426", why)])
     if mode == "fill":
         return _fill(trace_path, catalog, model, nodes, gpus_per_node, mapping, seed, fmt)
+    snap = _snapshot(snapshot_at, snapshot_dir, decision, baseline)
     wait_s = _duration(max_wait, "--max-wait")
     window_s = _duration(demand_window, "--demand-window")
     operator_s = _duration(operator_retry, "--operator-retry")
@@ -293,6 +330,7 @@ def command(
         idle_pass=idle_pass,
         drain_scope=drain_scope,
         layouts=layouts,
+        decision=decision,
     )
     chosen = BASELINES if baseline == "all" else (baseline,)
     results = []
@@ -303,7 +341,11 @@ def command(
             bar = "#" * int(frac * 30)
             print(f"\r{name:<16}[{bar:<30}] {frac * 100:3.0f}%", end="", file=sys.stderr, flush=True)
 
-        results.append(simulate(trace.pods, model, settings, b, policy, progress, catalog))
+        try:
+            results.append(simulate(trace.pods, model, settings, b, policy, progress, catalog, snap))
+        except SnapshotRefused as exc:
+            print(file=sys.stderr)
+            return fail([make("MIGC448", f"--snapshot-dir {snapshot_dir}: {exc}")])
         print(f"\r{b:<16}[{'#' * 30}] done", file=sys.stderr, flush=True)
     run = Replay(
         trace=Path(trace_path).name,
@@ -320,6 +362,32 @@ def command(
     click.echo(FORMATS[fmt](run), nl=False)
     click.echo(f"migc: simulated {len(chosen)} baseline(s) in {time.perf_counter() - started:.1f}s", err=True)
     return ExitCode.OK
+
+
+def _write_snapshot(
+    dest: Path, policy: Policy, current: CurrentState, obs: Observation, state: State, rec: Recommendation
+) -> None:
+    """recommend's inputs (compiler/simulate/snapshot.py) and, beside them, the replay's evidence of
+    the decision it made on them (``migc recommend -o json``'s form)."""
+    write_inputs(dest, policy, current, obs, state)
+    write_file_atomic(dest / "decision.json", recommend_report.to_json(rec).encode("utf-8"))
+
+
+def _snapshot(at: str | None, dest: Path | None, decision: str, baseline: str) -> Snapshot | None:
+    """``--snapshot-at`` / ``--snapshot-dir``, checked before the replay (usage errors)."""
+    if at is None and dest is None:
+        return None
+    if at is None or dest is None:
+        raise click.UsageError("--snapshot-at and --snapshot-dir go together")
+    if decision != "recommend" or baseline not in ("default", "all"):
+        raise click.UsageError(
+            "--snapshot-at needs --decision recommend and --baseline default (or all): it writes "
+            "the inputs of migc recommend's decision in the default loop"
+        )
+    seconds = _duration(at, "--snapshot-at")
+    if dest.is_symlink() or (dest.exists() and (not dest.is_dir() or any(dest.iterdir()))):
+        raise click.UsageError(f"--snapshot-dir {dest}: must be a new or empty directory")
+    return Snapshot(float(seconds or 0), dest, _write_snapshot)
 
 
 def _fill(

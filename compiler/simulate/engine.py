@@ -86,15 +86,26 @@ import random
 from collections import deque
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 
 from compiler.catalog import Catalog, GpuModel, load_catalog
 from compiler.catalog.layouts import enumerate_layouts
-from compiler.model import Cluster, GpuLayout, Need, NodePool, PartitionPolicy, Policy, Tenant, Workload
+from compiler.model import (
+    Cluster,
+    CurrentState,
+    GpuLayout,
+    Need,
+    NodePool,
+    PartitionPolicy,
+    Policy,
+    Tenant,
+    Workload,
+)
 from compiler.observe import Observation
 from compiler.recommend import disruption as dis
 from compiler.recommend import gates as g
 from compiler.recommend import history as h
-from compiler.recommend.engine import recommend
+from compiler.recommend.engine import Recommendation, recommend
 from compiler.recommend.state import State
 from compiler.simulate import decision as rd
 from compiler.simulate.carve import CarvedGpu, Carver
@@ -218,6 +229,10 @@ class Result:
     non_maximal: int | None = None
     instances_carved: int = 0  # per-pod: MIG instances created (one per pod start)
     idle_recarves: int = 0  # default: revisions made by the idle pass (_Run.idle_pass)
+    revision_times: list[float] = field(default_factory=list)  # when each revision was made (replay s)
+    # decision "recommend" with a snapshot asked for (simulate's ``snapshot``): the instant (RFC 3339),
+    # the directory written and whether the decision there proposed a change
+    snapshot: dict[str, object] | None = None
 
     # first to last arrival: the same for every baseline of a trace, so rates compare the same period
     # (the replay's own length grows with the work a policy throws away and runs again)
@@ -1297,6 +1312,7 @@ class _Run:
         """
         fleet = self.fleet
         self.res.revisions += 1
+        self.res.revision_times.append(now)
         nodes = sorted({fleet.node(gi) for gi in changes})
         for gi, lay in changes.items():
             fleet.target[gi] = lay
@@ -1830,6 +1846,18 @@ class _Run:
                     self.schedule(t)
 
 
+@dataclass(frozen=True)
+class Snapshot:
+    """``migc simulate --snapshot-at``: at the first evaluation ``after_seconds`` or more after the
+    replay's start, ``write(directory, policy, current, observation, state, recommendation)`` is
+    handed recommend's inputs there and the decision made on them (the command writes them as
+    ``migc recommend``'s files, compiler/simulate/snapshot.py)."""
+
+    after_seconds: float
+    directory: Path
+    write: Callable[[Path, Policy, CurrentState, Observation, State, Recommendation], None]
+
+
 class _Recommend:
     """``Settings.decision="recommend"``: at every interval, migc recommend's decision
     (:func:`compiler.recommend.engine.recommend`) on the replay's state as recommend observes a
@@ -1837,8 +1865,8 @@ class _Recommend:
     policy (what recommend writes to Git) and its node layouts the new revision the controller rolls
     out. The state file recommend returns is kept for the next interval, as the CLI's is."""
 
-    def __init__(self, run: _Run, catalog: Catalog) -> None:
-        self.run, self.catalog = run, catalog
+    def __init__(self, run: _Run, catalog: Catalog, snapshot: Snapshot | None = None) -> None:
+        self.run, self.catalog, self.snapshot = run, catalog, snapshot
         model, s = run.model, run.s
         self.full = full_profile(model).name
         asked = {rd.demand_name(p.profile, self.full) for p in run.pods}
@@ -1886,19 +1914,32 @@ class _Recommend:
         run, s, res = self.run, self.run.s, self.run.res
         res.evaluations += 1
         now = int(t)
+        snap = self.snapshot
+        here = snap is not None and res.snapshot is None and t >= run.start + snap.after_seconds
+        current = rd.current_state(run.fleet.target, s.gpus_per_node, self.full)
+        obs = self.observation(now)
+        when = EPOCH + dt.timedelta(seconds=now)
         rec = recommend(
             self.policy,
             self.catalog,
-            rd.current_state(run.fleet.target, s.gpus_per_node, self.full),
-            self.observation(now),
+            current,
+            obs,
             self.state,
-            EPOCH + dt.timedelta(seconds=now),
+            when,
             disruption=s.disruption,
             drain_grace_seconds=s.drain_grace_seconds,
             reconfigure_seconds=s.reconfigure_seconds,
             solver=self.solver,
-            lazy=True,
+            lazy=not here,  # the snapshot's evidence is the full evaluation's, as the CLI prints it
         )
+        if here and snap is not None:
+            snap.write(snap.directory, self.policy, current, obs, self.state, rec)
+            res.snapshot = {
+                "at": when.strftime("%Y-%m-%dT%H:%M:%SZ"),
+                "afterSeconds": now - int(run.start),
+                "directory": str(snap.directory),
+                "proposed": rec.proposed_change,
+            }
         self.state = rec.state
         for gate in rec.gates:
             if not gate.passed:
@@ -1930,9 +1971,11 @@ def simulate(
     policy: PartitionPolicy,
     progress: Callable[[float], None] | None = None,
     catalog: Catalog | None = None,
+    snapshot: Snapshot | None = None,
 ) -> Result:
     """Replay ``trace`` under ``baseline`` (module docstring); ``catalog`` for the solver of
-    ``static-peak``/``static-average`` (default: the shipped catalog)."""
+    ``static-peak``/``static-average`` and recommend's decision (default: the shipped catalog);
+    ``snapshot``: recommend's inputs at one instant (``Settings.decision`` "recommend" only)."""
     if s.drain_scope not in DRAIN_SCOPES:
         raise ValueError(f"drain scope {s.drain_scope!r}: expected one of {', '.join(DRAIN_SCOPES)}")
     if s.layouts not in LAYOUT_RULES:
@@ -1968,7 +2011,7 @@ def simulate(
         res.non_maximal = 0
     run = _Run(pods, model, s, baseline, policy, fleet, res, start)
     if baseline == "default" and s.decision == "recommend":
-        run.decider = _Recommend(run, catalog or load_catalog())
+        run.decider = _Recommend(run, catalog or load_catalog(), snapshot)
     run.run(progress)
     end = run.last_t
     res.hours = max(end - start, 1.0) / 3600

@@ -64,6 +64,7 @@ def result_dict(r: Result) -> dict[str, Any]:
         "nonMaximalLayouts": r.non_maximal,
         "instancesCarved": r.instances_carved,
         "idleRecarves": r.idle_recarves,
+        "snapshot": r.snapshot,
     }
 
 
@@ -106,6 +107,7 @@ class Replay:
             "idlePass": s.idle_pass,
             "drainScope": s.drain_scope,
             "layouts": s.layouts,
+            "decision": s.decision,
             "ignoredColumns": dict(self.ignored),
             "results": [result_dict(r) for r in self.results],
         }
@@ -122,6 +124,7 @@ class Replay:
             f"disruption rule {s.disruption}; failure rate {s.failure_rate:g}"
             + ("" if s.drain_scope == "node" else f"; drain scope {s.drain_scope}")
             + ("" if s.layouts == "fewest" else f"; layouts {s.layouts}")
+            + ("" if s.decision == "cover" else f"; decision {s.decision}")
         )
 
 
@@ -205,6 +208,14 @@ def _replay_text(run: Replay) -> str:
         assert isinstance(w, dict)
         parts = [f"{k} {_show(v, 'p95')} ({v['pods']} pods)" for k, v in w.items() if k != "all"]
         out.append(f"  {row['baseline']}: " + "; ".join(parts))
+    for r in run.results:
+        if r.snapshot is not None:
+            snap = r.snapshot
+            said = "proposed a change" if snap["proposed"] else "proposed no change"
+            out.append(
+                f"snapshot at {snap['at']} ({snap['afterSeconds']} s in): migc recommend's inputs in "
+                f"{snap['directory']}; the decision there {said} (decision.json)"
+            )
     return "\n".join(out) + "\n"
 
 

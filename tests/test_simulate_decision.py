@@ -1,0 +1,182 @@
+"""One decision (issue 22 item 1): with ``--decision recommend`` the replay's default loop runs migc
+recommend's own decision, so ``migc recommend`` on a snapshot of the replay's state at an instant
+returns the replay's decision at that instant — byte for byte the same evidence, the same exit.
+
+The trace: one node of 8 A100-80GB, carved all-balanced at the start (no whole GPU), and eight
+whole-GPU pods arriving at once. recommend sees them pending at every interval; once the
+stabilizationWindow is covered and their wait outweighs the re-carve by the threshold it proposes 8
+whole GPUs, and the controller (the replay's rollout) carves them.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from compiler.catalog import load_catalog
+from compiler.cli import main
+from compiler.exitcodes import ExitCode
+from compiler.model import CurrentState, PartitionPolicy, Policy
+from compiler.observe import Observation
+from compiler.recommend.engine import Recommendation, recommend
+from compiler.recommend.state import State
+from compiler.simulate.engine import Settings, Snapshot, simulate
+from compiler.simulate.trace import TracePod
+
+A100 = load_catalog().by_product("NVIDIA-A100-SXM4-80GB")
+assert A100 is not None
+POLICY = PartitionPolicy(mode="dynamic")
+ONE = Settings(nodes=1, decision="recommend")
+HEADER = (
+    "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_time,deletion_time,"
+    "scheduled_time"
+)
+# eight whole-GPU pods of three days at 0, then a few small ones later
+PODS = [TracePod(f"big-{k}", 0, 3 * 86400, 1, 1000, 0) for k in range(8)] + [
+    TracePod(f"small-{k}", 4 * 86400 + 600 * k, 3600, 1, 200, 0) for k in range(4)
+]
+
+
+def _csv(tmp_path: Path) -> Path:
+    rows = [
+        f"{p.name},1000,1024,{p.num_gpu},{p.gpu_milli},,LS,Succeeded,{p.arrival:g},"
+        f"{p.arrival + p.duration:g},{p.arrival:g}"
+        for p in PODS
+    ]
+    path = tmp_path / "trace.csv"
+    path.write_text("\n".join([HEADER, *rows]) + "\n", encoding="utf-8")
+    return path
+
+
+def _simulate(capsys: pytest.CaptureFixture[str], trace: Path, *extra: str) -> dict[str, Any]:
+    code = main(
+        [
+            "simulate",
+            "--trace",
+            str(trace),
+            "--gpu-product",
+            "NVIDIA-A100-SXM4-80GB",
+            "--nodes",
+            "1",
+            "--baseline",
+            "default",
+            "--decision",
+            "recommend",
+            "-o",
+            "json",
+            *extra,
+        ]
+    )
+    out = capsys.readouterr().out
+    assert code == ExitCode.OK
+    doc: dict[str, Any] = json.loads(out)
+    return doc
+
+
+def _recommend(capsys: pytest.CaptureFixture[str], snap: Path, at: str) -> tuple[int, str]:
+    code = main(
+        [
+            "recommend",
+            str(snap / "policy"),
+            "--snapshot",
+            str(snap / "cluster.json"),
+            "--against",
+            str(snap / "output"),
+            "--state",
+            str(snap / "observed-demand.yaml"),
+            "--now",
+            at,
+            "--dry-run",
+            "-o",
+            "json",
+        ]
+    )
+    return code, capsys.readouterr().out
+
+
+def test_the_replay_changes_when_recommend_proposes() -> None:
+    """The scenario is not vacuous: the loop makes a revision (8 whole GPUs) and the big pods run."""
+    assert A100 is not None
+    res = simulate(PODS, A100, ONE, "default", POLICY)
+    assert res.revisions >= 1 and res.revision_times[0] > 0
+    assert res.reconfigurations >= 1
+    assert res.never_served == 0
+
+
+@pytest.mark.parametrize("where", ["at the first revision", "one interval before it"])
+def test_recommend_on_the_snapshot_returns_the_replays_decision(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], where: str
+) -> None:
+    assert A100 is not None
+    first = simulate(PODS, A100, ONE, "default", POLICY).revision_times[0]
+    at = first if where == "at the first revision" else first - POLICY.interval_seconds
+    snap = tmp_path / "snap"
+    doc = _simulate(capsys, _csv(tmp_path), "--snapshot-at", f"{int(at)}s", "--snapshot-dir", str(snap))
+    taken = doc["results"][0]["snapshot"]
+    assert taken["proposed"] is (where == "at the first revision")
+    assert sorted(p.name for p in snap.iterdir()) == [
+        "cluster.json",
+        "decision.json",
+        "observed-demand.yaml",
+        "output",
+        "policy",
+    ]
+    code, out = _recommend(capsys, snap, taken["at"])
+    assert out == (snap / "decision.json").read_text(encoding="utf-8")
+    assert code == (ExitCode.DRIFT if taken["proposed"] else ExitCode.OK)
+    evidence = json.loads(out)
+    if taken["proposed"]:
+        assert {"workload": "gpu", "from": 0, "to": 8} in evidence["replicas"]
+        assert evidence["nodes"] == ["node-0"]
+    else:
+        assert evidence["proposed"] is False
+
+
+def test_lazy_and_full_evaluations_decide_the_same(tmp_path: Path) -> None:
+    """``recommend(lazy=True)``, what the replay runs at every interval, skips the solve only when a
+    gate blocks every proposal: at every instant of the replay its decision, replicas, targets and
+    the state written back equal the full evaluation's."""
+    assert A100 is not None
+    seen: list[tuple[Policy, CurrentState, Observation, State, Recommendation]] = []
+
+    def keep(
+        _: Path, policy: Policy, current: CurrentState, obs: Observation, state: State, rec: Recommendation
+    ) -> None:
+        seen.append((policy, current, obs, state, rec))
+
+    catalog = load_catalog()
+    for after in range(0, 5 * 86400, 5 * 3600):
+        simulate(
+            PODS, A100, ONE, "default", POLICY, catalog=catalog, snapshot=Snapshot(after, tmp_path, keep)
+        )
+    assert len(seen) >= 20
+    lazy_blocked = 0
+    for policy, current, obs, state, full in seen:
+        lazy = recommend(policy, catalog, current, obs, state, obs.taken_at, lazy=True)
+        assert lazy.proposed_change == full.proposed_change
+        assert lazy.state == full.state
+        if lazy.proposed_change:
+            assert (lazy.replicas, lazy.targets) == (full.replicas, full.targets)
+        lazy_blocked += not lazy.proposed and not lazy.current  # the solve was skipped
+    assert lazy_blocked > 0  # the lazy path was taken on some instants
+
+
+def test_snapshot_options_are_checked_before_the_replay(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    trace = _csv(tmp_path)
+    base = ["simulate", "--trace", str(trace), "--gpu-product", "NVIDIA-A100-SXM4-80GB", "--nodes", "1"]
+    assert main([*base, "--snapshot-at", "1h"]) == ExitCode.USAGE
+    assert "go together" in capsys.readouterr().err
+    assert main([*base, "--snapshot-at", "1h", "--snapshot-dir", str(tmp_path / "s")]) == ExitCode.USAGE
+    assert "--decision recommend" in capsys.readouterr().err
+    full = tmp_path / "full"
+    full.mkdir()
+    (full / "keep.txt").write_text("mine", encoding="utf-8")
+    args = [*base, "--decision", "recommend", "--snapshot-at", "1h", "--snapshot-dir", str(full)]
+    assert main(args) == ExitCode.USAGE
+    assert "new or empty" in capsys.readouterr().err
+    assert (full / "keep.txt").read_text(encoding="utf-8") == "mine"  # nothing of the user's is lost

@@ -811,9 +811,25 @@ def _cheapest_change(
     return best
 
 
+def _node_limits(policy: Policy, state: State, now: dt.datetime) -> list[g.Gate]:
+    """The minDwell and dailyChangeBudget gates as a change of any one node would meet them: the
+    budget with one node more, minDwell when every node of the fleet changed less than it ago (both
+    only get harder with more nodes changing)."""
+    part = policy.partition
+    last = state.node_last_change()
+    names = [n for c in policy.clusters for pool in c.pools for n in pool.node_names]
+    budget = g.daily_budget(1, g.changes_last_day((t for _, t in state.changes), now), part)
+    young = g.min_dwell(names, last, now, part)
+    every = bool(names) and all(
+        n in last and (now - last[n]).total_seconds() < part.min_dwell_seconds for n in names
+    )
+    return [budget, young if every else g.Gate("minDwell", True, "a node kept its layout long enough")]
+
+
 def held_before_solve(
     policy: Policy,
     obs: Observation,
+    state: State,
     now: dt.datetime,
     d: _Demand,
     sizing_changes: bool,
@@ -825,9 +841,10 @@ def held_before_solve(
 ) -> g.Gate | None:
     """A gate that blocks every proposal whatever the solver returns, or None: the mode, the rollout,
     no Workload's replicas changing, the backoff; the stabilizationWindow while the history does not
-    cover it and no pod is past its max wait; and with the disruption rule, a benefit that cannot
-    beat the cheapest node change even if every pending pod were served (a proposal that changes no
-    node changes no capacity, so it serves nobody: benefit 0, and ``benefit > cost × (1 +
+    cover it and no pod is past its max wait; and with the disruption rule, the dailyChangeBudget
+    with no node change left, minDwell while every node changed less than it ago, and a benefit
+    that cannot beat the cheapest node change even if every pending pod were served (a proposal that
+    changes no node changes no capacity, so it serves nobody: benefit 0, and ``benefit > cost × (1 +
     threshold)`` fails for any cost ≥ 0). When one blocks, the decision (no change) and the state
     written back are those of the full evaluation; only the evidence of what the solver would have
     proposed is missing (``recommend(lazy=True)``)."""
@@ -839,7 +856,10 @@ def held_before_solve(
         return g.Gate("replicas", False, "no Workload's replicas change: nothing to propose")
     if not d.window.covered and not any(pod.late for pod in d.pending):
         return g.Gate("stabilizationWindow", False, "the demand history does not cover the window yet")
-    if disruption == "expected":
+    if disruption == "expected":  # a proposal that changes no node changes no capacity: benefit 0
+        for gate in _node_limits(policy, state, now):
+            if not gate.passed:
+                return gate
         most = sum(slices.get(p, 7) / 7 * sum(w) for p, w in pending_waits(policy, obs).items())
         least = _cheapest_change(policy, obs, now, slices, grace, reconf)
         if least is not None and not dis.worth(most, least, part.reconfiguration_threshold_pct):
@@ -960,6 +980,7 @@ def recommend(
         blocked = held_before_solve(
             policy,
             obs,
+            state,
             now,
             demand,
             bool(sizing.wanted),

@@ -328,51 +328,57 @@ def test_a_remembered_7g_peak_is_cut_to_the_room_the_pods_waiting_now_leave(tmp_
             recommend(p, CATALOG, CurrentState(), obs, state, NOW, time_limit_s=30, surplus=bad)
 
 
-def _replay_inputs(
-    wait: int, *, running: bool = False, phase: int = 0
-) -> tuple[Policy, CurrentState, object]:
+def _replay_inputs(wait: int, *, phase: int = 0, budget: int = 0) -> tuple[Policy, CurrentState, object]:
     from compiler.model import PartitionPolicy
     from compiler.simulate import decision as rd
 
     a100 = CATALOG.by_product("NVIDIA-A100-SXM4-80GB")
     assert a100 is not None
-    policy = rd.replay_policy(a100, 1, 8, 1, PartitionPolicy(mode="dynamic"), {"gpu": 0, "1g.10gb": 0})
+    part = PartitionPolicy(mode="dynamic", daily_change_budget=budget)
+    policy = rd.replay_policy(a100, 1, 8, 1, part, {"gpu": 0, "1g.10gb": 0})
     current = rd.current_state([{"1g.10gb": 7}] * 8, 8, "7g.80gb")
     start = int(NOW.timestamp())
     epoch = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
-    obs = rd.observation(
-        epoch,
-        start,
-        [(phase, None)],
-        [rd.Running("r", 0, "1g.10gb", 1, start - 7200, 0)] if running else [],
-        [rd.Waiting("w", "gpu", 1, wait, None)],
-    )
+    obs = rd.observation(epoch, start, [(phase, None)], [], [rd.Waiting("w", "gpu", 1, wait, None)])
     return policy, current, obs
 
 
 @pytest.mark.parametrize(
-    ("wait", "phase", "blocked_by"),
+    ("wait", "phase", "changed_ago", "budget", "blocked_by"),
     [
-        (60, 0, "disruption"),  # 60 GPU-s at most < the cheapest change: 8 GPUs x 60 s x 1.2
-        (86_400, 0, None),  # a day's wait could beat it: the solve decides
-        (86_400, 1, "rollout"),  # a node still draining blocks every proposal
+        (60, 0, None, 0, "disruption"),  # 60 GPU-s at most < the cheapest change: 8 GPUs x 60 s x 1.2
+        (86_400, 0, None, 0, None),  # a day's wait could beat it: the solve decides
+        (86_400, 1, None, 0, "rollout"),  # a node still draining blocks every proposal
+        (86_400, 0, 600, 0, "minDwell"),  # the only node changed 10 minutes ago
+        (86_400, 0, 7200, 1, "dailyChangeBudget"),  # the day's one change is spent
+        (86_400, 0, 7200, 2, None),  # one left: the solve decides
     ],
 )
 def test_held_before_solve_blocks_only_what_no_proposal_passes(
-    wait: int, phase: int, blocked_by: str | None
+    wait: int, phase: int, changed_ago: int | None, budget: int, blocked_by: str | None
 ) -> None:
+    """``recommend(lazy=True)`` skips the solve exactly when a gate holds every proposal back, and
+    decides as the full evaluation does either way."""
     from compiler.observe import Observation
 
-    policy, current, obs = _replay_inputs(wait, phase=phase)
+    policy, current, obs = _replay_inputs(wait, phase=phase, budget=budget)
     assert isinstance(obs, Observation)
     history = State()
     for k in range(3):  # a covered window: the pod was pending in every sample
         at = NOW - dt.timedelta(minutes=30 - 15 * k)
         history = recommend(policy, CATALOG, current, replace(obs, taken_at=at), history, at).state
+    history = replace(history, changes=(), last_change=None)  # the samples only, no change made
+    if changed_ago is not None:
+        when = NOW - dt.timedelta(seconds=changed_ago)
+        history = replace(history, changes=(("node-0", when),), last_change=when)
     lazy = recommend(policy, CATALOG, current, obs, history, NOW, lazy=True)
     full = recommend(policy, CATALOG, current, obs, history, NOW)
     assert lazy.proposed_change == full.proposed_change and lazy.state == full.state
-    solved = bool(lazy.current)  # the lazy evaluation skipped the solve exactly when a gate held it
+    solved = bool(lazy.current)
     assert solved == (blocked_by is None)
     if blocked_by is not None:
         assert [g.name for g in lazy.gates if not g.passed] == [blocked_by]
+        assert not full.proposed_change
+        assert blocked_by in [g.name for g in full.gates if not g.passed]
+    else:
+        assert full.proposed_change  # the cases the solve decides do propose: not vacuous

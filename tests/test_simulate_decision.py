@@ -180,3 +180,16 @@ def test_snapshot_options_are_checked_before_the_replay(
     assert main(args) == ExitCode.USAGE
     assert "new or empty" in capsys.readouterr().err
     assert (full / "keep.txt").read_text(encoding="utf-8") == "mine"  # nothing of the user's is lost
+
+
+def test_a_snapshot_after_the_replay_ended_is_an_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    trace = _csv(tmp_path)
+    dest = tmp_path / "late"
+    args = ["simulate", "--trace", str(trace), "--gpu-product", "NVIDIA-A100-SXM4-80GB", "--nodes", "1"]
+    args += ["--decision", "recommend", "--snapshot-at", "300d", "--snapshot-dir", str(dest)]
+    assert main(args) == ExitCode.INVALID
+    captured = capsys.readouterr()
+    assert "MIGC448" in captured.err and "nothing was written" in captured.err
+    assert captured.out == "" and not dest.exists()

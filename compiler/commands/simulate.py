@@ -347,6 +347,13 @@ def command(
             print(file=sys.stderr)
             return fail([make("MIGC448", f"--snapshot-dir {snapshot_dir}: {exc}")])
         print(f"\r{b:<16}[{'#' * 30}] done", file=sys.stderr, flush=True)
+        last = results[-1]
+        if snap is not None and b == "default" and last.snapshot is None:
+            why = (
+                f"--snapshot-at {snapshot_at}: the replay's last evaluation came "
+                f"{last.hours * 3600:,.0f} s after its start, before it; nothing was written"
+            )
+            return fail([make("MIGC448", why)])
     run = Replay(
         trace=Path(trace_path).name,
         pods=len(trace.pods),

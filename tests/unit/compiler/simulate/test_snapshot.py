@@ -52,6 +52,7 @@ from compiler.recommend.engine import recommend
 from compiler.recommend.history import Sample
 from compiler.recommend.report import to_json
 from compiler.recommend.state import State, read_state
+from compiler.simulate import decision as rd
 from compiler.simulate.snapshot import (
     DERIVED,
     WRITTEN,
@@ -769,27 +770,8 @@ def replay_shaped() -> tuple[Policy, CurrentState, Observation, State]:
     no allocatable), every pod in one namespace with whole-second times, the first evaluation's
     empty state. Four 1-GPU nodes: node-0 1g.10gb x7 (all running), node-1 draining, node-2 Failed,
     node-3 a whole GPU one pod of nvidia.com/gpu: 1 runs on; pending 1g and 2-GPU pods."""
-    pool = NodePool(
-        name="sim",
-        cluster="sim",
-        gpu_product=PRODUCT,
-        gpu_model=MODEL.model,
-        gpus_per_node=1,
-        node_names=("node-0", "node-1", "node-2", "node-3"),
-        max_unavailable=1,
-    )
     part = PartitionPolicy(mode="dynamic", stabilization_seconds=60, min_dwell_seconds=600)
-    tier = part.tiers[-1].name
-    policy = Policy(
-        clusters=(Cluster("sim", (pool,)),),
-        tenants=(Tenant("sim", ("sim",), tier),),
-        workloads=(
-            Workload("gpu", "sim", 1, Need(gpus=1), "exclusive", tier, "sim"),
-            Workload("mig-1g-10gb", "sim", 14, Need(profiles=("1g.10gb",)), "hardware", tier, "sim"),
-        ),
-        partition=part,
-        fleet_name="replay",
-    )
+    policy = rd.replay_policy(MODEL, 4, 1, 1, part, {"gpu": 1, "1g.10gb": 14})
     current = CurrentState(
         nodes=tuple((("sim", "sim", f"node-{n}"), (lay,)) for n, lay in enumerate((L7, L7, MIXED, WHOLE)))
     )

@@ -24,6 +24,7 @@ from compiler.observe import Observation
 from compiler.recommend.engine import Recommendation, recommend
 from compiler.recommend.state import State
 from compiler.simulate.engine import Settings, Snapshot, simulate
+from compiler.simulate.report import result_dict
 from compiler.simulate.trace import TracePod
 
 A100 = load_catalog().by_product("NVIDIA-A100-SXM4-80GB")
@@ -180,3 +181,76 @@ def test_snapshot_options_are_checked_before_the_replay(
     assert main(args) == ExitCode.USAGE
     assert "new or empty" in capsys.readouterr().err
     assert (full / "keep.txt").read_text(encoding="utf-8") == "mine"  # nothing of the user's is lost
+
+
+def _cli(capsys: pytest.CaptureFixture[str], trace: Path, *extra: str) -> tuple[int, str, str]:
+    code = main(
+        [
+            "simulate",
+            "--trace",
+            str(trace),
+            "--gpu-product",
+            "NVIDIA-A100-SXM4-80GB",
+            "--nodes",
+            "1",
+            "--baseline",
+            "default",
+            "--decision",
+            "recommend",
+            "-o",
+            "json",
+            *extra,
+        ]
+    )
+    got = capsys.readouterr()
+    return code, got.out, got.err
+
+
+def test_snapshot_at_past_the_end_of_the_replay_says_so(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """An instant the replay never reaches writes no snapshot: the command says so (MIGC448, exit 1,
+    no results on stdout) instead of exiting 0 with ``snapshot: null`` and an absent directory."""
+    snap = tmp_path / "snap"
+    code, out, err = _cli(capsys, _csv(tmp_path), "--snapshot-at", "30d", "--snapshot-dir", str(snap))
+    assert code == ExitCode.INVALID
+    assert "MIGC448" in err and "--snapshot-at 30d" in err and "ended" in err
+    assert out == ""
+    assert not snap.exists()
+
+
+def test_a_snapshot_dir_that_cannot_be_created_is_refused_before_the_replay(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A --snapshot-dir under a regular file cannot be written: a usage error before the replay runs
+    (it was an internal error, exit 70, after the whole replay)."""
+    (tmp_path / "afile").write_text("mine", encoding="utf-8")
+    code, out, err = _cli(
+        capsys, _csv(tmp_path), "--snapshot-at", "1h", "--snapshot-dir", str(tmp_path / "afile" / "snap")
+    )
+    assert code == ExitCode.USAGE
+    assert "--snapshot-dir" in err and "not a directory" in err
+    assert "done" not in err  # the replay did not run
+    assert out == ""
+    assert (tmp_path / "afile").read_text(encoding="utf-8") == "mine"
+
+
+def test_a_snapshot_does_not_change_the_replay(tmp_path: Path) -> None:
+    """Taking a snapshot (a full evaluation at that instant, for its evidence) leaves every result of
+    the replay as it is without one: its blockedBy counted every gate the full evaluation failed
+    there, where the lazy evaluation counts the one that held it before the solve."""
+    assert A100 is not None
+    catalog = load_catalog()
+    plain = result_dict(simulate(PODS, A100, ONE, "default", POLICY, catalog=catalog))
+
+    def drop(*_: object) -> None:
+        return None
+
+    for after in (0, 900, 5 * 3600):
+        res = simulate(
+            PODS, A100, ONE, "default", POLICY, catalog=catalog, snapshot=Snapshot(after, tmp_path, drop)
+        )
+        assert res.snapshot is not None
+        got = result_dict(res)
+        got["snapshot"] = None
+        assert got == plain, after

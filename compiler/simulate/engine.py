@@ -1919,26 +1919,34 @@ class _Recommend:
         current = rd.current_state(run.fleet.target, s.gpus_per_node, self.full)
         obs = self.observation(now)
         when = EPOCH + dt.timedelta(seconds=now)
-        rec = recommend(
-            self.policy,
-            self.catalog,
-            current,
-            obs,
-            self.state,
-            when,
-            disruption=s.disruption,
-            drain_grace_seconds=s.drain_grace_seconds,
-            reconfigure_seconds=s.reconfigure_seconds,
-            solver=self.solver,
-            lazy=not here,  # the snapshot's evidence is the full evaluation's, as the CLI prints it
-        )
+
+        def evaluation(lazy: bool) -> Recommendation:
+            return recommend(
+                self.policy,
+                self.catalog,
+                current,
+                obs,
+                self.state,
+                when,
+                disruption=s.disruption,
+                drain_grace_seconds=s.drain_grace_seconds,
+                reconfigure_seconds=s.reconfigure_seconds,
+                solver=self.solver,
+                lazy=lazy,
+            )
+
+        rec = evaluation(True)
         if here and snap is not None:
-            snap.write(snap.directory, self.policy, current, obs, self.state, rec)
+            # the snapshot's evidence is the full evaluation's, as the CLI prints it; the replay goes
+            # on from the lazy one (the same decision and state), so that its results (blockedBy
+            # counts the gates of the evaluation it runs) are those of a replay without a snapshot
+            full = evaluation(False)
+            snap.write(snap.directory, self.policy, current, obs, self.state, full)
             res.snapshot = {
                 "at": when.strftime("%Y-%m-%dT%H:%M:%SZ"),
                 "afterSeconds": now - int(run.start),
                 "directory": str(snap.directory),
-                "proposed": rec.proposed_change,
+                "proposed": full.proposed_change,
             }
         self.state = rec.state
         for gate in rec.gates:

@@ -7,6 +7,8 @@ in :mod:`compiler.simulate.engine` and :mod:`compiler.simulate.trace` (docs/simu
 
 from __future__ import annotations
 
+import os
+import stat
 import sys
 import time
 from dataclasses import replace
@@ -23,6 +25,7 @@ from compiler.commands._common import (
 )
 from compiler.diagnostics import has_errors, make
 from compiler.exitcodes import ExitCode
+from compiler.formatting import duration
 from compiler.fsio import write_file_atomic
 from compiler.model import CurrentState, PartitionPolicy, Policy
 from compiler.observe import Observation
@@ -347,6 +350,18 @@ def command(
             print(file=sys.stderr)
             return fail([make("MIGC448", f"--snapshot-dir {snapshot_dir}: {exc}")])
         print(f"\r{b:<16}[{'#' * 30}] done", file=sys.stderr, flush=True)
+    if snap is not None and not any(r.snapshot is not None for r in results):
+        ran = max((r.hours for r in results if r.baseline == "default"), default=0.0) * 3600
+        return fail(
+            [
+                make(
+                    "MIGC448",
+                    f"--snapshot-at {snapshot_at}: the replay ended {duration(ran)} after its start, "
+                    f"before an evaluation that late; nothing was written to {snapshot_dir} (give an "
+                    "instant within the replay)",
+                )
+            ]
+        )
     run = Replay(
         trace=Path(trace_path).name,
         pods=len(trace.pods),
@@ -369,8 +384,31 @@ def _write_snapshot(
 ) -> None:
     """recommend's inputs (compiler/simulate/snapshot.py) and, beside them, the replay's evidence of
     the decision it made on them (``migc recommend -o json``'s form)."""
-    write_inputs(dest, policy, current, obs, state)
-    write_file_atomic(dest / "decision.json", recommend_report.to_json(rec).encode("utf-8"))
+    try:
+        write_inputs(dest, policy, current, obs, state)
+        write_file_atomic(dest / "decision.json", recommend_report.to_json(rec).encode("utf-8"))
+    except OSError as exc:  # the directory went away or became unwritable during the replay
+        raise SnapshotRefused(f"cannot write it: {exc.strerror or exc}") from exc
+
+
+def _uncreatable(dest: Path) -> str | None:
+    """Why ``dest`` (absent or an empty directory) cannot be written at the end of a long replay, or
+    None: its nearest existing ancestor must be a directory this user may write into (the snapshot
+    is staged beside ``dest`` and renamed onto it)."""
+    probe = Path(os.path.abspath(dest)).parent
+    while True:
+        try:
+            st = os.stat(probe)
+        except (FileNotFoundError, NotADirectoryError):
+            if probe.parent == probe:
+                return f"{probe} does not exist"
+            probe = probe.parent
+            continue
+        if not stat.S_ISDIR(st.st_mode):
+            return f"{probe} is not a directory"
+        if not os.access(probe, os.W_OK | os.X_OK):
+            return f"{probe} is not writable"
+        return None
 
 
 def _snapshot(at: str | None, dest: Path | None, decision: str, baseline: str) -> Snapshot | None:
@@ -387,6 +425,9 @@ def _snapshot(at: str | None, dest: Path | None, decision: str, baseline: str) -
     seconds = _duration(at, "--snapshot-at")
     if dest.is_symlink() or (dest.exists() and (not dest.is_dir() or any(dest.iterdir()))):
         raise click.UsageError(f"--snapshot-dir {dest}: must be a new or empty directory")
+    why = _uncreatable(dest)
+    if why is not None:
+        raise click.UsageError(f"--snapshot-dir {dest}: {why}")
     return Snapshot(float(seconds or 0), dest, _write_snapshot)
 
 

@@ -254,3 +254,36 @@ def test_a_snapshot_does_not_change_the_replay(tmp_path: Path) -> None:
         got = result_dict(res)
         got["snapshot"] = None
         assert got == plain, after
+
+
+@pytest.mark.parametrize(
+    "option",
+    [
+        ["--idle-pass"],
+        ["--demand", "now"],
+        ["--demand", "peak", "--demand-window", "6h"],
+        ["--layouts", "maximal"],
+        ["--baseline", "naive"],
+    ],
+)
+def test_options_recommend_would_ignore_are_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], option: list[str]
+) -> None:
+    """--decision recommend replaces the cover: the options that only steer the cover (its sizing,
+    idle pass, layouts) or a baseline without the default loop changed nothing in the replay's
+    results; they are a usage error naming the option, before the replay."""
+    code, out, err = _cli(capsys, _csv(tmp_path), *option)
+    assert code == ExitCode.USAGE
+    assert option[0] in err and "--decision recommend" in err
+    assert "done" not in err and out == ""
+
+
+def test_the_options_recommend_reads_are_accepted(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The check above refuses only what recommend ignores: the rollout's and the disruption rule's
+    options still go through (and change the replay)."""
+    code, out, _ = _cli(capsys, _csv(tmp_path), "--demand", "history", "--disruption", "off")
+    assert code == ExitCode.OK
+    off = json.loads(out)["results"][0]
+    code, out, _ = _cli(capsys, _csv(tmp_path))
+    assert code == ExitCode.OK
+    assert json.loads(out)["results"][0]["blockedBy"] != off["blockedBy"]

@@ -299,6 +299,8 @@ def command(
         return fail([make("MIGC426", why)])
     if mode == "fill":
         return _fill(trace_path, catalog, model, nodes, gpus_per_node, mapping, seed, fmt)
+    if decision == "recommend":
+        _recommend_options(baseline, idle_pass, demand_model, demand_window, layouts)
     snap = _snapshot(snapshot_at, snapshot_dir, decision, baseline)
     wait_s = _duration(max_wait, "--max-wait")
     window_s = _duration(demand_window, "--demand-window")
@@ -389,6 +391,31 @@ def _write_snapshot(
         write_file_atomic(dest / "decision.json", recommend_report.to_json(rec).encode("utf-8"))
     except OSError as exc:  # the directory went away or became unwritable during the replay
         raise SnapshotRefused(f"cannot write it: {exc.strerror or exc}") from exc
+
+
+def _recommend_options(
+    baseline: str, idle_pass: bool, demand_model: str, demand_window: str | None, layouts: str
+) -> None:
+    """``--decision recommend`` replaces the cover of the default loop, so the options that only
+    steer that cover (its sizing, its idle pass, its layouts) would be accepted and ignored: a usage
+    error names them, as does a baseline without the default loop."""
+    ignored = [
+        flag
+        for flag, given in (
+            ("--idle-pass", idle_pass),
+            (f"--demand {demand_model}", demand_model != "history"),
+            ("--demand-window", demand_window is not None),
+            (f"--layouts {layouts}", layouts != "fewest"),
+            (f"--baseline {baseline}", baseline not in ("default", "all")),
+        )
+        if given
+    ]
+    if ignored:
+        raise click.UsageError(
+            f"{', '.join(ignored)}: not with --decision recommend (migc recommend's decision sizes "
+            "from the demand history and carves the solver's layouts in the default loop; the "
+            "baseline must be default or all)"
+        )
 
 
 def _uncreatable(dest: Path) -> str | None:

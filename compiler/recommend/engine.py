@@ -41,7 +41,7 @@ from compiler.observe.model import profile_of
 from compiler.recommend import disruption as dis
 from compiler.recommend import gates as g
 from compiler.recommend import history as h
-from compiler.recommend.state import DAY_S, State
+from compiler.recommend.state import State, change_horizon
 from compiler.solve import solve
 from compiler.solve.demand import sized_resource
 from compiler.solve.result import Solution
@@ -914,14 +914,16 @@ def _next_state(
     failures: tuple[int, dt.datetime | None],
 ) -> State:
     """Step 6: the state to write back: the sample recorded, and the change when one is proposed;
-    the node changes of the last day, sorted, as the state file keeps them (``dump_state``), so the
-    next evaluation reads the same state from memory (``migc simulate``) as from the file."""
+    the node changes of the last day (of the last minDwell when that is longer: ``change_horizon``),
+    sorted, as the state file keeps them (``dump_state``), so the next evaluation reads the same
+    state from memory (``migc simulate``) as from the file."""
     changes = state.changes + (tuple((n, now) for n in changing) if ok else ())
+    keep = change_horizon(policy.partition)
     return State(
         updated=now,
         history=h.record(state.history, d.sample, policy.partition),
         last_change=now if ok else state.last_change,
-        changes=tuple(sorted((n, t) for n, t in changes if 0 <= (now - t).total_seconds() < DAY_S)),
+        changes=tuple(sorted((n, t) for n, t in changes if 0 <= (now - t).total_seconds() < keep)),
         failures=failures[0],
         last_failure=failures[1],
     )

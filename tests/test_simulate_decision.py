@@ -11,6 +11,7 @@ whole GPUs, and the controller (the replay's rollout) carves them.
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -287,3 +288,59 @@ def test_the_options_recommend_reads_are_accepted(tmp_path: Path, capsys: pytest
     code, out, _ = _cli(capsys, _csv(tmp_path))
     assert code == ExitCode.OK
     assert json.loads(out)["results"][0]["blockedBy"] != off["blockedBy"]
+
+
+# one pod of 8 whole GPUs and four of one, on two nodes of 8 carved all-balanced
+SPLIT = [TracePod("big8", 0, 86400, 8, 1000, 0)] + [
+    TracePod(f"one-{k}", 0, 86400, 1, 1000, 0) for k in range(4)
+]
+
+
+def test_a_pod_of_a_whole_node_is_served(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The 8-GPU pod needs one node's 8 GPUs: recommend's proposal keeps them on one node (the cover
+    serves it too), and migc recommend on a snapshot at that proposal decides the same."""
+    assert A100 is not None
+    two = Settings(nodes=2, decision="recommend")
+    res = simulate(SPLIT, A100, two, "default", POLICY)
+    assert res.never_served == 0  # it was 1: 12 whole GPUs proposed, 6 per node
+    assert (
+        res.never_served
+        == simulate(SPLIT, A100, replace(two, decision="cover"), "default", POLICY).never_served
+    )
+    rows = [
+        f"{p.name},1000,1024,{p.num_gpu},{p.gpu_milli},,LS,Succeeded,{p.arrival:g},"
+        f"{p.arrival + p.duration:g},{p.arrival:g}"
+        for p in SPLIT
+    ]
+    trace = tmp_path / "split.csv"
+    trace.write_text("\n".join([HEADER, *rows]) + "\n", encoding="utf-8")
+    snap = tmp_path / "snap"
+    at = int(res.revision_times[0])
+    code = main(
+        [
+            "simulate",
+            "--trace",
+            str(trace),
+            "--gpu-product",
+            "NVIDIA-A100-SXM4-80GB",
+            "--nodes",
+            "2",
+            "--baseline",
+            "default",
+            "--decision",
+            "recommend",
+            "-o",
+            "json",
+            "--snapshot-at",
+            f"{at}s",
+            "--snapshot-dir",
+            str(snap),
+        ]
+    )
+    assert code == ExitCode.OK
+    taken = json.loads(capsys.readouterr().out)["results"][0]["snapshot"]
+    assert taken["proposed"] is True
+    code, out = _recommend(capsys, snap, taken["at"])
+    assert out == (snap / "decision.json").read_text(encoding="utf-8")
+    assert code == ExitCode.DRIFT
+    assert {"workload": "gpu-x8", "from": 0, "to": 1} in json.loads(out)["replicas"]

@@ -1869,7 +1869,9 @@ class _Recommend:
         self.run, self.catalog, self.snapshot = run, catalog, snapshot
         model, s = run.model, run.s
         self.full = full_profile(model).name
-        asked = {rd.demand_name(p.profile, self.full) for p in run.pods}
+        asked = {  # pods of more GPUs than a node has never arrive
+            rd.demand_name(p.profile, self.full, p.count) for p in run.pods if p.count <= s.gpus_per_node
+        }
         declared = {p: 0 for p in asked}
         for lay in run.fleet.target:  # the start: the all-balanced layout the GPU Operator carves
             for p, c in lay.items():
@@ -1891,7 +1893,7 @@ class _Recommend:
             rd.Running(
                 pods[i].src.name,
                 node,
-                rd.demand_name(pods[i].profile, full),
+                rd.demand_name(pods[i].profile, full, pods[i].count),
                 pods[i].count,
                 int(run.started[i]),
                 int(run.last_wait[i]),
@@ -1901,7 +1903,7 @@ class _Recommend:
         waiting = (
             rd.Waiting(
                 pods[i].src.name,
-                rd.demand_name(pods[i].profile, full),
+                rd.demand_name(pods[i].profile, full, pods[i].count),
                 pods[i].count,
                 now - int(queued),
                 run.s.max_wait_seconds,

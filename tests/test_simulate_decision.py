@@ -344,3 +344,16 @@ def test_a_pod_of_a_whole_node_is_served(tmp_path: Path, capsys: pytest.CaptureF
     assert out == (snap / "decision.json").read_text(encoding="utf-8")
     assert code == ExitCode.DRIFT
     assert {"workload": "gpu-x8", "from": 0, "to": 1} in json.loads(out)["replicas"]
+
+
+def test_every_whole_gpu_pod_runs_once_recommend_proposes_them() -> None:
+    """The eight whole-GPU pods all start at the first proposal, as with the cover. The replay's
+    policy declared the start's all-balanced instances (16 x 1g, 8 x 2g, 8 x 3g), which recommend
+    never sizes down while no pod of those profiles is observed, so the solver kept half the node
+    for them and four of the pods waited three days (261,240 s) for the other four to finish."""
+    assert A100 is not None
+    res = simulate(PODS, A100, ONE, "default", POLICY)
+    waits = sorted(w for w, _ in res.waits["7g"])
+    assert len(waits) == 8 and waits[-1] < 86_400
+    cover = simulate(PODS, A100, replace(ONE, decision="cover"), "default", POLICY)
+    assert waits[-1] <= max(w for w, _ in cover.waits["7g"]) + POLICY.interval_seconds

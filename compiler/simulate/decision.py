@@ -10,8 +10,9 @@ What recommend is given, built from the replay (:class:`compiler.simulate.engine
   whole GPU and, for the pods of ``k`` > 1 whole GPUs, Tenant ``sim-xk`` (namespace ``sim-xk``)
   with Workload ``gpu-xk`` (``need.gpus: k``: the ``k`` GPUs on one node, as the pod needs them) —
   the full profile's pods ask ``nvidia.com/gpu: k`` as they would on a real cluster. Its
-  replicas are what the latest revision declares: at the start the all-balanced layout's instances,
-  then each accepted proposal's replicas (what recommend writes back to Git);
+  replicas are what the latest revision declares: at the start 0 (recommend never sizes down a
+  profile it has not observed, so the start's all-balanced instances declared would be held for
+  good), then each accepted proposal's replicas (what recommend writes back to Git);
 * **the deployed layout** (:func:`current_state`): every GPU's layout of the latest revision (what
   ``output/`` says is deployed, ``--against``), a whole GPU as MIG disabled;
 * **the observation** (:func:`observation`): each node's controller phase (Idle, Draining, Applying,

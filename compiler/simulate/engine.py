@@ -1872,11 +1872,10 @@ class _Recommend:
         asked = {  # pods of more GPUs than a node has never arrive
             rd.demand_name(p.profile, self.full, p.count) for p in run.pods if p.count <= s.gpus_per_node
         }
+        # nothing declared at the start: recommend never sizes down a (tenant, profile) it has not
+        # observed, so replicas declared for the start's all-balanced layout would hold its
+        # instances of profiles no pod asks for (yet) for good, against the demand that is there
         declared = {p: 0 for p in asked}
-        for lay in run.fleet.target:  # the start: the all-balanced layout the GPU Operator carves
-            for p, c in lay.items():
-                key = rd.demand_name(p, self.full)
-                declared[key] = declared.get(key, 0) + c
         self.policy = rd.replay_policy(
             model, s.nodes, s.gpus_per_node, s.max_unavailable, run.policy, declared
         )

@@ -1046,14 +1046,17 @@ def _unsolved(
     disruption: str,
 ) -> Recommendation:
     """``recommend(lazy=True)`` when ``blocked`` holds every proposal back: no solve, no change; the
-    state written back is the full evaluation's (the sample recorded, no change)."""
+    state written back is the full evaluation's (the sample recorded, no change), and so is the
+    evidence that comes before the solve (the demand, the window, the sizing's replicas and rule
+    effects, the scaleDownWindow); what the solve gives (capacity, nodes, plan, costs) is absent."""
     part = policy.partition
+    old = {w.name: w.replicas for w in policy.workloads}
     return Recommendation(
         now=now,
         demand=tuple(TenantDemand(t, p, r, q) for (t, p), (r, q) in sorted(demand.counts.items())),
         current=(),
         proposed=(),
-        replicas=(),
+        replicas=tuple(ReplicaChange(k, old[k], v) for k, v in sorted(sizing.wanted.items())),
         nodes=(),
         gain=0.0,
         gates=(blocked,),
@@ -1061,9 +1064,12 @@ def _unsolved(
         urgent=(),
         state=_next_state(policy, state, now, demand, (), False, failures),
         diagnostics=(*demand.diagnostics, *sizing.diagnostics),
+        rule_effects=tuple(sizing.effects),
         since=demand.window.since,
+        window=_window_rows(demand, sizing),
         covered=demand.window.covered,
         window_seconds=part.stabilization_seconds,
+        keep=tuple(Kept(t, p, n) for (t, p), n in sorted(demand.keep.items())),
         keep_covered=demand.keep_covered,
         keep_seconds=h.longest(part),
         disruption=disruption,

@@ -374,6 +374,9 @@ def test_held_before_solve_blocks_only_what_no_proposal_passes(
     lazy = recommend(policy, CATALOG, current, obs, history, NOW, lazy=True)
     full = recommend(policy, CATALOG, current, obs, history, NOW)
     assert lazy.proposed_change == full.proposed_change and lazy.state == full.state
+    # the evidence before the solve is the full evaluation's too (it had none of it)
+    before = ("demand", "replicas", "rules", "rule_effects", "window", "since", "covered", "keep")
+    assert [getattr(lazy, k) for k in before] == [getattr(full, k) for k in before]
     solved = bool(lazy.current)
     assert solved == (blocked_by is None)
     if blocked_by is not None:

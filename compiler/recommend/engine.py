@@ -34,7 +34,7 @@ from dataclasses import asdict, dataclass, replace
 
 from compiler.catalog import Catalog
 from compiler.diagnostics import Diagnostic, make
-from compiler.formatting import layout_counts
+from compiler.formatting import duration, layout_counts
 from compiler.model import WHOLE_GPU, CurrentState, GpuLayout, NodeLayout, Policy, Rule, Workload
 from compiler.observe import Observation, ObservedPod
 from compiler.observe.model import profile_of
@@ -819,11 +819,17 @@ def _node_limits(policy: Policy, state: State, now: dt.datetime) -> list[g.Gate]
     last = state.node_last_change()
     names = [n for c in policy.clusters for pool in c.pools for n in pool.node_names]
     budget = g.daily_budget(1, g.changes_last_day((t for _, t in state.changes), now), part)
-    young = g.min_dwell(names, last, now, part)
     every = bool(names) and all(
         n in last and (now - last[n]).total_seconds() < part.min_dwell_seconds for n in names
     )
-    return [budget, young if every else g.Gate("minDwell", True, "a node kept its layout long enough")]
+    young = g.Gate(
+        "minDwell",
+        not every,
+        f"every node changed less than {duration(part.min_dwell_seconds)} ago"
+        if every
+        else "a node kept its layout long enough",
+    )
+    return [budget, young]
 
 
 def held_before_solve(

@@ -357,3 +357,32 @@ def test_every_whole_gpu_pod_runs_once_recommend_proposes_them() -> None:
     assert len(waits) == 8 and waits[-1] < 86_400
     cover = simulate(PODS, A100, replace(ONE, decision="cover"), "default", POLICY)
     assert waits[-1] <= max(w for w, _ in cover.waits["7g"]) + POLICY.interval_seconds
+
+
+def test_a_policy_the_snapshot_cannot_write_is_refused_before_the_replay(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """examples/multi-cluster's rule names its pool a100, which the replay's fleet (pool sim) lacks:
+    the snapshot's policy does not read back (MIGC106). That was found at the --snapshot-at instant,
+    after replaying up to it; it is now MIGC448 before the replay."""
+    import compiler.commands.simulate as command
+
+    def no_replay(*_: object, **__: object) -> None:
+        raise AssertionError("the replay ran")
+
+    monkeypatch.setattr(command, "simulate", no_replay)
+    root = Path(__file__).resolve().parents[1]
+    snap = tmp_path / "snap"
+    code, out, err = _cli(
+        capsys,
+        _csv(tmp_path),
+        "--policy",
+        str(root / "examples" / "multi-cluster"),
+        "--snapshot-at",
+        "3d",
+        "--snapshot-dir",
+        str(snap),
+    )
+    assert code == ExitCode.INVALID
+    assert "MIGC448" in err and "a100" in err
+    assert out == "" and not snap.exists()

@@ -43,10 +43,11 @@ from compiler.simulate.engine import (
     LAYOUT_RULES,
     Settings,
     Snapshot,
+    recommend_policy,
     simulate,
 )
 from compiler.simulate.report import FORMATS, Fill, Replay
-from compiler.simulate.snapshot import SnapshotRefused, write_inputs
+from compiler.simulate.snapshot import SnapshotRefused, check_policy, write_inputs
 from compiler.simulate.trace import TraceError, read_trace
 from compiler.validate.common import parse_duration
 
@@ -337,6 +338,11 @@ def command(
         layouts=layouts,
         decision=decision,
     )
+    if snap is not None:  # the policy the snapshot writes, checked before the replay, not at the instant
+        try:
+            check_policy(recommend_policy(trace.pods, model, settings, policy), catalog)
+        except SnapshotRefused as exc:
+            return fail([make("MIGC448", f"--snapshot-dir {snapshot_dir}: {exc}")])
     chosen = BASELINES if baseline == "all" else (baseline,)
     results = []
     started = time.perf_counter()

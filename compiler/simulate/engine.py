@@ -1846,6 +1846,28 @@ class _Run:
                     self.schedule(t)
 
 
+def _recommend_policy(pods: Sequence[_Pod], model: GpuModel, s: Settings, policy: PartitionPolicy) -> Policy:
+    """The policy recommend is handed at the start (compiler/simulate/decision.py): a Workload per
+    demand class of the trace, with no replicas declared — recommend never sizes down a (tenant,
+    profile) it has not observed, so replicas declared for the start's all-balanced layout would
+    hold its instances of profiles no pod asks for (yet) for good, against the demand there is."""
+    full = full_profile(model).name
+    asked = {  # pods of more GPUs than a node has never arrive
+        rd.demand_name(p.profile, full, p.count) for p in pods if p.count <= s.gpus_per_node
+    }
+    return rd.replay_policy(
+        model, s.nodes, s.gpus_per_node, s.max_unavailable, policy, dict.fromkeys(asked, 0)
+    )
+
+
+def recommend_policy(
+    trace: Sequence[TracePod], model: GpuModel, s: Settings, policy: PartitionPolicy
+) -> Policy:
+    """The policy ``Settings.decision`` "recommend" starts from on ``trace`` (later ones differ only
+    in replicas): what ``migc simulate --snapshot-at`` checks it can write before the replay."""
+    return _recommend_policy(_trace_pods(trace, model, s), model, s, policy)
+
+
 @dataclass(frozen=True)
 class Snapshot:
     """``migc simulate --snapshot-at``: at the first evaluation ``after_seconds`` or more after the
@@ -1867,18 +1889,8 @@ class _Recommend:
 
     def __init__(self, run: _Run, catalog: Catalog, snapshot: Snapshot | None = None) -> None:
         self.run, self.catalog, self.snapshot = run, catalog, snapshot
-        model, s = run.model, run.s
-        self.full = full_profile(model).name
-        asked = {  # pods of more GPUs than a node has never arrive
-            rd.demand_name(p.profile, self.full, p.count) for p in run.pods if p.count <= s.gpus_per_node
-        }
-        # nothing declared at the start: recommend never sizes down a (tenant, profile) it has not
-        # observed, so replicas declared for the start's all-balanced layout would hold its
-        # instances of profiles no pod asks for (yet) for good, against the demand that is there
-        declared = {p: 0 for p in asked}
-        self.policy = rd.replay_policy(
-            model, s.nodes, s.gpus_per_node, s.max_unavailable, run.policy, declared
-        )
+        self.full = full_profile(run.model).name
+        self.policy = _recommend_policy(run.pods, run.model, run.s, run.policy)
         self.state = State()
         self.solver = rd.memo_solver()
 

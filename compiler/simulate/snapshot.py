@@ -452,6 +452,13 @@ def _expected_policy(policy: Policy, files: Sequence[str]) -> Policy:
     return replace(policy, clusters=clusters, source_files=tuple(sorted(files)))
 
 
+def check_policy(policy: Policy, catalog: Catalog | None = None) -> None:
+    """:class:`SnapshotRefused` when ``policy`` would not be written and read back unchanged (what
+    :func:`write_inputs` checks first; nothing is written)."""
+    cat = catalog if catalog is not None else load_catalog()
+    _read_policy_back(policy_files(policy), POLICY_DIR, cat, policy)
+
+
 def _read_policy_back(files: Mapping[str, str], base: str, catalog: Catalog, want: Policy) -> None:
     docs = []
     diags: list[Diagnostic] = []
@@ -735,6 +742,7 @@ __all__ = [
     "WRITTEN",
     "Inputs",
     "SnapshotRefused",
+    "check_policy",
     "cluster_json",
     "first_difference",
     "policy_files",

@@ -384,5 +384,37 @@ def test_a_policy_the_snapshot_cannot_write_is_refused_before_the_replay(
         str(snap),
     )
     assert code == ExitCode.INVALID
-    assert "MIGC448" in err and "a100" in err
+    assert "MIGC449" in err and "a100" in err
     assert out == "" and not snap.exists()
+    # without a snapshot too: recommend would refuse the rule's headroom at every evaluation
+    code, out, err = _cli(capsys, _csv(tmp_path), "--policy", str(root / "examples" / "multi-cluster"))
+    assert code == ExitCode.INVALID and "MIGC449" in err and out == ""
+
+
+@pytest.mark.parametrize("example", ["lab", "prod"])
+def test_a_fleet_with_pricing_is_snapshotted(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], example: str
+) -> None:
+    """A --policy whose Fleet prices the model (most examples do) was refused by the snapshot: the
+    replay's pool had no price and the loader reads the Fleet's back (price_per_gpu_hour None read
+    back as 2.1). The pool carries the Fleet's price; migc recommend on the snapshot decides as the
+    replay did."""
+    assert A100 is not None
+    root = Path(__file__).resolve().parents[1]
+    snap = tmp_path / "snap"
+    first = simulate(PODS, A100, ONE, "default", POLICY).revision_times[0]
+    code, out, err = _cli(
+        capsys,
+        _csv(tmp_path),
+        "--policy",
+        str(root / "examples" / example),
+        "--snapshot-at",
+        f"{int(first)}s",
+        "--snapshot-dir",
+        str(snap),
+    )
+    assert code == ExitCode.OK, err
+    taken = json.loads(out)["results"][0]["snapshot"]
+    code, printed = _recommend(capsys, snap, taken["at"])
+    assert printed == (snap / "decision.json").read_text(encoding="utf-8")
+    assert code == (ExitCode.DRIFT if taken["proposed"] else ExitCode.OK)

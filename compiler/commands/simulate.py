@@ -338,11 +338,11 @@ def command(
         layouts=layouts,
         decision=decision,
     )
-    if snap is not None:  # the policy the snapshot writes, checked before the replay, not at the instant
+    if decision == "recommend":  # recommend's policy (and the snapshot's), read back before the replay
         try:
             check_policy(recommend_policy(trace.pods, model, settings, policy), catalog)
         except SnapshotRefused as exc:
-            return fail([make("MIGC448", f"--snapshot-dir {snapshot_dir}: {exc}")])
+            return fail([make("MIGC449", f"--decision recommend: {exc}")])
     chosen = BASELINES if baseline == "all" else (baseline,)
     results = []
     started = time.perf_counter()

@@ -111,6 +111,8 @@ def replay_policy(
         gpus_per_node=gpus_per_node,
         node_names=tuple(sorted(node_name(n) for n in range(nodes))),
         max_unavailable=max_unavailable,
+        # the Fleet's pricing of the model, as the loader resolves a pool's price (validate/build.py)
+        price_per_gpu_hour=dict(partition.pricing).get(model.model),
     )
     tier = partition.tiers[-1].name
     workloads = tuple(

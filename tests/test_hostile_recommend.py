@@ -301,9 +301,11 @@ def test_a_failed_check_writes_neither_file(
     real = state_module.dump_state
     calls = {"n": 0}
 
-    def drifting(state: State, now: dt.datetime, name: str = "observed-demand") -> str:
+    def drifting(
+        state: State, now: dt.datetime, name: str = "observed-demand", *, keep_seconds: float = 86_400
+    ) -> str:
         calls["n"] += 1  # the second dump (of what was read back) differs: as a writer bug would
-        return real(state, now, name) + ("# drift\n" if calls["n"] > 1 else "")
+        return real(state, now, name, keep_seconds=keep_seconds) + ("# drift\n" if calls["n"] > 1 else "")
 
     monkeypatch.setattr(state_module, "dump_state", drifting)
     assert run(base, "06:20") == ExitCode.INVALID

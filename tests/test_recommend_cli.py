@@ -433,3 +433,28 @@ def test_disruption_rule_holds_a_change_that_would_evict_long_running_notebooks(
     # the gain threshold alone would propose it
     assert run(base, "06:11", "--dry-run", "--disruption", "off") == ExitCode.DRIFT
     assert "disruption" not in capsys.readouterr().out
+
+
+def test_the_state_file_keeps_a_change_as_long_as_min_dwell(tmp_path: Path, compiled: Path) -> None:
+    """minDwell 48h: a node change of 30 h ago is still in the state file recommend writes back (it
+    kept only the last day's, so the next run saw the node as never changed and minDwell passed a
+    day early)."""
+    import datetime as dt
+
+    from compiler.model import PartitionPolicy
+    from compiler.recommend.state import State, dump_state, read_state
+
+    base = setup(tmp_path, compiled, urgent=False)
+    partition = base / "pol" / "partition.yaml"
+    partition.write_text(partition.read_text() + "  minDwell: 48h\n")
+    now = dt.datetime(2026, 12, 1, 6, 0, tzinfo=dt.UTC)
+    when = now - dt.timedelta(hours=30)
+    old = State(updated=now - dt.timedelta(minutes=5), changes=(("lab-dgx-a100-01", when),), last_change=when)
+    (base / "pol" / "observed-demand.yaml").write_text(
+        dump_state(old, now - dt.timedelta(minutes=5), keep_seconds=2 * 86_400)
+    )
+    assert run(base, "06:00") == ExitCode.OK
+    back, _ = read_state(
+        base / "pol" / "observed-demand.yaml", now, PartitionPolicy(min_dwell_seconds=2 * 86_400)
+    )
+    assert ("lab-dgx-a100-01", when) in back.changes

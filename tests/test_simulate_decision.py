@@ -11,6 +11,7 @@ whole GPUs, and the controller (the replay's rollout) carves them.
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +25,7 @@ from compiler.observe import Observation
 from compiler.recommend.engine import Recommendation, recommend
 from compiler.recommend.state import State
 from compiler.simulate.engine import Settings, Snapshot, simulate
+from compiler.simulate.report import result_dict
 from compiler.simulate.trace import TracePod
 
 A100 = load_catalog().by_product("NVIDIA-A100-SXM4-80GB")
@@ -182,14 +184,237 @@ def test_snapshot_options_are_checked_before_the_replay(
     assert (full / "keep.txt").read_text(encoding="utf-8") == "mine"  # nothing of the user's is lost
 
 
-def test_a_snapshot_after_the_replay_ended_is_an_error(
+def _cli(capsys: pytest.CaptureFixture[str], trace: Path, *extra: str) -> tuple[int, str, str]:
+    code = main(
+        [
+            "simulate",
+            "--trace",
+            str(trace),
+            "--gpu-product",
+            "NVIDIA-A100-SXM4-80GB",
+            "--nodes",
+            "1",
+            "--baseline",
+            "default",
+            "--decision",
+            "recommend",
+            "-o",
+            "json",
+            *extra,
+        ]
+    )
+    got = capsys.readouterr()
+    return code, got.out, got.err
+
+
+def test_snapshot_at_past_the_end_of_the_replay_says_so(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    trace = _csv(tmp_path)
-    dest = tmp_path / "late"
-    args = ["simulate", "--trace", str(trace), "--gpu-product", "NVIDIA-A100-SXM4-80GB", "--nodes", "1"]
-    args += ["--decision", "recommend", "--snapshot-at", "300d", "--snapshot-dir", str(dest)]
-    assert main(args) == ExitCode.INVALID
-    captured = capsys.readouterr()
-    assert "MIGC448" in captured.err and "nothing was written" in captured.err
-    assert captured.out == "" and not dest.exists()
+    """An instant the replay never reaches writes no snapshot: the command says so (MIGC448, exit 1,
+    no results on stdout) instead of exiting 0 with ``snapshot: null`` and an absent directory."""
+    snap = tmp_path / "snap"
+    code, out, err = _cli(capsys, _csv(tmp_path), "--snapshot-at", "30d", "--snapshot-dir", str(snap))
+    assert code == ExitCode.INVALID
+    assert "MIGC448" in err and "--snapshot-at 30d" in err and "ended" in err
+    assert out == ""
+    assert not snap.exists()
+
+
+def test_a_snapshot_dir_that_cannot_be_created_is_refused_before_the_replay(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A --snapshot-dir under a regular file cannot be written: a usage error before the replay runs
+    (it was an internal error, exit 70, after the whole replay)."""
+    (tmp_path / "afile").write_text("mine", encoding="utf-8")
+    code, out, err = _cli(
+        capsys, _csv(tmp_path), "--snapshot-at", "1h", "--snapshot-dir", str(tmp_path / "afile" / "snap")
+    )
+    assert code == ExitCode.USAGE
+    assert "--snapshot-dir" in err and "not a directory" in err
+    assert "done" not in err  # the replay did not run
+    assert out == ""
+    assert (tmp_path / "afile").read_text(encoding="utf-8") == "mine"
+
+
+def test_a_snapshot_does_not_change_the_replay(tmp_path: Path) -> None:
+    """Taking a snapshot (a full evaluation at that instant, for its evidence) leaves every result of
+    the replay as it is without one: its blockedBy counted every gate the full evaluation failed
+    there, where the lazy evaluation counts the one that held it before the solve."""
+    assert A100 is not None
+    catalog = load_catalog()
+    plain = result_dict(simulate(PODS, A100, ONE, "default", POLICY, catalog=catalog))
+
+    def drop(*_: object) -> None:
+        return None
+
+    for after in (0, 900, 5 * 3600):
+        res = simulate(
+            PODS, A100, ONE, "default", POLICY, catalog=catalog, snapshot=Snapshot(after, tmp_path, drop)
+        )
+        assert res.snapshot is not None
+        got = result_dict(res)
+        got["snapshot"] = None
+        assert got == plain, after
+
+
+@pytest.mark.parametrize(
+    "option",
+    [
+        ["--idle-pass"],
+        ["--demand", "now"],
+        ["--demand", "peak", "--demand-window", "6h"],
+        ["--layouts", "maximal"],
+        ["--baseline", "naive"],
+    ],
+)
+def test_options_recommend_would_ignore_are_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], option: list[str]
+) -> None:
+    """--decision recommend replaces the cover: the options that only steer the cover (its sizing,
+    idle pass, layouts) or a baseline without the default loop changed nothing in the replay's
+    results; they are a usage error naming the option, before the replay."""
+    code, out, err = _cli(capsys, _csv(tmp_path), *option)
+    assert code == ExitCode.USAGE
+    assert option[0] in err and "--decision recommend" in err
+    assert "done" not in err and out == ""
+
+
+def test_the_options_recommend_reads_are_accepted(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The check above refuses only what recommend ignores: the rollout's and the disruption rule's
+    options still go through (and change the replay)."""
+    code, out, _ = _cli(capsys, _csv(tmp_path), "--demand", "history", "--disruption", "off")
+    assert code == ExitCode.OK
+    off = json.loads(out)["results"][0]
+    code, out, _ = _cli(capsys, _csv(tmp_path))
+    assert code == ExitCode.OK
+    assert json.loads(out)["results"][0]["blockedBy"] != off["blockedBy"]
+
+
+# one pod of 8 whole GPUs and four of one, on two nodes of 8 carved all-balanced
+SPLIT = [TracePod("big8", 0, 86400, 8, 1000, 0)] + [
+    TracePod(f"one-{k}", 0, 86400, 1, 1000, 0) for k in range(4)
+]
+
+
+def test_a_pod_of_a_whole_node_is_served(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The 8-GPU pod needs one node's 8 GPUs: recommend's proposal keeps them on one node (the cover
+    serves it too), and migc recommend on a snapshot at that proposal decides the same."""
+    assert A100 is not None
+    two = Settings(nodes=2, decision="recommend")
+    res = simulate(SPLIT, A100, two, "default", POLICY)
+    assert res.never_served == 0  # it was 1: 12 whole GPUs proposed, 6 per node
+    assert (
+        res.never_served
+        == simulate(SPLIT, A100, replace(two, decision="cover"), "default", POLICY).never_served
+    )
+    rows = [
+        f"{p.name},1000,1024,{p.num_gpu},{p.gpu_milli},,LS,Succeeded,{p.arrival:g},"
+        f"{p.arrival + p.duration:g},{p.arrival:g}"
+        for p in SPLIT
+    ]
+    trace = tmp_path / "split.csv"
+    trace.write_text("\n".join([HEADER, *rows]) + "\n", encoding="utf-8")
+    snap = tmp_path / "snap"
+    at = int(res.revision_times[0])
+    code = main(
+        [
+            "simulate",
+            "--trace",
+            str(trace),
+            "--gpu-product",
+            "NVIDIA-A100-SXM4-80GB",
+            "--nodes",
+            "2",
+            "--baseline",
+            "default",
+            "--decision",
+            "recommend",
+            "-o",
+            "json",
+            "--snapshot-at",
+            f"{at}s",
+            "--snapshot-dir",
+            str(snap),
+        ]
+    )
+    assert code == ExitCode.OK
+    taken = json.loads(capsys.readouterr().out)["results"][0]["snapshot"]
+    assert taken["proposed"] is True
+    code, out = _recommend(capsys, snap, taken["at"])
+    assert out == (snap / "decision.json").read_text(encoding="utf-8")
+    assert code == ExitCode.DRIFT
+    assert {"workload": "gpu-x8", "from": 0, "to": 1} in json.loads(out)["replicas"]
+
+
+def test_every_whole_gpu_pod_runs_once_recommend_proposes_them() -> None:
+    """The eight whole-GPU pods all start at the first proposal, as with the cover. The replay's
+    policy declared the start's all-balanced instances (16 x 1g, 8 x 2g, 8 x 3g), which recommend
+    never sizes down while no pod of those profiles is observed, so the solver kept half the node
+    for them and four of the pods waited three days (261,240 s) for the other four to finish."""
+    assert A100 is not None
+    res = simulate(PODS, A100, ONE, "default", POLICY)
+    waits = sorted(w for w, _ in res.waits["7g"])
+    assert len(waits) == 8 and waits[-1] < 86_400
+    cover = simulate(PODS, A100, replace(ONE, decision="cover"), "default", POLICY)
+    assert waits[-1] <= max(w for w, _ in cover.waits["7g"]) + POLICY.interval_seconds
+
+
+def test_a_policy_the_snapshot_cannot_write_is_refused_before_the_replay(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """examples/multi-cluster's rule names its pool a100, which the replay's fleet (pool sim) lacks:
+    the snapshot's policy does not read back (MIGC106). That was found at the --snapshot-at instant,
+    after replaying up to it; it is now MIGC448 before the replay."""
+    import compiler.commands.simulate as command
+
+    def no_replay(*_: object, **__: object) -> None:
+        raise AssertionError("the replay ran")
+
+    monkeypatch.setattr(command, "simulate", no_replay)
+    root = Path(__file__).resolve().parents[1]
+    snap = tmp_path / "snap"
+    code, out, err = _cli(
+        capsys,
+        _csv(tmp_path),
+        "--policy",
+        str(root / "examples" / "multi-cluster"),
+        "--snapshot-at",
+        "3d",
+        "--snapshot-dir",
+        str(snap),
+    )
+    assert code == ExitCode.INVALID
+    assert "MIGC449" in err and "a100" in err
+    assert out == "" and not snap.exists()
+    # without a snapshot too: recommend would refuse the rule's headroom at every evaluation
+    code, out, err = _cli(capsys, _csv(tmp_path), "--policy", str(root / "examples" / "multi-cluster"))
+    assert code == ExitCode.INVALID and "MIGC449" in err and out == ""
+
+
+@pytest.mark.parametrize("example", ["lab", "prod"])
+def test_a_fleet_with_pricing_is_snapshotted(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], example: str
+) -> None:
+    """A --policy whose Fleet prices the model (most examples do) was refused by the snapshot: the
+    replay's pool had no price and the loader reads the Fleet's back (price_per_gpu_hour None read
+    back as 2.1). The pool carries the Fleet's price; migc recommend on the snapshot decides as the
+    replay did."""
+    assert A100 is not None
+    root = Path(__file__).resolve().parents[1]
+    snap = tmp_path / "snap"
+    first = simulate(PODS, A100, ONE, "default", POLICY).revision_times[0]
+    code, out, err = _cli(
+        capsys,
+        _csv(tmp_path),
+        "--policy",
+        str(root / "examples" / example),
+        "--snapshot-at",
+        f"{int(first)}s",
+        "--snapshot-dir",
+        str(snap),
+    )
+    assert code == ExitCode.OK, err
+    taken = json.loads(out)["results"][0]["snapshot"]
+    code, printed = _recommend(capsys, snap, taken["at"])
+    assert printed == (snap / "decision.json").read_text(encoding="utf-8")
+    assert code == (ExitCode.DRIFT if taken["proposed"] else ExitCode.OK)

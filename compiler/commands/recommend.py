@@ -44,6 +44,7 @@ from compiler.recommend.state import (
     StateBusy,
     StateLock,
     StateNotWritten,
+    change_horizon,
     edit_replicas,
     prepare_state,
     read_state,
@@ -273,7 +274,9 @@ def _write(req: _Request, policy: Policy, rec: Recommendation) -> int | None:
     # the change recorded (minDwell and the budget hold) with the Workloads unedited, never
     # Workloads edited with no record of the change.
     try:
-        data, check, warned = prepare_state(req.state_file, rec.state, req.moment)
+        data, check, warned = prepare_state(
+            req.state_file, rec.state, req.moment, keep_seconds=change_horizon(policy.partition)
+        )
         write_files_atomic(
             [(req.state_file, data, check), *((p, text.encode("utf-8"), None) for p, text in edited.items())]
         )

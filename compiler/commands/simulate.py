@@ -7,6 +7,8 @@ in :mod:`compiler.simulate.engine` and :mod:`compiler.simulate.trace` (docs/simu
 
 from __future__ import annotations
 
+import os
+import stat
 import sys
 import time
 from dataclasses import replace
@@ -23,6 +25,7 @@ from compiler.commands._common import (
 )
 from compiler.diagnostics import has_errors, make
 from compiler.exitcodes import ExitCode
+from compiler.formatting import duration
 from compiler.fsio import write_file_atomic
 from compiler.model import CurrentState, PartitionPolicy, Policy
 from compiler.observe import Observation
@@ -40,10 +43,11 @@ from compiler.simulate.engine import (
     LAYOUT_RULES,
     Settings,
     Snapshot,
+    recommend_policy,
     simulate,
 )
 from compiler.simulate.report import FORMATS, Fill, Replay
-from compiler.simulate.snapshot import SnapshotRefused, write_inputs
+from compiler.simulate.snapshot import SnapshotRefused, check_policy, write_inputs
 from compiler.simulate.trace import TraceError, read_trace
 from compiler.validate.common import parse_duration
 
@@ -296,6 +300,8 @@ def command(
         return fail([make("MIGC426", why)])
     if mode == "fill":
         return _fill(trace_path, catalog, model, nodes, gpus_per_node, mapping, seed, fmt)
+    if decision == "recommend":
+        _recommend_options(baseline, idle_pass, demand_model, demand_window, layouts)
     snap = _snapshot(snapshot_at, snapshot_dir, decision, baseline)
     wait_s = _duration(max_wait, "--max-wait")
     window_s = _duration(demand_window, "--demand-window")
@@ -332,6 +338,11 @@ def command(
         layouts=layouts,
         decision=decision,
     )
+    if decision == "recommend":  # recommend's policy (and the snapshot's), read back before the replay
+        try:
+            check_policy(recommend_policy(trace.pods, model, settings, policy), catalog)
+        except SnapshotRefused as exc:
+            return fail([make("MIGC449", f"--decision recommend: {exc}")])
     chosen = BASELINES if baseline == "all" else (baseline,)
     results = []
     started = time.perf_counter()
@@ -347,13 +358,18 @@ def command(
             print(file=sys.stderr)
             return fail([make("MIGC448", f"--snapshot-dir {snapshot_dir}: {exc}")])
         print(f"\r{b:<16}[{'#' * 30}] done", file=sys.stderr, flush=True)
-        last = results[-1]
-        if snap is not None and b == "default" and last.snapshot is None:
-            why = (
-                f"--snapshot-at {snapshot_at}: the replay's last evaluation came "
-                f"{last.hours * 3600:,.0f} s after its start, before it; nothing was written"
-            )
-            return fail([make("MIGC448", why)])
+    if snap is not None and not any(r.snapshot is not None for r in results):
+        ran = max((r.hours for r in results if r.baseline == "default"), default=0.0) * 3600
+        return fail(
+            [
+                make(
+                    "MIGC448",
+                    f"--snapshot-at {snapshot_at}: the replay ended {duration(ran)} after its start, "
+                    f"before an evaluation that late; nothing was written to {snapshot_dir} (give an "
+                    "instant within the replay)",
+                )
+            ]
+        )
     run = Replay(
         trace=Path(trace_path).name,
         pods=len(trace.pods),
@@ -376,8 +392,56 @@ def _write_snapshot(
 ) -> None:
     """recommend's inputs (compiler/simulate/snapshot.py) and, beside them, the replay's evidence of
     the decision it made on them (``migc recommend -o json``'s form)."""
-    write_inputs(dest, policy, current, obs, state)
-    write_file_atomic(dest / "decision.json", recommend_report.to_json(rec).encode("utf-8"))
+    try:
+        write_inputs(dest, policy, current, obs, state)
+        write_file_atomic(dest / "decision.json", recommend_report.to_json(rec).encode("utf-8"))
+    except OSError as exc:  # the directory went away or became unwritable during the replay
+        raise SnapshotRefused(f"cannot write it: {exc.strerror or exc}") from exc
+
+
+def _recommend_options(
+    baseline: str, idle_pass: bool, demand_model: str, demand_window: str | None, layouts: str
+) -> None:
+    """``--decision recommend`` replaces the cover of the default loop, so the options that only
+    steer that cover (its sizing, its idle pass, its layouts) would be accepted and ignored: a usage
+    error names them, as does a baseline without the default loop."""
+    ignored = [
+        flag
+        for flag, given in (
+            ("--idle-pass", idle_pass),
+            (f"--demand {demand_model}", demand_model != "history"),
+            ("--demand-window", demand_window is not None),
+            (f"--layouts {layouts}", layouts != "fewest"),
+            (f"--baseline {baseline}", baseline not in ("default", "all")),
+        )
+        if given
+    ]
+    if ignored:
+        raise click.UsageError(
+            f"{', '.join(ignored)}: not with --decision recommend (migc recommend's decision sizes "
+            "from the demand history and carves the solver's layouts in the default loop; the "
+            "baseline must be default or all)"
+        )
+
+
+def _uncreatable(dest: Path) -> str | None:
+    """Why ``dest`` (absent or an empty directory) cannot be written at the end of a long replay, or
+    None: its nearest existing ancestor must be a directory this user may write into (the snapshot
+    is staged beside ``dest`` and renamed onto it)."""
+    probe = Path(os.path.abspath(dest)).parent
+    while True:
+        try:
+            st = os.stat(probe)
+        except (FileNotFoundError, NotADirectoryError):
+            if probe.parent == probe:
+                return f"{probe} does not exist"
+            probe = probe.parent
+            continue
+        if not stat.S_ISDIR(st.st_mode):
+            return f"{probe} is not a directory"
+        if not os.access(probe, os.W_OK | os.X_OK):
+            return f"{probe} is not writable"
+        return None
 
 
 def _snapshot(at: str | None, dest: Path | None, decision: str, baseline: str) -> Snapshot | None:
@@ -394,6 +458,9 @@ def _snapshot(at: str | None, dest: Path | None, decision: str, baseline: str) -
     seconds = _duration(at, "--snapshot-at")
     if dest.is_symlink() or (dest.exists() and (not dest.is_dir() or any(dest.iterdir()))):
         raise click.UsageError(f"--snapshot-dir {dest}: must be a new or empty directory")
+    why = _uncreatable(dest)
+    if why is not None:
+        raise click.UsageError(f"--snapshot-dir {dest}: {why}")
     return Snapshot(float(seconds or 0), dest, _write_snapshot)
 
 

@@ -34,14 +34,14 @@ from dataclasses import asdict, dataclass, replace
 
 from compiler.catalog import Catalog
 from compiler.diagnostics import Diagnostic, make
-from compiler.formatting import layout_counts
+from compiler.formatting import duration, layout_counts
 from compiler.model import WHOLE_GPU, CurrentState, GpuLayout, NodeLayout, Policy, Rule, Workload
 from compiler.observe import Observation, ObservedPod
 from compiler.observe.model import profile_of
 from compiler.recommend import disruption as dis
 from compiler.recommend import gates as g
 from compiler.recommend import history as h
-from compiler.recommend.state import DAY_S, State
+from compiler.recommend.state import State, change_horizon
 from compiler.solve import solve
 from compiler.solve.demand import sized_resource
 from compiler.solve.result import Solution
@@ -819,11 +819,17 @@ def _node_limits(policy: Policy, state: State, now: dt.datetime) -> list[g.Gate]
     last = state.node_last_change()
     names = [n for c in policy.clusters for pool in c.pools for n in pool.node_names]
     budget = g.daily_budget(1, g.changes_last_day((t for _, t in state.changes), now), part)
-    young = g.min_dwell(names, last, now, part)
     every = bool(names) and all(
         n in last and (now - last[n]).total_seconds() < part.min_dwell_seconds for n in names
     )
-    return [budget, young if every else g.Gate("minDwell", True, "a node kept its layout long enough")]
+    young = g.Gate(
+        "minDwell",
+        not every,
+        f"every node changed less than {duration(part.min_dwell_seconds)} ago"
+        if every
+        else "a node kept its layout long enough",
+    )
+    return [budget, young]
 
 
 def held_before_solve(
@@ -914,14 +920,16 @@ def _next_state(
     failures: tuple[int, dt.datetime | None],
 ) -> State:
     """Step 6: the state to write back: the sample recorded, and the change when one is proposed;
-    the node changes of the last day, sorted, as the state file keeps them (``dump_state``), so the
-    next evaluation reads the same state from memory (``migc simulate``) as from the file."""
+    the node changes of the last day (of the last minDwell when that is longer: ``change_horizon``),
+    sorted, as the state file keeps them (``dump_state``), so the next evaluation reads the same
+    state from memory (``migc simulate``) as from the file."""
     changes = state.changes + (tuple((n, now) for n in changing) if ok else ())
+    keep = change_horizon(policy.partition)
     return State(
         updated=now,
         history=h.record(state.history, d.sample, policy.partition),
         last_change=now if ok else state.last_change,
-        changes=tuple(sorted((n, t) for n, t in changes if 0 <= (now - t).total_seconds() < DAY_S)),
+        changes=tuple(sorted((n, t) for n, t in changes if 0 <= (now - t).total_seconds() < keep)),
         failures=failures[0],
         last_failure=failures[1],
     )
@@ -1044,14 +1052,17 @@ def _unsolved(
     disruption: str,
 ) -> Recommendation:
     """``recommend(lazy=True)`` when ``blocked`` holds every proposal back: no solve, no change; the
-    state written back is the full evaluation's (the sample recorded, no change)."""
+    state written back is the full evaluation's (the sample recorded, no change), and so is the
+    evidence that comes before the solve (the demand, the window, the sizing's replicas and rule
+    effects, the scaleDownWindow); what the solve gives (capacity, nodes, plan, costs) is absent."""
     part = policy.partition
+    old = {w.name: w.replicas for w in policy.workloads}
     return Recommendation(
         now=now,
         demand=tuple(TenantDemand(t, p, r, q) for (t, p), (r, q) in sorted(demand.counts.items())),
         current=(),
         proposed=(),
-        replicas=(),
+        replicas=tuple(ReplicaChange(k, old[k], v) for k, v in sorted(sizing.wanted.items())),
         nodes=(),
         gain=0.0,
         gates=(blocked,),
@@ -1059,9 +1070,12 @@ def _unsolved(
         urgent=(),
         state=_next_state(policy, state, now, demand, (), False, failures),
         diagnostics=(*demand.diagnostics, *sizing.diagnostics),
+        rule_effects=tuple(sizing.effects),
         since=demand.window.since,
+        window=_window_rows(demand, sizing),
         covered=demand.window.covered,
         window_seconds=part.stabilization_seconds,
+        keep=tuple(Kept(t, p, n) for (t, p), n in sorted(demand.keep.items())),
         keep_covered=demand.keep_covered,
         keep_seconds=h.longest(part),
         disruption=disruption,

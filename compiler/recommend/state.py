@@ -244,9 +244,19 @@ def refused_keys(state: State) -> list[str]:
     return sorted({f"{t}/{p}" for s in state.history for t, p, _, _ in s.counts if not KEY.match(f"{t}/{p}")})
 
 
-def dump_state(state: State, now: dt.datetime, name: str = "observed-demand") -> str:
-    """The YAML of ``state`` (deterministic; changes older than a day or after ``now`` are dropped, and
-    so are keys the schema does not admit: :func:`refused_keys`)."""
+def change_horizon(policy: PartitionPolicy | None) -> float:
+    """How long a node change is kept (in memory and in the file): a day (the dailyChangeBudget's
+    window), or the policy's minDwell when that is longer — minDwell is measured from the node's
+    last recorded change, so a change dropped earlier would let the node change again too soon."""
+    return float(DAY_S) if policy is None else float(max(DAY_S, policy.min_dwell_seconds))
+
+
+def dump_state(
+    state: State, now: dt.datetime, name: str = "observed-demand", *, keep_seconds: float = DAY_S
+) -> str:
+    """The YAML of ``state`` (deterministic; changes older than ``keep_seconds`` (a day; see
+    :func:`change_horizon`) or after ``now`` are dropped, and so are keys the schema does not admit:
+    :func:`refused_keys`)."""
     spec: dict[str, Any] = {"updated": fmt_time(now)}
     if state.history:
         spec["history"] = [
@@ -258,7 +268,7 @@ def dump_state(state: State, now: dt.datetime, name: str = "observed-demand") ->
         ]
     if state.last_change is not None:
         spec["lastChange"] = fmt_time(state.last_change)
-    recent = [(n, t) for n, t in state.changes if 0 <= (now - t).total_seconds() < DAY_S]
+    recent = [(n, t) for n, t in state.changes if 0 <= (now - t).total_seconds() < keep_seconds]
     if recent:
         spec["changes"] = [{"node": n, "at": fmt_time(t)} for n, t in sorted(recent)]
     if state.failures:
@@ -315,11 +325,12 @@ class StateNotWritten(Exception):
 
 
 def prepare_state(
-    path: Path, state: State, now: dt.datetime
+    path: Path, state: State, now: dt.datetime, *, keep_seconds: float = DAY_S
 ) -> tuple[bytes, Callable[[bytes], None], list[Diagnostic]]:
     """What :func:`write_state` writes: the bytes, the read-back check for the temporary file (raises
-    :class:`StateNotWritten`, MIGC446) and the warnings (MIGC445 for refused keys)."""
-    text = dump_state(state, now)
+    :class:`StateNotWritten`, MIGC446) and the warnings (MIGC445 for refused keys); ``keep_seconds``:
+    :func:`dump_state`'s (:func:`change_horizon` of the policy)."""
+    text = dump_state(state, now, keep_seconds=keep_seconds)
     warned = []
     refused = refused_keys(state)
     if refused:
@@ -339,7 +350,7 @@ def prepare_state(
         except UnicodeDecodeError:
             decoded = ""
         back, diags = parse_state(decoded, str(path), None, None)
-        if diags or dump_state(back, now) != text:
+        if diags or dump_state(back, now, keep_seconds=keep_seconds) != text:
             why = diags[0].message if diags else "the text read back decodes to another state"
             raise StateNotWritten(
                 make("MIGC446", f"recommender state {path} not written: {why}", file=str(path))

@@ -6,10 +6,13 @@ What recommend is given, built from the replay (:class:`compiler.simulate.engine
 
 * **the policy** (:func:`replay_policy`): one cluster and pool ``sim`` of the replayed nodes
   (``node-0`` …), one Tenant ``sim`` (namespace ``sim``), and one Workload per MIG profile the trace
-  asks for (``need.profiles: [p]``) plus ``gpu`` (``need.gpus: 1``, exclusive) for the pods of whole
-  GPUs — the full profile's pods ask ``nvidia.com/gpu: k`` as they would on a real cluster. Its
-  replicas are what the latest revision declares: at the start the all-balanced layout's instances,
-  then each accepted proposal's replicas (what recommend writes back to Git);
+  asks for (``need.profiles: [p]``) plus ``gpu`` (``need.gpus: 1``, exclusive) for the pods of one
+  whole GPU and, for the pods of ``k`` > 1 whole GPUs, Tenant ``sim-xk`` (namespace ``sim-xk``)
+  with Workload ``gpu-xk`` (``need.gpus: k``: the ``k`` GPUs on one node, as the pod needs them) —
+  the full profile's pods ask ``nvidia.com/gpu: k`` as they would on a real cluster. Its
+  replicas are what the latest revision declares: at the start 0 (recommend never sizes down a
+  profile it has not observed, so the start's all-balanced instances declared would be held for
+  good), then each accepted proposal's replicas (what recommend writes back to Git);
 * **the deployed layout** (:func:`current_state`): every GPU's layout of the latest revision (what
   ``output/`` says is deployed, ``--against``), a whole GPU as MIG disabled;
 * **the observation** (:func:`observation`): each node's controller phase (Idle, Draining, Applying,
@@ -58,13 +61,36 @@ def node_name(node: int) -> str:
     return f"node-{node}"
 
 
+def whole_gpus(key: str) -> int:
+    """GPUs one pod of a demand class asks for: ``gpu`` 1, ``gpu-x<k>`` k, a MIG profile 0."""
+    if key == WHOLE:
+        return 1
+    if key.startswith(WHOLE + "-x"):
+        return int(key.removeprefix(WHOLE + "-x"))
+    return 0
+
+
+def namespace_of(key: str) -> str:
+    """The tenant and namespace of a demand class: ``sim``, and ``sim-x<k>`` for the pods of ``k``
+    whole GPUs — recommend counts whole-GPU demand per (tenant, ``gpu``) in GPUs, so pods of
+    ``k`` GPUs, which need ``k`` GPUs of one node, are a tenant of their own with a Workload of
+    ``need.gpus: k`` (one of ``need.gpus: 1`` would let the solver spread their GPUs over nodes)."""
+    k = whole_gpus(key)
+    return NAME if k <= 1 else f"{NAME}-x{k}"
+
+
 def workload_name(profile: str) -> str:
-    return "gpu" if profile == WHOLE else "mig-" + profile.replace(".", "-").replace("+", "-")
+    if whole_gpus(profile):
+        return profile
+    return "mig-" + profile.replace(".", "-").replace("+", "-")
 
 
-def demand_name(profile: str, full: str) -> str:
-    """The replay's profile as recommend counts it: the full profile's pods ask for whole GPUs."""
-    return WHOLE if profile == full else profile
+def demand_name(profile: str, full: str, count: int = 1) -> str:
+    """The replay's pod class as recommend counts it: the full profile's pods ask for whole GPUs
+    (``gpu``; ``gpu-x<k>`` for pods of ``k`` of them), a MIG profile's for instances of it."""
+    if profile != full:
+        return profile
+    return WHOLE if count <= 1 else f"{WHOLE}-x{count}"
 
 
 def replay_policy(
@@ -75,8 +101,8 @@ def replay_policy(
     partition: PartitionPolicy,
     declared: Mapping[str, int],
 ) -> Policy:
-    """The policy set recommend reads (module docstring); ``declared``: replicas per recommend profile
-    (``gpu`` for whole GPUs), one Workload each, sorted by name."""
+    """The policy set recommend reads (module docstring); ``declared``: replicas per demand class
+    (:func:`demand_name`: a MIG profile, ``gpu``, ``gpu-x<k>``), one Workload each, sorted by name."""
     pool = NodePool(
         name=NAME,
         cluster=NAME,
@@ -85,23 +111,26 @@ def replay_policy(
         gpus_per_node=gpus_per_node,
         node_names=tuple(sorted(node_name(n) for n in range(nodes))),
         max_unavailable=max_unavailable,
+        # the Fleet's pricing of the model, as the loader resolves a pool's price (validate/build.py)
+        price_per_gpu_hour=dict(partition.pricing).get(model.model),
     )
     tier = partition.tiers[-1].name
     workloads = tuple(
         Workload(
             name=workload_name(p),
-            tenant=NAME,
+            tenant=namespace_of(p),
             replicas=n,
-            need=Need(gpus=1) if p == WHOLE else Need(profiles=(p,)),
-            isolation="exclusive" if p == WHOLE else "hardware",
+            need=Need(gpus=whole_gpus(p)) if whole_gpus(p) else Need(profiles=(p,)),
+            isolation="exclusive" if whole_gpus(p) else "hardware",
             priority_tier=tier,
             cluster=NAME,
         )
         for p, n in sorted(declared.items(), key=lambda x: workload_name(x[0]))
     )
+    spaces = sorted({NAME, *(namespace_of(p) for p in declared)})
     return Policy(
         clusters=(Cluster(NAME, (pool,)),),
-        tenants=(Tenant(NAME, (NAME,), tier),),
+        tenants=tuple(Tenant(ns, (ns,), tier) for ns in spaces),
         workloads=workloads,
         partition=partition,
         fleet_name="replay",
@@ -154,8 +183,8 @@ def layouts_of(targets: Iterable[tuple[str, NodeLayout]], gpus_per_node: int, fu
 class Running:
     name: str
     node: int
-    profile: str  # recommend's (``gpu`` for whole GPUs)
-    count: int
+    profile: str  # the demand class (:func:`demand_name`: a MIG profile, ``gpu``, ``gpu-x<k>``)
+    count: int  # instances (GPUs for whole-GPU pods)
     started: int  # whole seconds since the replay's epoch
     waited: int  # seconds this attempt waited before it started
 
@@ -163,10 +192,14 @@ class Running:
 @dataclass(frozen=True)
 class Waiting:
     name: str
-    profile: str
+    profile: str  # the demand class, as Running's
     count: int
     pending: int  # whole seconds since this attempt's pod was created
     max_wait: int | None
+
+
+def _resource(key: str) -> str:
+    return resource_of(WHOLE if whole_gpus(key) else key)
 
 
 PHASES = ("Idle", "Draining", "Applying", "Failed")  # by the replay's node state (IDLE …)
@@ -206,11 +239,11 @@ def observation(
     )
     pods = [
         ObservedPod(
-            NAME,
+            namespace_of(r.profile),
             r.name,
             "Running",
             node_name(r.node),
-            ((resource_of(r.profile), r.count),),
+            ((_resource(r.profile), r.count),),
             at(r.started - r.waited),
             None,
             started=at(r.started),
@@ -219,18 +252,18 @@ def observation(
     ]
     pods += [
         ObservedPod(
-            NAME,
+            namespace_of(w.profile),
             w.name,
             "Pending",
             None,
-            ((resource_of(w.profile), w.count),),
+            ((_resource(w.profile), w.count),),
             at(now - w.pending),
             float(w.pending),
             max_wait_seconds=w.max_wait,
         )
         for w in waiting
     ]
-    pods.sort(key=lambda p: p.name)
+    pods.sort(key=lambda p: (p.namespace, p.name))  # as the reader orders them (namespace, name)
     return Observation(at(now), "replay", nodes, tuple(pods))
 
 

@@ -1846,6 +1846,28 @@ class _Run:
                     self.schedule(t)
 
 
+def _recommend_policy(pods: Sequence[_Pod], model: GpuModel, s: Settings, policy: PartitionPolicy) -> Policy:
+    """The policy recommend is handed at the start (compiler/simulate/decision.py): a Workload per
+    demand class of the trace, with no replicas declared — recommend never sizes down a (tenant,
+    profile) it has not observed, so replicas declared for the start's all-balanced layout would
+    hold its instances of profiles no pod asks for (yet) for good, against the demand there is."""
+    full = full_profile(model).name
+    asked = {  # pods of more GPUs than a node has never arrive
+        rd.demand_name(p.profile, full, p.count) for p in pods if p.count <= s.gpus_per_node
+    }
+    return rd.replay_policy(
+        model, s.nodes, s.gpus_per_node, s.max_unavailable, policy, dict.fromkeys(asked, 0)
+    )
+
+
+def recommend_policy(
+    trace: Sequence[TracePod], model: GpuModel, s: Settings, policy: PartitionPolicy
+) -> Policy:
+    """The policy ``Settings.decision`` "recommend" starts from on ``trace`` (later ones differ only
+    in replicas): what ``migc simulate --snapshot-at`` checks it can write before the replay."""
+    return _recommend_policy(_trace_pods(trace, model, s), model, s, policy)
+
+
 @dataclass(frozen=True)
 class Snapshot:
     """``migc simulate --snapshot-at``: at the first evaluation ``after_seconds`` or more after the
@@ -1867,17 +1889,8 @@ class _Recommend:
 
     def __init__(self, run: _Run, catalog: Catalog, snapshot: Snapshot | None = None) -> None:
         self.run, self.catalog, self.snapshot = run, catalog, snapshot
-        model, s = run.model, run.s
-        self.full = full_profile(model).name
-        asked = {rd.demand_name(p.profile, self.full) for p in run.pods}
-        declared = {p: 0 for p in asked}
-        for lay in run.fleet.target:  # the start: the all-balanced layout the GPU Operator carves
-            for p, c in lay.items():
-                key = rd.demand_name(p, self.full)
-                declared[key] = declared.get(key, 0) + c
-        self.policy = rd.replay_policy(
-            model, s.nodes, s.gpus_per_node, s.max_unavailable, run.policy, declared
-        )
+        self.full = full_profile(run.model).name
+        self.policy = _recommend_policy(run.pods, run.model, run.s, run.policy)
         self.state = State()
         self.solver = rd.memo_solver()
 
@@ -1891,7 +1904,7 @@ class _Recommend:
             rd.Running(
                 pods[i].src.name,
                 node,
-                rd.demand_name(pods[i].profile, full),
+                rd.demand_name(pods[i].profile, full, pods[i].count),
                 pods[i].count,
                 int(run.started[i]),
                 int(run.last_wait[i]),
@@ -1901,7 +1914,7 @@ class _Recommend:
         waiting = (
             rd.Waiting(
                 pods[i].src.name,
-                rd.demand_name(pods[i].profile, full),
+                rd.demand_name(pods[i].profile, full, pods[i].count),
                 pods[i].count,
                 now - int(queued),
                 run.s.max_wait_seconds,
@@ -1919,26 +1932,34 @@ class _Recommend:
         current = rd.current_state(run.fleet.target, s.gpus_per_node, self.full)
         obs = self.observation(now)
         when = EPOCH + dt.timedelta(seconds=now)
-        rec = recommend(
-            self.policy,
-            self.catalog,
-            current,
-            obs,
-            self.state,
-            when,
-            disruption=s.disruption,
-            drain_grace_seconds=s.drain_grace_seconds,
-            reconfigure_seconds=s.reconfigure_seconds,
-            solver=self.solver,
-            lazy=not here,  # the snapshot's evidence is the full evaluation's, as the CLI prints it
-        )
+
+        def evaluation(lazy: bool) -> Recommendation:
+            return recommend(
+                self.policy,
+                self.catalog,
+                current,
+                obs,
+                self.state,
+                when,
+                disruption=s.disruption,
+                drain_grace_seconds=s.drain_grace_seconds,
+                reconfigure_seconds=s.reconfigure_seconds,
+                solver=self.solver,
+                lazy=lazy,
+            )
+
+        rec = evaluation(True)
         if here and snap is not None:
-            snap.write(snap.directory, self.policy, current, obs, self.state, rec)
+            # the snapshot's evidence is the full evaluation's, as the CLI prints it; the replay goes
+            # on from the lazy one (the same decision and state), so that its results (blockedBy
+            # counts the gates of the evaluation it runs) are those of a replay without a snapshot
+            full = evaluation(False)
+            snap.write(snap.directory, self.policy, current, obs, self.state, full)
             res.snapshot = {
                 "at": when.strftime("%Y-%m-%dT%H:%M:%SZ"),
                 "afterSeconds": now - int(run.start),
                 "directory": str(snap.directory),
-                "proposed": rec.proposed_change,
+                "proposed": full.proposed_change,
             }
         self.state = rec.state
         for gate in rec.gates:

@@ -49,7 +49,8 @@ profile, a ``max_wait_seconds`` of 0, pods or nodes out of the reader's order; a
 disagrees with the field read from it (``nvidia.com/mig.config``, ``…/gpu.product``, ``…/gpu.count``);
 a policy that does not validate (a zero duration, MIGC114; a rule naming a pool the fleet lacks); a
 pool price other than the Fleet pricing of its model; a state whose history the reader would drop
-as stale, or a change after ``updated`` or more than a day before it (``dump_state`` keeps neither).
+as stale, or a change after ``updated`` or more than a day (or the minDwell, when longer) before
+it (``dump_state`` keeps neither).
 Several clusters and pools are written as such. :meth:`Inputs.recommend_args` are the arguments of
 the dry run above; ``obs.taken_at`` is its ``--now``, so recommend's ``now`` must be it too.
 """
@@ -110,7 +111,7 @@ from compiler.observe.parse import (
     TARGET,
     parse_objects,
 )
-from compiler.recommend.state import State, dump_state, parse_state, refused_keys
+from compiler.recommend.state import State, change_horizon, dump_state, parse_state, refused_keys
 from compiler.render import render
 from compiler.render.writer import write_tree
 from compiler.schemas import API_VERSION
@@ -451,6 +452,13 @@ def _expected_policy(policy: Policy, files: Sequence[str]) -> Policy:
     return replace(policy, clusters=clusters, source_files=tuple(sorted(files)))
 
 
+def check_policy(policy: Policy, catalog: Catalog | None = None) -> None:
+    """:class:`SnapshotRefused` when ``policy`` would not be written and read back unchanged (what
+    :func:`write_inputs` checks first; nothing is written)."""
+    cat = catalog if catalog is not None else load_catalog()
+    _read_policy_back(policy_files(policy), POLICY_DIR, cat, policy)
+
+
 def _read_policy_back(files: Mapping[str, str], base: str, catalog: Catalog, want: Policy) -> None:
     docs = []
     diags: list[Diagnostic] = []
@@ -587,7 +595,7 @@ def state_text(state: State, policy: PartitionPolicy, now: dt.datetime) -> str:
         )
     written = state.updated if state.updated is not None else now
     _stamp(written, "state.updated")
-    text = dump_state(state, written)
+    text = dump_state(state, written, keep_seconds=change_horizon(policy))
     back, diags = parse_state(text, STATE_FILE, now, policy)
     diff = first_difference(replace(state, updated=written), back, "state")
     if diff is not None:
@@ -734,6 +742,7 @@ __all__ = [
     "WRITTEN",
     "Inputs",
     "SnapshotRefused",
+    "check_policy",
     "cluster_json",
     "first_difference",
     "policy_files",

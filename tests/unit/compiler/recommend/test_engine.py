@@ -374,6 +374,9 @@ def test_held_before_solve_blocks_only_what_no_proposal_passes(
     lazy = recommend(policy, CATALOG, current, obs, history, NOW, lazy=True)
     full = recommend(policy, CATALOG, current, obs, history, NOW)
     assert lazy.proposed_change == full.proposed_change and lazy.state == full.state
+    # the evidence before the solve is the full evaluation's too (it had none of it)
+    before = ("demand", "replicas", "rules", "rule_effects", "window", "since", "covered", "keep")
+    assert [getattr(lazy, k) for k in before] == [getattr(full, k) for k in before]
     solved = bool(lazy.current)
     assert solved == (blocked_by is None)
     if blocked_by is not None:
@@ -382,3 +385,42 @@ def test_held_before_solve_blocks_only_what_no_proposal_passes(
         assert blocked_by in [g.name for g in full.gates if not g.passed]
     else:
         assert full.proposed_change  # the cases the solve decides do propose: not vacuous
+
+
+def test_a_node_change_younger_than_a_long_min_dwell_is_remembered(tmp_path: Path) -> None:
+    """minDwell 48 h: a node changed 30 h ago may not change yet, at this evaluation and at the next
+    one. The state written back (in memory, as migc simulate keeps it, and in the state file) kept
+    only the last day's changes, so the next evaluation saw the node as never changed and passed
+    minDwell a day early."""
+    from compiler.model import PartitionPolicy
+    from compiler.recommend.state import change_horizon, prepare_state, read_state
+
+    policy, current, obs = _replay_inputs(86_400)
+    from compiler.observe import Observation
+
+    assert isinstance(obs, Observation)
+    policy = replace(policy, partition=PartitionPolicy(mode="dynamic", min_dwell_seconds=2 * 86_400))
+    history = State()
+    for k in range(3):  # a covered window: the pod was pending in every sample
+        at = NOW - dt.timedelta(minutes=30 - 15 * k)
+        history = recommend(policy, CATALOG, current, replace(obs, taken_at=at), history, at).state
+    when = NOW - dt.timedelta(hours=30)
+    history = replace(history, changes=(("node-0", when),), last_change=when)
+    first = recommend(policy, CATALOG, current, obs, history, NOW)
+    assert not first.proposed_change
+    assert [g.name for g in first.gates if not g.passed] == ["minDwell"]
+    assert ("node-0", when) in first.state.changes  # in memory
+    later = NOW + dt.timedelta(minutes=15)
+    data, check, _ = prepare_state(
+        tmp_path / "s.yaml", first.state, later, keep_seconds=change_horizon(policy.partition)
+    )
+    (tmp_path / "s.yaml").write_bytes(data)
+    check(data)
+    from_file, _ = read_state(tmp_path / "s.yaml", later, policy.partition)
+    assert ("node-0", when) in from_file.changes  # and in the file
+    for state in (first.state, from_file):
+        nxt = recommend(policy, CATALOG, current, replace(obs, taken_at=later), state, later)
+        assert not nxt.proposed_change
+        assert "minDwell" in [g.name for g in nxt.gates if not g.passed]
+    # a day's minDwell keeps the day's changes only, as before
+    assert change_horizon(PartitionPolicy(min_dwell_seconds=3600)) == 86_400

@@ -105,3 +105,30 @@ def test_the_memoised_solver_solves_equal_inputs_once(monkeypatch: pytest.Monkey
     assert solve(rd.replay_policy(A100, 1, 8, 1, part, {"1g.10gb": 3}), CATALOG, cur, 60.0) is first
     assert solve(b, CATALOG, cur, 60.0) != first
     assert len(calls) == 2
+
+
+def test_pods_of_several_whole_gpus_are_a_tenant_whose_workload_needs_them_on_one_node() -> None:
+    """recommend counts whole-GPU demand per (tenant, gpu) in GPUs: a pod of 8 GPUs counted as 8 x
+    ``need.gpus: 1`` let the solver spread them over two nodes, and the pod never ran. Pods of k
+    GPUs are Tenant ``sim-xk`` with Workload ``gpu-xk`` of ``need.gpus: k``."""
+    assert A100 is not None
+    assert rd.demand_name(FULL, FULL, 8) == "gpu-x8" and rd.demand_name(FULL, FULL) == "gpu"
+    assert rd.demand_name("1g.10gb", FULL, 1) == "1g.10gb"
+    part = PartitionPolicy(mode="dynamic")
+    policy = rd.replay_policy(A100, 2, 8, 1, part, {"gpu": 2, "gpu-x8": 1, "1g.10gb": 3})
+    by = {w.name: w for w in policy.workloads}
+    assert sorted(by) == ["gpu", "gpu-x8", "mig-1g-10gb"]
+    assert (by["gpu-x8"].need.gpus, by["gpu-x8"].tenant, by["gpu-x8"].replicas) == (8, "sim-x8", 1)
+    assert by["gpu-x8"].isolation == "exclusive"
+    assert (by["gpu"].need.gpus, by["gpu"].tenant) == (1, "sim")
+    assert [(t.name, t.namespaces) for t in policy.tenants] == [("sim", ("sim",)), ("sim-x8", ("sim-x8",))]
+    obs = rd.observation(
+        EPOCH,
+        100,
+        [(0, None), (0, None)],
+        [rd.Running("big", 1, "gpu-x8", 8, 50, 10)],
+        [rd.Waiting("one", "gpu", 1, 30, None)],
+    )
+    one, big = obs.pods  # ordered as recommend's reader orders them: (namespace, name)
+    assert (big.namespace, big.requests) == ("sim-x8", (("nvidia.com/gpu", 8),))
+    assert (one.namespace, one.requests) == ("sim", (("nvidia.com/gpu", 1),))

@@ -11,6 +11,7 @@ import os
 import stat
 import sys
 import time
+from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
@@ -41,6 +42,7 @@ from compiler.simulate.engine import (
     DRAIN_SCOPES,
     EVICTION_MODELS,
     LAYOUT_RULES,
+    Result,
     Settings,
     Snapshot,
     recommend_policy,
@@ -48,7 +50,7 @@ from compiler.simulate.engine import (
 )
 from compiler.simulate.report import FORMATS, Fill, Replay
 from compiler.simulate.snapshot import SnapshotRefused, check_policy, write_inputs
-from compiler.simulate.trace import TraceError, read_trace
+from compiler.simulate.trace import TraceError, TracePod, read_trace
 from compiler.validate.common import parse_duration
 
 SIZES = ("1g", "2g", "3g", "4g", "7g")
@@ -344,8 +346,42 @@ def command(
         except SnapshotRefused as exc:
             return fail([make("MIGC449", f"--decision recommend: {exc}")])
     chosen = BASELINES if baseline == "all" else (baseline,)
-    results = []
     started = time.perf_counter()
+    replayed = _replay(trace.pods, model, settings, chosen, policy, catalog, snap, snapshot_at, snapshot_dir)
+    if isinstance(replayed, int):
+        return replayed
+    results = replayed
+    run = Replay(
+        trace=Path(trace_path).name,
+        pods=len(trace.pods),
+        skipped_no_gpu=trace.skipped_no_gpu,
+        skipped_never_ran=trace.skipped_never_ran,
+        gpu_model=model.model,
+        settings=settings,
+        demand_window_seconds=window_s,
+        operator_retry_seconds=operator_s,
+        results=tuple(results),
+        ignored=trace.ignored,
+    )
+    click.echo(FORMATS[fmt](run), nl=False)
+    click.echo(f"migc: simulated {len(chosen)} baseline(s) in {time.perf_counter() - started:.1f}s", err=True)
+    return ExitCode.OK
+
+
+def _replay(
+    pods: Sequence[TracePod],
+    model: GpuModel,
+    settings: Settings,
+    chosen: Sequence[str],
+    policy: PartitionPolicy,
+    catalog: Catalog,
+    snap: Snapshot | None,
+    snapshot_at: str | None,
+    snapshot_dir: Path | None,
+) -> list[Result] | int:
+    """Every chosen baseline replayed, a progress bar on stderr; an exit status where the snapshot
+    could not be written or the replay ended before ``--snapshot-at``."""
+    results: list[Result] = []
     for b in chosen:
 
         def progress(frac: float, name: str = b) -> None:
@@ -353,7 +389,7 @@ def command(
             print(f"\r{name:<16}[{bar:<30}] {frac * 100:3.0f}%", end="", file=sys.stderr, flush=True)
 
         try:
-            results.append(simulate(trace.pods, model, settings, b, policy, progress, catalog, snap))
+            results.append(simulate(pods, model, settings, b, policy, progress, catalog, snap))
         except SnapshotRefused as exc:
             print(file=sys.stderr)
             return fail([make("MIGC448", f"--snapshot-dir {snapshot_dir}: {exc}")])
@@ -370,21 +406,7 @@ def command(
                 )
             ]
         )
-    run = Replay(
-        trace=Path(trace_path).name,
-        pods=len(trace.pods),
-        skipped_no_gpu=trace.skipped_no_gpu,
-        skipped_never_ran=trace.skipped_never_ran,
-        gpu_model=model.model,
-        settings=settings,
-        demand_window_seconds=window_s,
-        operator_retry_seconds=operator_s,
-        results=tuple(results),
-        ignored=trace.ignored,
-    )
-    click.echo(FORMATS[fmt](run), nl=False)
-    click.echo(f"migc: simulated {len(chosen)} baseline(s) in {time.perf_counter() - started:.1f}s", err=True)
-    return ExitCode.OK
+    return results
 
 
 def _write_snapshot(

@@ -54,25 +54,7 @@ def _csv(tmp_path: Path) -> Path:
 
 
 def _simulate(capsys: pytest.CaptureFixture[str], trace: Path, *extra: str) -> dict[str, Any]:
-    code = main(
-        [
-            "simulate",
-            "--trace",
-            str(trace),
-            "--gpu-product",
-            "NVIDIA-A100-SXM4-80GB",
-            "--nodes",
-            "1",
-            "--baseline",
-            "default",
-            "--decision",
-            "recommend",
-            "-o",
-            "json",
-            *extra,
-        ]
-    )
-    out = capsys.readouterr().out
+    code, out, _ = _cli(capsys, trace, *extra)
     assert code == ExitCode.OK
     doc: dict[str, Any] = json.loads(out)
     return doc

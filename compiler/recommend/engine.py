@@ -31,6 +31,7 @@ import datetime as dt
 from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, replace
+from typing import Any
 
 from compiler.catalog import Catalog
 from compiler.diagnostics import Diagnostic, make
@@ -979,7 +980,6 @@ def recommend(
     ``solver``: what solves the proposed policy (:data:`Solver`). ``lazy``: when a gate blocks every
     proposal before the solve (:func:`held_before_solve`), skip the solve: the decision and the state
     are the same, the evidence has no proposal (``migc simulate`` calls it so at every interval)."""
-    part = policy.partition
     slices = _slices(catalog)
     demand = _watch_demand(policy, obs, state, now)
     sizing = _size(policy, catalog, demand, surplus)
@@ -1006,39 +1006,48 @@ def recommend(
     )
     gates = _gates(policy, obs, state, now, demand, prop, weighed, failures)
     ok = bool(sizing.wanted) and g.all_passed(gates)
-    old = {w.name: w.replicas for w in policy.workloads}
     return Recommendation(
         now=now,
-        demand=tuple(TenantDemand(t, p, r, q) for (t, p), (r, q) in sorted(demand.counts.items())),
+        **_watched(policy, demand, sizing, disruption),
         current=tuple(prop.current.items()),
         proposed=tuple(prop.proposed.items()),
-        replicas=tuple(ReplicaChange(k, old[k], v) for k, v in sorted(sizing.wanted.items())),
         nodes=tuple(prop.changing),
         gain=prop.gain,
         gates=tuple(gates),
-        rules=tuple(r.name for r in demand.fired),
         urgent=prop.urgent,
         state=_next_state(policy, state, now, demand, prop.changing, ok, failures),
         diagnostics=(*demand.diagnostics, *sizing.diagnostics, *prop.solution.diagnostics),
-        rule_effects=tuple(sizing.effects),
-        since=demand.window.since,
-        covered=demand.window.covered,
-        window_seconds=part.stabilization_seconds,
-        keep=tuple(Kept(t, p, n) for (t, p), n in sorted(demand.keep.items())),
-        keep_covered=demand.keep_covered,
-        keep_seconds=h.longest(part),
-        disruption=disruption,
         benefit=weighed.benefit,
         served_pending=weighed.served_pending,
         node_costs=weighed.node_costs,
         drain_grace_seconds=drain_grace_seconds,
         reconfigure_seconds=reconfigure_seconds,
-        window=_window_rows(demand, sizing),
         node_plan=_node_plan(prop.solution),
         targets=tuple(
             sorted((n.name, n.gpus) for pool in prop.solution.pools for n in pool.nodes if n.changed)
         ),
     )
+
+
+def _watched(policy: Policy, demand: _Demand, sizing: _Sizing, disruption: str) -> dict[str, Any]:
+    """The evidence that comes before the solve, the same in a full and a lazy evaluation: the
+    demand, the window and the scaleDownWindow, the sizing's replicas and the rules' effects."""
+    part = policy.partition
+    old = {w.name: w.replicas for w in policy.workloads}
+    return {
+        "demand": tuple(TenantDemand(t, p, r, q) for (t, p), (r, q) in sorted(demand.counts.items())),
+        "replicas": tuple(ReplicaChange(k, old[k], v) for k, v in sorted(sizing.wanted.items())),
+        "rules": tuple(r.name for r in demand.fired),
+        "rule_effects": tuple(sizing.effects),
+        "since": demand.window.since,
+        "covered": demand.window.covered,
+        "window_seconds": part.stabilization_seconds,
+        "keep": tuple(Kept(t, p, n) for (t, p), n in sorted(demand.keep.items())),
+        "keep_covered": demand.keep_covered,
+        "keep_seconds": h.longest(part),
+        "disruption": disruption,
+        "window": _window_rows(demand, sizing),
+    }
 
 
 def _unsolved(
@@ -1055,28 +1064,15 @@ def _unsolved(
     state written back is the full evaluation's (the sample recorded, no change), and so is the
     evidence that comes before the solve (the demand, the window, the sizing's replicas and rule
     effects, the scaleDownWindow); what the solve gives (capacity, nodes, plan, costs) is absent."""
-    part = policy.partition
-    old = {w.name: w.replicas for w in policy.workloads}
     return Recommendation(
         now=now,
-        demand=tuple(TenantDemand(t, p, r, q) for (t, p), (r, q) in sorted(demand.counts.items())),
+        **_watched(policy, demand, sizing, disruption),
         current=(),
         proposed=(),
-        replicas=tuple(ReplicaChange(k, old[k], v) for k, v in sorted(sizing.wanted.items())),
         nodes=(),
         gain=0.0,
         gates=(blocked,),
-        rules=tuple(r.name for r in demand.fired),
         urgent=(),
         state=_next_state(policy, state, now, demand, (), False, failures),
         diagnostics=(*demand.diagnostics, *sizing.diagnostics),
-        rule_effects=tuple(sizing.effects),
-        since=demand.window.since,
-        window=_window_rows(demand, sizing),
-        covered=demand.window.covered,
-        window_seconds=part.stabilization_seconds,
-        keep=tuple(Kept(t, p, n) for (t, p), n in sorted(demand.keep.items())),
-        keep_covered=demand.keep_covered,
-        keep_seconds=h.longest(part),
-        disruption=disruption,
     )

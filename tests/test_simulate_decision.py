@@ -11,6 +11,7 @@ whole GPUs, and the controller (the replay's rollout) carves them.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -42,13 +43,13 @@ PODS = [TracePod(f"big-{k}", 0, 3 * 86400, 1, 1000, 0) for k in range(8)] + [
 ]
 
 
-def _csv(tmp_path: Path) -> Path:
+def _csv(tmp_path: Path, pods: Sequence[TracePod] = PODS, name: str = "trace.csv") -> Path:
     rows = [
         f"{p.name},1000,1024,{p.num_gpu},{p.gpu_milli},,LS,Succeeded,{p.arrival:g},"
         f"{p.arrival + p.duration:g},{p.arrival:g}"
-        for p in PODS
+        for p in pods
     ]
-    path = tmp_path / "trace.csv"
+    path = tmp_path / name
     path.write_text("\n".join([HEADER, *rows]) + "\n", encoding="utf-8")
     return path
 
@@ -166,7 +167,9 @@ def test_snapshot_options_are_checked_before_the_replay(
     assert (full / "keep.txt").read_text(encoding="utf-8") == "mine"  # nothing of the user's is lost
 
 
-def _cli(capsys: pytest.CaptureFixture[str], trace: Path, *extra: str) -> tuple[int, str, str]:
+def _cli(
+    capsys: pytest.CaptureFixture[str], trace: Path, *extra: str, nodes: int = 1
+) -> tuple[int, str, str]:
     code = main(
         [
             "simulate",
@@ -175,7 +178,7 @@ def _cli(capsys: pytest.CaptureFixture[str], trace: Path, *extra: str) -> tuple[
             "--gpu-product",
             "NVIDIA-A100-SXM4-80GB",
             "--nodes",
-            "1",
+            str(nodes),
             "--baseline",
             "default",
             "--decision",
@@ -289,38 +292,12 @@ def test_a_pod_of_a_whole_node_is_served(tmp_path: Path, capsys: pytest.CaptureF
         res.never_served
         == simulate(SPLIT, A100, replace(two, decision="cover"), "default", POLICY).never_served
     )
-    rows = [
-        f"{p.name},1000,1024,{p.num_gpu},{p.gpu_milli},,LS,Succeeded,{p.arrival:g},"
-        f"{p.arrival + p.duration:g},{p.arrival:g}"
-        for p in SPLIT
-    ]
-    trace = tmp_path / "split.csv"
-    trace.write_text("\n".join([HEADER, *rows]) + "\n", encoding="utf-8")
+    trace = _csv(tmp_path, SPLIT, "split.csv")
     snap = tmp_path / "snap"
     at = int(res.revision_times[0])
-    code = main(
-        [
-            "simulate",
-            "--trace",
-            str(trace),
-            "--gpu-product",
-            "NVIDIA-A100-SXM4-80GB",
-            "--nodes",
-            "2",
-            "--baseline",
-            "default",
-            "--decision",
-            "recommend",
-            "-o",
-            "json",
-            "--snapshot-at",
-            f"{at}s",
-            "--snapshot-dir",
-            str(snap),
-        ]
-    )
+    code, out, _ = _cli(capsys, trace, "--snapshot-at", f"{at}s", "--snapshot-dir", str(snap), nodes=2)
     assert code == ExitCode.OK
-    taken = json.loads(capsys.readouterr().out)["results"][0]["snapshot"]
+    taken = json.loads(out)["results"][0]["snapshot"]
     assert taken["proposed"] is True
     code, out = _recommend(capsys, snap, taken["at"])
     assert out == (snap / "decision.json").read_text(encoding="utf-8")

@@ -61,7 +61,7 @@ def _simulate(capsys: pytest.CaptureFixture[str], trace: Path, *extra: str) -> d
     return doc
 
 
-def _recommend(capsys: pytest.CaptureFixture[str], snap: Path, at: str) -> tuple[int, str]:
+def _recommend(capsys: pytest.CaptureFixture[str], snap: Path, at: str, *extra: str) -> tuple[int, str]:
     code = main(
         [
             "recommend",
@@ -77,6 +77,7 @@ def _recommend(capsys: pytest.CaptureFixture[str], snap: Path, at: str) -> tuple
             "--dry-run",
             "-o",
             "json",
+            *extra,
         ]
     )
     return code, capsys.readouterr().out
@@ -118,6 +119,41 @@ def test_recommend_on_the_snapshot_returns_the_replays_decision(
         assert evidence["nodes"] == ["node-0"]
     else:
         assert evidence["proposed"] is False
+
+
+def test_the_operand_pause_is_priced_alike_by_the_replay_and_recommend(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``--drain-seconds D`` (the node's fixed pause) is one price on both sides: the replay hands it
+    to recommend's decision, which charges every changed node ``B × (D + R × n)`` and so proposes
+    later than without it, and ``migc recommend --drain-seconds D`` on the snapshot at that proposal
+    prints the replay's evidence byte for byte (without the option it prices D = 0: not the same)."""
+    assert A100 is not None
+    pause = 7200.0
+    plain = simulate(PODS, A100, ONE, "default", POLICY).revision_times[0]
+    paused = simulate(PODS, A100, replace(ONE, drain_seconds=pause), "default", POLICY).revision_times[0]
+    assert paused > plain
+    snap = tmp_path / "snap"
+    doc = _simulate(
+        capsys,
+        _csv(tmp_path),
+        "--drain-seconds",
+        f"{pause:g}",
+        "--snapshot-at",
+        f"{int(paused)}s",
+        "--snapshot-dir",
+        str(snap),
+    )
+    taken = doc["results"][0]["snapshot"]
+    assert taken["proposed"] is True
+    code, out = _recommend(capsys, snap, taken["at"], "--drain-seconds", f"{pause:g}")
+    assert (code, out) == (ExitCode.DRIFT, (snap / "decision.json").read_text(encoding="utf-8"))
+    evidence = json.loads(out)["disruption"]
+    assert evidence["drainSeconds"] == pause
+    (node,) = evidence["nodes"]
+    assert node["outage"] == pytest.approx(8 * (pause + 60 * node["changedGpus"]))
+    _, unpaused = _recommend(capsys, snap, taken["at"])
+    assert json.loads(unpaused)["disruption"]["drainSeconds"] == 0
 
 
 def test_lazy_and_full_evaluations_decide_the_same(tmp_path: Path) -> None:

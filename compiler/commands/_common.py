@@ -133,8 +133,9 @@ def cluster_source_options(func: F) -> F:
 
 
 def disruption_options(disruption_help: str, reconfigure_help: str) -> Callable[[F], F]:
-    """``--disruption``, ``--drain-grace`` and ``--reconfigure-seconds``: the inputs of the disruption
-    rule (compiler/recommend/disruption.py), one declaration for recommend and simulate."""
+    """``--disruption``, ``--drain-grace``, ``--reconfigure-seconds`` and ``--drain-seconds``: the
+    inputs of the disruption rule (compiler/recommend/disruption.py), one declaration for recommend
+    and simulate."""
 
     def decorate(func: F) -> F:
         options = (
@@ -160,6 +161,14 @@ def disruption_options(disruption_help: str, reconfigure_help: str) -> Callable[
                 show_default=True,
                 type=click.FloatRange(min=0),
                 help=reconfigure_help,
+            ),
+            click.option(
+                "--drain-seconds",
+                default=disruption.DRAIN_SECONDS,
+                show_default=True,
+                type=click.FloatRange(min=0),
+                help="Fixed outage per re-carved node, whatever its GPUs (the GPU Operator pausing "
+                "the node's GPU operands around the apply): priced B × (D + R × GPUs changed).",
             ),
         )
         decorated = func

@@ -68,6 +68,7 @@ class _Request:
     disruption: str
     drain_grace: float
     reconfigure_seconds: float
+    drain_seconds: float
     fmt: str  # a key of compiler.recommend.report.FORMATS
 
 
@@ -111,6 +112,7 @@ def command(
     disruption: str,
     drain_grace: float,
     reconfigure_seconds: float,
+    drain_seconds: float,
     fmt: str,
     ignore: tuple[str, ...],  # applied where diagnostics are printed (_common.emit_diagnostics)
 ) -> int:
@@ -137,6 +139,7 @@ def command(
         disruption=disruption,
         drain_grace=drain_grace,
         reconfigure_seconds=reconfigure_seconds,
+        drain_seconds=drain_seconds,
         fmt=fmt,
     )
     if dry_run or not req.state_file.parent.is_dir():  # writes nothing (or cannot): no lock to take
@@ -172,6 +175,7 @@ def _recommend(req: _Request) -> int:
         disruption=req.disruption,
         drain_grace_seconds=req.drain_grace,
         reconfigure_seconds=req.reconfigure_seconds,
+        drain_seconds=req.drain_seconds,
     )
     diagnostics.extend(rec.diagnostics)
     emit_diagnostics(diagnostics, "text", to_stderr=True)

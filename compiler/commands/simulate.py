@@ -144,13 +144,6 @@ REPLAY_ONLY = (
     "Reconfiguration cost per changed GPU (the node is out meanwhile).",
 )
 @click.option(
-    "--drain-seconds",
-    default=0.0,
-    show_default=True,
-    type=click.FloatRange(min=0),
-    help="Fixed extra cost per reconfigured node (e.g. pausing the GPU operands).",
-)
-@click.option(
     "--eviction",
     default="restart",
     show_default=True,

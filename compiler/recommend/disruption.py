@@ -88,6 +88,11 @@ from controller import defaults
 DRAIN_GRACE_SECONDS = defaults.DRAIN_GRACE_SECONDS
 # the MIG manager's reconfiguration time per changed GPU: the 30–90 s per GPU seen in practice
 RECONFIGURE_SECONDS = 60.0
+# D: a node's fixed pause per change, whatever its GPUs (the GPU Operator's MIG manager stops the
+# node's GPU operands — device plugin, GFD, DCGM exporter — around the apply and starts them again).
+# 0 unless set (`--drain-seconds` of recommend and simulate): the pause depends on the operator's
+# version and the operands deployed, so it is the user's to state, not ours to guess
+DRAIN_SECONDS = 0.0
 # --disruption of recommend and simulate: apply the rule, or fall back to the gain threshold
 MODELS = ("expected", "off")
 # how much of a node its outage charges (module docstring): every GPU of it, or its busy share

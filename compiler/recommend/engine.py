@@ -226,6 +226,7 @@ class Recommendation:
     node_costs: tuple[NodeDisruption, ...] = ()
     drain_grace_seconds: float = dis.DRAIN_GRACE_SECONDS
     reconfigure_seconds: float = dis.RECONFIGURE_SECONDS
+    drain_seconds: float = dis.DRAIN_SECONDS  # D: the node's fixed pause per change (operands paused)
     # the changed nodes' proposed GPU layouts by node name (what `migc compile` renders from the
     # proposed replicas against the deployed layout; migc simulate applies them). Not in the JSON
     # evidence: `plan` says the same per node in words
@@ -275,6 +276,7 @@ class Recommendation:
                 "cost": _rounded(self.cost),
                 "drainGraceSeconds": self.drain_grace_seconds,
                 "reconfigureSeconds": self.reconfigure_seconds,
+                "drainSeconds": self.drain_seconds,
                 "nodes": [d.to_dict() for d in self.node_costs],
             },
         }
@@ -506,6 +508,7 @@ def node_disruption(
     slices: Mapping[str, int],
     grace_seconds: float,
     reconfigure_seconds: float,
+    drain_seconds: float = dis.DRAIN_SECONDS,
 ) -> tuple[NodeDisruption, ...]:
     """The expected cost of every node the proposal changes, cheapest first (then by name).
 
@@ -534,6 +537,7 @@ def node_disruption(
                 layout_counts([n.gpus]),
                 grace_seconds,
                 reconfigure_seconds,
+                drain_seconds,
             )
             out.append(
                 NodeDisruption(
@@ -743,11 +747,14 @@ def _weigh(
     disruption: str,
     grace_seconds: float,
     reconfigure_seconds: float,
+    drain_seconds: float,
 ) -> _Weighed:
     part = policy.partition
     if disruption != "expected":
         return _Weighed([g.threshold(prop.gain, part, prop.urgent)])
-    node_costs = node_disruption(prop.solution, obs, now, slices, grace_seconds, reconfigure_seconds)
+    node_costs = node_disruption(
+        prop.solution, obs, now, slices, grace_seconds, reconfigure_seconds, drain_seconds
+    )
     observed: dict[str, int] = defaultdict(int)
     for (_, p), (run, pend) in d.counts.items():
         observed[p] += run + pend
@@ -788,7 +795,13 @@ def _rollout_gate(obs: Observation) -> g.Gate:
 
 
 def _cheapest_change(
-    policy: Policy, obs: Observation, now: dt.datetime, slices: Mapping[str, int], grace: float, reconf: float
+    policy: Policy,
+    obs: Observation,
+    now: dt.datetime,
+    slices: Mapping[str, int],
+    grace: float,
+    reconf: float,
+    drain: float,
 ) -> float | None:
     """A lower bound on the cost of any proposal that changes a node: the least, over the pools'
     nodes, of the expected loss of its running pods (0 where unknown) plus the outage of one changed
@@ -805,7 +818,13 @@ def _cheapest_change(
     for pool in pools:
         for name in pool.node_names:
             price = dis.change_cost(
-                [_running(p, now, slices) for p in on.get(name, ())], pool.gpus_per_node, 1, {}, grace, reconf
+                [_running(p, now, slices) for p in on.get(name, ())],
+                pool.gpus_per_node,
+                1,
+                {},
+                grace,
+                reconf,
+                drain,
             )
             cost = (price.loss or 0.0) + price.outage
             best = cost if best is None else min(best, cost)
@@ -845,6 +864,7 @@ def held_before_solve(
     grace: float,
     reconf: float,
     slices: Mapping[str, int],
+    drain: float = dis.DRAIN_SECONDS,
 ) -> g.Gate | None:
     """A gate that blocks every proposal whatever the solver returns, or None: the mode, the rollout,
     no Workload's replicas changing, the backoff; the stabilizationWindow while the history does not
@@ -868,7 +888,7 @@ def held_before_solve(
             if not gate.passed:
                 return gate
         most = sum(slices.get(p, 7) / 7 * sum(w) for p, w in pending_waits(policy, obs).items())
-        least = _cheapest_change(policy, obs, now, slices, grace, reconf)
+        least = _cheapest_change(policy, obs, now, slices, grace, reconf, drain)
         if least is not None and not dis.worth(most, least, part.reconfiguration_threshold_pct):
             return g.Gate(
                 "disruption",
@@ -969,6 +989,7 @@ def recommend(
     disruption: str = "expected",
     drain_grace_seconds: float = dis.DRAIN_GRACE_SECONDS,
     reconfigure_seconds: float = dis.RECONFIGURE_SECONDS,
+    drain_seconds: float = dis.DRAIN_SECONDS,
     surplus: str = "kept",
     solver: Solver = exact,
     lazy: bool = False,
@@ -997,12 +1018,22 @@ def recommend(
             drain_grace_seconds,
             reconfigure_seconds,
             slices,
+            drain_seconds,
         )
         if blocked is not None:
             return _unsolved(policy, state, now, demand, sizing, failures, blocked, disruption)
     prop = _solve_proposal(policy, catalog, current, demand, sizing, slices, time_limit_s, solver)
     weighed = _weigh(
-        policy, obs, now, demand, prop, slices, disruption, drain_grace_seconds, reconfigure_seconds
+        policy,
+        obs,
+        now,
+        demand,
+        prop,
+        slices,
+        disruption,
+        drain_grace_seconds,
+        reconfigure_seconds,
+        drain_seconds,
     )
     gates = _gates(policy, obs, state, now, demand, prop, weighed, failures)
     ok = bool(sizing.wanted) and g.all_passed(gates)
@@ -1022,6 +1053,7 @@ def recommend(
         node_costs=weighed.node_costs,
         drain_grace_seconds=drain_grace_seconds,
         reconfigure_seconds=reconfigure_seconds,
+        drain_seconds=drain_seconds,
         node_plan=_node_plan(prop.solution),
         targets=tuple(
             sorted((n.name, n.gpus) for pool in prop.solution.pools for n in pool.nodes if n.changed)

@@ -113,6 +113,13 @@ def _capacity_lines(rec: Recommendation) -> list[str]:
     ]
 
 
+def _outage_seconds(rec: Recommendation) -> str:
+    """The seconds a changed node is out: ``R s × GPUs changed``, with ``D`` (``--drain-seconds``)
+    in front when it is set."""
+    per_gpu = f"{rec.reconfigure_seconds:g} s × GPUs changed"
+    return f"({rec.drain_seconds:g} s + {per_gpu})" if rec.drain_seconds else per_gpu
+
+
 def disruption_markdown(rec: Recommendation) -> list[str]:
     """The disruption rule's evidence: benefit, cost per changed node, verdict (none when it is off)."""
     if rec.disruption != "expected":
@@ -125,9 +132,9 @@ def disruption_markdown(rec: Recommendation) -> list[str]:
         f"have waited, Σ f × W = {rec.benefit:,.0f} GPU-s, is what it avoids.",
         "",
         f"**Cost** per changed node: Σ over its running GPU pods of f × E² / (E + G), G = {grace} "
-        f"(the controller's drain grace), plus the outage (its GPUs × {rec.reconfigure_seconds:g} s × "
-        "GPUs changed), plus the wait it displaces: Σ f × W₀ over the running pods the node keeps no "
-        "instance for, W₀ how long each waited before it started.",
+        f"(the controller's drain grace), plus the outage (its GPUs × {_outage_seconds(rec)}), plus the "
+        "wait it displaces: Σ f × W₀ over the running pods the node keeps no instance for, W₀ how long "
+        "each waited before it started.",
         "",
         "| node | GPUs changed | running GPU pods | expected loss (GPU-s) | outage (GPU-s) "
         "| displaced wait (GPU-s) | cost (GPU-s) |",

@@ -1944,6 +1944,7 @@ class _Recommend:
                 disruption=s.disruption,
                 drain_grace_seconds=s.drain_grace_seconds,
                 reconfigure_seconds=s.reconfigure_seconds,
+                drain_seconds=s.drain_seconds,
                 solver=self.solver,
                 lazy=lazy,
             )

@@ -146,3 +146,14 @@ def test_the_pull_request_body_is_bounded_for_the_forge() -> None:
     assert len(evidence_markdown(many)) > GITHUB_BODY_LIMIT
     body = FORMATS["markdown"](many)
     assert len(body) <= GITHUB_BODY_LIMIT and body.startswith("## migc recommend — 2026-12-01 06:20 UTC")
+
+
+def test_the_markdown_cost_line_names_the_operand_pause_only_when_it_is_priced() -> None:
+    """The pull-request body says how the outage was priced: ``R s × GPUs changed``, and with
+    ``--drain-seconds D`` the node's fixed pause in front of it (the JSON has ``drainSeconds``)."""
+    plain = evidence_markdown(rec())
+    assert "its GPUs × 60 s × GPUs changed)" in plain and "drainSeconds" not in plain
+    paused = rec(drain_seconds=300.0)
+    assert "its GPUs × (300 s + 60 s × GPUs changed))" in evidence_markdown(paused)
+    assert json.loads(to_json(paused))["disruption"]["drainSeconds"] == 300.0
+    assert json.loads(to_json(rec()))["disruption"]["drainSeconds"] == 0.0

@@ -156,6 +156,44 @@ def test_the_operand_pause_is_priced_alike_by_the_replay_and_recommend(
     assert json.loads(unpaused)["disruption"]["drainSeconds"] == 0
 
 
+def test_what_recommends_decision_reports_is_shown_once_per_code(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Ten whole-GPU pods for one node of eight GPUs: every proposal leaves two unmet, which recommend
+    reports (MIGC201) at every evaluation that solves one. The replay shows it once per code, on
+    stderr and in ``decisionDiagnostics`` with its counts; ``--ignore MIGC201`` hides the line; the
+    cover decision has no such findings (null)."""
+    pods = [TracePod(f"big-{k}", 0, 3 * 86400, 1, 1000, 0) for k in range(10)]
+    trace = _csv(tmp_path, pods)
+    code, out, err = _cli(capsys, trace)
+    assert code == ExitCode.OK
+    (found,) = json.loads(out)["results"][0]["decisionDiagnostics"]
+    assert found["code"] == "MIGC201" and found["severity"] == "warning"
+    assert 1 <= found["evaluations"] <= json.loads(out)["results"][0]["evaluations"]
+    assert "unmet: 2 x gpu" in found["first"] and found["distinctMessages"] >= 1
+    (line,) = [x for x in err.splitlines() if "MIGC201" in x]
+    assert f"reported MIGC201 at {found['evaluations']} of " in line
+    _, _, quiet = _cli(capsys, trace, "--ignore", "MIGC201")
+    assert "MIGC201" not in quiet
+    cover = main(
+        [
+            "simulate",
+            "--trace",
+            str(trace),
+            "--gpu-product",
+            "NVIDIA-A100-SXM4-80GB",
+            "--nodes",
+            "1",
+            "--baseline",
+            "default",
+            "-o",
+            "json",
+        ]
+    )
+    assert cover == ExitCode.OK
+    assert json.loads(capsys.readouterr().out)["results"][0]["decisionDiagnostics"] is None
+
+
 def test_lazy_and_full_evaluations_decide_the_same(tmp_path: Path) -> None:
     """``recommend(lazy=True)``, what the replay runs at every interval, skips the solve only when a
     gate blocks every proposal: at every instant of the replay its decision, replicas, targets and

@@ -20,11 +20,12 @@ import click
 from compiler.catalog import Catalog, GpuModel, load_catalog
 from compiler.commands._common import (
     disruption_options,
+    emit_diagnostics,
     fail,
     ignore_option,
     result_format_option,
 )
-from compiler.diagnostics import has_errors, make
+from compiler.diagnostics import Diagnostic, has_errors, make
 from compiler.exitcodes import ExitCode
 from compiler.formatting import duration
 from compiler.fsio import write_file_atomic
@@ -357,8 +358,24 @@ def command(
         ignored=trace.ignored,
     )
     click.echo(FORMATS[fmt](run), nl=False)
+    emit_diagnostics(_decision_findings(results), "text", to_stderr=True)
     click.echo(f"migc: simulated {len(chosen)} baseline(s) in {time.perf_counter() - started:.1f}s", err=True)
     return ExitCode.OK
+
+
+def _decision_findings(results: Sequence[Result]) -> list[Diagnostic]:
+    """What recommend's decision reported in the replay (``--decision recommend``), one line per code:
+    how often, and the first message (``-o json``'s ``decisionDiagnostics`` has the counts too)."""
+    out: list[Diagnostic] = []
+    for r in results:
+        for code, f in sorted((r.decision_diagnostics or {}).items()):
+            message = (
+                f"recommend's decision reported {code} at {f.evaluations} of {r.evaluations} evaluation(s) "
+                f"(one a gate holds before the solve reports nothing of it; {f.distinct} distinct "
+                f"message(s)); the first: {f.first.message}"
+            )
+            out.append(replace(f.first, message=message))
+    return out
 
 
 def _replay(

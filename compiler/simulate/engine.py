@@ -90,6 +90,7 @@ from pathlib import Path
 
 from compiler.catalog import Catalog, GpuModel, load_catalog
 from compiler.catalog.layouts import enumerate_layouts
+from compiler.diagnostics import Diagnostic
 from compiler.model import (
     Cluster,
     CurrentState,
@@ -198,6 +199,18 @@ class Settings:
     decision: str = "cover"
 
 
+@dataclass(frozen=True)
+class DecisionFinding:
+    """A diagnostic code ``migc recommend``'s decision reported in the replay (``--decision
+    recommend``): the first such diagnostic, the evaluations that reported the code and how many
+    different messages it had (one per distinct shortfall, say: bounded, where one line per
+    evaluation would be thousands)."""
+
+    first: Diagnostic
+    evaluations: int
+    distinct: int
+
+
 @dataclass
 class Result:
     baseline: str
@@ -233,6 +246,9 @@ class Result:
     # decision "recommend" with a snapshot asked for (simulate's ``snapshot``): the instant (RFC 3339),
     # the directory written and whether the decision there proposed a change
     snapshot: dict[str, object] | None = None
+    # decision "recommend": what recommend's decision reported (unmet demand, solver limits …) per
+    # diagnostic code (DecisionFinding); None for the other decisions
+    decision_diagnostics: dict[str, DecisionFinding] | None = None
 
     # first to last arrival: the same for every baseline of a trace, so rates compare the same period
     # (the replay's own length grows with the work a policy throws away and runs again)
@@ -1893,6 +1909,7 @@ class _Recommend:
         self.policy = _recommend_policy(run.pods, run.model, run.s, run.policy)
         self.state = State()
         self.solver = rd.memo_solver()
+        self.messages: set[tuple[str, str]] = set()  # (code, message) recommend reported so far
 
     def observation(self, now: int) -> Observation:
         run, full = self.run, self.full
@@ -1963,6 +1980,18 @@ class _Recommend:
                 "proposed": full.proposed_change,
             }
         self.state = rec.state
+        found = res.decision_diagnostics
+        if found is None:
+            found = res.decision_diagnostics = {}
+        for code in sorted({d.code for d in rec.diagnostics}):
+            first = next(d for d in rec.diagnostics if d.code == code)
+            self.messages.update((code, d.message) for d in rec.diagnostics if d.code == code)
+            distinct = sum(1 for c, _ in self.messages if c == code)
+            seen = found.get(code)
+            if seen is None:
+                found[code] = DecisionFinding(first, 1, distinct)
+            else:
+                found[code] = replace(seen, evaluations=seen.evaluations + 1, distinct=distinct)
         for gate in rec.gates:
             if not gate.passed:
                 res.blocked[gate.name] = res.blocked.get(gate.name, 0) + 1

@@ -65,7 +65,26 @@ def result_dict(r: Result) -> dict[str, Any]:
         "instancesCarved": r.instances_carved,
         "idleRecarves": r.idle_recarves,
         "snapshot": r.snapshot,
+        "decisionDiagnostics": _findings(r),
     }
+
+
+def _findings(r: Result) -> list[dict[str, object]] | None:
+    """``--decision recommend``: per diagnostic code recommend's decision reported, the evaluations
+    that reported it, its distinct messages and the first one (code order); None for the other
+    decisions."""
+    if r.decision_diagnostics is None:
+        return None
+    return [
+        {
+            "code": code,
+            "severity": str(f.first.severity),
+            "evaluations": f.evaluations,
+            "distinctMessages": f.distinct,
+            "first": f.first.message,
+        }
+        for code, f in sorted(r.decision_diagnostics.items())
+    ]
 
 
 @dataclass(frozen=True)

@@ -681,7 +681,8 @@ def _observed_demand() -> dict[str, Any]:
             ),
             "lastChange": _s("When a change was last proposed.", **ts),
             "changes": _s(
-                "Node changes proposed in the last 24 hours.",
+                "Node changes proposed within the last day, or within the policy's minDwell when that "
+                "is longer (the dailyChangeBudget counts the day; minDwell runs from a node's last change).",
                 type="array",
                 maxItems=10000,
                 items={

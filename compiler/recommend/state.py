@@ -64,7 +64,7 @@ class State:
     updated: dt.datetime | None = None
     history: tuple[Sample, ...] = ()  # demand samples, oldest first (compiler.recommend.history)
     last_change: dt.datetime | None = None
-    changes: tuple[tuple[str, dt.datetime], ...] = ()  # (node, when), last 24 h
+    changes: tuple[tuple[str, dt.datetime], ...] = ()  # (node, when): a day, or minDwell if longer
     failures: int = 0
     last_failure: dt.datetime | None = None
     notes: tuple[str, ...] = field(default=(), compare=False)  # lost / corrupt / stale, for the evidence

@@ -10,8 +10,8 @@ Commands (``python -m bench.report_workload ...``)::
 
     generate [--nodes 1,4] [--seeds 1,2,3] [--dir DIR]   # DIR/report_<n>node_seed<s>.csv
     calibrate [--nodes 1,4] [--seeds 1,2,3]              # re-derive RATES (runs mig-off only)
-    run [--nodes 1,4] [--seeds 1,2,3] [--reconf 60,90+300] [--idle-pass] [--outage node|busy] [--dir DIR]
-        [--surplus last|kept] [--out FILE.jsonl]
+    run [--nodes 1,4] [--seeds 1,2,3] [--reconf 60,90+300] [--idle-pass] [--recommend] [--outage node|busy]
+        [--dir DIR] [--surplus last|kept] [--out FILE.jsonl]
         [--baselines all]                                 # every baseline on every trace
     table FILE.jsonl                                     # the Markdown tables and verdicts
 
@@ -362,10 +362,12 @@ def replay(
     idle_pass: bool = False,
     outage: str = "node",
     surplus: str = "kept",
+    recommend: bool = False,
 ) -> dict[str, Any]:
     """One trace (written to ``directory``, read back by the replay's reader) under every baseline, at
     the replay's defaults but the reconfiguration model (``60``: 60 s per GPU; ``90+300``: 90 s per GPU
-    and a 300 s operand pause per node); ``idle_pass`` adds the loop with ``--idle-pass``."""
+    and a 300 s operand pause per node); ``idle_pass`` adds the loop with ``--idle-pass``, ``recommend``
+    the loop with ``--decision recommend`` (migc recommend's own decision, row ``default+recommend``)."""
     path = write(directory, nodes, seed)
     trace = read_trace(path)
     model = _model()
@@ -384,6 +386,9 @@ def replay(
     if idle_pass:
         res = simulate(trace.pods, model, replace(s, idle_pass=True), "default", policy)
         rows.append(_report_row(res, "default+idle"))
+    if recommend:
+        res = simulate(trace.pods, model, replace(s, decision="recommend"), "default", policy)
+        rows.append(_report_row(res, "default+recommend"))
     return {
         "trace": path.name,
         "nodes": nodes,
@@ -473,6 +478,11 @@ def main(argv: Sequence[str] | None = None) -> None:
                 "--reconf", default="60,90+300", help="60: 60 s per GPU; 90+300: and a 300 s pause"
             )
             p.add_argument("--idle-pass", action="store_true", help="also the loop with --idle-pass")
+            p.add_argument(
+                "--recommend",
+                action="store_true",
+                help="also the loop with --decision recommend, recommend's own decision (default+recommend)",
+            )
             p.add_argument("--outage", choices=OUTAGE_CHARGES, default="node", help="Settings.outage")
             p.add_argument("--surplus", choices=SURPLUS_MODELS, default="kept", help="Settings.surplus")
     t = sub.add_parser("table")
@@ -514,7 +524,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text("", encoding="utf-8")
     for (n, s), reconf in itertools.product(pairs, args.reconf.split(",")):
-        cell = replay(n, s, baselines, Path(args.dir), reconf, args.idle_pass, args.outage, args.surplus)
+        cell = replay(
+            n, s, baselines, Path(args.dir), reconf, args.idle_pass, args.outage, args.surplus, args.recommend
+        )
         with out.open("a", encoding="utf-8") as fh:
             fh.write(json.dumps(cell, sort_keys=True) + "\n")
         print(f"{cell['trace']} reconf {reconf}: {cell['wallSeconds']} s", file=sys.stderr, flush=True)

@@ -19,12 +19,13 @@ from __future__ import annotations
 
 import math
 import os
+import queue
 import sys
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 import highspy
 import numpy as np
@@ -220,6 +221,65 @@ class Milp:
             result.seconds = time.perf_counter() - run.started
             result.highs_runs = run.runs
         return result
+
+
+class _Job:
+    """One HiGHS run handed to a worker: ``finished`` is set when it returned or raised (``error``)."""
+
+    def __init__(self, run: Callable[[], object]) -> None:
+        self.run = run
+        self.finished = threading.Event()
+        self.error: BaseException | None = None
+
+
+class _Worker:
+    """A daemon thread that runs the HiGHS runs handed to it, one at a time.
+
+    Idle workers are kept in a pool shared by the process (one per run in flight at once, e.g.
+    ``plan``'s two orders), so a run costs a queue hand-off instead of a thread start. A worker
+    whose run was abandoned (:meth:`_LexRun._run_guarded`) is retired: it ends after that run and
+    never takes another."""
+
+    _idle: ClassVar[list[_Worker]] = []
+    _lock: ClassVar[threading.Lock] = threading.Lock()
+
+    def __init__(self) -> None:
+        self._jobs: queue.SimpleQueue[_Job | None] = queue.SimpleQueue()
+        self._thread = threading.Thread(target=self._loop, name="migc-highs", daemon=True)
+        self._thread.start()
+
+    @classmethod
+    def acquire(cls) -> _Worker:
+        with cls._lock:
+            if cls._idle:
+                return cls._idle.pop()
+        return cls()
+
+    def submit(self, run: Callable[[], object]) -> _Job:
+        job = _Job(run)
+        self._jobs.put(job)
+        return job
+
+    def release(self) -> None:
+        """Back to the pool: its run is over."""
+        with self._lock:
+            self._idle.append(self)
+
+    def retire(self) -> None:
+        """Never used again: it ends once the run it is in (if any) returns."""
+        self._jobs.put(None)
+
+    def _loop(self) -> None:
+        while True:
+            job = self._jobs.get()
+            if job is None:
+                return
+            try:
+                job.run()
+            except BaseException as exc:  # handed to the caller, which raises it in its own thread
+                job.error = exc
+            finally:
+                job.finished.set()
 
 
 @dataclass
@@ -492,12 +552,13 @@ class _LexRun:
             event.interrupt()
 
     def _run_guarded(self) -> bool:
-        """HiGHS's ``run()`` in a thread of this run's own, watched against the deadline.
+        """HiGHS's ``run()`` on a worker thread (:class:`_Worker`), watched against the deadline.
 
         HiGHS checks its ``time_limit`` only at certain points; if a run is still going
         ``_GRACE_S`` after the deadline it is asked to stop (a user interrupt, honoured at its
         next simplex/IPM/MIP callback), and if it does not stop either, the run is abandoned and
-        this instance is never touched again, so the caller always gets control back.
+        this instance is never touched again, so the caller always gets control back (the worker
+        stuck in it is retired: it ends when that run does, and is never handed a run again).
         False when the run had to be abandoned.
 
         Not highspy's ``startSolve``/``wait``/``cancelSolve``: in highspy 1.16 (highspy/highs.py,
@@ -505,32 +566,30 @@ class _LexRun:
         (``__solver_stopped: RLock = RLock()``), shared by every instance in the process. A run
         abandoned here kept it, and so does a run in ``plan``'s other-order thread: any other
         instance's ``startSolve`` then raised ``HighsError: Solver is already running``. The
-        event, the thread and the interrupt callback here belong to this instance alone; ``run()``
-        releases the GIL while it solves.
+        event, the worker and the interrupt callback here belong to this run alone; ``run()``
+        releases the GIL while it solves. The worker threads are kept between runs (a thread
+        started per run cost about 0.5 ms of hand-off, a sixth of a small run: bench/RESULTS.md
+        Round 16).
         """
-        h = self.h
         self.stop.clear()
-        finished = threading.Event()
-
-        def target() -> None:
-            try:
-                h.run()
-            finally:
-                finished.set()
-
-        thread = threading.Thread(target=target, name="migc-highs", daemon=True)
-        thread.start()
+        worker = _Worker.acquire()
+        job = worker.submit(self.h.run)
         try:
-            done = finished.wait(max(0.0, self.deadline - time.perf_counter()) + _GRACE_S)
+            done = job.finished.wait(max(0.0, self.deadline - time.perf_counter()) + _GRACE_S)
             if not done:
                 self.stop.set()
-                done = finished.wait(_GRACE_S)
+                done = job.finished.wait(_GRACE_S)
         except BaseException:  # KeyboardInterrupt while waiting: stop HiGHS, then pass it on
             self.stop.set()
+            worker.retire()
             raise
-        if done:
-            thread.join()
-        return done
+        if not done:
+            worker.retire()
+            return False
+        worker.release()
+        if job.error is not None:
+            raise job.error
+        return True
 
     def _add_bound(
         self, sense: Sense, value: float, cols: np.ndarray, coefs: np.ndarray, strict: bool

@@ -347,3 +347,40 @@ def test_the_objective_order_puts_disruption_before_gpus() -> None:
     assert _served_by(solve(_a30_a100(()), CAT, as_current(start))) == _served_by(keep)
     move = solve(_a30_a100(("gpus",)), CAT, as_current(start))
     assert _served_by(move) == {"a100": 14, "a30": 0}
+
+
+def _highs_threads() -> int:
+    return sum(1 for t in threading.enumerate() if t.name == "migc-highs")
+
+
+def test_solves_one_after_another_reuse_the_worker_threads() -> None:
+    """HiGHS runs go to a pool of worker threads kept between runs (a thread started per run cost a
+    sixth of a small run): many solves in a row start no thread beyond what the pool already holds."""
+    tiny, tiny_levels = _tiny_milp()
+    assert tiny.solve(tiny_levels) is not None
+    before = _highs_threads()
+    for _ in range(20):
+        res = tiny.solve(tiny_levels)
+        assert res is not None and res.objectives == {"sum": 3.0, "x": 3.0} and res.highs_runs >= 1
+    assert _highs_threads() == before >= 1
+
+
+class _Raising(highspy.Highs):
+    """A HiGHS whose run raises, as a binding error would."""
+
+    def run(self) -> highspy.HighsStatus:
+        raise RuntimeError("HiGHS binding failed")
+
+
+def test_an_error_raised_by_a_run_reaches_the_caller_and_the_pool_goes_on(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """An exception inside the worker's run is raised in the solving thread (not lost in the worker,
+    not a traceback printed by it), and the worker stays usable for the next solve."""
+    tiny, tiny_levels = _tiny_milp()
+    with monkeypatch.context() as m:
+        m.setattr(highspy, "Highs", _Raising)
+        with pytest.raises(RuntimeError, match="binding failed"):
+            tiny.solve(tiny_levels)
+    res = tiny.solve(tiny_levels)
+    assert res is not None and res.optimal and res.objectives == {"sum": 3.0, "x": 3.0}

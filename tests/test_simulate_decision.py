@@ -11,6 +11,7 @@ whole GPUs, and the controller (the replay's rollout) carves them.
 from __future__ import annotations
 
 import json
+import shutil
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -192,6 +193,42 @@ def test_what_recommends_decision_reports_is_shown_once_per_code(
     )
     assert cover == ExitCode.OK
     assert json.loads(capsys.readouterr().out)["results"][0]["decisionDiagnostics"] is None
+
+
+RULE = """apiVersion: migc.dev/v1alpha1
+kind: PartitionPolicy
+metadata:
+  name: default
+spec:
+  mode: dynamic
+  rules:
+    - name: grow-3g
+      when: {pendingPodsGreaterThan: 0}
+      prefer: {maximize: 3g.40gb}
+"""
+
+
+def test_the_line_of_a_sizing_finding_does_not_say_held_evaluations_report_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """MIGC428 (a rule's headroom no Workload takes) is the sizing's, before the solve: an evaluation
+    a gate holds before the solve (here mostly "replicas": nothing to propose) still reports it. The
+    stderr line said such an evaluation "reports nothing of it", false for every code of the demand
+    or the sizing (MIGC424, MIGC428); it now says only the solver's findings are missing there."""
+    root = Path(__file__).resolve().parents[1]
+    policy = tmp_path / "policy"
+    shutil.copytree(root / "examples" / "lab", policy)
+    (policy / "partition.yaml").write_text(RULE, encoding="utf-8")
+    small = [TracePod(f"s-{k}", 60 * k, 86400, 1, 100, 0) for k in range(60)]  # 1g.10gb, for a day
+    code, out, err = _cli(capsys, _csv(tmp_path, small), "--policy", str(policy))
+    assert code == ExitCode.OK, err
+    result = json.loads(out)["results"][0]
+    found = {f["code"]: f for f in result["decisionDiagnostics"]}
+    held = result["blockedBy"]["replicas"]  # a gate only held_before_solve has: no solve there
+    assert found["MIGC428"]["evaluations"] > result["evaluations"] - held  # held ones reported it
+    (line,) = [x for x in err.splitlines() if "MIGC428 warning" in x]
+    assert "reports nothing of it" not in line
+    assert "an evaluation a gate holds before the solve has none of the solver's findings" in line
 
 
 def test_lazy_and_full_evaluations_decide_the_same(tmp_path: Path) -> None:

@@ -365,14 +365,16 @@ def command(
 
 def _decision_findings(results: Sequence[Result]) -> list[Diagnostic]:
     """What recommend's decision reported in the replay (``--decision recommend``), one line per code:
-    how often, and the first message (``-o json``'s ``decisionDiagnostics`` has the counts too)."""
+    how often, and the first message (``-o json``'s ``decisionDiagnostics`` has the counts too). The
+    replay runs recommend lazily: where a gate holds every proposal before the solve, the solver's
+    findings (MIGC201 …) are not there, the demand's and the sizing's (MIGC424, MIGC428) are."""
     out: list[Diagnostic] = []
     for r in results:
         for code, f in sorted((r.decision_diagnostics or {}).items()):
             message = (
                 f"recommend's decision reported {code} at {f.evaluations} of {r.evaluations} evaluation(s) "
-                f"(one a gate holds before the solve reports nothing of it; {f.distinct} distinct "
-                f"message(s)); the first: {f.first.message}"
+                f"(an evaluation a gate holds before the solve has none of the solver's findings; "
+                f"{f.distinct} distinct message(s)); the first: {f.first.message}"
             )
             out.append(replace(f.first, message=message))
     return out

@@ -231,10 +231,12 @@ def test_the_line_of_a_sizing_finding_does_not_say_held_evaluations_report_nothi
     assert "an evaluation a gate holds before the solve has none of the solver's findings" in line
 
 
-def test_lazy_and_full_evaluations_decide_the_same(tmp_path: Path) -> None:
+@pytest.mark.parametrize("pause", [0.0, 7200.0])
+def test_lazy_and_full_evaluations_decide_the_same(tmp_path: Path, pause: float) -> None:
     """``recommend(lazy=True)``, what the replay runs at every interval, skips the solve only when a
     gate blocks every proposal: at every instant of the replay its decision, replicas, targets and
-    the state written back equal the full evaluation's."""
+    the state written back equal the full evaluation's. With an operand pause ``D`` too: the bound
+    before the solve charges it once per node with one changed GPU, no more than any change costs."""
     assert A100 is not None
     seen: list[tuple[Policy, CurrentState, Observation, State, Recommendation]] = []
 
@@ -244,14 +246,16 @@ def test_lazy_and_full_evaluations_decide_the_same(tmp_path: Path) -> None:
         seen.append((policy, current, obs, state, rec))
 
     catalog = load_catalog()
+    paused = replace(ONE, drain_seconds=pause)
     for after in range(0, 5 * 86400, 5 * 3600):
         simulate(
-            PODS, A100, ONE, "default", POLICY, catalog=catalog, snapshot=Snapshot(after, tmp_path, keep)
+            PODS, A100, paused, "default", POLICY, catalog=catalog, snapshot=Snapshot(after, tmp_path, keep)
         )
     assert len(seen) >= 20
+    assert {rec.drain_seconds for *_, rec in seen} == {pause}
     lazy_blocked = 0
     for policy, current, obs, state, full in seen:
-        lazy = recommend(policy, catalog, current, obs, state, obs.taken_at, lazy=True)
+        lazy = recommend(policy, catalog, current, obs, state, obs.taken_at, lazy=True, drain_seconds=pause)
         assert lazy.proposed_change == full.proposed_change
         assert lazy.state == full.state
         if lazy.proposed_change:

@@ -231,6 +231,46 @@ def test_the_line_of_a_sizing_finding_does_not_say_held_evaluations_report_nothi
     assert "an evaluation a gate holds before the solve has none of the solver's findings" in line
 
 
+STRICT = """apiVersion: migc.dev/v1alpha1
+kind: PartitionPolicy
+metadata:
+  name: default
+spec:
+  mode: dynamic
+  unmetDemand: error
+"""
+
+
+def test_an_evaluation_recommend_fails_changes_nothing_in_the_replay(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Under ``unmetDemand: error`` the solver's MIGC201 is an error, and ``migc recommend`` then exits
+    1 and writes nothing: no proposal, no state. Ten whole-GPU pods for one node of eight GPUs: every
+    proposal leaves two unmet. The replay carved the eight whole GPUs all the same (one revision at
+    30 min, the snapshot there ``proposed``) while recommend on that snapshot exits 1; it now changes
+    nothing at an evaluation recommend fails (and solves every evaluation: the lazy one skips the
+    solve that would report the error), and the snapshot there says no change was made."""
+    root = Path(__file__).resolve().parents[1]
+    policy = tmp_path / "policy"
+    shutil.copytree(root / "examples" / "lab", policy)
+    (policy / "partition.yaml").write_text(STRICT, encoding="utf-8")
+    ten = [TracePod(f"big-{k}", 0, 3 * 86400, 1, 1000, 0) for k in range(10)]
+    snap = tmp_path / "snap"
+    args = ("--policy", str(policy), "--snapshot-at", "1800s", "--snapshot-dir", str(snap))
+    code, out, err = _cli(capsys, _csv(tmp_path, ten), *args)
+    assert code == ExitCode.OK, err
+    result = json.loads(out)["results"][0]
+    (found,) = result["decisionDiagnostics"]
+    assert (found["code"], found["severity"]) == ("MIGC201", "error")
+    code, printed = _recommend(capsys, snap, result["snapshot"]["at"])
+    assert (code, printed) == (ExitCode.INVALID, "")  # recommend refuses: nothing proposed there
+    assert result["snapshot"]["proposed"] is False
+    assert result["revisions"] == 0 and result["reconfigurations"] == 0
+    # from the first failure on, each evaluation solved and failed (its state was not written);
+    # before it, the history did not cover the stabilizationWindow and the sizing asked for no more
+    assert found["evaluations"] == result["evaluations"] - result["blockedBy"]["stabilizationWindow"] > 0
+
+
 @pytest.mark.parametrize("pause", [0.0, 7200.0])
 def test_lazy_and_full_evaluations_decide_the_same(tmp_path: Path, pause: float) -> None:
     """``recommend(lazy=True)``, what the replay runs at every interval, skips the solve only when a

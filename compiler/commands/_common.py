@@ -133,21 +133,27 @@ def cluster_source_options(func: F) -> F:
     return decorated
 
 
-class _Seconds(click.FloatRange):
-    """Seconds in ``[0, disruption.MAX_SECONDS]``: click's FloatRange lets ``nan`` through (it fails no
-    comparison) and the bound keeps ``inf`` and ``1e300`` out, which recommend printed as ``NaN`` /
-    ``Infinity`` (not JSON) and under which the replay never ended (a node out for ever)."""
+class FiniteFloatRange(click.FloatRange):
+    """click's FloatRange that refuses ``nan`` and ``±inf`` too (a usage error): FloatRange lets
+    ``nan`` through (it fails no comparison) and ``inf`` where no max is set, and what a command then
+    did with them was not input checking (``NaN`` / ``Infinity`` printed as JSON, a replay or a solver
+    wait that never ends, an internal error)."""
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        number = click.FLOAT.convert(value, param, ctx)
+        if not math.isfinite(number):
+            self.fail(f"{value!r} is not a finite number.", param, ctx)
+        return super().convert(number, param, ctx)
+
+
+class _Seconds(FiniteFloatRange):
+    """Seconds in ``[0, disruption.MAX_SECONDS]`` (G, R and D): beyond it a node of the replay is out
+    for ever (``1e300`` is finite) and the replay never ends."""
 
     name = "seconds"
 
     def __init__(self) -> None:
         super().__init__(min=0, max=disruption.MAX_SECONDS)
-
-    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
-        number = click.FLOAT.convert(value, param, ctx)
-        if not math.isfinite(number):
-            self.fail(f"{value!r} is not a finite number of seconds.", param, ctx)
-        return super().convert(number, param, ctx)
 
 
 def disruption_options(disruption_help: str, reconfigure_help: str) -> Callable[[F], F]:

@@ -19,6 +19,7 @@ import click
 
 from compiler.catalog import Catalog, GpuModel, load_catalog
 from compiler.commands._common import (
+    FiniteFloatRange,
     disruption_options,
     emit_diagnostics,
     fail,
@@ -128,7 +129,7 @@ REPLAY_ONLY = (
     "--time-scale",
     default=1.0,
     show_default=True,
-    type=click.FloatRange(min=0.001),
+    type=FiniteFloatRange(min=0.001),
     help="Divide arrival times by this (pods arrive X times faster; run times unchanged).",
 )
 @click.option(
@@ -170,7 +171,7 @@ REPLAY_ONLY = (
     "--failure-rate",
     default=0.0,
     show_default=True,
-    type=click.FloatRange(0, 1, max_open=True),
+    type=FiniteFloatRange(0, 1, max_open=True),
     help="Probability that one MIG reconfiguration of a node fails (seeded, deterministic; below 1).",
 )
 @click.option(

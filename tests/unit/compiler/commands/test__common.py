@@ -142,3 +142,46 @@ def test_a_disruption_option_that_is_not_a_finite_number_is_a_usage_error(
         for fine in ("0", "604800"):
             assert main([*args, flag, fine]) == 1
             assert missing in capsys.readouterr().err  # past the option: the missing file is next
+
+
+@pytest.mark.parametrize(
+    ("args", "flag", "bad", "fine", "missing"),
+    [
+        (
+            ["simulate", "--trace", "missing.csv", "--gpu-product", "NVIDIA-A100-SXM4-80GB", "--nodes", "1"],
+            "--time-scale",
+            ("nan", "inf"),
+            "1e300",
+            "MIGC425",
+        ),
+        (
+            ["simulate", "--trace", "missing.csv", "--gpu-product", "NVIDIA-A100-SXM4-80GB", "--nodes", "1"],
+            "--failure-rate",
+            ("nan",),
+            "0.5",
+            "MIGC425",
+        ),
+        (["advise", "missing-policy"], "--time-limit", ("nan", "inf", "1e300"), "86400", "MIGC001"),
+        (["status", "missing-policy", "--snapshot", "missing.json"], "--timeout", ("nan",), "600", "MIGC001"),
+    ],
+)
+def test_every_number_option_refuses_nan_and_what_its_command_cannot_use(
+    args: list[str],
+    flag: str,
+    bad: tuple[str, ...],
+    fine: str,
+    missing: str,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """The other commands' FloatRange options let ``nan`` through too, and some ``inf``: ``simulate
+    --time-scale nan`` was an internal error (exit 70), ``--time-scale inf`` and ``--failure-rate nan``
+    printed ``Infinity`` / ``NaN`` (not JSON), ``advise --time-limit inf`` (or 1e300) aborted the
+    process (HiGHS's thread wait overflowed), ``--time-limit nan`` gave "the nans solver time limit".
+    Each is now a usage error before anything is read; the largest value a command can use passes."""
+    for value in bad:
+        assert main([*args, flag, value]) == 2, (flag, value)
+        out, err = capsys.readouterr()
+        assert out == "" and flag in err and missing not in err, err
+        assert "is not a finite number" in err or "is not in the range" in err, err
+    assert main([*args, flag, fine]) == 1
+    assert missing in capsys.readouterr().err  # past the option: the missing file is next

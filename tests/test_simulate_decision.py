@@ -271,6 +271,25 @@ def test_an_evaluation_recommend_fails_changes_nothing_in_the_replay(
     assert found["evaluations"] == result["evaluations"] - result["blockedBy"]["stabilizationWindow"] > 0
 
 
+def test_a_trace_no_pod_of_which_fits_a_node_is_replayed_not_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Pods of more GPUs than a node has never arrive, so a trace of only such pods gives recommend a
+    policy without a Workload. Its check before the replay refused that as MIGC449 "the policy does
+    not read back unchanged: policy.source_files ..." with a hint about rules' pools (the empty
+    workloads file is no source file when read back); the replay now runs, as with --decision cover,
+    and a snapshot of it reads back."""
+    huge = [TracePod("huge", 0, 3600, 16, 1000, 0)]
+    snap = tmp_path / "snap"
+    code, out, err = _cli(capsys, _csv(tmp_path, huge), "--snapshot-at", "0s", "--snapshot-dir", str(snap))
+    assert code == ExitCode.OK, err
+    assert "MIGC449" not in err
+    result = json.loads(out)["results"][0]
+    assert result["neverServed"] == 1 and result["revisions"] == 0
+    code, printed = _recommend(capsys, snap, result["snapshot"]["at"])
+    assert (code, printed) == (ExitCode.OK, (snap / "decision.json").read_text(encoding="utf-8"))
+
+
 @pytest.mark.parametrize("pause", [0.0, 7200.0])
 def test_lazy_and_full_evaluations_decide_the_same(tmp_path: Path, pause: float) -> None:
     """``recommend(lazy=True)``, what the replay runs at every interval, skips the solve only when a

@@ -11,6 +11,7 @@ whole GPUs, and the controller (the replay's rollout) carves them.
 from __future__ import annotations
 
 import json
+import shutil
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -194,10 +195,107 @@ def test_what_recommends_decision_reports_is_shown_once_per_code(
     assert json.loads(capsys.readouterr().out)["results"][0]["decisionDiagnostics"] is None
 
 
-def test_lazy_and_full_evaluations_decide_the_same(tmp_path: Path) -> None:
+RULE = """apiVersion: migc.dev/v1alpha1
+kind: PartitionPolicy
+metadata:
+  name: default
+spec:
+  mode: dynamic
+  rules:
+    - name: grow-3g
+      when: {pendingPodsGreaterThan: 0}
+      prefer: {maximize: 3g.40gb}
+"""
+
+
+def test_the_line_of_a_sizing_finding_does_not_say_held_evaluations_report_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """MIGC428 (a rule's headroom no Workload takes) is the sizing's, before the solve: an evaluation
+    a gate holds before the solve (here mostly "replicas": nothing to propose) still reports it. The
+    stderr line said such an evaluation "reports nothing of it", false for every code of the demand
+    or the sizing (MIGC424, MIGC428); it now says only the solver's findings are missing there."""
+    root = Path(__file__).resolve().parents[1]
+    policy = tmp_path / "policy"
+    shutil.copytree(root / "examples" / "lab", policy)
+    (policy / "partition.yaml").write_text(RULE, encoding="utf-8")
+    small = [TracePod(f"s-{k}", 60 * k, 86400, 1, 100, 0) for k in range(60)]  # 1g.10gb, for a day
+    code, out, err = _cli(capsys, _csv(tmp_path, small), "--policy", str(policy))
+    assert code == ExitCode.OK, err
+    result = json.loads(out)["results"][0]
+    found = {f["code"]: f for f in result["decisionDiagnostics"]}
+    held = result["blockedBy"]["replicas"]  # a gate only held_before_solve has: no solve there
+    assert found["MIGC428"]["evaluations"] > result["evaluations"] - held  # held ones reported it
+    (line,) = [x for x in err.splitlines() if "MIGC428 warning" in x]
+    assert "reports nothing of it" not in line
+    assert "an evaluation a gate holds before the solve has none of the solver's findings" in line
+
+
+STRICT = """apiVersion: migc.dev/v1alpha1
+kind: PartitionPolicy
+metadata:
+  name: default
+spec:
+  mode: dynamic
+  unmetDemand: error
+"""
+
+
+def test_an_evaluation_recommend_fails_changes_nothing_in_the_replay(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Under ``unmetDemand: error`` the solver's MIGC201 is an error, and ``migc recommend`` then exits
+    1 and writes nothing: no proposal, no state. Ten whole-GPU pods for one node of eight GPUs: every
+    proposal leaves two unmet. The replay carved the eight whole GPUs all the same (one revision at
+    30 min, the snapshot there ``proposed``) while recommend on that snapshot exits 1; it now changes
+    nothing at an evaluation recommend fails (and solves every evaluation: the lazy one skips the
+    solve that would report the error), and the snapshot there says no change was made."""
+    root = Path(__file__).resolve().parents[1]
+    policy = tmp_path / "policy"
+    shutil.copytree(root / "examples" / "lab", policy)
+    (policy / "partition.yaml").write_text(STRICT, encoding="utf-8")
+    ten = [TracePod(f"big-{k}", 0, 3 * 86400, 1, 1000, 0) for k in range(10)]
+    snap = tmp_path / "snap"
+    args = ("--policy", str(policy), "--snapshot-at", "1800s", "--snapshot-dir", str(snap))
+    code, out, err = _cli(capsys, _csv(tmp_path, ten), *args)
+    assert code == ExitCode.OK, err
+    result = json.loads(out)["results"][0]
+    (found,) = result["decisionDiagnostics"]
+    assert (found["code"], found["severity"]) == ("MIGC201", "error")
+    code, printed = _recommend(capsys, snap, result["snapshot"]["at"])
+    assert (code, printed) == (ExitCode.INVALID, "")  # recommend refuses: nothing proposed there
+    assert result["snapshot"]["proposed"] is False
+    assert result["revisions"] == 0 and result["reconfigurations"] == 0
+    # from the first failure on, each evaluation solved and failed (its state was not written);
+    # before it, the history did not cover the stabilizationWindow and the sizing asked for no more
+    assert found["evaluations"] == result["evaluations"] - result["blockedBy"]["stabilizationWindow"] > 0
+
+
+def test_a_trace_no_pod_of_which_fits_a_node_is_replayed_not_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Pods of more GPUs than a node has never arrive, so a trace of only such pods gives recommend a
+    policy without a Workload. Its check before the replay refused that as MIGC449 "the policy does
+    not read back unchanged: policy.source_files ..." with a hint about rules' pools (the empty
+    workloads file is no source file when read back); the replay now runs, as with --decision cover,
+    and a snapshot of it reads back."""
+    huge = [TracePod("huge", 0, 3600, 16, 1000, 0)]
+    snap = tmp_path / "snap"
+    code, out, err = _cli(capsys, _csv(tmp_path, huge), "--snapshot-at", "0s", "--snapshot-dir", str(snap))
+    assert code == ExitCode.OK, err
+    assert "MIGC449" not in err
+    result = json.loads(out)["results"][0]
+    assert result["neverServed"] == 1 and result["revisions"] == 0
+    code, printed = _recommend(capsys, snap, result["snapshot"]["at"])
+    assert (code, printed) == (ExitCode.OK, (snap / "decision.json").read_text(encoding="utf-8"))
+
+
+@pytest.mark.parametrize("pause", [0.0, 7200.0])
+def test_lazy_and_full_evaluations_decide_the_same(tmp_path: Path, pause: float) -> None:
     """``recommend(lazy=True)``, what the replay runs at every interval, skips the solve only when a
     gate blocks every proposal: at every instant of the replay its decision, replicas, targets and
-    the state written back equal the full evaluation's."""
+    the state written back equal the full evaluation's. With an operand pause ``D`` too: the bound
+    before the solve charges it once per node with one changed GPU, no more than any change costs."""
     assert A100 is not None
     seen: list[tuple[Policy, CurrentState, Observation, State, Recommendation]] = []
 
@@ -207,14 +305,16 @@ def test_lazy_and_full_evaluations_decide_the_same(tmp_path: Path) -> None:
         seen.append((policy, current, obs, state, rec))
 
     catalog = load_catalog()
+    paused = replace(ONE, drain_seconds=pause)
     for after in range(0, 5 * 86400, 5 * 3600):
         simulate(
-            PODS, A100, ONE, "default", POLICY, catalog=catalog, snapshot=Snapshot(after, tmp_path, keep)
+            PODS, A100, paused, "default", POLICY, catalog=catalog, snapshot=Snapshot(after, tmp_path, keep)
         )
     assert len(seen) >= 20
+    assert {rec.drain_seconds for *_, rec in seen} == {pause}
     lazy_blocked = 0
     for policy, current, obs, state, full in seen:
-        lazy = recommend(policy, catalog, current, obs, state, obs.taken_at, lazy=True)
+        lazy = recommend(policy, catalog, current, obs, state, obs.taken_at, lazy=True, drain_seconds=pause)
         assert lazy.proposed_change == full.proposed_change
         assert lazy.state == full.state
         if lazy.proposed_change:

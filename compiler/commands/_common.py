@@ -8,6 +8,7 @@ diagnostics the same way.
 from __future__ import annotations
 
 import datetime as dt
+import math
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, TypeVar
 
@@ -132,6 +133,29 @@ def cluster_source_options(func: F) -> F:
     return decorated
 
 
+class FiniteFloatRange(click.FloatRange):
+    """click's FloatRange that refuses ``nan`` and ``±inf`` too (a usage error): FloatRange lets
+    ``nan`` through (it fails no comparison) and ``inf`` where no max is set, and what a command then
+    did with them was not input checking (``NaN`` / ``Infinity`` printed as JSON, a replay or a solver
+    wait that never ends, an internal error)."""
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        number = click.FLOAT.convert(value, param, ctx)
+        if not math.isfinite(number):
+            self.fail(f"{value!r} is not a finite number.", param, ctx)
+        return super().convert(number, param, ctx)
+
+
+class _Seconds(FiniteFloatRange):
+    """Seconds in ``[0, disruption.MAX_SECONDS]`` (G, R and D): beyond it a node of the replay is out
+    for ever (``1e300`` is finite) and the replay never ends."""
+
+    name = "seconds"
+
+    def __init__(self) -> None:
+        super().__init__(min=0, max=disruption.MAX_SECONDS)
+
+
 def disruption_options(disruption_help: str, reconfigure_help: str) -> Callable[[F], F]:
     """``--disruption``, ``--drain-grace``, ``--reconfigure-seconds`` and ``--drain-seconds``: the
     inputs of the disruption rule (compiler/recommend/disruption.py), one declaration for recommend
@@ -151,7 +175,7 @@ def disruption_options(disruption_help: str, reconfigure_help: str) -> Callable[
                 "--drain-grace",
                 default=disruption.DRAIN_GRACE_SECONDS,
                 show_default=True,
-                type=click.FloatRange(min=0),
+                type=_Seconds(),
                 help="Seconds the controller lets a cordoned node's GPU pods finish before evicting them "
                 "(controller --drain-grace-timeout).",
             ),
@@ -159,14 +183,14 @@ def disruption_options(disruption_help: str, reconfigure_help: str) -> Callable[
                 "--reconfigure-seconds",
                 default=disruption.RECONFIGURE_SECONDS,
                 show_default=True,
-                type=click.FloatRange(min=0),
+                type=_Seconds(),
                 help=reconfigure_help,
             ),
             click.option(
                 "--drain-seconds",
                 default=disruption.DRAIN_SECONDS,
                 show_default=True,
-                type=click.FloatRange(min=0),
+                type=_Seconds(),
                 help="Fixed outage per re-carved node, whatever its GPUs (the GPU Operator pausing "
                 "the node's GPU operands around the apply): priced B × (D + R × GPUs changed).",
             ),

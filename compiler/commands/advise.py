@@ -15,6 +15,7 @@ from compiler.advise import advise
 from compiler.advise.report import FORMATS
 from compiler.catalog import load_catalog
 from compiler.commands._common import (
+    FiniteFloatRange,
     emit_diagnostics,
     fail,
     ignore_option,
@@ -26,6 +27,10 @@ from compiler.exitcodes import ExitCode
 from compiler.observe import Observation, ObserveError, read_snapshots
 from compiler.pipeline import collect_policy
 from compiler.solve import solve
+
+# the most --time-limit takes: a day per sizing solve (the solver's wait on its thread overflowed the
+# platform's time_t at 1e300 s and aborted the process)
+MAX_TIME_LIMIT_S = 86400.0
 
 
 @click.command(
@@ -46,7 +51,7 @@ from compiler.solve import solve
     "--time-limit",
     default=60.0,
     show_default=True,
-    type=click.FloatRange(min=0.1),
+    type=FiniteFloatRange(0.1, MAX_TIME_LIMIT_S),
     help="Seconds the solver may spend per sizing solve.",
 )
 @ignore_option

@@ -122,6 +122,8 @@ def command(
     3 a change is proposed (and, without --dry-run, written).
     """
     require_one_cluster_source(snapshots, kubeconfig, context, in_cluster)
+    if disruption == "off":
+        _no_prices_without_the_rule()
     moment = observation_time(now)
     if isinstance(moment, Diagnostic):
         return fail([moment])
@@ -153,6 +155,22 @@ def command(
             why = exc.strerror or str(exc)
             return fail([make("MIGC447", f"cannot lock {req.state_file}: {why}", file=str(req.state_file))])
         return _recommend(req)
+
+
+def _no_prices_without_the_rule() -> None:
+    """``--disruption off`` weighs the gain, not G, R or D: given with it they would be accepted and
+    ignored (and echoed in the evidence as if priced), so a usage error names them."""
+    ctx = click.get_current_context()
+    given = [
+        f"--{name.replace('_', '-')}"
+        for name in ("drain_grace", "reconfigure_seconds", "drain_seconds")
+        if ctx.get_parameter_source(name) not in (None, click.core.ParameterSource.DEFAULT)
+    ]
+    if given:
+        raise click.UsageError(
+            f"{', '.join(given)}: not with --disruption off (the disruption rule's prices; without the "
+            "rule the gain threshold decides and nothing is priced)"
+        )
 
 
 def _recommend(req: _Request) -> int:

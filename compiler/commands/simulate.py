@@ -19,6 +19,7 @@ import click
 
 from compiler.catalog import Catalog, GpuModel, load_catalog
 from compiler.commands._common import (
+    FiniteFloatRange,
     disruption_options,
     emit_diagnostics,
     fail,
@@ -128,7 +129,7 @@ REPLAY_ONLY = (
     "--time-scale",
     default=1.0,
     show_default=True,
-    type=click.FloatRange(min=0.001),
+    type=FiniteFloatRange(min=0.001),
     help="Divide arrival times by this (pods arrive X times faster; run times unchanged).",
 )
 @click.option(
@@ -170,7 +171,7 @@ REPLAY_ONLY = (
     "--failure-rate",
     default=0.0,
     show_default=True,
-    type=click.FloatRange(0, 1, max_open=True),
+    type=FiniteFloatRange(0, 1, max_open=True),
     help="Probability that one MIG reconfiguration of a node fails (seeded, deterministic; below 1).",
 )
 @click.option(
@@ -365,14 +366,16 @@ def command(
 
 def _decision_findings(results: Sequence[Result]) -> list[Diagnostic]:
     """What recommend's decision reported in the replay (``--decision recommend``), one line per code:
-    how often, and the first message (``-o json``'s ``decisionDiagnostics`` has the counts too)."""
+    how often, and the first message (``-o json``'s ``decisionDiagnostics`` has the counts too). The
+    replay runs recommend lazily: where a gate holds every proposal before the solve, the solver's
+    findings (MIGC201 …) are not there, the demand's and the sizing's (MIGC424, MIGC428) are."""
     out: list[Diagnostic] = []
     for r in results:
         for code, f in sorted((r.decision_diagnostics or {}).items()):
             message = (
                 f"recommend's decision reported {code} at {f.evaluations} of {r.evaluations} evaluation(s) "
-                f"(one a gate holds before the solve reports nothing of it; {f.distinct} distinct "
-                f"message(s)); the first: {f.first.message}"
+                f"(an evaluation a gate holds before the solve has none of the solver's findings; "
+                f"{f.distinct} distinct message(s)); the first: {f.first.message}"
             )
             out.append(replace(f.first, message=message))
     return out

@@ -18,6 +18,7 @@ import click
 
 from compiler.catalog import Catalog, load_catalog
 from compiler.commands._common import (
+    FiniteFloatRange,
     cannot_write,
     cluster_source_options,
     emit_diagnostics,
@@ -56,7 +57,7 @@ from compiler.status.report import FORMATS
 )
 @click.option("--prometheus", default=None, help="Prometheus base URL for DCGM exporter usage.")
 @click.option(
-    "--timeout", default=10.0, show_default=True, type=click.FloatRange(0.1, 600), help="Seconds per request."
+    "--timeout", default=10.0, show_default=True, type=FiniteFloatRange(0.1, 600), help="Seconds per request."
 )
 @click.option("--pool", "pools", multiple=True, help="Only these pools (repeatable).")
 @click.option(

@@ -93,6 +93,10 @@ RECONFIGURE_SECONDS = 60.0
 # 0 unless set (`--drain-seconds` of recommend and simulate): the pause depends on the operator's
 # version and the operands deployed, so it is the user's to state, not ours to guess
 DRAIN_SECONDS = 0.0
+# the most `--drain-grace`, `--reconfigure-seconds` and `--drain-seconds` take: a week, beyond any grace
+# or pause a real node is given, and a bound on how long the replay keeps a node out (a node out for
+# 1e300 s kept it evaluating for ever)
+MAX_SECONDS = 7 * 86400.0
 # --disruption of recommend and simulate: apply the rule, or fall back to the gain threshold
 MODELS = ("expected", "off")
 # how much of a node its outage charges (module docstring): every GPU of it, or its busy share

@@ -90,7 +90,7 @@ from pathlib import Path
 
 from compiler.catalog import Catalog, GpuModel, load_catalog
 from compiler.catalog.layouts import enumerate_layouts
-from compiler.diagnostics import Diagnostic
+from compiler.diagnostics import Diagnostic, has_errors
 from compiler.model import (
     Cluster,
     CurrentState,
@@ -1966,7 +1966,11 @@ class _Recommend:
                 lazy=lazy,
             )
 
-        rec = evaluation(True)
+        # under unmetDemand: error the solver's shortfall (MIGC201, MIGC202) is an error, at which
+        # migc recommend exits 1 and writes nothing: the lazy evaluation skips the solve that would
+        # report it, so there every evaluation is a full one
+        strict = self.policy.partition.unmet_demand == "error"
+        rec = evaluation(not strict)
         if here and snap is not None:
             # the snapshot's evidence is the full evaluation's, as the CLI prints it; the replay goes
             # on from the lazy one (the same decision and state), so that its results (blockedBy
@@ -1977,9 +1981,8 @@ class _Recommend:
                 "at": when.strftime("%Y-%m-%dT%H:%M:%SZ"),
                 "afterSeconds": now - int(run.start),
                 "directory": str(snap.directory),
-                "proposed": full.proposed_change,
+                "proposed": full.proposed_change and not has_errors(full.diagnostics),
             }
-        self.state = rec.state
         found = res.decision_diagnostics
         if found is None:
             found = res.decision_diagnostics = {}
@@ -1992,6 +1995,9 @@ class _Recommend:
                 found[code] = DecisionFinding(first, 1, distinct)
             else:
                 found[code] = replace(seen, evaluations=seen.evaluations + 1, distinct=distinct)
+        if has_errors(rec.diagnostics):  # migc recommend exits 1: no proposal, the state file as it was
+            return
+        self.state = rec.state
         for gate in rec.gates:
             if not gate.passed:
                 res.blocked[gate.name] = res.blocked.get(gate.name, 0) + 1

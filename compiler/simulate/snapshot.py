@@ -430,14 +430,17 @@ def policy_files(policy: Policy) -> dict[str, str]:
     """The policy's files (name → YAML text), checked: every field the writer does not write is at
     its default (:class:`SnapshotRefused` otherwise)."""
     _check_policy(policy)
-    return {
+    files = {
         FLEET_FILE: _yaml_text([_fleet(policy)]),
         TENANTS_FILE: _yaml_text([_tenant(t) for t in policy.tenants]),
-        WORKLOADS_FILE: _yaml_text(
-            [_workload(w, f"policy.workloads[{i}]") for i, w in enumerate(policy.workloads)]
-        ),
         PARTITION_FILE: _yaml_text([_partition(policy.partition)]),
     }
+    if policy.workloads:  # none where no pod of the trace fits a node: a file of no document is no
+        # source file to the loader, so it is not written
+        files[WORKLOADS_FILE] = _yaml_text(
+            [_workload(w, f"policy.workloads[{i}]") for i, w in enumerate(policy.workloads)]
+        )
+    return dict(sorted(files.items()))
 
 
 def _expected_policy(policy: Policy, files: Sequence[str]) -> Policy:

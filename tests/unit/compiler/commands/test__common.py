@@ -10,6 +10,7 @@ import click
 import pytest
 from click.testing import CliRunner
 
+from compiler.cli import main
 from compiler.commands._common import (
     cannot_write,
     emit_diagnostics,
@@ -109,3 +110,78 @@ def test_cannot_write_names_the_file_and_the_os_reason() -> None:
     d = cannot_write("out/x.yaml", OSError(errno.ENOSPC, "No space left on device"))
     assert (d.code, d.file) == ("MIGC301", "out/x.yaml")
     assert d.message == "cannot write out/x.yaml: No space left on device"
+
+
+@pytest.mark.parametrize(
+    ("value", "why"),
+    [
+        ("nan", "is not a finite number"),
+        ("inf", "is not a finite number"),
+        ("1e999", "is not a finite number"),
+        ("1e300", "is not in the range 0<=x<=604800"),
+        ("-1", "is not in the range 0<=x<=604800"),
+    ],
+)
+@pytest.mark.parametrize("flag", ["--drain-seconds", "--drain-grace", "--reconfigure-seconds"])
+def test_a_disruption_option_that_is_not_a_finite_number_is_a_usage_error(
+    flag: str, value: str, why: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """click's FloatRange(min=0) let ``nan`` and ``inf`` through (NaN fails no comparison): recommend
+    then printed ``"drainSeconds": NaN`` (not JSON) and the replay under ``--drain-seconds inf`` (or
+    1e300) never ended. Both commands refuse such a G, R or D, and one above a week, before reading
+    anything (exit 2, no output)."""
+    recommend = ["recommend", "missing-policy", "--snapshot", "missing.json", "--dry-run"]
+    a100 = ["--gpu-product", "NVIDIA-A100-SXM4-80GB", "--nodes", "1"]
+    simulate = ["simulate", "--trace", "missing.csv", *a100]
+    for args in (recommend, simulate):
+        assert main([*args, flag, value]) == 2, (args[0], flag, value)
+        out, err = capsys.readouterr()
+        assert out == "" and flag in err and why in err, err
+        assert "MIGC001" not in err and "MIGC425" not in err  # refused before a file is read
+    for args, missing in ((recommend, "MIGC001"), (simulate, "MIGC425")):  # 0 and a week are seconds
+        for fine in ("0", "604800"):
+            assert main([*args, flag, fine]) == 1
+            assert missing in capsys.readouterr().err  # past the option: the missing file is next
+
+
+@pytest.mark.parametrize(
+    ("args", "flag", "bad", "fine", "missing"),
+    [
+        (
+            ["simulate", "--trace", "missing.csv", "--gpu-product", "NVIDIA-A100-SXM4-80GB", "--nodes", "1"],
+            "--time-scale",
+            ("nan", "inf"),
+            "1e300",
+            "MIGC425",
+        ),
+        (
+            ["simulate", "--trace", "missing.csv", "--gpu-product", "NVIDIA-A100-SXM4-80GB", "--nodes", "1"],
+            "--failure-rate",
+            ("nan",),
+            "0.5",
+            "MIGC425",
+        ),
+        (["advise", "missing-policy"], "--time-limit", ("nan", "inf", "1e300"), "86400", "MIGC001"),
+        (["status", "missing-policy", "--snapshot", "missing.json"], "--timeout", ("nan",), "600", "MIGC001"),
+    ],
+)
+def test_every_number_option_refuses_nan_and_what_its_command_cannot_use(
+    args: list[str],
+    flag: str,
+    bad: tuple[str, ...],
+    fine: str,
+    missing: str,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """The other commands' FloatRange options let ``nan`` through too, and some ``inf``: ``simulate
+    --time-scale nan`` was an internal error (exit 70), ``--time-scale inf`` and ``--failure-rate nan``
+    printed ``Infinity`` / ``NaN`` (not JSON), ``advise --time-limit inf`` (or 1e300) aborted the
+    process (HiGHS's thread wait overflowed), ``--time-limit nan`` gave "the nans solver time limit".
+    Each is now a usage error before anything is read; the largest value a command can use passes."""
+    for value in bad:
+        assert main([*args, flag, value]) == 2, (flag, value)
+        out, err = capsys.readouterr()
+        assert out == "" and flag in err and missing not in err, err
+        assert "is not a finite number" in err or "is not in the range" in err, err
+    assert main([*args, flag, fine]) == 1
+    assert missing in capsys.readouterr().err  # past the option: the missing file is next

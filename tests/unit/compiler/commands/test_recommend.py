@@ -122,3 +122,22 @@ def test_an_unreadable_cluster_or_a_bad_now_writes_nothing(tmp_path: Path, compi
     assert rc == 1 and "MIGC406" in err
     rc, _, err = _run(command, str(base / "pol"))
     assert rc == 2 and "give either --snapshot" in err
+
+
+@pytest.mark.parametrize(
+    "given", [("--drain-grace", "600"), ("--reconfigure-seconds", "90"), ("--drain-seconds", "300")]
+)
+def test_the_disruption_rules_prices_are_a_usage_error_without_the_rule(
+    tmp_path: Path, compiled: Path, given: tuple[str, str]
+) -> None:
+    """``--disruption off`` weighs nothing by G, R or D: given with it, they were accepted and ignored
+    (the JSON evidence even echoed ``"drainSeconds": 300`` under ``"model": "off"``). A usage error
+    names them, before anything is read or written; each is still taken with the rule on."""
+    base = _lab(tmp_path, compiled)
+    rc, stdout, err = _recommend(base, "--disruption", "off", *given)
+    assert rc == 2 and stdout == "" and f"{given[0]}: not with --disruption off" in err
+    assert not (base / "pol" / STATE_FILE).exists()
+    rc, stdout, _ = _recommend(base, "--dry-run", "-o", "json", *given)
+    assert rc in (0, 3) and json.loads(stdout)["disruption"]["model"] == "expected"
+    rc, stdout, _ = _recommend(base, "--dry-run", "-o", "json", "--disruption", "off")
+    assert rc in (0, 3) and json.loads(stdout)["disruption"]["model"] == "off"  # the defaults: fine

@@ -1910,6 +1910,7 @@ class _Recommend:
         self.state = State()
         self.solver = rd.memo_solver()
         self.messages: set[tuple[str, str]] = set()  # (code, message) recommend reported so far
+        self.distinct: dict[str, int] = {}  # code → how many of ``messages`` have it
 
     def observation(self, now: int) -> Observation:
         run, full = self.run, self.full
@@ -1986,15 +1987,17 @@ class _Recommend:
         found = res.decision_diagnostics
         if found is None:
             found = res.decision_diagnostics = {}
+        for d in rec.diagnostics:  # distinct messages per code, counted as they first appear
+            if (d.code, d.message) not in self.messages:
+                self.messages.add((d.code, d.message))
+                self.distinct[d.code] = self.distinct.get(d.code, 0) + 1
         for code in sorted({d.code for d in rec.diagnostics}):
-            first = next(d for d in rec.diagnostics if d.code == code)
-            self.messages.update((code, d.message) for d in rec.diagnostics if d.code == code)
-            distinct = sum(1 for c, _ in self.messages if c == code)
             seen = found.get(code)
             if seen is None:
-                found[code] = DecisionFinding(first, 1, distinct)
+                first = next(d for d in rec.diagnostics if d.code == code)
+                found[code] = DecisionFinding(first, 1, self.distinct[code])
             else:
-                found[code] = replace(seen, evaluations=seen.evaluations + 1, distinct=distinct)
+                found[code] = replace(seen, evaluations=seen.evaluations + 1, distinct=self.distinct[code])
         if has_errors(rec.diagnostics):  # migc recommend exits 1: no proposal, the state file as it was
             return
         self.state = rec.state

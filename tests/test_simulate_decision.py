@@ -176,23 +176,9 @@ def test_what_recommends_decision_reports_is_shown_once_per_code(
     assert f"reported MIGC201 at {found['evaluations']} of " in line
     _, _, quiet = _cli(capsys, trace, "--ignore", "MIGC201")
     assert "MIGC201" not in quiet
-    cover = main(
-        [
-            "simulate",
-            "--trace",
-            str(trace),
-            "--gpu-product",
-            "NVIDIA-A100-SXM4-80GB",
-            "--nodes",
-            "1",
-            "--baseline",
-            "default",
-            "-o",
-            "json",
-        ]
-    )
+    cover, out, _ = _cli(capsys, trace, decision="cover")
     assert cover == ExitCode.OK
-    assert json.loads(capsys.readouterr().out)["results"][0]["decisionDiagnostics"] is None
+    assert json.loads(out)["results"][0]["decisionDiagnostics"] is None
 
 
 RULE = """apiVersion: migc.dev/v1alpha1
@@ -342,7 +328,7 @@ def test_snapshot_options_are_checked_before_the_replay(
 
 
 def _cli(
-    capsys: pytest.CaptureFixture[str], trace: Path, *extra: str, nodes: int = 1
+    capsys: pytest.CaptureFixture[str], trace: Path, *extra: str, nodes: int = 1, decision: str = "recommend"
 ) -> tuple[int, str, str]:
     code = main(
         [
@@ -356,7 +342,7 @@ def _cli(
             "--baseline",
             "default",
             "--decision",
-            "recommend",
+            decision,
             "-o",
             "json",
             *extra,

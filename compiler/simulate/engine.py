@@ -1909,8 +1909,9 @@ class _Recommend:
         self.policy = _recommend_policy(run.pods, run.model, run.s, run.policy)
         self.state = State()
         self.solver = rd.memo_solver()
-        self.messages: set[tuple[str, str]] = set()  # (code, message) recommend reported so far
-        self.distinct: dict[str, int] = {}  # code → how many of ``messages`` have it
+        self.messages: dict[str, set[str]] = {}  # per code, the messages recommend reported so far
+        self.found: dict[str, DecisionFinding] = {}
+        run.res.decision_diagnostics = self.found
 
     def observation(self, now: int) -> Observation:
         run, full = self.run, self.full
@@ -1984,20 +1985,12 @@ class _Recommend:
                 "directory": str(snap.directory),
                 "proposed": full.proposed_change and not has_errors(full.diagnostics),
             }
-        found = res.decision_diagnostics
-        if found is None:
-            found = res.decision_diagnostics = {}
-        for d in rec.diagnostics:  # distinct messages per code, counted as they first appear
-            if (d.code, d.message) not in self.messages:
-                self.messages.add((d.code, d.message))
-                self.distinct[d.code] = self.distinct.get(d.code, 0) + 1
         for code in sorted({d.code for d in rec.diagnostics}):
-            seen = found.get(code)
-            if seen is None:
-                first = next(d for d in rec.diagnostics if d.code == code)
-                found[code] = DecisionFinding(first, 1, self.distinct[code])
-            else:
-                found[code] = replace(seen, evaluations=seen.evaluations + 1, distinct=self.distinct[code])
+            said = self.messages.setdefault(code, set())
+            said.update(d.message for d in rec.diagnostics if d.code == code)
+            seen = self.found.get(code)
+            first = seen.first if seen else next(d for d in rec.diagnostics if d.code == code)
+            self.found[code] = DecisionFinding(first, (seen.evaluations if seen else 0) + 1, len(said))
         if has_errors(rec.diagnostics):  # migc recommend exits 1: no proposal, the state file as it was
             return
         self.state = rec.state

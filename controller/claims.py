@@ -14,24 +14,23 @@ raised as anything but the controller's own errors.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from controller.claimstatus import (
+    MAX_CLAIMS,
+    MAX_RESULTS,
+    OBJECT_NAME,
+    Device,
+    allocated,
+    as_mapping,
+    claim_names,
+)
 from controller.errors import PermanentError
 from controller.kube import Kube
 
-MAX_CLAIMS = 32  # per pod (a pod spec may list more; past this the pod counts as unknown)
-MAX_RESULTS = 32  # resource/v1 AllocationResultsMaxSize (types.go:1749)
-_NAME = re.compile(r"[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?")
-
-
-@dataclass(frozen=True)
-class Device:
-    driver: str
-    pool: str
-    device: str
+__all__ = ["MAX_CLAIMS", "MAX_RESULTS", "Device", "Held", "HeldCache", "allocated", "claim_names", "held"]
 
 
 @dataclass(frozen=True)
@@ -40,63 +39,6 @@ class Held:
 
     devices: tuple[Device, ...]
     unknown: str | None  # None: ``devices`` is all of them
-
-
-def _mapping(value: Any) -> Mapping[str, Any]:
-    return value if isinstance(value, Mapping) else {}
-
-
-def claim_names(pod: Mapping[str, Any]) -> list[str] | str:
-    """The names of the ResourceClaims the pod uses, or why they cannot be told."""
-    spec = _mapping(pod.get("spec"))
-    status = _mapping(pod.get("status"))
-    listed = spec.get("resourceClaims") or []
-    if not isinstance(listed, list) or len(listed) > MAX_CLAIMS:
-        return f"spec.resourceClaims is not a list of at most {MAX_CLAIMS}"
-    generated: dict[str, str | None] = {}
-    statuses = status.get("resourceClaimStatuses")
-    for s in statuses[:MAX_CLAIMS] if isinstance(statuses, list) else []:
-        if isinstance(s, Mapping) and isinstance(s.get("name"), str):
-            name = s.get("resourceClaimName")
-            generated[s["name"]] = name if isinstance(name, str) else None
-    out = []
-    for c in listed:
-        if not isinstance(c, Mapping) or not isinstance(c.get("name"), str):
-            return "a spec.resourceClaims entry without a name"
-        direct = c.get("resourceClaimName")
-        name = direct if isinstance(direct, str) else generated.get(c["name"])
-        if not isinstance(name, str) or not _NAME.fullmatch(name):
-            return f"claim {c['name'][:64]!r}: no ResourceClaim name in the pod's status yet"
-        out.append(name)
-    return out
-
-
-def allocated(claim: Mapping[str, Any], pod_uid: str | None) -> tuple[Device, ...] | str:
-    """The devices allocated to ``claim``, or why they cannot be told. With ``pod_uid`` the claim
-    must be reserved for that pod ("a Pod which references a ResourceClaim which is not reserved
-    for that Pod will not be started", resource/v1 types.go:1613-1615): else it is not the claim
-    the running pod uses."""
-    status = claim.get("status")
-    allocation = status.get("allocation") if isinstance(status, Mapping) else None
-    if not isinstance(allocation, Mapping):
-        return "not allocated"
-    if pod_uid is not None:
-        reserved = status.get("reservedFor") if isinstance(status, Mapping) else None
-        listed = reserved if isinstance(reserved, list) else []
-        uids = {r["uid"] for r in listed[:256] if isinstance(r, Mapping) and isinstance(r.get("uid"), str)}
-        if pod_uid not in uids:
-            return "not reserved for this pod"
-    devices = allocation.get("devices")
-    results = devices.get("results") if isinstance(devices, Mapping) else None
-    if not isinstance(results, list) or len(results) > MAX_RESULTS:
-        return f"status.allocation.devices.results is not a list of at most {MAX_RESULTS}"
-    out = []
-    for r in results:
-        fields = [r.get(k) if isinstance(r, Mapping) else None for k in ("driver", "pool", "device")]
-        if not all(isinstance(f, str) and 0 < len(f) <= 253 for f in fields):
-            return "an allocation result without driver, pool and device"
-        out.append(Device(*(str(f) for f in fields)))
-    return tuple(out)
 
 
 def held(kube: Kube, pod: Mapping[str, Any]) -> Held:
@@ -108,10 +50,10 @@ def held(kube: Kube, pod: Mapping[str, Any]) -> Held:
     names = claim_names(pod)
     if isinstance(names, str):
         return Held((), names)
-    meta = _mapping(pod.get("metadata"))
+    meta = as_mapping(pod.get("metadata"))
     namespace = meta.get("namespace")
     uid = meta.get("uid") if isinstance(meta.get("uid"), str) else None
-    if not isinstance(namespace, str) or not _NAME.fullmatch(namespace):
+    if not isinstance(namespace, str) or not OBJECT_NAME.fullmatch(namespace):
         return Held((), "the pod has no namespace")
     found: list[Device] = []
     for name in names:
@@ -144,7 +86,7 @@ class HeldCache:
         self._held: dict[tuple[str, tuple[str, ...]], tuple[Device, ...]] = {}
 
     def held(self, kube: Kube, pod: Mapping[str, Any]) -> Held:
-        uid = _mapping(pod.get("metadata")).get("uid")
+        uid = as_mapping(pod.get("metadata")).get("uid")
         names = claim_names(pod)
         key = (uid, tuple(names)) if isinstance(uid, str) and uid and isinstance(names, list) else None
         if key is not None and key in self._held:

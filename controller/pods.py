@@ -6,11 +6,15 @@ from collections.abc import Mapping
 from typing import Any
 
 GPU_RESOURCE = "nvidia.com/gpu"
+# the device plugin's name for a shared (time-sliced or MPS) GPU when its config sets renameByDefault
+# (NVIDIA/k8s-device-plugin@1b826acc api/config/v1/consts.go:26 DefaultSharedResourceNameSuffix):
+# such a pod holds a GPU as much as one asking nvidia.com/gpu (MIG ones renamed so start nvidia.com/mig-)
+SHARED_GPU_RESOURCE = GPU_RESOURCE + ".shared"
 MIG_RESOURCE_PREFIX = "nvidia.com/mig-"
 
 
 def is_gpu_resource(name: str) -> bool:
-    return name == GPU_RESOURCE or name.startswith(MIG_RESOURCE_PREFIX)
+    return name in (GPU_RESOURCE, SHARED_GPU_RESOURCE) or name.startswith(MIG_RESOURCE_PREFIX)
 
 
 def uses_gpu(pod: Mapping[str, Any]) -> bool:

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from controller.claims import MAX_CLAIMS, MAX_RESULTS, Device, Held, HeldCache, allocated, claim_names, held
+from controller.claims import Device, Held, HeldCache, held
 from controller.errors import NotFoundError, PermanentError, TemporaryError
 from controller.kube import Kube
 
@@ -48,71 +48,6 @@ class ClaimsKube(Kube):
         if isinstance(got, Exception):
             raise got
         return got
-
-
-def test_claim_names_follow_the_direct_name_or_the_generated_one() -> None:
-    assert claim_names(pod(gpu="p-gpu-x7k2q", extra="p-extra-9")) == ["p-gpu-x7k2q", "p-extra-9"]
-    direct = {"spec": {"resourceClaims": [{"name": "gpu", "resourceClaimName": "shared-gpu"}]}}
-    assert claim_names(direct) == ["shared-gpu"]  # a direct name needs no status
-    assert claim_names({"spec": {}}) == []  # no claims at all
-
-
-@pytest.mark.parametrize(
-    ("the_pod", "why"),
-    [
-        (pod(gpu=None), "no ResourceClaim name in the pod's status yet"),
-        (pod(gpu="Not_A_Name"), "no ResourceClaim name"),
-        ({"spec": {"resourceClaims": [{"resourceClaimName": "x"}]}}, "without a name"),
-        ({"spec": {"resourceClaims": "gpu"}}, "not a list"),
-        ({"spec": {"resourceClaims": [{"name": "c", "resourceClaimName": "x"}] * (MAX_CLAIMS + 1)}}, "most"),
-    ],
-)
-def test_claim_names_that_cannot_be_told_are_a_reason(the_pod: dict[str, Any], why: str) -> None:
-    got = claim_names(the_pod)
-    assert isinstance(got, str) and why in got
-
-
-def test_the_allocation_is_read_only_for_the_pod_it_is_reserved_for() -> None:
-    c = claim(["gpu-0-mig-1g10gb-19-0", "gpu-3"])
-    expected = (
-        Device("gpu.nvidia.com", "n1", "gpu-0-mig-1g10gb-19-0"),
-        Device("gpu.nvidia.com", "n1", "gpu-3"),
-    )
-    assert allocated(c, "u-1") == expected
-    assert allocated(c, None) == expected  # no uid to check against
-    assert allocated(c, "u-2") == "not reserved for this pod"
-    assert allocated({"status": {}}, "u-1") == "not allocated"
-    assert allocated({}, None) == "not allocated"
-
-
-@pytest.mark.parametrize(
-    "results",
-    [
-        "gpu-0",
-        [{"driver": "gpu.nvidia.com", "pool": "n1", "device": "gpu-0"}] * (MAX_RESULTS + 1),
-        [{"driver": "gpu.nvidia.com", "pool": "n1"}],
-        [{"driver": "gpu.nvidia.com", "pool": "n1", "device": "x" * 254}],
-        [{"driver": 7, "pool": "n1", "device": "gpu-0"}],
-        ["gpu-0"],
-    ],
-)
-def test_a_hostile_allocation_is_a_reason_never_a_crash(results: Any) -> None:
-    c = {"status": {"allocation": {"devices": {"results": results}}}}
-    assert isinstance(allocated(c, None), str)
-
-
-def test_hostile_statuses_and_reservations_are_a_reason_never_a_crash() -> None:
-    """Shapes a real API server would not serve, but an object read from the cluster is input:
-    a status list that is a number, a reservation whose uid is a list (unhashable) or a
-    number. Each is an answer (a reason, or "not reserved"), never a TypeError out of the
-    drain step (which then fails every pass and leaves the node cordoned in Draining)."""
-    odd = pod(gpu="p-gpu")
-    odd["status"]["resourceClaimStatuses"] = 5
-    assert "no ResourceClaim name" in str(claim_names(odd))
-    for uid in (["u-1"], {"u": 1}, 7):
-        c = claim(["gpu-0"])
-        c["status"]["reservedFor"] = [{"resource": "pods", "name": "p", "uid": uid}]
-        assert allocated(c, "u-1") == "not reserved for this pod"
 
 
 def test_held_reads_every_claim_and_gathers_its_devices() -> None:

@@ -15,6 +15,9 @@ def test_gpu_use_is_read_from_requests_limits_and_init_containers() -> None:
     assert pods.uses_gpu(pod("b", "n0", resource="nvidia.com/mig-1g.10gb"))
     assert not pods.uses_gpu(pod("c", "n0", resource="cpu"))
     assert not pods.uses_gpu(pod("d", "n0", resource="nvidia.com/gpu-ish"))  # not the resource name
+    # renameByDefault: a time-sliced GPU is asked as nvidia.com/gpu.shared, and is held all the same
+    assert pods.uses_gpu(pod("e", "n0", resource="nvidia.com/gpu.shared"))
+    assert pods.uses_gpu(pod("f", "n0", resource="nvidia.com/mig-1g.10gb.shared"))
     init: dict[str, Any] = {
         "spec": {"initContainers": [{"resources": {"requests": {"nvidia.com/mig-3g.40gb": "1"}}}]}
     }

@@ -7,7 +7,10 @@ import json
 import shutil
 from pathlib import Path
 
+import pytest
+
 from compiler.catalog import load_catalog
+from compiler.cli import main
 from compiler.current import read_current
 from compiler.model import CurrentState, Policy
 from compiler.pipeline import load_and_validate
@@ -145,3 +148,24 @@ def test_a_broken_previous_dra_plan_is_a_diagnostic_not_a_traceback(tmp_path: Pa
         assert (
             dict(current.backends)[("west", "h200")] == "dra-dynamic"
         )  # the other cluster's plan still read
+
+
+def test_a_dynamic_pool_is_never_a_change_so_an_unchanged_policy_plans_no_drift(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """DynamicMIG nodes carry no layout migc deploys (the driver creates an instance per claim), so
+    the solver's layouts for them are never a node change: ``migc plan --exit-code`` of the policy that
+    rendered ``output/`` exits 0. (It used to list west/h200's nodes as new on every run, 32 GPUs
+    "reconfigured", so a CI drift check on a cluster with a DynamicMIG pool never passed.)"""
+    src = tmp_path / "policy"
+    shutil.copytree(ROOT / "examples" / "dra", src)
+    assert main(["compile", str(src), "--out", str(tmp_path / "out")]) == 0
+    capsys.readouterr()
+    assert main(["plan", str(src), "--against", str(tmp_path / "out"), "--exit-code", "-o", "json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["hasChanges"] is False and doc["changes"] == []
+    policy, _ = load_and_validate([src])
+    assert policy is not None
+    for pool in solve(policy, load_catalog()).pools:
+        if pool.pool == "h200":  # deployed = target, whatever the demand asks of the driver
+            assert all(n.current == n.gpus and not n.changed for n in pool.nodes)

@@ -268,7 +268,8 @@ class _PlanBuilder:
         for node in result.nodes:
             key = (result.cluster, result.pool, node.name)
             self.targets.add(key)
-            befores.append(self.deployed.get(key))
+            # a DynamicMIG pool has no deployed layout and never changes (solve/assign.py assign_pool)
+            befores.append(node.current if pool is not None and pool.dra_dynamic else self.deployed.get(key))
             afters.append(node.gpus)
         self.nodes_total += len(result.nodes)
         balanced: list[NodeLayout | None] = (

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Mapping
+from dataclasses import replace
 
 from compiler.model import GpuLayout, NodeLayout
 from compiler.solve.plan_types import RESERVE, Pattern, PoolDecision, pattern_size
@@ -40,7 +41,19 @@ def changed_indices(target: NodeLayout, current: NodeLayout | None) -> tuple[int
 
 
 def assign_pool(decision: PoolDecision, current: Mapping[str, NodeLayout]) -> tuple[NodeResult, ...]:
-    """Node results of one pool, sorted by node name. ``current`` maps node name to its deployed layout."""
+    """Node results of one pool, sorted by node name. ``current`` maps node name to its deployed layout.
+
+    A DynamicMIG pool's nodes never change: the DRA driver creates an instance per prepared claim and
+    destroys it after, and migc deploys no layout there (no assignment entry, no MIG manager:
+    docs/dra.md), so the solver's layouts only check that the demand fits; each node's result says
+    it as it is (deployed = target), so no plan, recommend proposal or change budget counts it."""
+    out = _assign(decision, current)
+    if not decision.pool.dra_dynamic:
+        return out
+    return tuple(replace(n, current=n.gpus, changed_gpus=()) for n in out)
+
+
+def _assign(decision: PoolDecision, current: Mapping[str, NodeLayout]) -> tuple[NodeResult, ...]:
     pool = decision.pool
     gpn = pool.gpus_per_node
     names = sorted(pool.node_names)

@@ -118,7 +118,7 @@ def test_an_unknown_mig_resource_is_reported_once_with_the_pod() -> None:
         {**gpu_pod("1", "nvidia.com/mig-foo"), "metadata": {"name": f"q{i}", "namespace": "search"}}
         for i in range(3)
     ]
-    _, pods, diags = parse_objects([(o, "snap.json") for o in items], NOW)
+    _, pods, diags, _ = parse_objects([(o, "snap.json") for o in items], NOW)
     assert pods == ()  # nothing reaches demand or state
     assert [d.code for d in diags] == ["MIGC402"]
     assert "'nvidia.com/mig-foo'" in diags[0].message and "pod search/p" in diags[0].message
@@ -128,7 +128,7 @@ def test_an_unknown_mig_resource_is_reported_once_with_the_pod() -> None:
 def test_a_known_profile_next_to_an_unknown_one_still_counts() -> None:
     p = gpu_pod("2")
     p["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/mig-students.foo"] = "1"
-    _, pods, diags = parse_objects([(p, "")], NOW)
+    _, pods, diags, _ = parse_objects([(p, "")], NOW)
     assert pods[0].requests == (("nvidia.com/mig-1g.10gb", 2),)
     assert len(diags) == 1 and "mig-students.foo" in diags[0].message
 
@@ -375,7 +375,7 @@ def test_all_pods_together_are_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
     items = [
         ({**gpu_pod("1000"), "metadata": {"name": f"p{i}", "namespace": "search"}}, "") for i in range(4)
     ]
-    _, pods, diags = parse_objects(items, NOW)
+    _, pods, diags, _ = parse_objects(items, NOW)
     assert [p.name for p in pods] == ["p0", "p1"]  # namespace/name order: deterministic
     assert [d.code for d in diags] == ["MIGC402"] and "2 GPU pod(s) left out" in diags[0].message
 

@@ -51,7 +51,7 @@ def status(
     usage: tuple[InstanceUsage, ...] | None = None,
     filters: Filters = Filters(),  # noqa: B008
 ) -> FleetStatus:
-    nodes, pods, diags = parse_objects([(o, "snap.json") for o in cluster["items"]], NOW)
+    nodes, pods, diags, _ = parse_objects([(o, "snap.json") for o in cluster["items"]], NOW)
     obs = Observation(
         taken_at=NOW, source="snapshot snap.json", nodes=nodes, pods=pods, warnings=tuple(diags)
     )

@@ -16,6 +16,7 @@ import pytest
 import statusfleet as sf
 
 from compiler.cli import main
+from compiler.render.dra import claim_spec
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "controller"))
 import emulation  # tests/controller/emulation.py: the controller tests' API emulator
@@ -47,12 +48,35 @@ def test_status_of_a_live_cluster(
             annotations={"migc.dev/max-wait-time": "30m", "migc.dev/profile-preference": "2g.20gb,2g.35gb"},
         )
     )
+    # a pod that asks through a DRA claim (compiler/observe/dra.py): the live read lists the claims too
+    claimed = sf.pod("claimed", "speech", None, created="2026-12-01T05:30:00Z")
+    claimed["spec"]["resourceClaims"] = [{"name": "gpu", "resourceClaimTemplateName": "mig-1g.10gb"}]
+    claimed["status"]["resourceClaimStatuses"] = [{"name": "gpu", "resourceClaimName": "claimed-gpu"}]
+    claim = {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceClaim",
+        "metadata": {"name": "claimed-gpu", "namespace": "speech"},
+        "spec": claim_spec(["1g.10gb"]),
+    }
+    pool = {"name": "gpu-a100-use1-01", "generation": 1, "resourceSliceCount": 1}
+    slice_ = {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceSlice",
+        "metadata": {"name": "gpu-a100-use1-01-gpu.nvidia.com-abcde"},
+        "spec": {"driver": "gpu.nvidia.com", "nodeName": "gpu-a100-use1-01", "pool": pool, "devices": []},
+    }
+    cluster["items"] += [claimed, claim, slice_]
     applying = next(i for i in cluster["items"] if i["metadata"]["name"] == "gpu-a100-use1-02")
     applying["metadata"]["annotations"]["migc.dev/phase"] = "Draining"
+    kinds = {
+        "Node": emulation.NODES,
+        "Pod": emulation.PODS,
+        "ResourceClaim": emulation.RESOURCECLAIMS,
+        "ResourceSlice": emulation.RESOURCESLICES,
+    }
     for obj in cluster["items"]:
         meta = obj["metadata"]
-        res = emulation.NODES if obj["kind"] == "Node" else emulation.PODS
-        emu.upsert(res, meta.get("namespace"), meta["name"], obj)  # type: ignore[attr-defined]
+        emu.upsert(kinds[obj["kind"]], meta.get("namespace"), meta["name"], obj)  # type: ignore[attr-defined]
     config = tmp_path / "kubeconfig"
     config.write_text(sf.kubeconfig(emu.url))  # type: ignore[attr-defined]
     rc = main(sf.status_argv("--kubeconfig", str(config), "-o", "json"))
@@ -66,8 +90,8 @@ def test_status_of_a_live_cluster(
     # the live read and the snapshot of the same objects describe the same fleet
     for key in ("nodes", "pools", "tenants", "pending", "cost", "missing_nodes", "unmanaged_nodes"):
         assert body[key] == offline[key], key
-    assert [p["pod"] for p in body["pending"]] == ["speech/waiting"]
-    assert body["pending"][0]["over_max_wait"] is True and body["pending"][0]["preference"] == [
+    assert [p["pod"] for p in body["pending"]] == ["speech/claimed", "speech/waiting"]
+    assert body["pending"][1]["over_max_wait"] is True and body["pending"][1]["preference"] == [
         "2g.20gb",
         "2g.35gb",
     ]
@@ -77,5 +101,7 @@ def test_status_of_a_live_cluster(
     assert {(c.verb, c.resource, c.namespace) for c in calls} == {
         ("list", "nodes", None),
         ("list", "pods", None),
+        ("list", "resourceclaims", None),
+        ("list", "resourceslices", None),
     }
     assert all(c.params.get("limit") == "500" for c in calls)

@@ -6,13 +6,17 @@ Plain frozen dataclasses, built only by :mod:`compiler.observe.parse` from Kuber
 
 Resource names are the device plugin's extended resources: ``nvidia.com/gpu`` (whole GPUs or
 time-sliced/MPS shares) and ``nvidia.com/mig-<profile>`` under the mixed strategy, with a ``+`` of
-the profile name written as ``.`` (``nvidia.com/mig-1g.10gb.me``).
+the profile name written as ``.`` (``nvidia.com/mig-1g.10gb.me``). A pod that asks through DRA
+ResourceClaims carries the same names for what its claims ask (compiler/observe/dra.py).
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import functools
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from compiler.diagnostics import Diagnostic
 
@@ -103,6 +107,12 @@ class ObservedPod:
     priority_class: str = ""
     # status.startTime: when the kubelet accepted the pod on its node (None while unscheduled, or absent)
     started: dt.datetime | None = None
+    # asks through DRA ResourceClaims only (compiler/observe/dra.py): ``requests`` holds what they ask;
+    # a pod that asks in its limits too is not ``claimed`` (its requests add both up)
+    claimed: bool = False
+    # a claimed pod's allocated devices of the NVIDIA DRA driver as (driver, pool, device); None when
+    # they cannot be told (a claim missing, not allocated, not reserved for the pod) or not claimed
+    devices: tuple[tuple[str, str, str], ...] | None = None
 
     @property
     def key(self) -> str:
@@ -131,6 +141,16 @@ class Observation:
     nodes: tuple[ObservedNode, ...] = ()  # sorted by name
     pods: tuple[ObservedPod, ...] = ()  # sorted by namespace, name; GPU pods only
     warnings: tuple[Diagnostic, ...] = field(default=())
+    # the NVIDIA DRA driver's ResourceSlices as read (JSON), per node name: where each device is
+    # (controller/dra.py ``device_gpus`` maps them to GPU indices; parse.py bounds them)
+    resource_slices: tuple[tuple[str, tuple[Mapping[str, Any], ...]], ...] = ()
+
+    @functools.cached_property
+    def _slices_by_node(self) -> dict[str, tuple[Mapping[str, Any], ...]]:
+        return dict(self.resource_slices)
+
+    def slices_of(self, node: str) -> tuple[Mapping[str, Any], ...]:
+        return self._slices_by_node.get(node, ())
 
     def pods_on(self, node: str) -> tuple[ObservedPod, ...]:
         return tuple(p for p in self.pods if p.node == node)

@@ -29,6 +29,7 @@ from typing import Any
 
 from compiler.catalog import load_catalog
 from compiler.diagnostics import Diagnostic, make
+from compiler.observe import dra
 from compiler.observe.model import (
     GPU_RESOURCE,
     MIG_PREFIX,
@@ -40,6 +41,7 @@ from compiler.observe.model import (
     is_gpu_resource,
     profile_of,
 )
+from compiler.observe.names import MAX_NAME_CHARS, valid_name
 from compiler.observe.quantity import parse_count
 
 # Node labels set by the GPU Operator's components and annotations set by the migc controller
@@ -73,22 +75,6 @@ MAX_NODE_INSTANCES = 4096  # allocatable instances of one resource on one node
 MAX_GPUS_PER_NODE = 64  # nvidia.com/gpu.count
 MAX_ATTEMPTS = 1_000_000  # migc.dev/attempts
 MAX_OBSERVED_INSTANCES = 1_000_000  # GPU instances all pods of one observation ask for, together
-MAX_NAME_CHARS = 253  # a Kubernetes object name (DNS subdomain)
-# Names as the API server admits them (apimachinery pkg/util/validation IsDNS1123Subdomain/Label):
-# pods and nodes are DNS-1123 subdomains, namespaces DNS-1123 labels. A snapshot can hold anything;
-# a name that is neither cannot be a real object, and would carry newlines or escapes into output.
-_LABEL = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?"
-_SUBDOMAIN = re.compile(rf"^{_LABEL}(\.{_LABEL})*$")
-_NAMESPACE = re.compile(rf"^{_LABEL}$")
-
-
-def valid_name(name: object, namespace: bool = False) -> bool:
-    """Whether ``name`` is a Kubernetes object name (a DNS-1123 label for a namespace)."""
-    if not isinstance(name, str) or not 0 < len(name) <= (63 if namespace else MAX_NAME_CHARS):
-        return False
-    return bool((_NAMESPACE if namespace else _SUBDOMAIN).match(name))
-
-
 MIN_YEAR, MAX_YEAR = 1970, 2999
 MAX_DURATION_SECONDS = 366 * 86400  # migc.dev/max-wait-time
 _RFC3339 = re.compile(
@@ -344,9 +330,14 @@ def _pending_seconds(
 
 
 def parse_pod(
-    obj: Mapping[str, Any], now: dt.datetime, file: str = "", unknown: Unknown | None = None
+    obj: Mapping[str, Any],
+    now: dt.datetime,
+    file: str = "",
+    unknown: Unknown | None = None,
+    claims: dra.Claims | None = None,
 ) -> tuple[ObservedPod | None, list[Diagnostic]]:
-    """One Pod; ``None`` when it asks for no GPU resource or has finished."""
+    """One Pod; ``None`` when it asks for no GPU resource or has finished. ``claims``: the
+    ResourceClaims observed with it, for a pod that asks through DRA (compiler/observe/dra.py)."""
     meta = _mapping(obj, "metadata")
     name, namespace = meta.get("name"), meta.get("namespace") or "default"
     if not valid_name(name) or not valid_name(namespace, namespace=True):
@@ -360,11 +351,18 @@ def parse_pod(
         return None, []
     notes: list[str] = []
     requests = pod_requests(spec, where, notes, unknown, file)
+    in_limits = _asks_in_limits(spec)
+    claimed = None if claims is None else dra.pod_claims(obj, claims.by_name, where, notes, claims.generic)
+    if claimed is not None:
+        for k, v in claimed.requests.items():
+            requests[k] = min(MAX_POD_INSTANCES, requests.get(k, 0) + v)
     diags = [make("MIGC402", n, file=file) for n in notes]
     if not any(requests.values()):
         return None, diags
     annotations = _str_map(meta.get("annotations"))
     preference = _profile_preference(annotations, where, diags, file)
+    if not preference and claimed is not None:
+        preference = claimed.preference  # a firstAvailable claim says it the way the annotation does
     max_wait = _max_wait(annotations, where, diags, file)
     node = spec.get("nodeName") if isinstance(spec.get("nodeName"), str) and spec.get("nodeName") else None
     if node is not None and not valid_name(node):
@@ -385,8 +383,28 @@ def parse_pod(
         max_wait_seconds=max_wait,
         priority_class=str(spec.get("priorityClassName") or ""),
         started=_time_field(status.get("startTime"), f"{where}: status.startTime", diags, file),
+        claimed=bool(claimed and claimed.requests) and not in_limits,
+        devices=None if in_limits else _devices(claimed),
     )
     return pod, diags
+
+
+def _asks_in_limits(spec: Mapping[str, Any]) -> bool:
+    """Whether a container asks for a GPU resource in its requests or limits (the device plugin's way),
+    whatever the amount: controller/pods.py ``uses_gpu``, which then drains the pod wherever it runs."""
+    for c in [*_list(spec.get("containers")), *_list(spec.get("initContainers"))]:
+        res = c.get("resources") if isinstance(c, dict) else None
+        for kind in ("requests", "limits"):
+            listed = res.get(kind) if isinstance(res, dict) else None
+            if isinstance(listed, dict) and any(is_gpu_resource(str(k)) for k in listed):
+                return True
+    return False
+
+
+def _devices(claimed: dra.ClaimedGpus | None) -> tuple[tuple[str, str, str], ...] | None:
+    if claimed is None or not claimed.requests or claimed.devices is None:
+        return None
+    return tuple(sorted((d.driver, d.pool, d.device) for d in claimed.devices))
 
 
 def parse_node(
@@ -464,12 +482,16 @@ def parse_node(
 
 def parse_objects(
     objects: Iterable[tuple[Mapping[str, Any], str]], now: dt.datetime
-) -> tuple[tuple[ObservedNode, ...], tuple[ObservedPod, ...], list[Diagnostic]]:
-    """Nodes and GPU pods among ``(object, file)`` pairs; other kinds are ignored, the last copy wins."""
+) -> tuple[tuple[ObservedNode, ...], tuple[ObservedPod, ...], list[Diagnostic], dra.Slices]:
+    """Nodes and GPU pods among ``(object, file)`` pairs, and the NVIDIA DRA driver's ResourceSlices per
+    node; ResourceClaims say what the pods that use them ask for; other kinds are ignored, the last
+    copy wins."""
     nodes: dict[str, ObservedNode] = {}
     pods: dict[tuple[str, str], ObservedPod] = {}
     diags: list[Diagnostic] = []
     unknown = Unknown()
+    claims = dra.Claims()
+    raw_pods: list[tuple[Mapping[str, Any], str]] = []
     for obj, file in objects:
         kind = obj.get("kind")
         if kind == "Node":
@@ -478,11 +500,16 @@ def parse_objects(
             if node is not None:
                 nodes[node.name] = node
         elif kind == "Pod":
-            pod, more = parse_pod(obj, now, file, unknown)
-            diags.extend(more)
-            if pod is not None:
-                pods[(pod.namespace, pod.name)] = pod
+            raw_pods.append((obj, file))
+        elif kind in ("ResourceClaim", "ResourceSlice"):
+            claims.add(obj, file, diags)
+    for obj, file in raw_pods:  # after every claim: a pod's DRA demand is in its claims
+        pod, more = parse_pod(obj, now, file, unknown, claims)
+        diags.extend(more)
+        if pod is not None:
+            pods[(pod.namespace, pod.name)] = pod
     diags.extend(unknown.diagnostics())
+    diags.extend(claims.diagnostics())
     kept: list[ObservedPod] = []
     total = 0
     left_out = 0
@@ -501,7 +528,7 @@ def parse_objects(
                 f"{MAX_OBSERVED_INSTANCES:,} GPU instances",
             )
         )
-    return tuple(nodes[k] for k in sorted(nodes)), tuple(kept), diags
+    return tuple(nodes[k] for k in sorted(nodes)), tuple(kept), diags, claims.per_node()
 
 
 def whole_gpu(resource: str) -> bool:

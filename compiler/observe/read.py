@@ -1,9 +1,12 @@
 """Where observations come from: snapshot files or a live cluster.
 
 * :func:`read_snapshots` reads ``kubectl get pods,nodes -A -o json`` output (a ``List``), a single
-  object, or several such files; regular files only, at most :data:`MAX_SNAPSHOT_BYTES` each.
-* :func:`read_cluster` lists nodes and pods through the official ``kubernetes`` client, from a
-  kubeconfig or in-cluster. The client is imported only here and only when called.
+  object, or several such files; regular files only, at most :data:`MAX_SNAPSHOT_BYTES` each. On a
+  cluster with DRA pools, ``kubectl get pods,nodes,resourceclaims,resourceslices -A -o json``: the
+  claims say what pods that ask through DRA want and hold (compiler/observe/dra.py).
+* :func:`read_cluster` lists nodes, pods and (``resource.k8s.io/v1``) ResourceClaims and
+  ResourceSlices through the official ``kubernetes`` client, from a kubeconfig or in-cluster. The
+  client is imported only here and only when called.
 
 Both raise :class:`ObserveError` (carrying a registered code) for input they cannot use at all.
 """
@@ -18,12 +21,13 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from compiler.diagnostics import DiagnosticError, make
+from compiler.diagnostics import Diagnostic, DiagnosticError, make
 from compiler.observe.model import Observation
 from compiler.observe.parse import parse_objects
 
 MAX_SNAPSHOT_BYTES = 256 * 1024 * 1024  # a 5,000-node cluster with 100,000 pods is ~200 MiB of JSON
 PAGE_SIZE = 500
+DRA_GROUP = "resource.k8s.io/v1"
 LIST_TIMEOUT_S = 30.0  # seconds per list request to a live cluster, unless the caller says otherwise
 
 
@@ -92,9 +96,11 @@ def read_snapshots(paths: Sequence[str | os.PathLike[str]], now: dt.datetime) ->
                 make("MIGC400", f"snapshot {path} is not JSON: {exc}", file=str(path))
             ) from exc
         objects.extend(_items(doc, str(path)))
-    nodes, pods, diags = parse_objects(objects, now)
+    nodes, pods, diags, slices = parse_objects(objects, now)
     label = "snapshot " + ", ".join(str(p) for p in paths)
-    return Observation(taken_at=now, source=label, nodes=nodes, pods=pods, warnings=tuple(diags))
+    return Observation(
+        taken_at=now, source=label, nodes=nodes, pods=pods, warnings=tuple(diags), resource_slices=slices
+    )
 
 
 def _list_all(call: Any, kind: str, timeout: float) -> list[Mapping[str, Any]]:
@@ -165,11 +171,37 @@ def read_cluster(
     except Exception as exc:  # ApiException, urllib3 errors, bad JSON
         reason = getattr(exc, "reason", None) or (str(exc).splitlines() or [type(exc).__name__])[0]
         raise ObserveError(make("MIGC403", f"cannot list nodes and pods at {cfg.host}: {reason}")) from exc
-    parsed_nodes, parsed_pods, diags = parse_objects([(o, "") for o in [*nodes, *pods]], now)
+    claimed, unread = _list_dra(client.ResourceV1Api(api.api_client), timeout, cfg.host)
+    listed = [(o, "") for o in [*nodes, *pods, *claimed]]
+    parsed_nodes, parsed_pods, diags, slices = parse_objects(listed, now)
     return Observation(
         taken_at=now,
         source=f"cluster {cfg.host}",
         nodes=parsed_nodes,
         pods=parsed_pods,
-        warnings=tuple(diags),
+        warnings=(*unread, *diags),
+        resource_slices=slices,
     )
+
+
+def _list_dra(api: Any, timeout: float, host: str) -> tuple[list[Mapping[str, Any]], list[Diagnostic]]:
+    """The ResourceClaims and ResourceSlices of a live cluster (``resource.k8s.io/v1``), for the pods
+    that ask for GPUs through DRA. A cluster that does not serve the API (404: before 1.34, or DRA
+    off) has none; any other failure (forbidden, unreachable) leaves them out with a MIGC407 warning:
+    pods that ask through claims are then not seen, the rest is."""
+    out: list[Mapping[str, Any]] = []
+    for call, kind in (
+        (api.list_resource_claim_for_all_namespaces, "ResourceClaim"),
+        (api.list_resource_slice, "ResourceSlice"),
+    ):
+        try:
+            out.extend(_list_all(call, kind, timeout))
+        except ObserveError as exc:
+            return [], [make("MIGC407", f"{kind} list at {host}: {exc.diagnostic.message}")]
+        except Exception as exc:  # ApiException, urllib3 errors, bad JSON
+            if getattr(exc, "status", None) == 404:
+                return [], []
+            reason = getattr(exc, "reason", None) or (str(exc).splitlines() or [type(exc).__name__])[0]
+            why = f"cannot list {kind}s ({DRA_GROUP}) at {host}: {reason}"
+            return [], [make("MIGC407", why)]
+    return out, []

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import datetime as dt
 from collections import defaultdict
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import asdict, dataclass, replace
 from typing import Any
 
@@ -38,6 +38,7 @@ from compiler.diagnostics import Diagnostic, make
 from compiler.formatting import duration, layout_counts
 from compiler.model import WHOLE_GPU, CurrentState, GpuLayout, NodeLayout, Policy, Rule, Workload
 from compiler.observe import Observation, ObservedPod
+from compiler.observe.dra import DRIVER as DRA_DRIVER
 from compiler.observe.model import profile_of
 from compiler.recommend import disruption as dis
 from compiler.recommend import gates as g
@@ -45,7 +46,7 @@ from compiler.recommend import history as h
 from compiler.recommend.state import State, change_horizon
 from compiler.solve import solve
 from compiler.solve.demand import sized_resource
-from compiler.solve.result import Solution
+from compiler.solve.result import NodeResult, Solution
 
 
 def _rounded(x: float | None) -> float | None:
@@ -65,6 +66,10 @@ class NodeDisruption:
     # GPU-seconds of further wait expected for the running pods the change leaves without an instance
     # (dis.displaced; a pod without startTime or creationTimestamp counts 0: a lower bound)
     displaced: float = 0.0
+    # which pods the change drains (dis.DRAIN_SCOPES): "node", every running GPU pod; "gpu" (static DRA
+    # pools), those holding a device on a changing GPU or whose GPU is not known: ``drained`` of them
+    scope: str = "node"
+    drained: int | None = None  # None: all ``running`` ones
 
     @property
     def cost(self) -> float | None:
@@ -76,6 +81,8 @@ class NodeDisruption:
             "gpus": self.gpus,
             "changedGpus": self.changed_gpus,
             "running": self.running,
+            "scope": self.scope,
+            "drained": self.running if self.drained is None else self.drained,
             "loss": _rounded(self.loss),
             "outage": round(self.outage, 3),
             "displaced": round(self.displaced, 3),
@@ -509,8 +516,15 @@ def node_disruption(
     grace_seconds: float,
     reconfigure_seconds: float,
     drain_seconds: float = dis.DRAIN_SECONDS,
+    per_gpu: Collection[tuple[str, str]] = (),
 ) -> tuple[NodeDisruption, ...]:
     """The expected cost of every node the proposal changes, cheapest first (then by name).
+
+    ``per_gpu``: the (cluster, pool) pairs that are static DRA pools. There the controller drains only
+    the pods holding a device on a GPU that changes (controller/reconciler/drain.py ``per_gpu``), so
+    the change is priced at drain scope ``gpu`` (:func:`dis.change_cost`): a pod is charged unless its
+    claims' devices are all known to be on GPUs the change leaves alone (:func:`_on_changed`).
+    Elsewhere (the device plugin: nothing in the API maps a pod to a GPU) every running pod is charged.
 
     A running pod's run time ``E`` is ``now − status.startTime``; without a startTime, ``now −
     creationTimestamp`` (an upper bound: the pod cannot have started before it was created, so its
@@ -523,38 +537,91 @@ def node_disruption(
         if p.node is not None and not p.pending:
             on[p.node].append(p)
     for pool in solution.pools:
+        scope = "gpu" if (pool.cluster, pool.pool) in per_gpu else "node"
         for n in pool.nodes:
             if not n.changed:
                 continue
             running = on.get(n.name, [])
-            changed = len(n.changed_gpus)
-            # the observation maps no pod to a GPU (device plugin: nothing in the API does), so every
-            # running pod is charged as one on a changing GPU: the drain scope is the node's
+            changing = _changing(n) if scope == "gpu" else frozenset(range(len(n.gpus)))
+            where = _located(obs, n.name, len(n.gpus)) if scope == "gpu" else None
+            pods = [_running(p, now, slices, _on_changed(p, where, changing)) for p in running]
+            # a MIG mode change re-carves every GPU (``_changing``): each is out for its reconfiguration
+            redone = len(changing) if scope == "gpu" else len(n.changed_gpus)
             price = dis.change_cost(
-                [_running(p, now, slices) for p in running],
+                pods,
                 len(n.gpus),
-                changed,
+                redone,
                 layout_counts([n.gpus]),
                 grace_seconds,
                 reconfigure_seconds,
                 drain_seconds,
+                scope=scope,
             )
+            drained = sum(1 for p in pods if p.on_changed) if scope == "gpu" else len(running)
             out.append(
                 NodeDisruption(
-                    n.name, len(n.gpus), changed, len(running), price.loss, price.outage, price.displaced
+                    n.name,
+                    len(n.gpus),
+                    len(n.changed_gpus),
+                    len(running),
+                    price.loss,
+                    price.outage,
+                    price.displaced,
+                    scope=scope,
+                    drained=drained,
                 )
             )
     return tuple(sorted(out, key=lambda d: (d.cost is None, d.cost or 0.0, d.node)))
 
 
-def _running(p: ObservedPod, now: dt.datetime, slices: Mapping[str, int]) -> dis.RunningPod:
+def _running(
+    p: ObservedPod, now: dt.datetime, slices: Mapping[str, int], on_changed: bool = True
+) -> dis.RunningPod:
     """A running pod for :func:`compiler.recommend.disruption.change_cost`: what it holds, how long it
-    has run (``now − startTime``, else ``now − creationTimestamp``, else unknown) and waited before it
-    started (``startTime − creationTimestamp``, 0 without both)."""
+    has run (``now − startTime``, else ``now − creationTimestamp``, else unknown), waited before it
+    started (``startTime − creationTimestamp``, 0 without both), and whether it is drained."""
     start = p.started or p.created
     elapsed = None if start is None else max(0.0, (now - start).total_seconds())
     waited = (p.started - p.created).total_seconds() if p.started and p.created else 0.0
-    return dis.RunningPod(tuple(held(p, slices)), elapsed, waited)
+    return dis.RunningPod(tuple(held(p, slices)), elapsed, waited, on_changed)
+
+
+def _changing(n: NodeResult) -> frozenset[int]:
+    """The GPU indices mig-parted re-carves to move node ``n`` to its new layouts: the GPUs whose
+    layout changes, or every GPU when one changes MIG mode (mig-parted then clears every GPU the
+    config selects, NVIDIA/mig-parted@bd7160f4 cmd/nvidia-mig-parted/apply/mode.go:88-94, as the
+    controller's ``migparted.changing_gpus`` reads it)."""
+    cur = n.current
+    if cur is None or len(cur) != len(n.gpus):
+        return frozenset(range(len(n.gpus)))
+    if any(a.mig_enabled != b.mig_enabled for a, b in zip(cur, n.gpus, strict=True)):
+        return frozenset(range(len(n.gpus)))
+    return frozenset(n.changed_gpus)
+
+
+def _located(obs: Observation, node: str, gpus: int) -> Mapping[tuple[str, str], int] | None:
+    """(pool, device) → GPU index of the NVIDIA DRA driver's devices on ``node`` (controller/dra.py
+    ``device_gpus``, the mapping the controller's per-GPU drain uses), None when it cannot be told."""
+    from controller.dra import device_gpus  # only for a static DRA pool's change (it loads jsonschema)
+
+    found = device_gpus(obs.slices_of(node), node, gpus)
+    return None if found.problem is not None else found.gpus
+
+
+def _on_changed(
+    p: ObservedPod, where: Mapping[tuple[str, str], int] | None, changing: Collection[int]
+) -> bool:
+    """Whether the controller drains ``p`` for a change of the GPUs ``changing`` (True unless every
+    device its claims hold is known to be on a GPU that does not change; a pod that asks in its
+    limits too, the device plugin's way, is not ``claimed`` and is drained: nothing says which GPU
+    it has)."""
+    if where is None or not p.claimed or p.devices is None:
+        return True
+    for driver, pool, device in p.devices:
+        gpu = where.get((pool, device)) if driver == DRA_DRIVER else None
+        if gpu is None or gpu in changing:
+            return True
+    return False
 
 
 def pending_benefit(
@@ -752,8 +819,9 @@ def _weigh(
     part = policy.partition
     if disruption != "expected":
         return _Weighed([g.threshold(prop.gain, part, prop.urgent)])
+    per_gpu = {(c.name, p.name) for c in policy.clusters for p in c.pools if p.is_dra and not p.dra_dynamic}
     node_costs = node_disruption(
-        prop.solution, obs, now, slices, grace_seconds, reconfigure_seconds, drain_seconds
+        prop.solution, obs, now, slices, grace_seconds, reconfigure_seconds, drain_seconds, per_gpu
     )
     observed: dict[str, int] = defaultdict(int)
     for (_, p), (run, pend) in d.counts.items():

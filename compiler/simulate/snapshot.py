@@ -92,7 +92,7 @@ from compiler.model import (
     Workload,
 )
 from compiler.observe import Observation
-from compiler.observe.model import ObservedNode, ObservedPod
+from compiler.observe.model import GPU_RESOURCE, ObservedNode, ObservedPod, profile_of
 from compiler.observe.parse import (
     APPLIED,
     ATTEMPTS,
@@ -113,6 +113,7 @@ from compiler.observe.parse import (
 )
 from compiler.recommend.state import State, change_horizon, dump_state, parse_state, refused_keys
 from compiler.render import render
+from compiler.render.dra import CLAIM_NAME, class_name
 from compiler.render.writer import write_tree
 from compiler.schemas import API_VERSION
 from compiler.solve.result import NodeResult, PoolResult, Solution
@@ -553,32 +554,82 @@ def _pod_json(pod: ObservedPod, now: dt.datetime) -> dict[str, Any]:
         ann[MAX_WAIT] = f"{pod.max_wait_seconds}s"
     if ann:
         meta["annotations"] = ann
-    amounts = {k: str(v) for k, v in pod.requests}
-    spec: dict[str, Any] = {
-        "containers": [{"name": "main", "resources": {"limits": amounts, "requests": dict(amounts)}}]
-    }
+    status: dict[str, Any] = {"phase": pod.phase}
+    if pod.claimed:  # it asks through one ResourceClaim (_claim_json), nothing in its limits
+        meta["uid"] = _uid(pod)
+        resources: dict[str, Any] = {"claims": [{"name": CLAIM_NAME}]}
+        status["resourceClaimStatuses"] = [{"name": CLAIM_NAME, "resourceClaimName": _claim_name(pod)}]
+    else:
+        amounts = {k: str(v) for k, v in pod.requests}
+        resources = {"limits": amounts, "requests": dict(amounts)}
+    spec: dict[str, Any] = {"containers": [{"name": "main", "resources": resources}]}
+    if pod.claimed:
+        spec["resourceClaims"] = [{"name": CLAIM_NAME, "resourceClaimTemplateName": CLAIM_NAME}]
     if pod.node is not None:
         spec["nodeName"] = pod.node
     if pod.priority_class:
         spec["priorityClassName"] = pod.priority_class
-    status: dict[str, Any] = {"phase": pod.phase}
     if pod.started is not None:
         status["startTime"] = _stamp(pod.started, f"{where}: started")
     return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec, "status": status}
 
 
+def _uid(pod: ObservedPod) -> str:
+    return f"uid-{pod.namespace}-{pod.name}"
+
+
+def _claim_name(pod: ObservedPod) -> str:
+    return f"{pod.name}-{CLAIM_NAME}"[:253]
+
+
+def _claim_json(pod: ObservedPod) -> dict[str, Any]:
+    """The ResourceClaim a claimed pod asks through (kubernetes/api@10b39a39 resource/v1): one exact
+    request per resource, of the DeviceClass migc renders for it (compiler/render/dra.py
+    ``class_name``), allocated to the pod's ``devices`` and reserved for it when it has them."""
+    where = f"obs pod {pod.key}"
+    requests = []
+    for i, (resource, count) in enumerate(pod.requests):
+        profile = profile_of(resource)
+        if profile is None and resource != GPU_RESOURCE:
+            raise SnapshotRefused(f"{where}: {resource} cannot be asked through a ResourceClaim")
+        exact = {"deviceClassName": class_name(profile or "gpu"), "allocationMode": "ExactCount"}
+        requests.append({"name": f"r{i}", "exactly": {**exact, "count": count}})
+    out: dict[str, Any] = {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceClaim",
+        "metadata": {"name": _claim_name(pod), "namespace": pod.namespace},
+        "spec": {"devices": {"requests": requests}},
+    }
+    if pod.devices is not None:
+        results = [{"request": "r0", "driver": d, "pool": pl, "device": dev} for d, pl, dev in pod.devices]
+        out["status"] = {
+            "allocation": {"devices": {"results": results}},
+            "reservedFor": [{"resource": "pods", "name": pod.name, "uid": _uid(pod)}],
+        }
+    return out
+
+
 def cluster_json(obs: Observation) -> str:
-    """``kubectl get pods,nodes -A -o json`` of ``obs``'s nodes and pods, read back at ``obs.taken_at``
-    by :func:`compiler.observe.parse.parse_objects` to the same nodes and pods (refused otherwise)."""
+    """``kubectl get pods,nodes,resourceclaims,resourceslices -A -o json`` of ``obs``'s nodes, pods (a
+    claimed pod with its ResourceClaim) and the DRA driver's ResourceSlices, read back at
+    ``obs.taken_at`` by :func:`compiler.observe.parse.parse_objects` to the same (refused otherwise)."""
     now = obs.taken_at
     _stamp(now, "obs.taken_at")
     items = [_node_json(n) for n in obs.nodes] + [_pod_json(p, now) for p in obs.pods]
+    items += [_claim_json(p) for p in obs.pods if p.claimed]
+    items += [dict(s) for _, slices in obs.resource_slices for s in slices]
     text = json.dumps(
         {"apiVersion": "v1", "kind": "List", "items": items, "metadata": {}}, indent=2, sort_keys=True
     )
-    nodes, pods, diags = parse_objects([(item, CLUSTER_FILE) for item in json.loads(text)["items"]], now)
+    read = [(item, CLUSTER_FILE) for item in json.loads(text)["items"]]
+    nodes, pods, diags, slices = parse_objects(read, now)
     _refuse_diagnostics("the observation", diags)
-    for what, want, got in (("nodes", obs.nodes, nodes), ("pods", obs.pods, pods)):
+    compared = (
+        ("nodes", obs.nodes, nodes),
+        ("pods", obs.pods, pods),
+        ("resource_slices", obs.resource_slices, slices),
+    )
+    for what, want, got in compared:
         diff = first_difference(want, got, f"obs.{what}")
         if diff is not None:
             raise SnapshotRefused(f"the observation does not read back unchanged: {diff}")

@@ -167,7 +167,7 @@ def test_any_value_anywhere_is_survived(data: st.DataObject) -> None:
     for key in path[:-1]:
         target = target[key]
     target[path[-1]] = value
-    nodes, pods, diags = parse_objects([(obj, "f.json")], NOW)
+    nodes, pods, diags, _ = parse_objects([(obj, "f.json")], NOW)
     assert len(nodes) + len(pods) <= 1
     assert all(d.code in ("MIGC401", "MIGC402") for d in diags)
 

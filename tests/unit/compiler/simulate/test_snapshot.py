@@ -233,8 +233,34 @@ def full_observation() -> Observation:
     pods.append(ObservedPod("sim", "wait-gpu", "Pending", None, ((GPU, 1),), ago(600), 600.0))
     pods.append(ObservedPod("sim-b", "undated", "Pending", None, ((MIG, 2),), None, None))
     pods.append(ObservedPod("sim", "unknown", "Unknown", "node-0", ((MIG, 1),), ago(100), None))
+    # pods that ask through a DRA claim (compiler/observe/dra.py), one running on a device of node-0
+    held = (("gpu.nvidia.com", "node-0", "gpu-0-mig-1g10gb-19-0"),)
+    pods.append(
+        ObservedPod(
+            "sim",
+            "claims",
+            "Running",
+            "node-0",
+            ((MIG, 1),),
+            ago(900),
+            None,
+            started=ago(800),
+            claimed=True,
+            devices=held,
+        )
+    )
+    pods.append(ObservedPod("sim", "claims-wait", "Pending", None, ((GPU, 1),), ago(60), 60.0, claimed=True))
+    pool = {"name": "node-0", "generation": 1, "resourceSliceCount": 1}
+    device = {"name": "gpu-0-mig-1g10gb-19-0", "attributes": {"type": {"string": "mig"}}}
+    spec = {"driver": "gpu.nvidia.com", "nodeName": "node-0", "pool": pool, "devices": [device]}
+    slice_ = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice", "metadata": {"name": "s"}}
+    slice_["spec"] = spec
     return Observation(
-        NOW, "hand-made", nodes=nodes, pods=tuple(sorted(pods, key=lambda p: (p.namespace, p.name)))
+        NOW,
+        "hand-made",
+        nodes=nodes,
+        pods=tuple(sorted(pods, key=lambda p: (p.namespace, p.name))),
+        resource_slices=(("node-0", (slice_,)),),
     )
 
 

@@ -68,7 +68,7 @@ def test_a_hand_edited_layout_the_gpu_cannot_hold_is_drawn_side_by_side(compiled
     del cfg["resources"]["nvidia.com/mig-7g.80gb"]
     cfg["resources"]["nvidia.com/mig-4g.40gb"] = 2
     cluster = sf.fleet(edited)  # the node advertises both, and one pod (recsys) holds one of them
-    nodes, pods, diags = parse_objects([(o, "snap.json") for o in cluster["items"]], NOW)
+    nodes, pods, diags, _ = parse_objects([(o, "snap.json") for o in cluster["items"]], NOW)
     obs = Observation(
         taken_at=NOW, source="snapshot snap.json", nodes=nodes, pods=pods, warnings=tuple(diags)
     )

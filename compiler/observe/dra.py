@@ -1,0 +1,247 @@
+"""Pods that ask for GPUs through DRA ResourceClaims (``resource.k8s.io/v1``), read at the edge.
+
+On a DRA pool a pod asks for its GPU in a ResourceClaim, not in its containers' limits (docs/dra.md):
+migc renders one DeviceClass per MIG profile, ``mig-<profile>.migc.dev``, and whole GPUs use the
+driver's ``gpu.nvidia.com`` (compiler/render/dra.py ``class_name``). Without reading the claims,
+``migc recommend`` would not see that demand at all, nor know which GPU a running pod holds.
+
+What a claim says (kubernetes/api@10b39a39bcee995dfe7cd5e8e7b922be5e46f1e2 ``resource/v1/types.go``):
+
+* ``spec.devices.requests[]`` (:1207, at most ``DeviceRequestsMaxSize`` = 32, :1236): each either
+  ``exactly`` (:1277; ``deviceClassName`` :1320, ``allocationMode`` :1354 — ExactCount, the
+  default, or All — and ``count`` :1361, default 1) or ``firstAvailable`` (:1302, at most
+  ``FirstAvailableDeviceRequestMaxSize`` = 8, :1566): sub-requests the scheduler tries in order.
+  A ``firstAvailable`` request counts as its first alternative, and the alternatives' profiles are
+  the pod's profile preference (what ``migc.dev/profile-preference`` says on a device-plugin pod).
+  ``All`` asks for every matching device of a pool: no count can be told, so the request is left
+  out with a MIGC402 warning; an allocation mode the API does not define is left out the same way
+  ("Clients must refuse to handle requests with unknown modes", :1350).
+* ``status.allocation.devices.results[]`` and ``status.reservedFor[]``: the devices a running pod
+  holds (:mod:`controller.claimstatus`, the reading the controller's per-GPU drain uses too).
+
+A request for a class migc does not know (another driver's, or the driver's generic
+``mig.nvidia.com`` whose profile sits in a CEL selector) is not GPU demand migc can size: the
+generic MIG class is reported once (MIGC402), any other class is not a GPU's. Everything is bounded
+(requests, alternatives, counts) and checked; a malformed claim is a warning, never an exception.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from compiler.catalog import load_catalog
+from compiler.diagnostics import Diagnostic, make
+from compiler.observe.model import GPU_RESOURCE, resource_of
+from compiler.observe.names import valid_name
+from controller.claimstatus import Device, allocated, as_mapping, claim_names
+
+# the NVIDIA DRA driver's name (compiler/render/dra.py DRIVER, controller/dra.py DRIVER) and the most
+# ResourceSlices one node may publish before the controller stops reading (controller/dra.py
+# MAX_SLICES); repeated here so that reading a snapshot imports neither the renderer nor the
+# controller's jsonschema (tests/unit/compiler/observe/test_dra.py checks they agree)
+DRIVER = "gpu.nvidia.com"
+MAX_SLICES = 256
+
+Slices = tuple[tuple[str, tuple[Mapping[str, Any], ...]], ...]
+"""Per node name (sorted), the ResourceSlices of the NVIDIA DRA driver that name it."""
+
+MAX_REQUESTS = 32  # resource/v1 DeviceRequestsMaxSize (types.go:1236)
+MAX_ALTERNATIVES = 8  # resource/v1 FirstAvailableDeviceRequestMaxSize (types.go:1566)
+MAX_COUNT = 1024  # instances one request may ask for (parse.MAX_POD_INSTANCES)
+GENERIC_MIG_CLASS = "mig.nvidia.com"  # the driver chart's MIG class: its profile is in a selector
+
+
+@functools.cache
+def class_resources() -> Mapping[str, str]:
+    """DeviceClass name → the resource name migc counts it as (``nvidia.com/mig-1g.10gb``, …)."""
+    from compiler.render.dra import class_name  # the renderer's naming, only once a claim is read
+
+    out = {class_name("gpu"): GPU_RESOURCE}
+    for model in load_catalog().models:
+        for p in model.profiles:
+            out[class_name(p.name)] = resource_of(p.name)
+    return out
+
+
+@dataclass(frozen=True)
+class ClaimedGpus:
+    """What a pod's ResourceClaims ask for and hold.
+
+    ``requests``: resource → instances; ``preference``: the profiles of a ``firstAvailable`` request in
+    the scheduler's order; ``devices``: the devices of :data:`DRIVER` allocated to the pod, None when
+    that cannot be told (a claim missing, not allocated, or not reserved for the pod), with ``why``."""
+
+    requests: Mapping[str, int]
+    preference: tuple[str, ...]
+    devices: tuple[Device, ...] | None
+    why: str | None
+
+
+def _count(spec: Mapping[str, Any], where: str, notes: list[str]) -> int | None:
+    """The devices one ``exactly`` request or sub-request asks for (None: not told, noted)."""
+    mode = spec.get("allocationMode", "ExactCount") or "ExactCount"
+    if mode != "ExactCount":
+        notes.append(f"{where}: allocationMode {str(mode)[:32]!r} asks for no count; not counted")
+        return None
+    count = spec.get("count", 1)
+    if count is None:
+        count = 1
+    if not isinstance(count, int) or isinstance(count, bool) or not 0 < count <= MAX_COUNT:
+        notes.append(f"{where}: count {str(count)[:32]!r} is not a whole number 1–{MAX_COUNT}; not counted")
+        return None
+    return count
+
+
+def _request(
+    req: Mapping[str, Any], where: str, notes: list[str], generic: list[str]
+) -> tuple[str, int, tuple[str, ...]] | None:
+    """(resource, count, preference) of one device request, or None when it is no GPU request."""
+    known = class_resources()
+    if isinstance(req.get("exactly"), Mapping):
+        alternatives = [req["exactly"]]
+    elif isinstance(req.get("firstAvailable"), list):
+        alternatives = [a for a in req["firstAvailable"][: MAX_ALTERNATIVES + 1] if isinstance(a, Mapping)]
+        if len(alternatives) > MAX_ALTERNATIVES:
+            notes.append(f"{where}: more than {MAX_ALTERNATIVES} firstAvailable alternatives; not counted")
+            return None
+    else:
+        return None
+    classes = [a.get("deviceClassName") for a in alternatives]
+    if any(c == GENERIC_MIG_CLASS for c in classes):
+        generic.append(where)
+    resources = [known.get(c) if isinstance(c, str) else None for c in classes]
+    if not resources or resources[0] is None:
+        return None  # not a GPU class migc renders (the first alternative is what is counted)
+    count = _count(alternatives[0], where, notes)
+    if count is None:
+        return None
+    preference = tuple(r.removeprefix("nvidia.com/mig-") for r in resources if r and r != GPU_RESOURCE)
+    return resources[0], count, preference if len(alternatives) > 1 else ()
+
+
+def claim_requests(
+    claim: Mapping[str, Any], where: str, notes: list[str], generic: list[str]
+) -> tuple[dict[str, int], tuple[str, ...]]:
+    """The GPU instances one ResourceClaim asks for, and the profile preference of its first
+    ``firstAvailable`` request (``notes``: MIGC402 texts; ``generic``: where the driver's generic
+    MIG class is used)."""
+    devices = as_mapping(as_mapping(claim.get("spec")).get("devices"))
+    listed = devices.get("requests")
+    if not isinstance(listed, list):
+        return {}, ()
+    if len(listed) > MAX_REQUESTS:
+        notes.append(f"{where}: more than {MAX_REQUESTS} device requests; not counted")
+        return {}, ()
+    out: dict[str, int] = {}
+    preference: tuple[str, ...] = ()
+    for i, req in enumerate(listed):
+        if not isinstance(req, Mapping):
+            continue
+        got = _request(req, f"{where} request {i}", notes, generic)
+        if got is None:
+            continue
+        resource, count, pref = got
+        out[resource] = out.get(resource, 0) + count
+        preference = preference or pref
+    return out, preference
+
+
+def pod_claims(
+    pod: Mapping[str, Any],
+    claims: Mapping[tuple[str, str], Mapping[str, Any]],
+    where: str,
+    notes: list[str],
+    generic: list[str],
+) -> ClaimedGpus | None:
+    """What ``pod``'s ResourceClaims ask for and hold; None when it names no claim."""
+    listed = as_mapping(pod.get("spec")).get("resourceClaims")
+    if not listed:
+        return None
+    names = claim_names(pod)
+    if isinstance(names, str):
+        return ClaimedGpus({}, (), None, names)
+    meta = as_mapping(pod.get("metadata"))
+    namespace = meta.get("namespace") or "default"
+    uid = meta.get("uid") if isinstance(meta.get("uid"), str) else None
+    requests: dict[str, int] = {}
+    preference: tuple[str, ...] = ()
+    devices: list[Device] = []
+    why: str | None = None
+    for name in names:
+        claim = claims.get((str(namespace), name))
+        if claim is None:
+            why = why or f"ResourceClaim {namespace}/{name} is not in the observation"
+            continue
+        asked, pref = claim_requests(claim, f"{where}: ResourceClaim {namespace}/{name}", notes, generic)
+        for k, v in asked.items():
+            requests[k] = requests.get(k, 0) + v
+        preference = preference or pref
+        # every claim, a GPU's or not, as the controller reads them (controller/claims.py ``held``):
+        # one it cannot read makes what the pod holds unknown, and the pod is drained
+        got = allocated(claim, uid)
+        if isinstance(got, str):
+            why = why or f"ResourceClaim {namespace}/{name}: {got}"
+        else:
+            devices.extend(d for d in got if d.driver == DRIVER)
+    return ClaimedGpus(requests, preference, None if why else tuple(devices), why)
+
+
+class Claims:
+    """The ResourceClaims and the NVIDIA driver's ResourceSlices of one observation, as read.
+
+    Claims by (namespace, name), the last copy winning; slices of :data:`DRIVER` per node, at most
+    :data:`MAX_SLICES` per node (a node publishing more is a broken or hostile driver:
+    its extra slices are left out with a warning, and ``device_gpus`` then maps nothing there)."""
+
+    def __init__(self) -> None:
+        self.by_name: dict[tuple[str, str], Mapping[str, Any]] = {}
+        self.slices: dict[str, list[Mapping[str, Any]]] = {}
+        self.generic: list[str] = []  # where the driver's generic MIG class is asked for
+        self._over: dict[str, str] = {}  # node → file of the first slice past the bound
+
+    def add(self, obj: Mapping[str, Any], file: str, diags: list[Diagnostic]) -> None:
+        meta = as_mapping(obj.get("metadata"))
+        if obj.get("kind") == "ResourceClaim":
+            name, namespace = meta.get("name"), meta.get("namespace") or "default"
+            if valid_name(name) and valid_name(namespace, namespace=True):
+                self.by_name[(str(namespace), str(name))] = obj
+            else:
+                diags.append(make("MIGC402", "a ResourceClaim without a valid name was skipped", file=file))
+            return
+        spec = as_mapping(obj.get("spec"))
+        node = spec.get("nodeName")
+        if spec.get("driver") != DRIVER or not valid_name(node):
+            return  # another driver's devices, or a slice of no node: no GPU of a node migc lays out
+        listed = self.slices.setdefault(str(node), [])
+        if len(listed) >= MAX_SLICES:
+            self._over.setdefault(str(node), file)
+            return
+        listed.append(obj)
+
+    def diagnostics(self) -> list[Diagnostic]:
+        out = [
+            make(
+                "MIGC402",
+                f"node {node}: more than {MAX_SLICES} ResourceSlices of {DRIVER}; the rest left out "
+                "(which GPU a pod holds there is not told)",
+                file=file,
+            )
+            for node, file in sorted(self._over.items())
+        ]
+        if self.generic:
+            more = f" and {len(self.generic) - 1} more" if len(self.generic) > 1 else ""
+            out.append(
+                make(
+                    "MIGC402",
+                    f"{self.generic[0]}{more}: asks for the driver's class {GENERIC_MIG_CLASS}, whose "
+                    "profile is in a CEL selector migc does not read; not counted (use the class "
+                    "migc renders per profile, mig-<profile>.migc.dev: docs/dra.md)",
+                )
+            )
+        return out
+
+    def per_node(self) -> Slices:
+        return tuple((node, tuple(self.slices[node])) for node in sorted(self.slices))

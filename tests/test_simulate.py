@@ -571,9 +571,10 @@ def test_the_replay_charges_a_change_the_wait_it_displaces(bound_waited: float, 
     order = run.node_order(6000.0)
     assert order[0][1] == pytest.approx(500 * 500 / 2300)
     weigh = run._weigh(6000.0, {"7g.80gb": 1, "1g.10gb": 1})
-    assert weigh(0, {"7g.80gb": 1}, {"1g.10gb": 7}, [0], 0.0, {"1g.10gb": 7}) is worth
+    assert weigh(0, {"7g.80gb": 1}, {"1g.10gb": 7}, {0: {"1g.10gb": 7}}, 0.0, {"1g.10gb": 7}) is worth
     # a change that keeps the pod's instance displaces nothing
-    assert weigh(0, {"7g.80gb": 1}, {"7g.80gb": 1}, [0], 0.0, {"7g.80gb": 1}) is False  # serves nobody
+    same = {0: {"7g.80gb": 1}}
+    assert weigh(0, {"7g.80gb": 1}, {"7g.80gb": 1}, same, 0.0, {"7g.80gb": 1}) is False  # serves nobody
 
 
 # ---- issue 22 item 2: with Settings.layouts "maximal" every layout the replay carves is maximal -------

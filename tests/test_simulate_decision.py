@@ -537,3 +537,43 @@ def test_a_fleet_with_pricing_is_snapshotted(
     code, printed = _recommend(capsys, snap, taken["at"])
     assert printed == (snap / "decision.json").read_text(encoding="utf-8")
     assert code == (ExitCode.DRIFT if taken["proposed"] else ExitCode.OK)
+
+
+# six 1g pods running from 0 for five days, then four 4g.40gb pods: a re-carve that keeps MIG on
+PER_GPU = [TracePod(f"small-{k}", 0, 5 * 86400, 1, 100, 0) for k in range(6)] + [
+    TracePod(f"mid-{k}", 3600, 3 * 86400, 1, 550, 0) for k in range(4)
+]
+
+
+def test_on_static_dra_nodes_the_one_decision_is_priced_per_gpu(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``--drain-scope gpu`` (static DRA nodes): the replay hands recommend a static DRA pool, every pod
+    asking through a ResourceClaim and each running one holding the devices the driver publishes for
+    the GPU it runs on (compiler/simulate/decision.py ``driver_slice``). recommend then prices the
+    change per GPU: the 4g.40gb GPUs it carves leave the GPUs of the six 1g pods alone, so nothing is
+    drained and it proposes sooner than at node scope, where all six are charged (and evicted).
+    ``migc recommend`` on the snapshot at the proposal (a DRA policy, claims and slices in
+    cluster.json) prints the replay's evidence byte for byte."""
+    assert A100 is not None
+    gpu = replace(ONE, drain_scope="gpu")
+    per_gpu = simulate(PER_GPU, A100, gpu, "default", POLICY)
+    per_node = simulate(PER_GPU, A100, ONE, "default", POLICY)
+    assert per_gpu.evictions == 0 < per_node.evictions == 6
+    first = per_gpu.revision_times[0]
+    assert first < per_node.revision_times[0]
+    snap = tmp_path / "snap"
+    trace = _csv(tmp_path, PER_GPU)
+    at = ("--snapshot-at", f"{int(first)}s", "--snapshot-dir", str(snap))
+    doc = _simulate(capsys, trace, "--drain-scope", "gpu", *at)
+    taken = doc["results"][0]["snapshot"]
+    assert taken["proposed"] is True
+    code, out = _recommend(capsys, snap, taken["at"])
+    assert (code, out) == (ExitCode.DRIFT, (snap / "decision.json").read_text(encoding="utf-8"))
+    (node,) = json.loads(out)["disruption"]["nodes"]
+    assert (node["scope"], node["running"], node["drained"], node["loss"]) == ("gpu", 6, 0, 0.0)
+    cluster = json.loads((snap / "cluster.json").read_text(encoding="utf-8"))
+    kinds = sorted({item["kind"] for item in cluster["items"]})
+    assert kinds == ["Node", "Pod", "ResourceClaim", "ResourceSlice"]
+    fleet = (snap / "policy" / "fleet.yaml").read_text(encoding="utf-8")
+    assert "allocation: dra" in fleet and "kubernetesVersion: '1.34'" in fleet

@@ -3,9 +3,11 @@
 mig-parted applies a MIG config GPU by GPU and skips a GPU whose MIG devices already equal the config
 (NVIDIA/mig-parted@bd7160f43f16462eeb21e1eda5e67b5b6b03fd7d cmd/nvidia-mig-parted/apply/config.go:46
 ``WalkSelectedMigConfigForEachGPU``, :92-95 "Skipping -- already set to desired value"), so under
-``"gpu"`` a pod on an unchanged GPU runs through its node's re-carve; under ``"node"`` the controller
-drains every GPU pod of the node (controller/pods.py ``blocking``: nothing in the device plugin's API
-says which pod holds which GPU). Hand-made traces on A100-SXM4-80GB (all-balanced: 2 × 1g, 2g, 3g).
+``"gpu"`` a pod on an unchanged GPU runs through its node's re-carve — unless a GPU of the node turns
+MIG on or off, which re-carves every GPU (mode.go) — ; under ``"node"`` the controller drains every GPU
+pod of the node (controller/pods.py ``blocking``: nothing in the device plugin's API says which pod
+holds which GPU). Hand-made traces on A100-SXM4-80GB (all-balanced: 2 × 1g, 2g, 3g); the pods that
+make a GPU be re-carved ask a 4g.40gb (MIG stays on) unless the test is about a mode change.
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ from compiler.simulate.trace import TracePod, profile_for
 A100 = load_catalog().by_product("NVIDIA-A100-SXM4-80GB")
 POLICY = PartitionPolicy(mode="dynamic")
 ONE_G, WHOLE = "1g.10gb", "7g.80gb"
+FOUR_MILLI = 550  # gpu_milli of a 4g.40gb pod (4/7 >= 0.55): a re-carve that keeps MIG on
 
 
 def pod(name: str, at: float, secs: float, milli: int = 1000, num: int = 1) -> TracePod:
@@ -45,9 +48,9 @@ def pod(name: str, at: float, secs: float, milli: int = 1000, num: int = 1) -> T
 
 
 def busy_and_idle() -> list[TracePod]:
-    """``a`` (1g) from 0 for 10,000 s binds on GPU 0; ``big`` (a whole GPU) arrives at 100: one of the
-    node's two balanced GPUs must become 7g, and GPU 1 is idle."""
-    return [pod("a", 0, 10_000, milli=100), pod("big", 100, 500)]
+    """``a`` (1g) from 0 for 10,000 s binds on GPU 0; ``big`` (a 4g.40gb) arrives at 100: one of the
+    node's two balanced GPUs must be re-carved for it (MIG stays on), and GPU 1 is idle."""
+    return [pod("a", 0, 10_000, milli=100), pod("big", 100, 500, milli=FOUR_MILLI)]
 
 
 def test_gpu_scope_leaves_the_pod_on_an_unchanged_gpu_running() -> None:
@@ -65,12 +68,31 @@ def test_gpu_scope_leaves_the_pod_on_an_unchanged_gpu_running() -> None:
         1,
         1,
     )
-    assert gpu.waits == {"1g": [(0.0, False)], "7g": [(60.0, False)]}
+    assert gpu.waits == {"1g": [(0.0, False)], "4g": [(60.0, False)]}
     assert gpu.hours * 3600 == 10_000.0  # a ran once, start to end
     node = simulate(busy_and_idle(), A100, Settings(nodes=1, gpus_per_node=2), "naive", POLICY)
     assert node.evictions == 1 and node.lost_gpu_seconds == pytest.approx(1900 / 7)
-    assert node.waits == {"1g": [(60.0, False)], "7g": [(1860.0, False)]}
+    assert node.waits == {"1g": [(60.0, False)], "4g": [(1860.0, False)]}
     assert node.hours * 3600 == 1960.0 + 10_000.0  # evicted, re-bound when the node is back, run again
+
+
+def test_a_change_of_mig_mode_drains_and_recarves_the_whole_node_under_gpu_scope_too() -> None:
+    """``big`` asks a whole GPU (MIG off): turning GPU 1's MIG mode off makes mig-parted's apply walk
+    every GPU of the node and clear the MIG configuration of each in MIG mode, then reset all GPUs
+    when the mode change is pending (NVIDIA/mig-parted@bd7160f4 cmd/nvidia-mig-parted/apply/apply.go
+    :258-272 ``AssertMigMode`` then ``ApplyMigMode``; mode.go:88-94 ``ClearMigConfig``, :119-129
+    ``ResetAllGPUs``), and the controller drains every pod (migparted.py ``changing_gpus``: None).
+    So under ``"gpu"`` too ``a`` on GPU 0 is evicted after the grace (1,900 s of run lost), and both
+    GPUs are re-carved (2 × 60 s): ``big`` waits 1,800 + 120 s, ``a`` 120 s. Only the layouts of GPU 1
+    change (one GPU reconfigured); under ``"node"`` the outage counts that one GPU (60 s)."""
+    assert A100 is not None
+    trace = [pod("a", 0, 10_000, milli=100), pod("big", 100, 500)]
+    gpu = simulate(trace, A100, Settings(nodes=1, gpus_per_node=2, drain_scope="gpu"), "naive", POLICY)
+    assert (gpu.evictions, gpu.gpu_reconfigurations) == (1, 1)
+    assert gpu.lost_gpu_seconds == pytest.approx(1900 / 7)
+    assert gpu.waits == {"1g": [(120.0, False)], "7g": [(1920.0, False)]}
+    node = simulate(trace, A100, Settings(nodes=1, gpus_per_node=2), "naive", POLICY)
+    assert node.waits == {"1g": [(60.0, False)], "7g": [(1860.0, False)]}
 
 
 def test_an_unknown_drain_scope_is_refused() -> None:
@@ -101,14 +123,14 @@ def test_gpu_scope_drains_the_pods_on_the_gpu_that_changes() -> None:
         pod("a", 0, 10_000, milli=100),
         pod("a2", 0, 50, milli=100),
         pod("b", 10, 20_000, milli=100),
-        pod("big", 100, 500),
+        pod("big", 100, 500, milli=FOUR_MILLI),
     ]
     gpu = simulate(trace, A100, Settings(nodes=1, gpus_per_node=2, drain_scope="gpu"), "naive", POLICY)
     node = simulate(trace, A100, Settings(nodes=1, gpus_per_node=2), "naive", POLICY)
     assert node.evictions == 2
     assert (gpu.evictions, gpu.gpu_reconfigurations) == (1, 1)
     assert gpu.lost_gpu_seconds == pytest.approx(1890 / 7)  # b's run, not a's
-    assert gpu.waits["7g"] == [(1860.0, False)]  # the grace, then GPU 1's re-carve
+    assert gpu.waits["4g"] == [(1860.0, False)]  # the grace, then GPU 1's re-carve
 
 
 def _fleet_with_busy_gpu0() -> _Fleet:
@@ -164,7 +186,7 @@ def test_gpu_scope_recarves_idle_gpus_before_busy_ones_and_batches_only_idle_one
     assert cover(fleet(), demand, [(0, 0.0)])[0] == {0: {WHOLE: 1}, 1: {WHOLE: 1}}  # GPU 2 serves the 1g
     changes, _ = cover(fleet(), demand, [(0, 0.0)], keep=lambda gi: 0.0)
     assert changes == {1: {WHOLE: 1}, 2: {WHOLE: 1}}
-    trace = [pod("a", 0, 10_000, milli=100), pod("big", 100, 500)]
+    trace = [pod("a", 0, 10_000, milli=100), pod("big", 100, 500, milli=FOUR_MILLI)]
     res = simulate(trace, A100, Settings(nodes=1, gpus_per_node=3, drain_scope="gpu"), "naive", POLICY)
     assert (res.evictions, res.gpu_reconfigurations) == (0, 2)
 
@@ -219,12 +241,13 @@ def test_the_replay_weighs_a_change_of_an_idle_gpu_lower_under_gpu_scope(gpu: in
     want = {ONE_G: 2}
     after = {ONE_G: 9, "2g.20gb": 1, "3g.40gb": 1}
     # the fleet's 1g capacity before (one short of a + w) and after the change
-    node = _run("node")._weigh(5400.0, want)(0, {ONE_G: 1}, {ONE_G: 8}, [gpu], 0.0, after)
-    on_gpu = _run("gpu")._weigh(5400.0, want)(0, {ONE_G: 1}, {ONE_G: 8}, [gpu], 0.0, after)
+    change = {gpu: {ONE_G: 7}}
+    node = _run("node")._weigh(5400.0, want)(0, {ONE_G: 1}, {ONE_G: 8}, change, 0.0, after)
+    on_gpu = _run("gpu")._weigh(5400.0, want)(0, {ONE_G: 1}, {ONE_G: 8}, change, 0.0, after)
     assert node is False
     assert on_gpu is (gpu == 1)
     # a larger benefit (a multi-GPU pod's 4,000 GPU-s) outweighs even the node-wide price
-    assert _run("node")._weigh(5400.0, want)(0, {ONE_G: 1}, {ONE_G: 8}, [gpu], 4000.0, after) is True
+    assert _run("node")._weigh(5400.0, want)(0, {ONE_G: 1}, {ONE_G: 8}, change, 4000.0, after) is True
 
 
 def test_the_idle_pass_under_gpu_scope_recarves_idle_gpus_of_a_busy_node() -> None:
@@ -232,11 +255,11 @@ def test_the_idle_pass_under_gpu_scope_recarves_idle_gpus_of_a_busy_node() -> No
     pods waiting, the busy GPU is left as it is (frozen), nothing is evicted; under ``"node"`` the
     node is not idle and the idle pass leaves it to the gated loop."""
     assert A100 is not None
-    trace = [pod("a", 0, 200_000, milli=100), pod("big", 100, 500)]
+    trace = [pod("a", 0, 200_000, milli=100), pod("big", 100, 500, milli=FOUR_MILLI)]
     s = Settings(nodes=1, gpus_per_node=2, idle_pass=True)
     gpu = simulate(trace, A100, Settings(**{**s.__dict__, "drain_scope": "gpu"}), "default", POLICY)
     assert (gpu.idle_recarves, gpu.evictions, gpu.reconfigurations) == (1, 0, 1)
-    assert gpu.waits["7g"] == [(900.0 - 100.0 + 60.0, False)]  # first evaluation at 900, 60 s re-carve
+    assert gpu.waits["4g"] == [(900.0 - 100.0 + 60.0, False)]  # first evaluation at 900, 60 s re-carve
     node = simulate(trace, A100, s, "default", POLICY)
     assert node.idle_recarves == 0
 
@@ -259,7 +282,7 @@ def test_cli_and_json_carry_the_drain_scope(tmp_path: Path, capsys: pytest.Captu
     rows = (
         "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,"
         "creation_time,deletion_time,scheduled_time\n"
-        "a,1,1,1,100,,LS,Running,0,10000,0\nbig,1,1,1,1000,,LS,Running,100,600,100\n"
+        "a,1,1,1,100,,LS,Running,0,10000,0\nbig,1,1,1,550,,LS,Running,100,600,100\n"
     )
     trace = tmp_path / "t.csv"
     trace.write_text(rows, encoding="utf-8")

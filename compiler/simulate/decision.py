@@ -32,8 +32,10 @@ import datetime as dt
 import functools
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from compiler.catalog import Catalog, GpuModel
+from compiler.catalog.layouts import place
 from compiler.model import (
     Cluster,
     CurrentState,
@@ -52,6 +54,9 @@ from compiler.recommend.engine import Solver, exact
 from compiler.solve.result import Solution
 
 NAME = "sim"  # the cluster, pool, tenant and namespace of the replay
+DRA_KUBERNETES = "1.34"  # resource.k8s.io/v1 is GA (docs/dra.md, MIGC161)
+DRA_DRIVER = "gpu.nvidia.com"
+PCI_BUS_ID = "resource.kubernetes.io/pciBusID"
 WHOLE = "gpu"  # recommend's name for whole-GPU demand (``nvidia.com/gpu``)
 Layout = dict[str, int]
 
@@ -100,9 +105,12 @@ def replay_policy(
     max_unavailable: int,
     partition: PartitionPolicy,
     declared: Mapping[str, int],
+    dra: bool = False,
 ) -> Policy:
     """The policy set recommend reads (module docstring); ``declared``: replicas per demand class
-    (:func:`demand_name`: a MIG profile, ``gpu``, ``gpu-x<k>``), one Workload each, sorted by name."""
+    (:func:`demand_name`: a MIG profile, ``gpu``, ``gpu-x<k>``), one Workload each, sorted by name.
+    ``dra``: the pool is a static DRA pool (``--drain-scope gpu``: the controller drains only the pods
+    on GPUs that change, and recommend prices it so), on the first Kubernetes with ``resource.k8s.io/v1``."""
     pool = NodePool(
         name=NAME,
         cluster=NAME,
@@ -113,6 +121,7 @@ def replay_policy(
         max_unavailable=max_unavailable,
         # the Fleet's pricing of the model, as the loader resolves a pool's price (validate/build.py)
         price_per_gpu_hour=dict(partition.pricing).get(model.model),
+        allocation="dra" if dra else "device-plugin",
     )
     tier = partition.tiers[-1].name
     workloads = tuple(
@@ -129,7 +138,7 @@ def replay_policy(
     )
     spaces = sorted({NAME, *(namespace_of(p) for p in declared)})
     return Policy(
-        clusters=(Cluster(NAME, (pool,)),),
+        clusters=(Cluster(NAME, (pool,), kubernetes_version=DRA_KUBERNETES if dra else "1.31"),),
         tenants=tuple(Tenant(ns, (ns,), tier) for ns in spaces),
         workloads=workloads,
         partition=partition,
@@ -187,6 +196,58 @@ class Running:
     count: int  # instances (GPUs for whole-GPU pods)
     started: int  # whole seconds since the replay's epoch
     waited: int  # seconds this attempt waited before it started
+    # on a static DRA pool: the driver's devices it holds, (driver, pool, device); None: not known
+    devices: tuple[tuple[str, str, str], ...] | None = None
+
+
+def driver_slice(
+    model: GpuModel, node: int, layouts: Sequence[Mapping[str, int]], full: str
+) -> tuple[dict[str, Any], list[dict[str, list[str]]]]:
+    """The ResourceSlice the NVIDIA DRA driver publishes for replayed node ``node`` whose GPUs carry
+    ``layouts`` (static MIG), and per GPU the names of its devices per profile (sorted).
+
+    As kubernetes-sigs/dra-driver-nvidia-gpu@95932046 publishes them (and tests/controller/emulation.py
+    ``FakeDraDriver`` plays them): one pool named after the node, one slice; a GPU with MIG off is the
+    device ``gpu-<minor>`` of type ``gpu`` (nvlib.go:311-318, deviceinfo.go:170-196); a GPU with MIG on
+    announces only its MIG devices, ``gpu-<minor>-mig-<profile without dots>-<GI profile id>-<placement
+    start>`` (mig.go:111-114), type ``mig`` with ``parentUUID`` and ``profile`` (mig.go:139-167), and
+    none when it has no instance (nvlib.go:321-327); every device carries its GPU's PCI bus id
+    (nvlib.go:546-551), rising with the minor. Placements are the catalog's witness (``place``)."""
+    name = node_name(node)
+    devices: list[dict[str, Any]] = []
+    names: list[dict[str, list[str]]] = []
+    for minor, lay in enumerate(layouts):
+        bus = {PCI_BUS_ID: {"string": f"0000:{minor + 1:02x}:00.0"}}
+        uuid = f"GPU-{name}-{minor}"
+        mine: dict[str, list[str]] = {}
+        names.append(mine)
+        if dict(lay) == {full: 1}:
+            attrs = {"type": {"string": "gpu"}, "uuid": {"string": uuid}, **bus}
+            devices.append({"name": f"gpu-{minor}", "attributes": attrs})
+            mine[full] = [f"gpu-{minor}"]
+            continue
+        for profile, start, _ in place(model, {p: c for p, c in lay.items() if c > 0}) or ():
+            prof = model.profile(profile)
+            pid = prof.id if prof is not None and prof.id is not None else 0
+            device = f"gpu-{minor}-mig-{profile.replace('.', '').replace('+', '-')}-{pid}-{start}"
+            attrs = {
+                "type": {"string": "mig"},
+                "parentUUID": {"string": uuid},
+                "profile": {"string": profile},
+                "uuid": {"string": f"MIG-{name}-{minor}-{start}"},
+                **bus,
+            }
+            devices.append({"name": device, "attributes": attrs})
+            mine.setdefault(profile, []).append(device)
+    for listed in names:
+        for v in listed.values():
+            v.sort()
+    pool = {"name": name, "generation": 1, "resourceSliceCount": 1}
+    devices.sort(key=lambda d: str(d["name"]))
+    spec = {"driver": DRA_DRIVER, "nodeName": name, "pool": pool, "devices": devices}
+    meta = {"name": f"{name}-{DRA_DRIVER}"}
+    obj = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice", "metadata": meta, "spec": spec}
+    return obj, names
 
 
 @dataclass(frozen=True)
@@ -211,9 +272,13 @@ def observation(
     phases: Sequence[tuple[int, float | None]],
     running: Iterable[Running],
     waiting: Iterable[Waiting],
+    slices: Sequence[dict[str, Any]] | None = None,
 ) -> Observation:
     """What ``kubectl get pods,nodes`` shows at ``now`` (whole seconds since ``epoch``): per node its
-    (replay state, time it failed), the running and the pending GPU pods (module docstring)."""
+    (replay state, time it failed), the running and the pending GPU pods (module docstring). With
+    ``slices`` (one per node, :func:`driver_slice`) the pool is a static DRA pool: every pod asks
+    through a ResourceClaim and a running one holds ``Running.devices``."""
+    claimed = slices is not None
 
     def at(seconds: float) -> dt.datetime:
         return epoch + dt.timedelta(seconds=int(seconds))
@@ -247,6 +312,8 @@ def observation(
             at(r.started - r.waited),
             None,
             started=at(r.started),
+            claimed=claimed,
+            devices=r.devices if claimed else None,
         )
         for r in running
     ]
@@ -260,11 +327,17 @@ def observation(
             at(now - w.pending),
             float(w.pending),
             max_wait_seconds=w.max_wait,
+            claimed=claimed,
         )
         for w in waiting
     ]
     pods.sort(key=lambda p: (p.namespace, p.name))  # as the reader orders them (namespace, name)
-    return Observation(at(now), "replay", nodes, tuple(pods))
+    published = tuple((str(x["spec"]["nodeName"]), (x,)) for x in sorted(slices or (), key=_slice_node))
+    return Observation(at(now), "replay", nodes, tuple(pods), resource_slices=published)
+
+
+def _slice_node(x: Mapping[str, Any]) -> str:
+    return str(x["spec"]["nodeName"])
 
 
 def memo_solver(size: int = 4096) -> Solver:

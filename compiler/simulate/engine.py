@@ -87,6 +87,7 @@ from collections import deque
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 from compiler.catalog import Catalog, GpuModel, load_catalog
 from compiler.catalog.layouts import enumerate_layouts
@@ -315,6 +316,21 @@ class _Fleet:
         self.busy: list[Layout] = [{} for _ in range(n)]
         self.state = [IDLE] * s.nodes
         self.slices = {p.name: p.compute_slices for p in model.profiles}
+        self.whole: Layout = {full_profile(model).name: 1}  # a whole GPU: MIG off
+
+    def redone(self, node: int, changes: Mapping[int, Layout]) -> Collection[int]:
+        """The GPUs mig-parted re-carves to give ``node``'s GPUs ``changes``: those that change, or with
+        ``drain_scope="gpu"`` every GPU of the node when one of them turns MIG on or off — mig-parted
+        then clears every GPU in MIG mode and resets all GPUs of the node
+        (NVIDIA/mig-parted@bd7160f4 cmd/nvidia-mig-parted/apply/mode.go:88-94, :119-129), and the
+        controller drains every pod (controller/reconciler/migparted.py ``changing_gpus``). Under
+        ``"node"`` every pod is drained anyway and the outage counts the GPUs whose layout changes."""
+        whole = self.whole
+        if self.s.drain_scope == "gpu" and any(
+            (self.layout[gi] == whole) != (dict(new) == whole) for gi, new in changes.items()
+        ):
+            return self.gpus(node)
+        return changes.keys()
 
     def node(self, gpu: int) -> int:
         return gpu // self.s.gpus_per_node
@@ -419,9 +435,10 @@ def _carve_layout(
     return best[2] if best else ()
 
 
-Weigh = Callable[[int, Layout, Layout, Collection[int], float, Layout], bool]
-"""(node, capacity before, capacity after its change, the GPUs it changes, benefit of the multi-GPU pods
-it places, the node's instances per profile after its change) → whether the change is worth it."""
+Weigh = Callable[[int, Layout, Layout, Mapping[int, Layout], float, Layout], bool]
+"""(node, capacity before, capacity after its change, the GPUs it changes with their new layouts,
+benefit of the multi-GPU pods it places, the node's instances per profile after its change) → whether
+the change is worth it."""
 
 
 def _node_after(
@@ -576,7 +593,7 @@ class _Cover:
                 node,
                 self.cap,
                 after,
-                node_changes.keys(),
+                node_changes,
                 pod.benefit,
                 _node_after(fleet, node, self.real, node_changes),
             ):
@@ -616,7 +633,7 @@ class _Cover:
                 node_changes = moved
             real = {gi: _plus(new, node_spare.get(gi, {})) for gi, new in node_changes.items()}
             if self.weigh is not None and not self.weigh(
-                node, rest, node_cap, node_changes.keys(), 0.0, _node_after(fleet, node, self.real, real)
+                node, rest, node_cap, real, 0.0, _node_after(fleet, node, self.real, real)
             ):
                 continue  # what the drain is expected to destroy outweighs what the change serves
             for gi, new in node_changes.items():
@@ -1381,7 +1398,8 @@ class _Run:
         fleet.state[node] = RECONFIGURING
         changed = fleet.wanted(node)
         self.applying[node] = changed
-        cost = self.s.drain_seconds + self.s.reconfigure_seconds * len(changed) if changed else 0.0
+        redone = len(fleet.redone(node, changed))
+        cost = self.s.drain_seconds + self.s.reconfigure_seconds * redone if changed else 0.0
         self.push(now + cost, _RECONFIGURED, node)
 
     def _reconfigured(self, node: int, now: float) -> None:
@@ -1447,7 +1465,7 @@ class _Run:
         pods = self.node_pods[node]
         if self.s.drain_scope == "node" or not pods:
             return sorted(pods)
-        changing = self.fleet.wanted(node)
+        changing = self.fleet.redone(node, self.fleet.wanted(node))
         return sorted(i for i in pods if any(gi in changing for gi, _ in self.bound[i]))
 
     def _drain(self, node: int, now: float) -> None:
@@ -1558,8 +1576,14 @@ class _Run:
         s = self.s
 
         def weigh(
-            node: int, before: Layout, after: Layout, changed: Collection[int], bonus: float, mine: Layout
+            node: int,
+            before: Layout,
+            after: Layout,
+            changes: Mapping[int, Layout],
+            bonus: float,
+            mine: Layout,
         ) -> bool:
+            changed = self.fleet.redone(node, changes)
             benefit = bonus
             for p, w in waits.items() if not bonus else ():
                 served = dis.newly_served(w, want.get(p, 0), before.get(p, 0), after.get(p, 0))
@@ -1872,7 +1896,13 @@ def _recommend_policy(pods: Sequence[_Pod], model: GpuModel, s: Settings, policy
         rd.demand_name(p.profile, full, p.count) for p in pods if p.count <= s.gpus_per_node
     }
     return rd.replay_policy(
-        model, s.nodes, s.gpus_per_node, s.max_unavailable, policy, dict.fromkeys(asked, 0)
+        model,
+        s.nodes,
+        s.gpus_per_node,
+        s.max_unavailable,
+        policy,
+        dict.fromkeys(asked, 0),
+        dra=s.drain_scope == "gpu",  # static DRA nodes: the drain and recommend's price are per GPU
     )
 
 
@@ -1919,6 +1949,7 @@ class _Recommend:
         phases = [
             (st, run.failed_at.get(n) if st == FAILED else None) for n, st in enumerate(run.fleet.state)
         ]
+        slices, held = self._published() if run.s.drain_scope == "gpu" else (None, {})
         running = (
             rd.Running(
                 pods[i].src.name,
@@ -1927,6 +1958,7 @@ class _Recommend:
                 pods[i].count,
                 int(run.started[i]),
                 int(run.last_wait[i]),
+                held.get(i),
             )
             for i, node in run.node_of.items()
         )
@@ -1940,7 +1972,34 @@ class _Recommend:
             )
             for i, queued in run.queued_at.items()
         )
-        return rd.observation(EPOCH, now, phases, running, waiting)
+        return rd.observation(EPOCH, now, phases, running, waiting, slices)
+
+    def _published(self) -> tuple[list[dict[str, Any]], dict[int, tuple[tuple[str, str, str], ...]]]:
+        """``drain_scope="gpu"`` (static DRA nodes): each node's ResourceSlice as the DRA driver
+        publishes what its GPUs carry now (:func:`rd.driver_slice`, of the deployed layouts), and the
+        devices each running pod holds: on each GPU it runs on, the next unheld devices of its profile,
+        pods in index order. A pod that finds too few (it cannot: pods bind to deployed instances) would
+        be left unknown, which recommend charges as drained."""
+        run, fleet, gpn = self.run, self.run.fleet, self.run.s.gpus_per_node
+        slices: list[dict[str, Any]] = []
+        free: dict[int, dict[str, list[str]]] = {}
+        for node in range(run.s.nodes):
+            layouts = [fleet.layout[g] for g in fleet.gpus(node)]
+            obj, names = rd.driver_slice(run.model, node, layouts, self.full)
+            slices.append(obj)
+            for k, per in enumerate(names):
+                free[node * gpn + k] = {p: list(v) for p, v in per.items()}
+        held: dict[int, tuple[tuple[str, str, str], ...]] = {}
+        for i in sorted(run.bound):
+            pool = rd.node_name(fleet.node(run.bound[i][0][0])) if run.bound[i] else ""
+            got: list[tuple[str, str, str]] = []
+            for gi, k in run.bound[i]:
+                left = free[gi].get(run.pods[i].profile, [])
+                got += [(rd.DRA_DRIVER, pool, name) for name in left[:k]]
+                del left[:k]
+            if len(got) == sum(k for _, k in run.bound[i]):
+                held[i] = tuple(sorted(got))
+        return slices, held
 
     def evaluate(self, t: float) -> None:
         run, s, res = self.run, self.run.s, self.run.res

@@ -33,14 +33,15 @@ What reads back as something else by design (the writer accepts it and says so h
 * ``Policy.source_files`` becomes the written file names (the loader records them);
 * a named pool's ``NodePool.node_count`` of 0 reads back as ``len(node_names)``, what the loader
   resolves (only selector pools use it);
-* ``CurrentState.backends`` of ``()`` reads back as ``device-plugin`` for every pool the output
-  lays out, what every rendered assignment records (only ``migc plan`` reads it);
+* ``CurrentState.backends`` of ``()`` reads back as ``device-plugin`` (``dra-static`` for a static
+  DRA pool) for every pool the output lays out, what every rendered assignment records (only
+  ``migc plan`` reads it);
 * ``State.updated`` of ``None`` is written as ``obs.taken_at`` (the state file always carries
   ``updated``; the reader uses it only to judge a state without history stale);
 * ``Observation.source`` and ``Observation.warnings`` are the reader's own; ``State.notes`` is
   neither written nor compared (recommend does not read it).
 
-What is refused, besides the policy fields of no table (HAMi, DRA, sharing, quotas, reserve,
+What is refused, besides the policy fields of no table (HAMi, DynamicMIG, sharing, quotas, reserve,
 maintenance windows, selectors, labels, targets, spread, ``need.gpuMemoryGB``/``computeSlices``):
 anything the reader would take as something else — a time that is naive or not whole seconds; a
 pending pod whose ``created`` is not ``taken_at − pending_seconds`` (the reader counts the wait from
@@ -170,7 +171,9 @@ class Inputs:
 WRITTEN: Mapping[type, frozenset[str]] = {
     Policy: frozenset({"clusters", "tenants", "workloads", "partition", "fleet_name"}),
     Cluster: frozenset({"name", "pools", "gpu_operator_namespace", "kubernetes_version"}),
-    NodePool: frozenset({"name", "cluster", "gpu_product", "gpus_per_node", "node_names", "max_unavailable"}),
+    NodePool: frozenset(
+        {"name", "cluster", "gpu_product", "gpus_per_node", "node_names", "max_unavailable", "allocation"}
+    ),
     Tenant: frozenset({"name", "namespaces", "priority_tier", "create_namespaces"}),
     Workload: frozenset(
         {"name", "tenant", "replicas", "need", "isolation", "priority_tier", "cluster", "pools"}
@@ -333,6 +336,8 @@ def _fleet(policy: Policy) -> dict[str, Any]:
                     "maxUnavailable": pool.max_unavailable,
                 }
             )
+            if pool.is_dra:  # static only: dra_mig keeps its default (a DynamicMIG pool is refused)
+                pools[-1] |= {"allocation": pool.allocation, "dra": {"mig": pool.dra_mig}}
         clusters.append(
             {
                 "name": cluster.name,
@@ -698,10 +703,15 @@ def _solution(policy: Policy, current: CurrentState) -> Solution:
     return Solution(pools=tuple(results))
 
 
-def _expected_current(current: CurrentState, solution: Solution) -> CurrentState:
+def _expected_current(current: CurrentState, solution: Solution, policy: Policy) -> CurrentState:
     if current.backends:
         return current
-    return replace(current, backends=tuple(((p.cluster, p.pool), "device-plugin") for p in solution.pools))
+    dra = {(c.name, p.name) for c in policy.clusters for p in c.pools if p.is_dra}
+    backends = tuple(
+        ((p.cluster, p.pool), "dra-static" if (p.cluster, p.pool) in dra else "device-plugin")
+        for p in solution.pools
+    )
+    return replace(current, backends=backends)
 
 
 def _write_output(out: Path, policy: Policy, current: CurrentState, catalog: Catalog) -> None:
@@ -714,7 +724,7 @@ def _write_output(out: Path, policy: Policy, current: CurrentState, catalog: Cat
         _refuse_diagnostics("the deployed layouts", written.diagnostics, errors_only=True)
     back, diags = read_current(out, policy)
     _refuse_diagnostics("the deployed layouts", diags)
-    diff = first_difference(_expected_current(current, solution), back, "current")
+    diff = first_difference(_expected_current(current, solution, policy), back, "current")
     if diff is not None:
         raise SnapshotRefused(f"the deployed layouts do not read back unchanged: {diff}")
 

@@ -94,6 +94,7 @@ def full_policy() -> Policy:
         node_count=3,
         max_unavailable=2,
         price_per_gpu_hour=3.5,
+        allocation="dra",  # static DRA: the replay's --drain-scope gpu (compiler/simulate/decision.py)
     )
     tiers = (PriorityTier("gold", 5000, "Paid for."), PriorityTier("bronze", 10))
     part = PartitionPolicy(
@@ -131,7 +132,7 @@ def full_policy() -> Policy:
     )
     return Policy(
         clusters=(
-            Cluster("sim", (pool,), gpu_operator_namespace="nvidia-gpu-operator", kubernetes_version="1.30"),
+            Cluster("sim", (pool,), gpu_operator_namespace="nvidia-gpu-operator", kubernetes_version="1.34"),
         ),
         tenants=(Tenant("sim", ("sim", "sim-b"), "bronze", create_namespaces=False),),
         workloads=workloads,
@@ -341,7 +342,7 @@ def test_current_reads_back_equal(tmp_path: Path) -> None:
     inputs = write(tmp_path)
     back, diags = read_current(inputs.output, full_policy())
     assert not diags
-    assert back == replace(full_current(), backends=((("sim", "sim"), "device-plugin"),))
+    assert back == replace(full_current(), backends=((("sim", "sim"), "dra-static"),))
     assert back.nodes == full_current().nodes
 
 
@@ -425,7 +426,7 @@ def test_the_round_trips_cover_every_field_of_the_cluster_and_state_types() -> N
         (Rollout, [n.rollout for n in obs.nodes], set()),
         (State, [state], {"notes"}),  # not compared: never written, never read
         (Sample, list(state.history), set()),
-        (CurrentState, [current], {"hami", "backends"}),  # refused; () reads back as device-plugin
+        (CurrentState, [current], {"hami", "backends"}),  # refused; () reads back as the pool's backend
         (GpuLayout, [g for _, layout in current.nodes for g in layout], set()),
     ]
     for kind, objects, aside in cases:
@@ -457,7 +458,6 @@ REFUSED: dict[tuple[type, str], Any] = {
     (NodePool, "reserve_whole_nodes"): 1,
     (NodePool, "sharing"): Sharing("time-slicing", 2),
     (NodePool, "labels"): (("team", "a"),),
-    (NodePool, "allocation"): "dra",
     (NodePool, "dra_mig"): "dynamic",
     (NodePool, "mig_mode_enabled"): True,
     (Tenant, "guaranteed"): Quota(gpus=1),
@@ -629,7 +629,7 @@ def test_a_state_that_would_not_read_back_is_refused(tmp_path: Path, state: Stat
         (CurrentState(nodes=((("sim", "sim", "node-9"), (L7, L7)),)), "no node of the policy's pools"),
         (CurrentState(nodes=((("sim", "sim", "node-0"), ()),)), "has no GPU layouts"),
         (CurrentState(hami=((("sim", "sim", "node-0", 0, "w"), 1),)), "HAMi shares"),
-        (replace(full_current(), backends=((("sim", "sim"), "dra-static"),)), r"current\.backends"),
+        (replace(full_current(), backends=((("sim", "sim"), "device-plugin"),)), r"current\.backends"),
     ],
 )
 def test_deployed_layouts_that_would_not_read_back_are_refused(

@@ -11,7 +11,7 @@ Commands (``python -m bench.report_workload ...``)::
     generate [--nodes 1,4] [--seeds 1,2,3] [--dir DIR]   # DIR/report_<n>node_seed<s>.csv
     calibrate [--nodes 1,4] [--seeds 1,2,3]              # re-derive RATES (runs mig-off only)
     run [--nodes 1,4] [--seeds 1,2,3] [--reconf 60,90+300] [--idle-pass] [--recommend] [--outage node|busy]
-        [--dir DIR] [--surplus last|kept] [--out FILE.jsonl]
+        [--dir DIR] [--surplus last|kept] [--drain-scope node|gpu] [--out FILE.jsonl]
         [--baselines all]                                 # every baseline on every trace
     table FILE.jsonl                                     # the Markdown tables and verdicts
 
@@ -101,7 +101,7 @@ from typing import Any
 
 from compiler.catalog import GpuModel, load_catalog
 from compiler.model import PartitionPolicy
-from compiler.recommend.disruption import OUTAGE_CHARGES
+from compiler.recommend.disruption import DRAIN_SCOPES, OUTAGE_CHARGES
 from compiler.simulate.engine import BASELINES, SURPLUS_MODELS, Result, Settings, simulate
 from compiler.simulate.report import result_dict
 from compiler.simulate.trace import TracePod, read_trace
@@ -363,6 +363,7 @@ def replay(
     outage: str = "node",
     surplus: str = "kept",
     recommend: bool = False,
+    drain_scope: str = "node",
 ) -> dict[str, Any]:
     """One trace (written to ``directory``, read back by the replay's reader) under every baseline, at
     the replay's defaults but the reconfiguration model (``60``: 60 s per GPU; ``90+300``: 90 s per GPU
@@ -380,6 +381,7 @@ def replay(
         drain_seconds=float(pause or 0),
         outage=outage,
         surplus=surplus,
+        drain_scope=drain_scope,
     )
     started = time.perf_counter()
     rows = [_report_row(simulate(trace.pods, model, s, b, policy), b) for b in baselines]
@@ -394,6 +396,7 @@ def replay(
         "nodes": nodes,
         "seed": seed,
         "reconf": reconf,
+        "drainScope": drain_scope,
         "rate": RATES[(nodes, seed)],
         "pods": len(trace.pods),
         "wallSeconds": round(time.perf_counter() - started, 1),
@@ -485,6 +488,12 @@ def main(argv: Sequence[str] | None = None) -> None:
             )
             p.add_argument("--outage", choices=OUTAGE_CHARGES, default="node", help="Settings.outage")
             p.add_argument("--surplus", choices=SURPLUS_MODELS, default="kept", help="Settings.surplus")
+            p.add_argument(
+                "--drain-scope",
+                choices=DRAIN_SCOPES,
+                default="node",
+                help="Settings.drain_scope: node (device plugin) or gpu (static DRA nodes)",
+            )
     t = sub.add_parser("table")
     t.add_argument("file")
     args = ap.parse_args(argv)
@@ -517,7 +526,13 @@ def main(argv: Sequence[str] | None = None) -> None:
     print("policy for every trace:", PartitionPolicy(mode="dynamic"), file=sys.stderr)
     print(
         "replay settings:",
-        Settings(nodes=0, gpus_per_node=GPUS_PER_NODE, outage=args.outage, surplus=args.surplus),
+        Settings(
+            nodes=0,
+            gpus_per_node=GPUS_PER_NODE,
+            outage=args.outage,
+            surplus=args.surplus,
+            drain_scope=args.drain_scope,
+        ),
         file=sys.stderr,
     )
     out = Path(args.out)
@@ -525,7 +540,16 @@ def main(argv: Sequence[str] | None = None) -> None:
     out.write_text("", encoding="utf-8")
     for (n, s), reconf in itertools.product(pairs, args.reconf.split(",")):
         cell = replay(
-            n, s, baselines, Path(args.dir), reconf, args.idle_pass, args.outage, args.surplus, args.recommend
+            n,
+            s,
+            baselines,
+            Path(args.dir),
+            reconf,
+            args.idle_pass,
+            args.outage,
+            args.surplus,
+            args.recommend,
+            args.drain_scope,
         )
         with out.open("a", encoding="utf-8") as fh:
             fh.write(json.dumps(cell, sort_keys=True) + "\n")

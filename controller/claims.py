@@ -1,15 +1,9 @@
-"""Which devices a pod holds through DRA: its ResourceClaims' allocation, read and checked.
+"""Which devices a pod holds through DRA: its ResourceClaims, read from the API server and checked.
 
-A pod names its claims in ``spec.resourceClaims``: directly (``resourceClaimName``) or through a
-template, whose generated claim's name the kubelet reads from ``status.resourceClaimStatuses``
-(k8s.io/api core/v1 types.go:4516-4597, :5452, vendored at kubernetes-sigs/dra-driver-nvidia-gpu@
-95932046). The kube-scheduler's DRA plugin writes the allocation into the claim's
-``status.allocation.devices.results``: one ``{request, driver, pool, device}`` per device, at
-most 32 (k8s.io/api resource/v1 types.go:1730-1792, AllocationResultsMaxSize :1749).
-
-Everything here is input from the cluster: a claim that cannot be read, is not allocated, or is
-not shaped like that is reported as a reason (the caller then keeps draining the pod), never
-raised as anything but the controller's own errors.
+How a pod names its claims and what a claim's allocation says is read by
+:mod:`controller.claimstatus` (shared with the compiler). Everything here is input from the cluster:
+a claim that cannot be read, is not allocated, or is not shaped like that is reported as a reason
+(the caller then keeps draining the pod), never raised as anything but the controller's own errors.
 """
 
 from __future__ import annotations

@@ -1,8 +1,5 @@
-"""controller/claims.py: which devices a pod holds through its ResourceClaims, read at the edge.
-
-Claims are shaped as k8s.io/api resource/v1 says (types.go:1730-1792: ``status.allocation.devices
-.results[] {request, driver, pool, device}``, ``status.reservedFor[] {resource, name, uid}``), pods
-as core/v1 (``spec.resourceClaims[]``, ``status.resourceClaimStatuses[]``), built here by hand."""
+"""controller/claims.py: which devices a pod holds through its ResourceClaims, read from the API
+one by one and cached (the pods and claims: tests/unit/controller/test_claimstatus.py's)."""
 
 from __future__ import annotations
 
@@ -13,26 +10,7 @@ import pytest
 from controller.claims import Device, Held, HeldCache, held
 from controller.errors import NotFoundError, PermanentError, TemporaryError
 from controller.kube import Kube
-
-
-def pod(uid: str = "u-1", **claims: str | None) -> dict[str, Any]:
-    """A pod whose claims are ``entry name → generated claim name`` (None: not generated yet)."""
-    return {
-        "metadata": {"name": "p", "namespace": "team-a", "uid": uid},
-        "spec": {"resourceClaims": [{"name": k, "resourceClaimTemplateName": "gpu-1g"} for k in claims]},
-        "status": {"resourceClaimStatuses": [{"name": k, "resourceClaimName": v} for k, v in claims.items()]},
-    }
-
-
-def claim(devices: list[str], reserved: tuple[str, ...] = ("u-1",), node: str = "n1") -> dict[str, Any]:
-    results = [{"request": "gpu", "driver": "gpu.nvidia.com", "pool": node, "device": d} for d in devices]
-    return {
-        "metadata": {"name": "c", "namespace": "team-a"},
-        "status": {
-            "allocation": {"devices": {"results": results}},
-            "reservedFor": [{"resource": "pods", "name": "p", "uid": u} for u in reserved],
-        },
-    }
+from unit.controller.test_claimstatus import claim, pod
 
 
 class ClaimsKube(Kube):

@@ -19,15 +19,9 @@ from compiler.observe import dra
 from compiler.observe.parse import parse_objects
 from compiler.render.dra import claim_spec
 from controller.dra import MAX_SLICES
+from unit.compiler.observe.test_parse import JSON, _paths
 
 NOW = dt.datetime(2026, 12, 1, 6, 0, tzinfo=dt.UTC)
-JSON = st.recursive(
-    st.none() | st.booleans() | st.integers(-(2**70), 2**70) | st.text(max_size=12),
-    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
-    max_leaves=12,
-)
-
-
 def claim(
     name: str,
     resources: list[str],
@@ -192,17 +186,6 @@ SAMPLE = [
     [pod(node="n1"), claim("p-gpu", ["1g.10gb", "2g.20gb"], devices=["gpu-3-mig-1g10gb-19-0"])],
     [pod(), claim("p-gpu", ["3g.40gb"], count=2)],
 ]
-
-
-def _paths(obj: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
-    out = [prefix]
-    if isinstance(obj, dict):
-        for k, v in obj.items():
-            out += _paths(v, (*prefix, k))
-    elif isinstance(obj, list):
-        for i, v in enumerate(obj):
-            out += _paths(v, (*prefix, i))
-    return out
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])

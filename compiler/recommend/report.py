@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping
 from compiler.escape import bound_markdown, terminal
 from compiler.escape import markdown_cell as _md
 from compiler.formatting import duration
-from compiler.recommend.engine import Recommendation
+from compiler.recommend.engine import NodeDisruption, Recommendation
 
 MAX_PLAN_ROWS = 50  # a pull-request body stays readable; `migc plan` lists every node
 
@@ -42,7 +42,7 @@ def to_text(rec: Recommendation) -> str:
             f"served), cost {cost} GPU-s"
         )
         out += [
-            f"disruption {d.node}: {d.changed_gpus} GPU(s) changed, {d.running} running GPU pod(s), "
+            f"disruption {d.node}: {d.changed_gpus} GPU(s) changed, {_running(d)}, "
             f"cost {'unknown' if d.cost is None else f'{d.cost:,.0f}'} GPU-s"
             for d in rec.node_costs
         ]
@@ -134,7 +134,14 @@ def disruption_markdown(rec: Recommendation) -> list[str]:
         f"**Cost** per changed node: Σ over its running GPU pods of f × E² / (E + G), G = {grace} "
         f"(the controller's drain grace), plus the outage (its GPUs × {_outage_seconds(rec)}), plus the "
         "wait it displaces: Σ f × W₀ over the running pods the node keeps no instance for, W₀ how long "
-        "each waited before it started.",
+        "each waited before it started."
+        + (
+            " On a static DRA node only the pods whose claims hold a device on a GPU that changes are "
+            "drained and charged (every pod when a GPU turns MIG on or off), and the outage charges "
+            "the node's GPUs less the share the kept pods go on using."
+            if any(d.scope == "gpu" for d in rec.node_costs)
+            else ""
+        ),
         "",
         "| node | GPUs changed | running GPU pods | expected loss (GPU-s) | outage (GPU-s) "
         "| displaced wait (GPU-s) | cost (GPU-s) |",
@@ -143,7 +150,8 @@ def disruption_markdown(rec: Recommendation) -> list[str]:
     for d in rec.node_costs[:MAX_PLAN_ROWS]:
         loss = "unknown" if d.loss is None else f"{d.loss:,.0f}"
         cost = "unknown" if d.cost is None else f"{d.cost:,.0f}"
-        cells = (d.node, d.changed_gpus, d.running, loss, f"{d.outage:,.0f}", f"{d.displaced:,.0f}", cost)
+        running = d.running if d.scope == "node" else f"{d.running} ({_drained(d)} drained: per GPU)"
+        cells = (d.node, d.changed_gpus, running, loss, f"{d.outage:,.0f}", f"{d.displaced:,.0f}", cost)
         lines.append("| " + " | ".join(_md(c) for c in cells) + " |")
     if len(rec.node_costs) > MAX_PLAN_ROWS:
         lines.append(f"| … {len(rec.node_costs) - MAX_PLAN_ROWS} more node(s) | | | | | | |")
@@ -247,3 +255,14 @@ def _markdown(rec: Recommendation) -> str:
 
 Format = Callable[[Recommendation], str]
 FORMATS: Mapping[str, Format] = {"text": _text, "markdown": _markdown, "json": to_json}
+
+
+def _drained(d: NodeDisruption) -> int:
+    return d.running if d.drained is None else d.drained
+
+
+def _running(d: NodeDisruption) -> str:
+    """A changed node's running GPU pods as the text evidence says them (per GPU: how many drained)."""
+    if d.scope == "node":
+        return f"{d.running} running GPU pod(s)"
+    return f"{d.running} running GPU pod(s), {_drained(d)} drained (per GPU)"

@@ -577,3 +577,29 @@ def test_on_static_dra_nodes_the_one_decision_is_priced_per_gpu(
     assert kinds == ["Node", "Pod", "ResourceClaim", "ResourceSlice"]
     fleet = (snap / "policy" / "fleet.yaml").read_text(encoding="utf-8")
     assert "allocation: dra" in fleet and "kubernetesVersion: '1.34'" in fleet
+
+
+def test_lazy_and_full_evaluations_decide_the_same_on_static_dra_nodes(tmp_path: Path) -> None:
+    """The bound before the solve must stay a lower bound where a change is priced per GPU: there a
+    change charges only the pods on the GPUs it re-carves, so the cheapest change of a node is that of
+    its cheapest GPU, not one that drains the whole node (which would hold, unsolved, the proposals the
+    full evaluation makes: here the 4g.40gb GPUs that leave the six 1g pods alone)."""
+    assert A100 is not None
+    seen: list[tuple[Policy, CurrentState, Observation, State, Recommendation]] = []
+
+    def keep(
+        _: Path, policy: Policy, current: CurrentState, obs: Observation, state: State, rec: Recommendation
+    ) -> None:
+        seen.append((policy, current, obs, state, rec))
+
+    catalog = load_catalog()
+    gpu = replace(ONE, drain_scope="gpu")
+    first = simulate(PER_GPU, A100, gpu, "default", POLICY).revision_times[0]
+    for after in range(3600, int(first) + 1, 900):
+        snap = Snapshot(after, tmp_path, keep)
+        simulate(PER_GPU, A100, gpu, "default", POLICY, catalog=catalog, snapshot=snap)
+    assert any(full.proposed_change for *_, full in seen)
+    for policy, current, obs, state, full in seen:
+        lazy = recommend(policy, catalog, current, obs, state, obs.taken_at, lazy=True)
+        assert lazy.proposed_change == full.proposed_change, obs.taken_at
+        assert lazy.state == full.state

@@ -873,8 +873,11 @@ def _cheapest_change(
 ) -> float | None:
     """A lower bound on the cost of any proposal that changes a node: the least, over the pools'
     nodes, of the expected loss of its running pods (0 where unknown) plus the outage of one changed
-    GPU (``change_cost`` grows with the GPUs changed, and the displaced wait is ≥ 0). None when a
-    pool shares GPUs (time-slicing or HAMi): there capacity can change with no node re-carved."""
+    GPU (``change_cost`` grows with the GPUs changed, and the displaced wait is ≥ 0). On a static DRA
+    pool (priced per GPU, :func:`node_disruption`) a node's least is that of its cheapest GPU: any
+    change re-carves at least one GPU, charges at least the pods on it (and those whose GPU is not
+    known), and keeps running at most the others. None when a pool shares GPUs (time-slicing or
+    HAMi): there capacity can change with no node re-carved."""
     pools = [pool for c in policy.clusters for pool in c.pools]
     if any(pool.sharing.mode != "none" for pool in pools):
         return None
@@ -884,18 +887,18 @@ def _cheapest_change(
             on[p.node].append(p)
     best: float | None = None
     for pool in pools:
+        per_gpu = pool.is_dra and not pool.dra_dynamic
         for name in pool.node_names:
-            price = dis.change_cost(
-                [_running(p, now, slices) for p in on.get(name, ())],
-                pool.gpus_per_node,
-                1,
-                {},
-                grace,
-                reconf,
-                drain,
-            )
-            cost = (price.loss or 0.0) + price.outage
-            best = cost if best is None else min(best, cost)
+            running = on.get(name, [])
+            where = _located(obs, name, pool.gpus_per_node) if per_gpu and running else None
+            for gpu in range(pool.gpus_per_node) if per_gpu else (None,):
+                drained = [gpu is None or _on_changed(p, where, {gpu}) for p in running]
+                pods = [_running(p, now, slices, d) for p, d in zip(running, drained, strict=True)]
+                price = dis.change_cost(
+                    pods, pool.gpus_per_node, 1, {}, grace, reconf, drain, scope="gpu" if per_gpu else "node"
+                )
+                cost = (price.loss or 0.0) + price.outage
+                best = cost if best is None else min(best, cost)
     return best
 
 

@@ -30,6 +30,7 @@ from compiler.observe.model import (
     profile_of,
     resource_of,
 )
+from compiler.observe.parse import known_resources
 from compiler.observe.prometheus import InstanceUsage
 from compiler.render.names import ALL_DISABLED
 from compiler.status.model import (
@@ -425,6 +426,28 @@ def _node_drift(
     return ["allocatable differs (has/expected): " + ", ".join(diff)] if diff else []
 
 
+def _published_capacity(observation: Observation, node: str) -> dict[str, int] | None:
+    """The GPU resources a static DRA node offers: the devices the NVIDIA DRA driver publishes in its
+    ResourceSlices, counted as the controller verifies them (controller/dra.py ``published``: the
+    newest complete generation of each pool), a whole GPU as ``nvidia.com/gpu`` and a MIG device as
+    ``nvidia.com/mig-<profile>``; None when there are none, or they cannot be counted (then the
+    node's allocatable is shown, as on a device-plugin node)."""
+    slices = observation.slices_of(node)
+    if not slices:
+        return None
+    from controller.dra import published  # loads jsonschema: only for a static DRA node's slices
+
+    found = published(slices, node)
+    if found.problems or not found.devices:
+        return None
+    out: dict[str, int] = {}
+    for kind, n in found.devices.items():
+        resource = resource_of(kind) if kind == "gpu" or kind[:1].isdigit() else None
+        if resource is not None and resource in known_resources():
+            out[resource] = out.get(resource, 0) + n
+    return out or None
+
+
 def _add_fragmented(fragmented: float, gpus: Sequence[GpuView], wanted: set[str]) -> float:
     """``fragmented`` plus the node's free instances no pending pod or declared request can use, plus
     the compute no instance covers."""
@@ -460,6 +483,7 @@ class _StatusBuilder:
     ) -> None:
         self.policy = policy
         self.usage = usage
+        self.observation = observation
         self.tenant_of_ns = {ns: t.name for t in policy.tenants for ns in t.namespaces}
         self.usage_by_node: dict[str, list[InstanceUsage]] = {}
         for u in usage or ():
@@ -545,13 +569,19 @@ class _StatusBuilder:
         pods = sorted(self.pods_by_node.get(node.name, []))
         n_alloc, occupants = self._add_pods(pods, shares, pool.price_per_gpu_hour)
         n_cap = dict(node.allocatable)
+        static_dra = pool.is_dra and not pool.dra_dynamic
+        shown = _published_capacity(self.observation, node.name) if static_dra else None
+        if shown is not None:  # a static DRA node: its capacity is what the driver publishes
+            n_cap, allocatable = shown, n_cap
+        else:
+            allocatable = n_cap
         n_free = {r: max(0, c - n_alloc.get(r, 0)) for r, c in n_cap.items()}
         have = node.config or ""
         # the stock all-disabled has no entry in migc's assignment: its GPUs are those of the equivalent
         # config migc assigns, so the node's pods are shown on them
         devices = _config_devices(doc, want if stock_equivalent(doc, have, want) else have) if have else None
         gpus = _gpu_views(node, pool, model, devices, occupants, self.usage_by_node.get(node.name, []))
-        drift = _node_drift(doc, node, want, have, n_cap)
+        drift = _node_drift(doc, node, want, have, allocatable)
         slots = [s for g in gpus for s in g.slots]
         tally.fragmented = _add_fragmented(tally.fragmented, gpus, wanted)
         tally.gpus_in_use += sum(1 for g in gpus if any(s.pod for s in g.slots))

@@ -169,6 +169,61 @@ def test_what_cannot_be_counted_is_a_warning_never_a_guess() -> None:
         assert said in messages
 
 
+def _direct(p: dict[str, Any], *names: str) -> dict[str, Any]:
+    """``p`` naming the ResourceClaims ``names`` directly (``resourceClaimName``), no template."""
+    p["spec"]["resourceClaims"] = [{"name": f"c{i}", "resourceClaimName": n} for i, n in enumerate(names)]
+    p["spec"]["containers"][0]["resources"]["claims"] = [{"name": f"c{i}"} for i in range(len(names))]
+    p["status"].pop("resourceClaimStatuses", None)
+    return p
+
+
+def _asked(pods: Any) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for p in pods:
+        for k, v in p.requests:
+            out[k] = out.get(k, 0) + v
+    return out
+
+
+def test_a_claim_several_pods_share_is_demand_once() -> None:
+    """A ResourceClaim named directly by several pods is allocated once and its devices shared
+    (kubernetes/api@10b39a39 resource/v1/types.go:1902-1920: ``reservedFor`` lists the pods allowed
+    to use it, at most 256): its requests are demand once, not once per pod, and a pod naming
+    the same claim twice asks for it once. The running pod that holds it counts it."""
+    held = ["gpu-0-mig-1g10gb-19-0", "gpu-0-mig-1g10gb-19-1"]
+    shared = claim("shared", ["1g.10gb"], count=2, devices=held)
+    shared["status"]["reservedFor"] = [{"resource": "pods", "name": n, "uid": f"u-{n}"} for n in "ab"]
+    a = _direct(pod("a", node="n1", uid="u-a"), "shared", "shared")
+    b = _direct(pod("b", node="n1", uid="u-b"), "shared")
+    c = _direct(pod("c", uid="u-c"), "shared")  # waits for the claim's next reservation
+    _, pods, diags, _ = read(c, b, a, shared)
+    assert diags == []
+    assert _asked(pods) == {"nvidia.com/mig-1g.10gb": 2}
+    (owner,) = pods
+    assert owner.name == "a" and not owner.pending and owner.devices is not None
+    # two pods sharing one claim, neither scheduled: one allocation serves both
+    x, y = _direct(pod("x", uid="u-x"), "s2"), _direct(pod("y", uid="u-y"), "s2")
+    _, pods, _, _ = read(x, y, claim("s2", ["3g.40gb"]))
+    assert _asked(pods) == {"nvidia.com/mig-3g.40gb": 1}
+
+
+def test_a_bad_claim_many_pods_name_is_one_warning() -> None:
+    """What a claim asks for is read once per claim: a malformed one named by many pods (or many
+    times by one) is one MIGC402, not one per pod and reference (a snapshot's size would otherwise
+    be multiplied in warnings and work)."""
+    every = claim("every", ["1g.10gb"])
+    every["spec"]["devices"]["requests"][0]["exactly"] |= {"allocationMode": "All"}
+    generic = claim("generic", ["1g.10gb"])
+    generic["spec"]["devices"]["requests"][0]["exactly"]["deviceClassName"] = "mig.nvidia.com"
+    pods = [_direct(pod(f"p{i}", uid=f"u-{i}"), *(["every", "generic"] * 4)) for i in range(5)]
+    _, observed, diags, _ = read(*pods, every, generic)
+    assert observed == ()
+    assert [d.code for d in diags] == ["MIGC402", "MIGC402"]
+    assert "ResourceClaim search/every request 0: allocationMode 'All'" in diags[0].message
+    assert "mig.nvidia.com" in diags[1].message and "ResourceClaim search/generic" in diags[1].message
+    assert "more" not in diags[1].message  # one claim asks for the generic class, once
+
+
 def test_the_drivers_slices_are_kept_per_node_and_bounded() -> None:
     def rs(name: str, node: str, driver: str = "gpu.nvidia.com") -> dict[str, Any]:
         pool = {"name": node, "generation": 1, "resourceSliceCount": 1}

@@ -18,6 +18,9 @@ What a claim says (kubernetes/api@10b39a39bcee995dfe7cd5e8e7b922be5e46f1e2 ``res
   ("Clients must refuse to handle requests with unknown modes", :1350).
 * ``status.allocation.devices.results[]`` and ``status.reservedFor[]``: the devices a running pod
   holds (:mod:`controller.claimstatus`, the reading the controller's per-GPU drain uses too).
+* A claim is one allocation (``reservedFor`` lists every pod allowed to use it, at most 256,
+  :1902-1920): one that several pods name is their demand once, counted by one of them
+  (:meth:`Claims.share`), and what it asks for is read once per claim, its warnings said once.
 
 A request for a class migc does not know (another driver's, or the driver's generic
 ``mig.nvidia.com`` whose profile sits in a CEL selector) is not GPU demand migc can size: the
@@ -28,7 +31,7 @@ generic MIG class is reported once (MIGC402), any other class is not a GPU's. Ev
 from __future__ import annotations
 
 import functools
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -149,14 +152,12 @@ def claim_requests(
     return out, preference
 
 
-def pod_claims(
-    pod: Mapping[str, Any],
-    claims: Mapping[tuple[str, str], Mapping[str, Any]],
-    where: str,
-    notes: list[str],
-    generic: list[str],
-) -> ClaimedGpus | None:
-    """What ``pod``'s ResourceClaims ask for and hold; None when it names no claim."""
+def pod_claims(pod: Mapping[str, Any], claims: Claims) -> ClaimedGpus | None:
+    """What ``pod``'s ResourceClaims ask for and hold; None when it names no claim.
+
+    A claim is one allocation whoever uses it: named twice by the pod it is asked for once, and one
+    several pods name counts as demand for one of them only (:meth:`Claims.share`); the devices it
+    holds are every user's (the controller drains each pod reserved on a changing GPU)."""
     listed = as_mapping(pod.get("spec")).get("resourceClaims")
     if not listed:
         return None
@@ -164,21 +165,24 @@ def pod_claims(
     if isinstance(names, str):
         return ClaimedGpus({}, (), None, names)
     meta = as_mapping(pod.get("metadata"))
-    namespace = meta.get("namespace") or "default"
+    namespace = str(meta.get("namespace") or "default")
+    me = (namespace, str(meta.get("name")))
     uid = meta.get("uid") if isinstance(meta.get("uid"), str) else None
     requests: dict[str, int] = {}
     preference: tuple[str, ...] = ()
     devices: list[Device] = []
     why: str | None = None
-    for name in names:
-        claim = claims.get((str(namespace), name))
+    for name in dict.fromkeys(names):  # the same claim named twice is one allocation
+        key = (namespace, name)
+        claim = claims.by_name.get(key)
         if claim is None:
             why = why or f"ResourceClaim {namespace}/{name} is not in the observation"
             continue
-        asked, pref = claim_requests(claim, f"{where}: ResourceClaim {namespace}/{name}", notes, generic)
-        for k, v in asked.items():
-            requests[k] = requests.get(k, 0) + v
-        preference = preference or pref
+        if claims.owner.get(key, me) == me:
+            asked, pref = claims.asked(key)
+            for k, v in asked.items():
+                requests[k] = requests.get(k, 0) + v
+            preference = preference or pref
         # every claim, a GPU's or not, as the controller reads them (controller/claims.py ``held``):
         # one it cannot read makes what the pod holds unknown, and the pod is drained
         got = allocated(claim, uid)
@@ -200,7 +204,12 @@ class Claims:
         self.by_name: dict[tuple[str, str], Mapping[str, Any]] = {}
         self.slices: dict[str, list[Mapping[str, Any]]] = {}
         self.generic: list[str] = []  # where the driver's generic MIG class is asked for
+        # the pod (namespace, name) that counts a claim's requests as its demand (:meth:`share`)
+        self.owner: dict[tuple[str, str], tuple[str, str]] = {}
         self._over: dict[str, str] = {}  # node → file of the first slice past the bound
+        self._files: dict[tuple[str, str], str] = {}
+        self._asked: dict[tuple[str, str], tuple[dict[str, int], tuple[str, ...]]] = {}
+        self._notes: list[Diagnostic] = []
 
     def add(self, obj: Mapping[str, Any], file: str, diags: list[Diagnostic]) -> None:
         meta = as_mapping(obj.get("metadata"))
@@ -208,6 +217,7 @@ class Claims:
             name, namespace = meta.get("name"), meta.get("namespace") or "default"
             if valid_name(name) and valid_name(namespace, namespace=True):
                 self.by_name[(str(namespace), str(name))] = obj
+                self._files[(str(namespace), str(name))] = file
             else:
                 diags.append(make("MIGC402", "a ResourceClaim without a valid name was skipped", file=file))
             return
@@ -221,8 +231,48 @@ class Claims:
             return
         listed.append(obj)
 
+    def asked(self, key: tuple[str, str]) -> tuple[dict[str, int], tuple[str, ...]]:
+        """What the claim ``key`` (observed) asks for (:func:`claim_requests`), read once however many
+        pods name it: its MIGC402 notes are said once, and the work stays one pass over the claims."""
+        got = self._asked.get(key)
+        if got is None:
+            notes: list[str] = []
+            got = claim_requests(self.by_name[key], f"ResourceClaim {key[0]}/{key[1]}", notes, self.generic)
+            self._notes.extend(make("MIGC402", n, file=self._files[key]) for n in notes)
+            self._asked[key] = got
+        return got
+
+    def share(self, pods: Iterable[Mapping[str, Any]]) -> None:
+        """Which pod counts each claim's requests as its demand. A claim several pods name (directly,
+        ``resourceClaimName``) is allocated once and its devices shared by every pod reserved on it
+        (kubernetes/api@10b39a39 resource/v1/types.go:1902-1920): counted once, by a running pod
+        naming it if there is one (the allocation exists: running demand), else by the first pod in
+        namespace/name order. Pods :func:`compiler.observe.parse.parse_pod` leaves out (finished, or
+        not named as the API admits) count nothing."""
+        best: dict[tuple[str, str], tuple[bool, str, str]] = {}
+        for pod in pods:
+            meta, spec = as_mapping(pod.get("metadata")), as_mapping(pod.get("spec"))
+            name, namespace = meta.get("name"), meta.get("namespace") or "default"
+            node = spec.get("nodeName")
+            if not valid_name(name) or not valid_name(namespace, namespace=True):
+                continue
+            if node and not valid_name(node):
+                continue
+            if as_mapping(pod.get("status")).get("phase") in ("Succeeded", "Failed"):
+                continue
+            names = claim_names(pod)
+            if isinstance(names, str):
+                continue
+            rank = (not node, str(namespace), str(name))
+            for claim in names:
+                key = (str(namespace), claim)
+                if key not in best or rank < best[key]:
+                    best[key] = rank
+        self.owner = {key: (ns, name) for key, (_, ns, name) in best.items()}
+
     def diagnostics(self) -> list[Diagnostic]:
-        out = [
+        out = [*self._notes]
+        out += [
             make(
                 "MIGC402",
                 f"node {node}: more than {MAX_SLICES} ResourceSlices of {DRIVER}; the rest left out "

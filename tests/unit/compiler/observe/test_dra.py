@@ -121,6 +121,28 @@ def test_first_available_counts_its_first_alternative_and_says_the_preference() 
     assert p.profile_preference == ("1g.10gb", "2g.20gb")
 
 
+def test_an_allocated_first_available_request_counts_the_alternative_the_scheduler_chose() -> None:
+    """Once allocated, a ``firstAvailable`` request holds the sub-request the scheduler picked, named in
+    each result as ``<main request>/<subrequest>`` (kubernetes/api@10b39a39 resource/v1/types.go
+    :2041-2050): a running pod that got its second choice holds a 2g.20gb, not the 1g.10gb it asked
+    first (what recommend counts as running demand and prices as lost)."""
+    got = claim("p-gpu", ["1g.10gb", "2g.20gb"], devices=["gpu-3-mig-2g20gb-14-0"])
+    second = got["spec"]["devices"]["requests"][0]["firstAvailable"][1]
+    second["count"] = 2
+    results = got["status"]["allocation"]["devices"]["results"]
+    one = {"request": f"gpu/{second['name']}", "driver": "gpu.nvidia.com", "pool": "n1"}
+    results[:] = [one | {"device": "gpu-3-mig-2g20gb-14-0"}, one | {"device": "gpu-4-mig-2g20gb-14-0"}]
+    _, pods, diags, _ = read(pod(node="n1"), got)
+    (p,) = pods
+    assert diags == [] and p.requests == (("nvidia.com/mig-2g.20gb", 2),)
+    assert p.profile_preference == ("1g.10gb", "2g.20gb")  # what it asked, in order
+    # a result naming no sub-request of the claim: the first alternative, as before allocation
+    for r in results:
+        r["request"] = "gpu/no-such"
+    _, pods, _, _ = read(pod(node="n1"), got)
+    assert pods[0].requests == (("nvidia.com/mig-1g.10gb", 1),)
+
+
 def test_a_running_pod_holds_the_devices_allocated_and_reserved_for_it() -> None:
     devices = ["gpu-3-mig-1g10gb-19-0"]
     _, pods, _, _ = read(pod(node="n1"), claim("p-gpu", ["1g.10gb"], devices=devices))

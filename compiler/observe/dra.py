@@ -11,8 +11,10 @@ What a claim says (kubernetes/api@10b39a39bcee995dfe7cd5e8e7b922be5e46f1e2 ``res
   ``exactly`` (:1277; ``deviceClassName`` :1320, ``allocationMode`` :1354 — ExactCount, the
   default, or All — and ``count`` :1361, default 1) or ``firstAvailable`` (:1302, at most
   ``FirstAvailableDeviceRequestMaxSize`` = 8, :1566): sub-requests the scheduler tries in order.
-  A ``firstAvailable`` request counts as its first alternative, and the alternatives' profiles are
-  the pod's profile preference (what ``migc.dev/profile-preference`` says on a device-plugin pod).
+  A ``firstAvailable`` request counts as its first alternative until it is allocated, then as the
+  one the scheduler chose (a result's ``request`` is ``<request>/<subrequest>``, :2041-2050); the
+  alternatives' profiles are the pod's profile preference (what ``migc.dev/profile-preference``
+  says on a device-plugin pod).
   ``All`` asks for every matching device of a pool: no count can be told, so the request is left
   out with a MIGC402 warning; an allocation mode the API does not define is left out the same way
   ("Clients must refuse to handle requests with unknown modes", :1350).
@@ -39,7 +41,7 @@ from compiler.catalog import load_catalog
 from compiler.diagnostics import Diagnostic, make
 from compiler.observe.model import GPU_RESOURCE, resource_of
 from compiler.observe.names import valid_name
-from controller.claimstatus import Device, allocated, as_mapping, claim_names
+from controller.claimstatus import MAX_RESULTS, Device, allocated, as_mapping, claim_names
 
 # the NVIDIA DRA driver's name (compiler/render/dra.py DRIVER, controller/dra.py DRIVER) and the most
 # ResourceSlices one node may publish before the controller stops reading (controller/dra.py
@@ -99,9 +101,11 @@ def _count(spec: Mapping[str, Any], where: str, notes: list[str]) -> int | None:
 
 
 def _request(
-    req: Mapping[str, Any], where: str, notes: list[str], generic: list[str]
+    req: Mapping[str, Any], where: str, notes: list[str], generic: list[str], chosen: str | None = None
 ) -> tuple[str, int, tuple[str, ...]] | None:
-    """(resource, count, preference) of one device request, or None when it is no GPU request."""
+    """(resource, count, preference) of one device request, or None when it is no GPU request.
+    ``chosen``: the sub-request an allocation of a ``firstAvailable`` request got; it is what the
+    claim holds (its first alternative otherwise, or when no alternative has that name)."""
     known = class_resources()
     if isinstance(req.get("exactly"), Mapping):
         alternatives = [req["exactly"]]
@@ -116,13 +120,30 @@ def _request(
     if any(c == GENERIC_MIG_CLASS for c in classes):
         generic.append(where)
     resources = [known.get(c) if isinstance(c, str) else None for c in classes]
-    if not resources or resources[0] is None:
-        return None  # not a GPU class migc renders (the first alternative is what is counted)
-    count = _count(alternatives[0], where, notes)
+    names = [a.get("name") for a in alternatives]
+    pick = names.index(chosen) if chosen is not None and len(alternatives) > 1 and chosen in names else 0
+    if not resources or resources[pick] is None:
+        return None  # not a GPU class migc renders (the alternative counted is not a GPU's)
+    count = _count(alternatives[pick], where, notes)
     if count is None:
         return None
     preference = tuple(r.removeprefix("nvidia.com/mig-") for r in resources if r and r != GPU_RESOURCE)
-    return resources[0], count, preference if len(alternatives) > 1 else ()
+    return resources[pick], count, preference if len(alternatives) > 1 else ()
+
+
+def _chosen(claim: Mapping[str, Any]) -> dict[str, str]:
+    """Request name → the sub-request its allocation got, from ``status.allocation.devices.results``
+    (each result's ``request`` is ``<main request>/<subrequest>`` for a ``firstAvailable`` one,
+    kubernetes/api@10b39a39 resource/v1/types.go:2041-2050); empty when not allocated or unreadable."""
+    status = as_mapping(claim.get("status"))
+    results = as_mapping(as_mapping(status.get("allocation")).get("devices")).get("results")
+    out: dict[str, str] = {}
+    for r in results[:MAX_RESULTS] if isinstance(results, list) else []:
+        name = r.get("request") if isinstance(r, Mapping) else None
+        if isinstance(name, str) and name.count("/") == 1:
+            main, sub = name.split("/")
+            out.setdefault(main, sub)
+    return out
 
 
 def claim_requests(
@@ -140,10 +161,13 @@ def claim_requests(
         return {}, ()
     out: dict[str, int] = {}
     preference: tuple[str, ...] = ()
+    chosen = _chosen(claim)
     for i, req in enumerate(listed):
         if not isinstance(req, Mapping):
             continue
-        got = _request(req, f"{where} request {i}", notes, generic)
+        name = req.get("name")
+        picked = chosen.get(name) if isinstance(name, str) else None
+        got = _request(req, f"{where} request {i}", notes, generic, picked)
         if got is None:
             continue
         resource, count, pref = got

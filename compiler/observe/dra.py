@@ -122,13 +122,14 @@ def _request(
     resources = [known.get(c) if isinstance(c, str) else None for c in classes]
     names = [a.get("name") for a in alternatives]
     pick = names.index(chosen) if chosen is not None and len(alternatives) > 1 and chosen in names else 0
-    if not resources or resources[pick] is None:
+    resource = resources[pick] if resources else None
+    if resource is None:
         return None  # not a GPU class migc renders (the alternative counted is not a GPU's)
     count = _count(alternatives[pick], where, notes)
     if count is None:
         return None
     preference = tuple(r.removeprefix("nvidia.com/mig-") for r in resources if r and r != GPU_RESOURCE)
-    return resources[pick], count, preference if len(alternatives) > 1 else ()
+    return resource, count, preference if len(alternatives) > 1 else ()
 
 
 def _chosen(claim: Mapping[str, Any]) -> dict[str, str]:

@@ -159,6 +159,22 @@ def test_a_claim_missing_from_the_observation_leaves_what_the_pod_holds_unknown(
     assert pods[0].devices is None  # the second claim is not there: the controller would drain it
 
 
+def test_pods_whose_claims_the_snapshot_lacks_are_one_warning_saying_how_to_take_it() -> None:
+    """``kubectl get pods,nodes -A -o json`` of a DRA cluster holds no ResourceClaim: every pod that
+    asks through claims would drop out of status and recommend without a word. One MIGC402 says how
+    many, the first one, and the command that takes a snapshot with the claims."""
+    waiting = [pod(f"w{i}", (f"w{i}-gpu",), uid=f"u-{i}") for i in range(3)]
+    _, pods, diags, _ = read(*waiting)
+    assert pods == ()
+    (d,) = diags
+    assert d.code == "MIGC402" and d.file == "snap.json"
+    assert "pod search/w0 and 2 more" in d.message and "ResourceClaim search/w0-gpu" in d.message
+    assert "kubectl get pods,nodes,resourceclaims,resourceslices -A -o json" in d.message
+    # the claims there: no warning
+    _, pods, diags, _ = read(*waiting, *(claim(f"w{i}-gpu", ["1g.10gb"]) for i in range(3)))
+    assert len(pods) == 3 and diags == []
+
+
 def test_a_pod_that_asks_in_its_limits_too_is_not_claimed() -> None:
     mixed = pod(node="n1")
     mixed["spec"]["containers"][0]["resources"]["limits"] = {"nvidia.com/gpu": "1"}

@@ -177,7 +177,7 @@ def claim_requests(
     return out, preference
 
 
-def pod_claims(pod: Mapping[str, Any], claims: Claims) -> ClaimedGpus | None:
+def pod_claims(pod: Mapping[str, Any], claims: Claims, file: str = "") -> ClaimedGpus | None:
     """What ``pod``'s ResourceClaims ask for and hold; None when it names no claim.
 
     A claim is one allocation whoever uses it: named twice by the pod it is asked for once, and one
@@ -201,6 +201,8 @@ def pod_claims(pod: Mapping[str, Any], claims: Claims) -> ClaimedGpus | None:
         key = (namespace, name)
         claim = claims.by_name.get(key)
         if claim is None:
+            if why is None:
+                claims.missing(f"pod {me[0]}/{me[1]}", f"ResourceClaim {namespace}/{name}", file)
             why = why or f"ResourceClaim {namespace}/{name} is not in the observation"
             continue
         if claims.owner.get(key, me) == me:
@@ -235,6 +237,8 @@ class Claims:
         self._files: dict[tuple[str, str], str] = {}
         self._asked: dict[tuple[str, str], tuple[dict[str, int], tuple[str, ...]]] = {}
         self._notes: list[Diagnostic] = []
+        self._missing: tuple[str, str, str] | None = None  # the first pod naming a claim not observed
+        self._missing_pods = 0
 
     def add(self, obj: Mapping[str, Any], file: str, diags: list[Diagnostic]) -> None:
         meta = as_mapping(obj.get("metadata"))
@@ -266,6 +270,11 @@ class Claims:
             self._notes.extend(make("MIGC402", n, file=self._files[key]) for n in notes)
             self._asked[key] = got
         return got
+
+    def missing(self, pod: str, claim: str, file: str) -> None:
+        """``pod`` names ``claim``, which the observation does not hold (said once, with a count)."""
+        self._missing = self._missing or (pod, claim, file)
+        self._missing_pods += 1
 
     def share(self, pods: Iterable[Mapping[str, Any]]) -> None:
         """Which pod counts each claim's requests as its demand. A claim several pods name (directly,
@@ -306,6 +315,19 @@ class Claims:
             )
             for node, file in sorted(self._over.items())
         ]
+        if self._missing is not None:
+            pod, claim, file = self._missing
+            more = f" and {self._missing_pods - 1} more" if self._missing_pods > 1 else ""
+            out.append(
+                make(
+                    "MIGC402",
+                    f"{pod}{more} name(s) a ResourceClaim the observation does not hold ({claim}): what "
+                    "such a pod asks for through claims is not counted and what it holds is not known (a "
+                    "snapshot of a cluster with DRA pools: kubectl get pods,nodes,resourceclaims,"
+                    "resourceslices -A -o json)",
+                    file=file,
+                )
+            )
         if self.generic:
             more = f" and {len(self.generic) - 1} more" if len(self.generic) > 1 else ""
             out.append(

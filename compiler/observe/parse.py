@@ -352,7 +352,7 @@ def parse_pod(
     notes: list[str] = []
     requests = pod_requests(spec, where, notes, unknown, file)
     in_limits = _asks_in_limits(spec)
-    claimed = None if claims is None else dra.pod_claims(obj, claims)
+    claimed = None if claims is None else dra.pod_claims(obj, claims, file)
     if claimed is not None:
         for k, v in claimed.requests.items():
             requests[k] = min(MAX_POD_INSTANCES, requests.get(k, 0) + v)

@@ -4,9 +4,9 @@
 
 Each case runs the real CLI in a fresh interpreter and reports its exit status, wall time, peak
 resident memory (``VmHWM``) and output size. The inputs are the worst the validators admit
-(every pod at the per-pod bound, a year-long trace) and the values they refuse (a billion
-instances, 5,000-digit quantities, infinite times), next to an ordinary snapshot for scale. Nothing
-here asserts on time: the numbers go in docs/status.md, docs/recommend.md and docs/simulate.md.
+(every pod at the per-pod bound, a year-long trace, a malformed ResourceClaim named 160,000 times)
+and the values they refuse (a billion instances, 5,000-digit quantities, infinite times), next to
+an ordinary snapshot for scale. Nothing here asserts on time: the numbers go in docs/status.md, docs/recommend.md and docs/simulate.md.
 """
 
 from __future__ import annotations
@@ -109,6 +109,31 @@ def snapshots(work: Path) -> dict[str, Path]:
                 "1m",
             )
             for i in range(3000)
+        ],
+    )
+    # DRA (compiler/observe/dra.py): one malformed claim of 32 requests, each asking allocationMode All,
+    # named 32 times by each of 5,000 pods; what a claim asks is read once, its warnings said once
+    every = [
+        {"name": f"r{i}", "exactly": {"deviceClassName": "mig-1g.10gb.migc.dev", "allocationMode": "All"}}
+        for i in range(32)
+    ]
+    shared = {
+        "kind": "ResourceClaim",
+        "metadata": {"name": "every", "namespace": "course-nlp202"},
+        "spec": {"devices": {"requests": every}},
+    }
+    refs = [{"name": f"g{k}", "resourceClaimName": "every"} for k in range(32)]
+    write(
+        "claims-named-many-times",
+        [shared]
+        + [
+            {
+                "kind": "Pod",
+                "metadata": {"name": f"c-{i}", "namespace": "course-nlp202"},
+                "spec": {"resourceClaims": refs},
+                "status": {"phase": "Pending"},
+            }
+            for i in range(5000)
         ],
     )
     return out

@@ -6,7 +6,8 @@ Each case runs the real CLI in a fresh interpreter and reports its exit status, 
 resident memory (``VmHWM``) and output size. The inputs are the worst the validators admit
 (every pod at the per-pod bound, a year-long trace, a malformed ResourceClaim named 160,000 times)
 and the values they refuse (a billion instances, 5,000-digit quantities, infinite times), next to
-an ordinary snapshot for scale. Nothing here asserts on time: the numbers go in docs/status.md, docs/recommend.md and docs/simulate.md.
+an ordinary snapshot for scale. Nothing here asserts on time: the numbers go in docs/status.md,
+docs/recommend.md and docs/simulate.md.
 """
 
 from __future__ import annotations
@@ -134,6 +135,32 @@ def snapshots(work: Path) -> dict[str, Path]:
                 "status": {"phase": "Pending"},
             }
             for i in range(5000)
+        ],
+    )
+    # one allocated claim reserved for 256 pods (resource/v1 ResourceClaimReservedForMaxSize), named by
+    # 100,000 running pods: its reservedFor is read once, not once per pod
+    one = {"request": "g", "driver": "gpu.nvidia.com", "pool": NODE}
+    results = [one | {"device": f"d{i}"} for i in range(32)]
+    held = {
+        "kind": "ResourceClaim",
+        "metadata": {"name": "held", "namespace": "course-nlp202"},
+        "spec": {"devices": {"requests": [{"name": "g", "exactly": {"deviceClassName": "gpu.nvidia.com"}}]}},
+        "status": {
+            "allocation": {"devices": {"results": results}},
+            "reservedFor": [{"resource": "pods", "name": f"h-{i}", "uid": f"u-{i}"} for i in range(256)],
+        },
+    }
+    write(
+        "a-claim-100k-pods-share",
+        [held]
+        + [
+            {
+                "kind": "Pod",
+                "metadata": {"name": f"h-{i}", "namespace": "course-nlp202", "uid": f"u-{i}"},
+                "spec": {"nodeName": NODE, "resourceClaims": [{"name": "g", "resourceClaimName": "held"}]},
+                "status": {"phase": "Running"},
+            }
+            for i in range(100000)
         ],
     )
     return out

@@ -41,7 +41,15 @@ from compiler.catalog import load_catalog
 from compiler.diagnostics import Diagnostic, make
 from compiler.observe.model import GPU_RESOURCE, resource_of
 from compiler.observe.names import valid_name
-from controller.claimstatus import MAX_RESULTS, Device, allocated, as_mapping, claim_names
+from controller.claimstatus import (
+    MAX_RESULTS,
+    NOT_ALLOCATED,
+    Device,
+    allocated,
+    as_mapping,
+    claim_names,
+    reserved_uids,
+)
 
 # the NVIDIA DRA driver's name (compiler/render/dra.py DRIVER, controller/dra.py DRIVER) and the most
 # ResourceSlices one node may publish before the controller stops reading (controller/dra.py
@@ -212,7 +220,7 @@ def pod_claims(pod: Mapping[str, Any], claims: Claims, file: str = "") -> Claime
             preference = preference or pref
         # every claim, a GPU's or not, as the controller reads them (controller/claims.py ``held``):
         # one it cannot read makes what the pod holds unknown, and the pod is drained
-        got = allocated(claim, uid)
+        got = claims.held(key, uid)
         if isinstance(got, str):
             why = why or f"ResourceClaim {namespace}/{name}: {got}"
         else:
@@ -237,6 +245,7 @@ class Claims:
         self._files: dict[tuple[str, str], str] = {}
         self._asked: dict[tuple[str, str], tuple[dict[str, int], tuple[str, ...]]] = {}
         self._notes: list[Diagnostic] = []
+        self._held: dict[tuple[str, str], tuple[tuple[Device, ...] | str, frozenset[str]]] = {}
         self._missing: tuple[str, str, str] | None = None  # the first pod naming a claim not observed
         self._missing_pods = 0
 
@@ -270,6 +279,19 @@ class Claims:
             self._notes.extend(make("MIGC402", n, file=self._files[key]) for n in notes)
             self._asked[key] = got
         return got
+
+    def held(self, key: tuple[str, str], pod_uid: str | None) -> tuple[Device, ...] | str:
+        """:func:`controller.claimstatus.allocated` of the claim ``key`` (observed) for the pod
+        ``pod_uid``, the claim read once however many pods name it (one reserved for 256 pods and
+        named by many more would otherwise read its ``reservedFor`` once per pod)."""
+        got = self._held.get(key)
+        if got is None:
+            claim = self.by_name[key]
+            got = self._held[key] = (allocated(claim, None), reserved_uids(claim))
+        devices, reserved = got
+        if devices == NOT_ALLOCATED or pod_uid is None or pod_uid in reserved:
+            return devices
+        return "not reserved for this pod"
 
     def missing(self, pod: str, claim: str, file: str) -> None:
         """``pod`` names ``claim``, which the observation does not hold (said once, with a count)."""

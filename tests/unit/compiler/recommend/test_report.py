@@ -157,3 +157,18 @@ def test_the_markdown_cost_line_names_the_operand_pause_only_when_it_is_priced()
     assert "its GPUs × (300 s + 60 s × GPUs changed))" in evidence_markdown(paused)
     assert json.loads(to_json(paused))["disruption"]["drainSeconds"] == 300.0
     assert json.loads(to_json(rec()))["disruption"]["drainSeconds"] == 0.0
+
+
+def test_a_per_gpu_price_says_how_many_of_the_running_pods_it_drains() -> None:
+    """On a static DRA node only the pods on changing GPUs are drained and charged (engine.py
+    ``node_disruption``, scope ``gpu``): the terminal and the pull-request body say how many, not only
+    how many run (which read as if every running pod were charged); a node-scope price reads as before."""
+    gpu = NodeDisruption("n1", 8, 2, 10, 685.714, 960.0, scope="gpu", drained=3)
+    node = NodeDisruption("n2", 8, 2, 4, 100.0, 960.0)
+    r = rec(node_costs=(gpu, node))
+    text = to_text(r)
+    assert "disruption n1: 2 GPU(s) changed, 10 running GPU pod(s), 3 drained (per-GPU drain), cost" in text
+    assert "disruption n2: 2 GPU(s) changed, 4 running GPU pod(s), cost" in text
+    body = evidence_markdown(r)
+    assert "| n1 | 2 | 10 (3 drained per GPU) |" in body and "| n2 | 2 | 4 |" in body
+    assert "Σ over the running GPU pods it drains" in body

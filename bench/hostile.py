@@ -4,9 +4,10 @@
 
 Each case runs the real CLI in a fresh interpreter and reports its exit status, wall time, peak
 resident memory (``VmHWM``) and output size. The inputs are the worst the validators admit
-(every pod at the per-pod bound, a year-long trace) and the values they refuse (a billion
-instances, 5,000-digit quantities, infinite times), next to an ordinary snapshot for scale. Nothing
-here asserts on time: the numbers go in docs/status.md, docs/recommend.md and docs/simulate.md.
+(every pod at the per-pod bound, a year-long trace, a malformed ResourceClaim named 160,000 times)
+and the values they refuse (a billion instances, 5,000-digit quantities, infinite times), next to
+an ordinary snapshot for scale. Nothing here asserts on time: the numbers go in docs/status.md,
+docs/recommend.md and docs/simulate.md.
 """
 
 from __future__ import annotations
@@ -109,6 +110,57 @@ def snapshots(work: Path) -> dict[str, Path]:
                 "1m",
             )
             for i in range(3000)
+        ],
+    )
+    # DRA (compiler/observe/dra.py): one malformed claim of 32 requests, each asking allocationMode All,
+    # named 32 times by each of 5,000 pods; what a claim asks is read once, its warnings said once
+    every = [
+        {"name": f"r{i}", "exactly": {"deviceClassName": "mig-1g.10gb.migc.dev", "allocationMode": "All"}}
+        for i in range(32)
+    ]
+    shared = {
+        "kind": "ResourceClaim",
+        "metadata": {"name": "every", "namespace": "course-nlp202"},
+        "spec": {"devices": {"requests": every}},
+    }
+    refs = [{"name": f"g{k}", "resourceClaimName": "every"} for k in range(32)]
+    write(
+        "claims-named-many-times",
+        [shared]
+        + [
+            {
+                "kind": "Pod",
+                "metadata": {"name": f"c-{i}", "namespace": "course-nlp202"},
+                "spec": {"resourceClaims": refs},
+                "status": {"phase": "Pending"},
+            }
+            for i in range(5000)
+        ],
+    )
+    # one allocated claim reserved for 256 pods (resource/v1 ResourceClaimReservedForMaxSize), named by
+    # 100,000 running pods: its reservedFor is read once, not once per pod
+    one = {"request": "g", "driver": "gpu.nvidia.com", "pool": NODE}
+    results = [one | {"device": f"d{i}"} for i in range(32)]
+    held = {
+        "kind": "ResourceClaim",
+        "metadata": {"name": "held", "namespace": "course-nlp202"},
+        "spec": {"devices": {"requests": [{"name": "g", "exactly": {"deviceClassName": "gpu.nvidia.com"}}]}},
+        "status": {
+            "allocation": {"devices": {"results": results}},
+            "reservedFor": [{"resource": "pods", "name": f"h-{i}", "uid": f"u-{i}"} for i in range(256)],
+        },
+    }
+    write(
+        "a-claim-100k-pods-share",
+        [held]
+        + [
+            {
+                "kind": "Pod",
+                "metadata": {"name": f"h-{i}", "namespace": "course-nlp202", "uid": f"u-{i}"},
+                "spec": {"nodeName": NODE, "resourceClaims": [{"name": "g", "resourceClaimName": "held"}]},
+                "status": {"phase": "Running"},
+            }
+            for i in range(100000)
         ],
     )
     return out

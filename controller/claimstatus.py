@@ -22,6 +22,7 @@ from typing import Any
 
 MAX_CLAIMS = 32  # per pod (a pod spec may list more; past this the pod counts as unknown)
 MAX_RESULTS = 32  # resource/v1 AllocationResultsMaxSize (types.go:1749)
+NOT_ALLOCATED = "not allocated"  # what :func:`allocated` says of a claim with no status.allocation
 OBJECT_NAME = re.compile(r"[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?")
 
 
@@ -61,6 +62,16 @@ def claim_names(pod: Mapping[str, Any]) -> list[str] | str:
     return out
 
 
+def reserved_uids(claim: Mapping[str, Any]) -> frozenset[str]:
+    """The pod UIDs ``claim`` is reserved for (``status.reservedFor``, at most 256 entries read:
+    ResourceClaimReservedForMaxSize)."""
+    reserved = as_mapping(claim.get("status")).get("reservedFor")
+    listed = reserved if isinstance(reserved, list) else []
+    return frozenset(
+        r["uid"] for r in listed[:256] if isinstance(r, Mapping) and isinstance(r.get("uid"), str)
+    )
+
+
 def allocated(claim: Mapping[str, Any], pod_uid: str | None) -> tuple[Device, ...] | str:
     """The devices allocated to ``claim``, or why they cannot be told. With ``pod_uid`` the claim
     must be reserved for that pod ("a Pod which references a ResourceClaim which is not reserved
@@ -69,13 +80,9 @@ def allocated(claim: Mapping[str, Any], pod_uid: str | None) -> tuple[Device, ..
     status = claim.get("status")
     allocation = status.get("allocation") if isinstance(status, Mapping) else None
     if not isinstance(allocation, Mapping):
-        return "not allocated"
-    if pod_uid is not None:
-        reserved = status.get("reservedFor") if isinstance(status, Mapping) else None
-        listed = reserved if isinstance(reserved, list) else []
-        uids = {r["uid"] for r in listed[:256] if isinstance(r, Mapping) and isinstance(r.get("uid"), str)}
-        if pod_uid not in uids:
-            return "not reserved for this pod"
+        return NOT_ALLOCATED
+    if pod_uid is not None and pod_uid not in reserved_uids(claim):
+        return "not reserved for this pod"
     devices = allocation.get("devices")
     results = devices.get("results") if isinstance(devices, Mapping) else None
     if not isinstance(results, list) or len(results) > MAX_RESULTS:

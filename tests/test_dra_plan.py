@@ -169,3 +169,42 @@ def test_a_dynamic_pool_is_never_a_change_so_an_unchanged_policy_plans_no_drift(
     for pool in solve(policy, load_catalog()).pools:
         if pool.pool == "h200":  # deployed = target, whatever the demand asks of the driver
             assert all(n.current == n.gpus and not n.changed for n in pool.nodes)
+
+
+@pytest.mark.parametrize(
+    "edit",
+    [
+        # east/h100 moves from the static layouts migc deploys to the driver's DynamicMIG
+        ("fleet.yaml", "dra: {mig: static}", "dra: {mig: dynamic}"),
+        # east/a100 moves from the device plugin to a static DRA pool (a100 and h100 both static)
+        (
+            "fleet.yaml",
+            "            names: [east-a100-01, east-a100-02]\n",
+            "            names: [east-a100-01, east-a100-02]\n          allocation: dra\n"
+            "          dra: {mig: static}\n",
+        ),
+    ],
+)
+def test_a_backend_migration_is_a_change_plan_exit_code_reports(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], edit: tuple[str, str, str]
+) -> None:
+    """A pool whose backend changes is cordoned and drained node by node (the DRA section's steps),
+    even where the solver's layouts stay the same (a DynamicMIG pool's nodes are never a layout
+    change at all): ``migc plan --exit-code`` must exit 3 and say so, not "No changes: all nodes
+    already carry their target layout" with exit 0, which let a CI gate pass a migration unseen."""
+    src = tmp_path / "policy"
+    shutil.copytree(ROOT / "examples" / "dra", src)
+    assert main(["compile", str(src), "--out", str(tmp_path / "out")]) == 0
+    name, old, new = edit
+    text = (src / name).read_text()
+    assert old in text
+    (src / name).write_text(text.replace(old, new))
+    capsys.readouterr()
+    argv = ["plan", str(src), "--against", str(tmp_path / "out"), "--exit-code"]
+    assert main([*argv, "-o", "json"]) == 3
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["hasChanges"] is True
+    assert any(r["before"] != r["after"] and r["steps"] for r in doc["dra"])
+    assert main(argv) == 3
+    text = capsys.readouterr().out
+    assert "No changes" not in text and "migrat" in text.splitlines()[0]

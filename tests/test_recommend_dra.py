@@ -110,6 +110,14 @@ def claimed_pod(
 CURRENT = (WHOLE,) * 6 + (SMALL, SMALL)
 
 
+def _node(labels: dict[str, str]) -> dict[str, Any]:
+    """NODE as the API serves it: the GPU Operator's labels the controller's per-GPU drain reads."""
+    return {"apiVersion": "v1", "kind": "Node", "metadata": {"name": NODE, "labels": labels}}
+
+
+GOOD = {"nvidia.com/gpu.count": "8", "nvidia.com/mig.config": "cur", "nvidia.com/mig.config.state": "success"}
+
+
 def fleet_objects() -> list[dict[str, Any]]:
     """Five running pods on NODE (GPUs 0-5 whole, 6-7 seven 1g.10gb each) and what each holds."""
     return [
@@ -119,6 +127,7 @@ def fleet_objects() -> list[dict[str, Any]]:
         *claimed_pod("stranger", "gpu", ["gpu-1"], reserved=False),  # its claim is not reserved for it
         *claimed_pod("limits", "gpu", ["gpu-2"]),  # asks in its limits too (patched below)
         *published(NODE, CURRENT),
+        _node(GOOD),  # its labels as the controller wants them (the tests below spoil them)
     ]
 
 
@@ -139,6 +148,17 @@ def solution(new: tuple[GpuLayout, ...], current: tuple[GpuLayout, ...] = CURREN
     return Solution(pools=(PoolResult("east", "h100", "H100-80GB-HBM3", (node,), (), (), True),))
 
 
+def config(layout: tuple[GpuLayout, ...]) -> list[dict[str, Any]]:
+    """A mig-parted config for ``layout``, one entry per GPU index (as migc renders a node's)."""
+    out: list[dict[str, Any]] = []
+    for i, g in enumerate(layout):
+        entry: dict[str, Any] = {"devices": [i], "mig-enabled": g.mig_enabled}
+        if g.mig_enabled:
+            entry["mig-devices"] = dict(g.profiles)
+        out.append(entry)
+    return out
+
+
 def controller_drains(raw: dict[str, dict[str, Any]], new: tuple[GpuLayout, ...]) -> set[str]:
     """The pods the controller's per-GPU drain sends away for the change CURRENT → ``new``: its own
     ``_blocks`` on its own reading of claims and slices, the GPUs changing as mig-parted decides
@@ -147,15 +167,6 @@ def controller_drains(raw: dict[str, dict[str, Any]], new: tuple[GpuLayout, ...]
     class Claims:
         def get_resource_claim(self, namespace: str, name: str, *, max_bytes: int = 0) -> dict[str, Any]:
             return raw[name]
-
-    def config(layout: tuple[GpuLayout, ...]) -> list[dict[str, Any]]:
-        out: list[dict[str, Any]] = []
-        for i, g in enumerate(layout):
-            entry: dict[str, Any] = {"devices": [i], "mig-enabled": g.mig_enabled}
-            if g.mig_enabled:
-                entry["mig-devices"] = dict(g.profiles)
-            out.append(entry)
-        return out
 
     configs = {"cur": config(CURRENT), "new": config(new)}
     changing = changing_gpus(configs, "cur", "new", len(new))
@@ -271,3 +282,48 @@ def test_pending_pods_that_ask_through_claims_are_demand_recommend_sizes_for(
     nodes = {n["node"]: n for n in doc["disruption"]["nodes"]}
     assert nodes and all(n["scope"] == "gpu" for name, n in nodes.items() if "h100" in name)
     assert all(n["drained"] == 0 for n in nodes.values())  # nothing runs: nothing to drain
+
+RECARVE_6 = (WHOLE,) * 6 + (MIXED, SMALL)  # GPU 6 re-carved, no mode change: small-6, stranger, limits go
+
+
+def test_a_node_the_controller_reads_right_is_priced_per_gpu() -> None:
+    """With the GPU Operator's labels as the controller wants them (drain.py ``_where``, ``_changing``)
+    the per-GPU price stands: the node object changes nothing when it is in order."""
+    obs, raw = observe(fleet_objects())
+    assert charged(obs, RECARVE_6).drained == len(controller_drains(raw, RECARVE_6)) == 3
+
+
+@pytest.mark.parametrize(
+    "labels",
+    [
+        # the MIG manager's last apply did not succeed: what is on the GPUs is not known, and the
+        # controller drains every GPU pod (controller/reconciler/drain.py _changing: state != success)
+        {**GOOD, "nvidia.com/mig.config.state": "failed"},
+        {**GOOD, "nvidia.com/mig.config.state": "pending"},
+        # no GPU count: the controller cannot map devices to GPUs (drain.py _where: "no ... label")
+        {k: v for k, v in GOOD.items() if k != "nvidia.com/gpu.count"},
+        # GFD counts 4 GPUs where the pool says 8: device_gpus with the label's count refuses the
+        # slices (a minor past the count), so every pod is drained
+        {**GOOD, "nvidia.com/gpu.count": "4"},
+    ],
+)
+def test_a_node_whose_state_the_controller_does_not_trust_charges_every_pod(labels: dict[str, str]) -> None:
+    obs, _ = observe([*fleet_objects(), _node(labels)])
+    d = charged(obs, RECARVE_6)
+    assert d.scope == "gpu" and d.drained == d.running == 5
+
+
+def test_slices_that_disagree_with_the_deployed_layout_charge_every_pod() -> None:
+    """The node is mid-rollout: the driver publishes GPU 7 as MIXED while the deployed render says
+    SMALL. The controller then takes GPU 7's layout as unknown (migparted.changing_gpus ``_now``:
+    the config and the slices disagree), counts it a mode change, re-carving every GPU, and drains
+    every pod; recommend must not charge only the pods of GPU 6."""
+    actual = (WHOLE,) * 6 + (SMALL, MIXED)
+    objects = [o for o in fleet_objects() if o["kind"] != "ResourceSlice"]
+    obs, _ = observe([*objects, *published(NODE, actual)])
+    located = device_gpus(published(NODE, actual), NODE, 8)
+    assert located.problem is None
+    cfg = {"cur": config(CURRENT), "new": config(RECARVE_6)}
+    assert changing_gpus(cfg, "cur", "new", 8, located.layouts) == frozenset(range(8))  # the controller: all
+    d = charged(obs, RECARVE_6)
+    assert d.drained == d.running == 5

@@ -119,8 +119,8 @@ def cluster_source_options(func: F) -> F:
             "snapshots",
             multiple=True,
             type=click.Path(dir_okay=False),
-            help="Cluster state from `kubectl get pods,nodes -A -o json` (repeat for several files); "
-            "with DRA pools `kubectl get pods,nodes,resourceclaims,resourceslices -A -o json`.",
+            help="Cluster state from `kubectl get pods,nodes -A -o json` (repeat for several files; "
+            "on DRA pools `kubectl get pods,nodes,resourceclaims,resourceslices -A -o json`).",
         ),
         click.option(
             "--kubeconfig", default=None, type=click.Path(dir_okay=False), help="Read a live cluster."

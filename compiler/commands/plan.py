@@ -171,4 +171,4 @@ def command(
         except OSError as exc:
             return fail([cannot_write(svg_dir, exc)])
     click.echo(FORMATS[fmt](plan, View(detail=detail, svg_dir=svg_dir)), nl=False)
-    return ExitCode.DRIFT if exit_code and plan.has_changes else ExitCode.OK
+    return ExitCode.DRIFT if exit_code and plan.pending else ExitCode.OK

@@ -352,7 +352,7 @@ def parse_pod(
     notes: list[str] = []
     requests = pod_requests(spec, where, notes, unknown, file)
     in_limits = _asks_in_limits(spec)
-    claimed = None if claims is None else dra.pod_claims(obj, claims.by_name, where, notes, claims.generic)
+    claimed = None if claims is None else dra.pod_claims(obj, claims, file)
     if claimed is not None:
         for k, v in claimed.requests.items():
             requests[k] = min(MAX_POD_INSTANCES, requests.get(k, 0) + v)
@@ -503,6 +503,7 @@ def parse_objects(
             raw_pods.append((obj, file))
         elif kind in ("ResourceClaim", "ResourceSlice"):
             claims.add(obj, file, diags)
+    claims.share(obj for obj, _ in raw_pods)  # a claim several pods name is demand once
     for obj, file in raw_pods:  # after every claim: a pod's DRA demand is in its claims
         pod, more = parse_pod(obj, now, file, unknown, claims)
         diags.extend(more)

@@ -187,4 +187,17 @@ class Plan:
 
     @property
     def has_changes(self) -> bool:
+        """Nodes whose layout changes or that leave the policy (the node sections' subject)."""
         return bool(self.changes or self.removed)
+
+    @property
+    def migrations(self) -> tuple[DraPool, ...]:
+        """The pools whose allocation backend changes: each of their nodes is cordoned and drained in
+        turn (compiler/plan/dra.py ``steps``), whether or not its layout changes (a DynamicMIG pool's
+        nodes never do: solve/assign.py ``assign_pool``)."""
+        return tuple(r for r in self.dra if r.before and r.before != r.after)
+
+    @property
+    def pending(self) -> bool:
+        """Anything to roll out: a node change or a backend migration (``--exit-code``, ``hasChanges``)."""
+        return self.has_changes or bool(self.migrations)

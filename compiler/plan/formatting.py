@@ -55,6 +55,12 @@ def money(value: float | None) -> str:
 
 
 def summary(plan: Plan) -> str:
+    if not plan.has_changes and plan.migrations:
+        pools = ", ".join(f"{r.cluster}/{r.pool} {r.before} → {r.after}" for r in plan.migrations)
+        return (
+            f"No layout changes, but {len(plan.migrations)} pool(s) migrate their backend ({pools}): "
+            "each of their nodes is cordoned and drained in turn (see DRA pools)."
+        )
     if not plan.has_changes:
         return f"No changes: all {plan.nodes_total} nodes already carry their target layout."
     gpus = sum(len(c.changed_gpus) for c in plan.changes)

@@ -25,7 +25,7 @@ def to_dict(plan: Plan) -> dict[str, Any]:
     spread, HAMi and DRA sections."""
     return {
         "summary": summary(plan),
-        "hasChanges": plan.has_changes,
+        "hasChanges": plan.pending,
         "nodesTotal": plan.nodes_total,
         "changes": [
             {

@@ -31,7 +31,7 @@ import datetime as dt
 from collections import defaultdict
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import asdict, dataclass, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from compiler.catalog import Catalog
 from compiler.diagnostics import Diagnostic, make
@@ -39,7 +39,7 @@ from compiler.formatting import duration, layout_counts
 from compiler.model import WHOLE_GPU, CurrentState, GpuLayout, NodeLayout, Policy, Rule, Workload
 from compiler.observe import Observation, ObservedPod
 from compiler.observe.dra import DRIVER as DRA_DRIVER
-from compiler.observe.model import profile_of
+from compiler.observe.model import ObservedNode, profile_of
 from compiler.recommend import disruption as dis
 from compiler.recommend import gates as g
 from compiler.recommend import history as h
@@ -47,6 +47,9 @@ from compiler.recommend.state import State, change_horizon
 from compiler.solve import solve
 from compiler.solve.demand import sized_resource
 from compiler.solve.result import NodeResult, Solution
+
+if TYPE_CHECKING:
+    from controller.dra import DeviceGpus
 
 
 def _rounded(x: float | None) -> float | None:
@@ -536,14 +539,16 @@ def node_disruption(
     for p in obs.pods:
         if p.node is not None and not p.pending:
             on[p.node].append(p)
+    seen = {node.name: node for node in obs.nodes}
     for pool in solution.pools:
         scope = "gpu" if (pool.cluster, pool.pool) in per_gpu else "node"
         for n in pool.nodes:
             if not n.changed:
                 continue
             running = on.get(n.name, [])
-            changing = _changing(n) if scope == "gpu" else frozenset(range(len(n.gpus)))
-            where = _located(obs, n.name, len(n.gpus)) if scope == "gpu" else None
+            changing, where = frozenset(range(len(n.gpus))), None
+            if scope == "gpu":
+                changing, where = _per_gpu(n, seen.get(n.name), _located(obs, n.name, len(n.gpus)))
             pods = [_running(p, now, slices, _on_changed(p, where, changing)) for p in running]
             # a MIG mode change re-carves every GPU (``_changing``): each is out for its reconfiguration
             redone = len(changing) if scope == "gpu" else len(n.changed_gpus)
@@ -599,13 +604,42 @@ def _changing(n: NodeResult) -> frozenset[int]:
     return frozenset(n.changed_gpus)
 
 
-def _located(obs: Observation, node: str, gpus: int) -> Mapping[tuple[str, str], int] | None:
-    """(pool, device) → GPU index of the NVIDIA DRA driver's devices on ``node`` (controller/dra.py
-    ``device_gpus``, the mapping the controller's per-GPU drain uses), None when it cannot be told."""
+def _located(obs: Observation, node: str, gpus: int) -> DeviceGpus | None:
+    """Where the NVIDIA DRA driver's devices on ``node`` are ((pool, device) → GPU index) and what it
+    publishes on each GPU (controller/dra.py ``device_gpus``, the reading the controller's per-GPU
+    drain uses), None when it cannot be told."""
     from controller.dra import device_gpus  # only for a static DRA pool's change (it loads jsonschema)
 
     found = device_gpus(obs.slices_of(node), node, gpus)
-    return None if found.problem is not None else found.gpus
+    return None if found.problem is not None else found
+
+
+def _per_gpu(
+    n: NodeResult, node: ObservedNode | None, located: DeviceGpus | None
+) -> tuple[frozenset[int], Mapping[tuple[str, str], int] | None]:
+    """The GPUs a change of ``n`` re-carves and where each device is, as the controller's per-GPU drain
+    reads them (controller/reconciler/drain.py ``_where``, ``_changing``); where it would drain every
+    GPU pod, every GPU and no device mapping (each running pod is then charged):
+
+    * the node is not observed, has no ``nvidia.com/gpu.count`` or one other than the pool's GPUs
+      (the controller maps devices with the label's count: ``device_gpus`` then refuses the slices),
+      or its ``nvidia.com/mig.config.state`` is not ``success`` (what is on its GPUs is not known);
+    * the slices cannot be read (``_located``);
+    * a GPU's published layout disagrees with the deployed one (the node is mid-rollout, or was
+      changed by hand): mig-parted's view of that GPU is unknown, which the controller counts as a
+      mode change (migparted.changing_gpus ``_now``), re-carving every GPU."""
+    everything = frozenset(range(len(n.gpus)))
+    if node is None or node.gpu_count != len(n.gpus) or node.mig_state != "success" or located is None:
+        return everything, None
+    if n.current is None or len(n.current) != len(n.gpus):
+        return everything, located.gpus
+    for i, deployed in enumerate(n.current):
+        published = located.layouts.get(i)
+        if published is None or published[0] != deployed.mig_enabled:
+            return everything, located.gpus
+        if deployed.mig_enabled and {p: c for p, c in published[1] if c} != deployed.counts():
+            return everything, located.gpus
+    return _changing(n), located.gpus
 
 
 def _on_changed(
@@ -890,7 +924,10 @@ def _cheapest_change(
         per_gpu = pool.is_dra and not pool.dra_dynamic
         for name in pool.node_names:
             running = on.get(name, [])
-            where = _located(obs, name, pool.gpus_per_node) if per_gpu and running else None
+            # where the controller would drain every pod (node_disruption's ``_per_gpu``) the real
+            # cost is only higher: charging just one GPU's pods here stays a lower bound
+            located = _located(obs, name, pool.gpus_per_node) if per_gpu and running else None
+            where = located.gpus if located is not None else None
             for gpu in range(pool.gpus_per_node) if per_gpu else (None,):
                 drained = [gpu is None or _on_changed(p, where, {gpu}) for p in running]
                 pods = [_running(p, now, slices, d) for p, d in zip(running, drained, strict=True)]

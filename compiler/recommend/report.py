@@ -42,7 +42,8 @@ def to_text(rec: Recommendation) -> str:
             f"served), cost {cost} GPU-s"
         )
         out += [
-            f"disruption {d.node}: {d.changed_gpus} GPU(s) changed, {_running(d)}, "
+            f"disruption {d.node}: {d.changed_gpus} GPU(s) changed, {d.running} running GPU pod(s), "
+            f"{f'{_drained(d)} drained (per-GPU drain), ' if d.scope == 'gpu' else ''}"
             f"cost {'unknown' if d.cost is None else f'{d.cost:,.0f}'} GPU-s"
             for d in rec.node_costs
         ]
@@ -120,6 +121,15 @@ def _outage_seconds(rec: Recommendation) -> str:
     return f"({rec.drain_seconds:g} s + {per_gpu})" if rec.drain_seconds else per_gpu
 
 
+def _drained(d: NodeDisruption) -> int:
+    return d.running if d.drained is None else d.drained
+
+
+def _running_cell(d: NodeDisruption) -> str:
+    """The running GPU pods of a changed node, and on a per-GPU drain how many of them go."""
+    return f"{d.running} ({_drained(d)} drained per GPU)" if d.scope == "gpu" else str(d.running)
+
+
 def disruption_markdown(rec: Recommendation) -> list[str]:
     """The disruption rule's evidence: benefit, cost per changed node, verdict (none when it is off)."""
     if rec.disruption != "expected":
@@ -131,17 +141,12 @@ def disruption_markdown(rec: Recommendation) -> list[str]:
         f"**Benefit:** the proposal serves {rec.served_pending} pending instance(s); the GPU-time they "
         f"have waited, Σ f × W = {rec.benefit:,.0f} GPU-s, is what it avoids.",
         "",
-        f"**Cost** per changed node: Σ over its running GPU pods of f × E² / (E + G), G = {grace} "
+        f"**Cost** per changed node: Σ over the running GPU pods it drains (every one; on a static "
+        "DRA node those on GPUs that change or whose GPU is not known) of f × E² / (E + G), "
+        f"G = {grace} "
         f"(the controller's drain grace), plus the outage (its GPUs × {_outage_seconds(rec)}), plus the "
         "wait it displaces: Σ f × W₀ over the running pods the node keeps no instance for, W₀ how long "
-        "each waited before it started."
-        + (
-            " On a static DRA node only the pods whose claims hold a device on a GPU that changes are "
-            "drained and charged (every pod when a GPU turns MIG on or off), and the outage charges "
-            "the node's GPUs less the share the kept pods go on using."
-            if any(d.scope == "gpu" for d in rec.node_costs)
-            else ""
-        ),
+        "each waited before it started.",
         "",
         "| node | GPUs changed | running GPU pods | expected loss (GPU-s) | outage (GPU-s) "
         "| displaced wait (GPU-s) | cost (GPU-s) |",
@@ -150,7 +155,7 @@ def disruption_markdown(rec: Recommendation) -> list[str]:
     for d in rec.node_costs[:MAX_PLAN_ROWS]:
         loss = "unknown" if d.loss is None else f"{d.loss:,.0f}"
         cost = "unknown" if d.cost is None else f"{d.cost:,.0f}"
-        running = d.running if d.scope == "node" else f"{d.running} ({_drained(d)} drained: per GPU)"
+        running = _running_cell(d)
         cells = (d.node, d.changed_gpus, running, loss, f"{d.outage:,.0f}", f"{d.displaced:,.0f}", cost)
         lines.append("| " + " | ".join(_md(c) for c in cells) + " |")
     if len(rec.node_costs) > MAX_PLAN_ROWS:
@@ -255,14 +260,3 @@ def _markdown(rec: Recommendation) -> str:
 
 Format = Callable[[Recommendation], str]
 FORMATS: Mapping[str, Format] = {"text": _text, "markdown": _markdown, "json": to_json}
-
-
-def _drained(d: NodeDisruption) -> int:
-    return d.running if d.drained is None else d.drained
-
-
-def _running(d: NodeDisruption) -> str:
-    """A changed node's running GPU pods as the text evidence says them (per GPU: how many drained)."""
-    if d.scope == "node":
-        return f"{d.running} running GPU pod(s)"
-    return f"{d.running} running GPU pod(s), {_drained(d)} drained (per GPU)"

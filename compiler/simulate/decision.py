@@ -264,6 +264,9 @@ def _resource(key: str) -> str:
 
 
 PHASES = ("Idle", "Draining", "Applying", "Failed")  # by the replay's node state (IDLE …)
+MIG_STATES = ("success", "success", "pending", "failed")  # nvidia.com/mig.config.state, by the same
+GPU_COUNT_LABEL = "nvidia.com/gpu.count"
+MIG_STATE_LABEL = "nvidia.com/mig.config.state"
 
 
 def observation(
@@ -273,6 +276,7 @@ def observation(
     running: Iterable[Running],
     waiting: Iterable[Waiting],
     slices: Sequence[dict[str, Any]] | None = None,
+    gpus_per_node: int = 0,
 ) -> Observation:
     """What ``kubectl get pods,nodes`` shows at ``now`` (whole seconds since ``epoch``): per node its
     (replay state, time it failed), the running and the pending GPU pods (module docstring). With
@@ -283,18 +287,27 @@ def observation(
     def at(seconds: float) -> dt.datetime:
         return epoch + dt.timedelta(seconds=int(seconds))
 
+    def labels(state: int) -> tuple[tuple[str, str], ...]:
+        """On a static DRA node, what the controller's per-GPU drain reads of it (drain.py ``_where``,
+        ``_changing``): GPU Feature Discovery's ``nvidia.com/gpu.count`` and the MIG manager's state,
+        ``pending`` while it applies, ``failed`` after a failed apply, else ``success``."""
+        if not claimed:
+            return ()
+        mig = MIG_STATES[state]
+        return tuple(sorted({GPU_COUNT_LABEL: str(gpus_per_node), MIG_STATE_LABEL: mig}.items()))
+
     nodes = tuple(
         sorted(
             (
                 ObservedNode(
                     name=node_name(n),
-                    labels=(),
+                    labels=labels(state),
                     allocatable=(),
                     mig_config=None,
-                    mig_state=None,
+                    mig_state=MIG_STATES[state] if claimed else None,
                     applied_config=None,
                     gpu_product=None,
-                    gpu_count=None,
+                    gpu_count=gpus_per_node if claimed else None,
                     rollout=Rollout(PHASES[state], since=None if failed is None else at(failed)),
                 )
                 for n, (state, failed) in enumerate(phases)

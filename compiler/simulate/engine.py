@@ -1972,7 +1972,7 @@ class _Recommend:
             )
             for i, queued in run.queued_at.items()
         )
-        return rd.observation(EPOCH, now, phases, running, waiting, slices)
+        return rd.observation(EPOCH, now, phases, running, waiting, slices, run.s.gpus_per_node)
 
     def _published(self) -> tuple[list[dict[str, Any]], dict[int, tuple[tuple[str, str, str], ...]]]:
         """``drain_scope="gpu"`` (static DRA nodes): each node's ResourceSlice as the DRA driver

@@ -115,6 +115,28 @@ def test_first_available_counts_its_first_alternative_and_says_the_preference() 
     assert p.profile_preference == ("1g.10gb", "2g.20gb")
 
 
+def test_an_allocated_first_available_request_counts_the_alternative_the_scheduler_chose() -> None:
+    """Once allocated, a ``firstAvailable`` request holds the sub-request the scheduler picked, named in
+    each result as ``<main request>/<subrequest>`` (kubernetes/api@10b39a39 resource/v1/types.go
+    :2041-2050): a running pod that got its second choice holds a 2g.20gb, not the 1g.10gb it asked
+    first (what recommend counts as running demand and prices as lost)."""
+    got = claim("p-gpu", ["1g.10gb", "2g.20gb"], devices=["gpu-3-mig-2g20gb-14-0"])
+    second = got["spec"]["devices"]["requests"][0]["firstAvailable"][1]
+    second["count"] = 2
+    results = got["status"]["allocation"]["devices"]["results"]
+    one = {"request": f"gpu/{second['name']}", "driver": "gpu.nvidia.com", "pool": "n1"}
+    results[:] = [one | {"device": "gpu-3-mig-2g20gb-14-0"}, one | {"device": "gpu-4-mig-2g20gb-14-0"}]
+    _, pods, diags, _ = read(pod(node="n1"), got)
+    (p,) = pods
+    assert diags == [] and p.requests == (("nvidia.com/mig-2g.20gb", 2),)
+    assert p.profile_preference == ("1g.10gb", "2g.20gb")  # what it asked, in order
+    # a result naming no sub-request of the claim: the first alternative, as before allocation
+    for r in results:
+        r["request"] = "gpu/no-such"
+    _, pods, _, _ = read(pod(node="n1"), got)
+    assert pods[0].requests == (("nvidia.com/mig-1g.10gb", 1),)
+
+
 def test_a_running_pod_holds_the_devices_allocated_and_reserved_for_it() -> None:
     devices = ["gpu-3-mig-1g10gb-19-0"]
     _, pods, _, _ = read(pod(node="n1"), claim("p-gpu", ["1g.10gb"], devices=devices))
@@ -129,6 +151,22 @@ def test_a_claim_missing_from_the_observation_leaves_what_the_pod_holds_unknown(
     both = pod(node="n1", claims=("p-gpu", "p-nic"))
     _, pods, _, _ = read(both, claim("p-gpu", ["1g.10gb"], devices=["gpu-0"]))
     assert pods[0].devices is None  # the second claim is not there: the controller would drain it
+
+
+def test_pods_whose_claims_the_snapshot_lacks_are_one_warning_saying_how_to_take_it() -> None:
+    """``kubectl get pods,nodes -A -o json`` of a DRA cluster holds no ResourceClaim: every pod that
+    asks through claims would drop out of status and recommend without a word. One MIGC402 says how
+    many, the first one, and the command that takes a snapshot with the claims."""
+    waiting = [pod(f"w{i}", (f"w{i}-gpu",), uid=f"u-{i}") for i in range(3)]
+    _, pods, diags, _ = read(*waiting)
+    assert pods == ()
+    (d,) = diags
+    assert d.code == "MIGC402" and d.file == "snap.json"
+    assert "pod search/w0 and 2 more" in d.message and "ResourceClaim search/w0-gpu" in d.message
+    assert "kubectl get pods,nodes,resourceclaims,resourceslices -A -o json" in d.message
+    # the claims there: no warning
+    _, pods, diags, _ = read(*waiting, *(claim(f"w{i}-gpu", ["1g.10gb"]) for i in range(3)))
+    assert len(pods) == 3 and diags == []
 
 
 def test_a_pod_that_asks_in_its_limits_too_is_not_claimed() -> None:
@@ -161,6 +199,61 @@ def test_what_cannot_be_counted_is_a_warning_never_a_guess() -> None:
     assert {d.code for d in diags} == {"MIGC402"}
     for said in ("mig.nvidia.com", "allocationMode 'All'", "count '1000000000'"):
         assert said in messages
+
+
+def _direct(p: dict[str, Any], *names: str) -> dict[str, Any]:
+    """``p`` naming the ResourceClaims ``names`` directly (``resourceClaimName``), no template."""
+    p["spec"]["resourceClaims"] = [{"name": f"c{i}", "resourceClaimName": n} for i, n in enumerate(names)]
+    p["spec"]["containers"][0]["resources"]["claims"] = [{"name": f"c{i}"} for i in range(len(names))]
+    p["status"].pop("resourceClaimStatuses", None)
+    return p
+
+
+def _asked(pods: Any) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for p in pods:
+        for k, v in p.requests:
+            out[k] = out.get(k, 0) + v
+    return out
+
+
+def test_a_claim_several_pods_share_is_demand_once() -> None:
+    """A ResourceClaim named directly by several pods is allocated once and its devices shared
+    (kubernetes/api@10b39a39 resource/v1/types.go:1902-1920: ``reservedFor`` lists the pods allowed
+    to use it, at most 256): its requests are demand once, not once per pod, and a pod naming
+    the same claim twice asks for it once. The running pod that holds it counts it."""
+    held = ["gpu-0-mig-1g10gb-19-0", "gpu-0-mig-1g10gb-19-1"]
+    shared = claim("shared", ["1g.10gb"], count=2, devices=held)
+    shared["status"]["reservedFor"] = [{"resource": "pods", "name": n, "uid": f"u-{n}"} for n in "ab"]
+    a = _direct(pod("a", node="n1", uid="u-a"), "shared", "shared")
+    b = _direct(pod("b", node="n1", uid="u-b"), "shared")
+    c = _direct(pod("c", uid="u-c"), "shared")  # waits for the claim's next reservation
+    _, pods, diags, _ = read(c, b, a, shared)
+    assert diags == []
+    assert _asked(pods) == {"nvidia.com/mig-1g.10gb": 2}
+    (owner,) = pods
+    assert owner.name == "a" and not owner.pending and owner.devices is not None
+    # two pods sharing one claim, neither scheduled: one allocation serves both
+    x, y = _direct(pod("x", uid="u-x"), "s2"), _direct(pod("y", uid="u-y"), "s2")
+    _, pods, _, _ = read(x, y, claim("s2", ["3g.40gb"]))
+    assert _asked(pods) == {"nvidia.com/mig-3g.40gb": 1}
+
+
+def test_a_bad_claim_many_pods_name_is_one_warning() -> None:
+    """What a claim asks for is read once per claim: a malformed one named by many pods (or many
+    times by one) is one MIGC402, not one per pod and reference (a snapshot's size would otherwise
+    be multiplied in warnings and work)."""
+    every = claim("every", ["1g.10gb"])
+    every["spec"]["devices"]["requests"][0]["exactly"] |= {"allocationMode": "All"}
+    generic = claim("generic", ["1g.10gb"])
+    generic["spec"]["devices"]["requests"][0]["exactly"]["deviceClassName"] = "mig.nvidia.com"
+    pods = [_direct(pod(f"p{i}", uid=f"u-{i}"), *(["every", "generic"] * 4)) for i in range(5)]
+    _, observed, diags, _ = read(*pods, every, generic)
+    assert observed == ()
+    assert [d.code for d in diags] == ["MIGC402", "MIGC402"]
+    assert "ResourceClaim search/every request 0: allocationMode 'All'" in diags[0].message
+    assert "mig.nvidia.com" in diags[1].message and "ResourceClaim search/generic" in diags[1].message
+    assert "more" not in diags[1].message  # one claim asks for the generic class, once
 
 
 def test_the_drivers_slices_are_kept_per_node_and_bounded() -> None:

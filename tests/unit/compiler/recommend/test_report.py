@@ -159,20 +159,16 @@ def test_the_markdown_cost_line_names_the_operand_pause_only_when_it_is_priced()
     assert json.loads(to_json(rec()))["disruption"]["drainSeconds"] == 0.0
 
 
-def test_a_node_priced_per_gpu_says_how_many_of_its_pods_are_drained_in_every_form() -> None:
-    """A static DRA node's change charges only the pods on changing GPUs (engine ``node_disruption``
-    with ``per_gpu``): the JSON says ``scope`` and ``drained``, the text line and the pull-request
-    body say how many of the running pods go, and the body says why; a device-plugin node's row
-    reads as before."""
-    dra = NodeDisruption("h1", 8, 1, 10, 120.0, 400.0, scope="gpu", drained=3)
-    both = rec(node_costs=(NodeDisruption("n1", 8, 2, 10, 685.714, 960.0), dra))
-    nodes = {n["node"]: n for n in json.loads(to_json(both))["disruption"]["nodes"]}
-    assert (nodes["h1"]["scope"], nodes["h1"]["drained"], nodes["h1"]["running"]) == ("gpu", 3, 10)
-    assert (nodes["n1"]["scope"], nodes["n1"]["drained"]) == ("node", 10)
-    text = to_text(both)
-    assert "disruption h1: 1 GPU(s) changed, 10 running GPU pod(s), 3 drained (per GPU)," in text
-    assert "disruption n1: 2 GPU(s) changed, 10 running GPU pod(s), cost" in text
-    md = evidence_markdown(both)
-    assert "| h1 | 1 | 10 (3 drained: per GPU) |" in md and "| n1 | 2 | 10 |" in md
-    assert "On a static DRA node only the pods whose claims hold a device" in md
-    assert "On a static DRA node" not in evidence_markdown(rec())
+def test_a_per_gpu_price_says_how_many_of_the_running_pods_it_drains() -> None:
+    """On a static DRA node only the pods on changing GPUs are drained and charged (engine.py
+    ``node_disruption``, scope ``gpu``): the terminal and the pull-request body say how many, not only
+    how many run (which read as if every running pod were charged); a node-scope price reads as before."""
+    gpu = NodeDisruption("n1", 8, 2, 10, 685.714, 960.0, scope="gpu", drained=3)
+    node = NodeDisruption("n2", 8, 2, 4, 100.0, 960.0)
+    r = rec(node_costs=(gpu, node))
+    text = to_text(r)
+    assert "disruption n1: 2 GPU(s) changed, 10 running GPU pod(s), 3 drained (per-GPU drain), cost" in text
+    assert "disruption n2: 2 GPU(s) changed, 4 running GPU pod(s), cost" in text
+    body = evidence_markdown(r)
+    assert "| n1 | 2 | 10 (3 drained per GPU) |" in body and "| n2 | 2 | 4 |" in body
+    assert "Σ over the running GPU pods it drains" in body

@@ -276,14 +276,14 @@ def test_a_trace_no_pod_of_which_fits_a_node_is_replayed_not_refused(
     assert (code, printed) == (ExitCode.OK, (snap / "decision.json").read_text(encoding="utf-8"))
 
 
-@pytest.mark.parametrize("pause", [0.0, 7200.0])
-def test_lazy_and_full_evaluations_decide_the_same(tmp_path: Path, pause: float) -> None:
-    """``recommend(lazy=True)``, what the replay runs at every interval, skips the solve only when a
-    gate blocks every proposal: at every instant of the replay its decision, replicas, targets and
-    the state written back equal the full evaluation's. With an operand pause ``D`` too: the bound
-    before the solve charges it once per node with one changed GPU, no more than any change costs."""
+Evaluation = tuple[Policy, CurrentState, Observation, State, Recommendation]
+
+
+def _evaluations(tmp_path: Path, pods: Sequence[TracePod], s: Settings, afters: range) -> list[Evaluation]:
+    """recommend's inputs and full evaluation at the first evaluation ``after`` seconds into the replay,
+    for each ``after`` (one replay each, as ``--snapshot-at`` takes them)."""
     assert A100 is not None
-    seen: list[tuple[Policy, CurrentState, Observation, State, Recommendation]] = []
+    seen: list[Evaluation] = []
 
     def keep(
         _: Path, policy: Policy, current: CurrentState, obs: Observation, state: State, rec: Recommendation
@@ -291,11 +291,20 @@ def test_lazy_and_full_evaluations_decide_the_same(tmp_path: Path, pause: float)
         seen.append((policy, current, obs, state, rec))
 
     catalog = load_catalog()
+    for after in afters:
+        simulate(pods, A100, s, "default", POLICY, catalog=catalog, snapshot=Snapshot(after, tmp_path, keep))
+    return seen
+
+
+@pytest.mark.parametrize("pause", [0.0, 7200.0])
+def test_lazy_and_full_evaluations_decide_the_same(tmp_path: Path, pause: float) -> None:
+    """``recommend(lazy=True)``, what the replay runs at every interval, skips the solve only when a
+    gate blocks every proposal: at every instant of the replay its decision, replicas, targets and
+    the state written back equal the full evaluation's. With an operand pause ``D`` too: the bound
+    before the solve charges it once per node with one changed GPU, no more than any change costs."""
+    catalog = load_catalog()
     paused = replace(ONE, drain_seconds=pause)
-    for after in range(0, 5 * 86400, 5 * 3600):
-        simulate(
-            PODS, A100, paused, "default", POLICY, catalog=catalog, snapshot=Snapshot(after, tmp_path, keep)
-        )
+    seen = _evaluations(tmp_path, PODS, paused, range(0, 5 * 86400, 5 * 3600))
     assert len(seen) >= 20
     assert {rec.drain_seconds for *_, rec in seen} == {pause}
     lazy_blocked = 0
@@ -585,19 +594,10 @@ def test_lazy_and_full_evaluations_decide_the_same_on_static_dra_nodes(tmp_path:
     its cheapest GPU, not one that drains the whole node (which would hold, unsolved, the proposals the
     full evaluation makes: here the 4g.40gb GPUs that leave the six 1g pods alone)."""
     assert A100 is not None
-    seen: list[tuple[Policy, CurrentState, Observation, State, Recommendation]] = []
-
-    def keep(
-        _: Path, policy: Policy, current: CurrentState, obs: Observation, state: State, rec: Recommendation
-    ) -> None:
-        seen.append((policy, current, obs, state, rec))
-
     catalog = load_catalog()
     gpu = replace(ONE, drain_scope="gpu")
     first = simulate(PER_GPU, A100, gpu, "default", POLICY).revision_times[0]
-    for after in range(3600, int(first) + 1, 900):
-        snap = Snapshot(after, tmp_path, keep)
-        simulate(PER_GPU, A100, gpu, "default", POLICY, catalog=catalog, snapshot=snap)
+    seen = _evaluations(tmp_path, PER_GPU, gpu, range(3600, int(first) + 1, 900))
     assert any(full.proposed_change for *_, full in seen)
     for policy, current, obs, state, full in seen:
         lazy = recommend(policy, catalog, current, obs, state, obs.taken_at, lazy=True)

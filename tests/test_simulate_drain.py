@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import random
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -264,17 +265,42 @@ def test_the_idle_pass_under_gpu_scope_recarves_idle_gpus_of_a_busy_node() -> No
     assert node.idle_recarves == 0
 
 
-def test_held_on_idle_counts_idle_gpus_of_a_busy_node_under_gpu_scope() -> None:
-    """Without the idle pass, ``big`` waits while GPU 1 of its node is idle: under ``"gpu"`` its
-    re-carve would evict nobody, so heldOnIdleGpu counts it once the loop has held it past one
-    interval plus one node's reconfiguration; under ``"node"`` the node is not idle (``a`` runs)."""
+def test_the_idle_pass_under_gpu_scope_makes_no_mode_change_on_a_busy_node() -> None:
+    """A whole GPU (MIG off) for ``big`` on the idle GPU 1 of ``a``'s node is a mode change: mig-parted
+    clears and resets every GPU of the node (NVIDIA/mig-parted@bd7160f4 cmd/nvidia-mig-parted/apply/
+    mode.go:88-94, :119-129), so that re-carve drains ``a`` too — it is not the eviction-free re-carve
+    the idle pass exists for, which skips the disruption rule and the stabilizationWindow. The idle
+    pass leaves that node to the gated loop (the run is the one without the idle pass), and carves a
+    node without pods instead when there is one (both its GPUs re-carved: 120 s, nobody evicted)."""
     assert A100 is not None
-    trace = [pod("a", 0, 200_000, milli=100), pod("big", 100, 100_000)]
+    trace = [pod("a", 0, 200_000, milli=100), pod("big", 100, 500)]
+    s = Settings(nodes=1, gpus_per_node=2, drain_scope="gpu")
+    with_pass = simulate(trace, A100, replace(s, idle_pass=True), "default", POLICY)
+    without = simulate(trace, A100, s, "default", POLICY)
+    assert with_pass.idle_recarves == 0
+    assert (with_pass.evictions, with_pass.waits) == (without.evictions, without.waits)
+    two = simulate(trace, A100, replace(s, nodes=2, idle_pass=True), "default", POLICY)
+    assert (two.idle_recarves, two.evictions, two.reconfigurations) == (1, 0, 1)
+    assert two.waits["7g"] == [(900.0 - 100.0 + 120.0, False)]
+
+
+def test_held_on_idle_counts_idle_gpus_of_a_busy_node_under_gpu_scope() -> None:
+    """Without the idle pass, ``big`` (a 4g.40gb: MIG stays on) waits while GPU 1 of its node is idle:
+    under ``"gpu"`` its re-carve would evict nobody, so heldOnIdleGpu counts it once the loop has held
+    it past one interval plus one node's reconfiguration; under ``"node"`` the node is not idle (``a``
+    runs). A whole GPU there is a mode change, which re-carves GPU 0 too and drains ``a``
+    (mode.go:88-94, :119-129): the GPU it waits for is not one whose re-carve evicts nobody, so it is
+    not counted."""
+    assert A100 is not None
+    trace = [pod("a", 0, 200_000, milli=100), pod("big", 100, 100_000, milli=FOUR_MILLI)]
     slow = PartitionPolicy(mode="dynamic", min_dwell_seconds=3600, stabilization_seconds=86_400)
     gpu = simulate(trace, A100, Settings(nodes=1, gpus_per_node=2, drain_scope="gpu"), "default", slow)
     node = simulate(trace, A100, Settings(nodes=1, gpus_per_node=2), "default", slow)
     assert node.held_on_idle == 0
     assert gpu.held_on_idle == 1
+    whole = [pod("a", 0, 200_000, milli=100), pod("big", 100, 100_000)]
+    mode = simulate(whole, A100, Settings(nodes=1, gpus_per_node=2, drain_scope="gpu"), "default", slow)
+    assert mode.held_on_idle == 0
 
 
 def test_cli_and_json_carry_the_drain_scope(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

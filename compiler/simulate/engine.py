@@ -1656,14 +1656,24 @@ class _Run:
         for p, n in self.sized.items():
             mix[p] = max(n, mix.get(p, 0))
         # drain_scope "gpu": the GPUs with a pod on them are left as they are (their re-carve would
-        # evict it); the idle GPUs of a busy node are re-carved like an idle node's
-        frozen = [gi for n, _ in idle for gi in fleet.gpus(n) if any(fleet.busy[gi].values())]
-        spare: dict[int, Layout] = {}
-        changes, _ = cover(
-            fleet, self.now_demand, idle, big=self.big_pods(now), mix=mix, frozen=frozen, spare=spare
-        )
-        if not changes:
-            return False
+        # evict it); the idle GPUs of a busy node are re-carved like an idle node's, unless one turns
+        # MIG on or off: mig-parted then re-carves every GPU of the node (_Fleet.redone) and the pods
+        # on its busy GPUs are drained, so that node is left to the gated loop and the cover is run
+        # again without it
+        while True:
+            frozen = [gi for n, _ in idle for gi in fleet.gpus(n) if any(fleet.busy[gi].values())]
+            spare: dict[int, Layout] = {}
+            changes, _ = cover(
+                fleet, self.now_demand, idle, big=self.big_pods(now), mix=mix, frozen=frozen, spare=spare
+            )
+            if not changes:
+                return False
+            evicting = {n for n in {fleet.node(gi) for gi in changes} if self._evicts(n, changes)}
+            if not evicting:
+                break
+            idle = [(n, d) for n, d in idle if n not in evicting]
+            if not idle:
+                return False
         when = EPOCH + dt.timedelta(seconds=now)
         nodes = sorted({fleet.node(gi) for gi in changes})
         last_failure = None if self.last_failure is None else EPOCH + dt.timedelta(seconds=self.last_failure)
@@ -1765,31 +1775,53 @@ class _Run:
         ``drain_scope="gpu"`` a re-carve of a node's idle GPUs (no pod on them) evicts nobody, so the
         pod counts when an Idle node has at least as many idle GPUs as it asks for."""
         fleet, s = self.fleet, self.s
-        most = max((self._idle_gpus(n) for n in range(s.nodes) if fleet.state[n] == IDLE), default=0)
-        if not most:
+        idle = [n for n in range(s.nodes) if fleet.state[n] == IDLE]
+        # per kind of pod (a whole GPU, MIG off, or MIG instances): on a busy node only the idle GPUs
+        # it needs no MIG mode change on count (a mode change re-carves every GPU, _Fleet.redone)
+        most = {whole: max((self._idle_gpus(n, whole) for n in idle), default=0) for whole in (False, True)}
+        if not any(most.values()):
             self.idle_since.clear()
             return
         limit = self.interval + s.drain_seconds + s.reconfigure_seconds * s.gpus_per_node
         since = self.idle_since
+        wholes = fleet.whole
+
+        def room(i: int) -> int:
+            return most[{self.pods[i].profile: 1} == wholes]
+
         for i in list(since):
-            if i not in self.queued_at or self.pods[i].count > most:
+            if i not in self.queued_at or self.pods[i].count > room(i):
                 del since[i]
         for i in self.queued_at:  # every queued pod fits a node (larger ones are never queued)
-            if self.pods[i].count > most:
+            if self.pods[i].count > room(i):
                 continue  # only under drain_scope "gpu": not enough idle GPUs on one node
             first = since.setdefault(i, now)
             if now - first > limit and i not in self.held:
                 self.held.add(i)
                 self.res.held_on_idle = (self.res.held_on_idle or 0) + 1
 
-    def _idle_gpus(self, node: int) -> int:
+    def _evicts(self, node: int, changes: Mapping[int, Layout]) -> bool:
+        """Whether giving ``node``'s GPUs their layouts in ``changes`` re-carves a GPU a pod runs on
+        (:meth:`_Fleet.redone`: with ``drain_scope="gpu"`` a MIG mode change re-carves them all)."""
+        mine = {gi: lay for gi, lay in changes.items() if self.fleet.node(gi) == node}
+        redone = self.fleet.redone(node, mine)
+        return any(gi in redone for i in self.node_pods[node] for gi, _ in self.bound[i])
+
+    def _idle_gpus(self, node: int, whole: bool | None = None) -> int:
         """GPUs of ``node`` whose re-carve evicts nobody: all of them on a node without a GPU pod
         (``drain_scope="node"``: the controller drains whole nodes, so only then), or with
-        ``drain_scope="gpu"`` those without a pod on them."""
+        ``drain_scope="gpu"`` those without a pod on them. ``whole``: for a pod asking whole GPUs
+        (True) or MIG instances (False), the re-carve must leave the GPU's MIG mode as deployed — on a
+        busy node a mode change re-carves every GPU and drains its pods (:meth:`_Fleet.redone`)."""
         if self.s.drain_scope == "node" or not self.node_pods[node]:
             return 0 if self.node_pods[node] else self.s.gpus_per_node
-        busy = self.fleet.busy
-        return sum(1 for gi in self.fleet.gpus(node) if not any(busy[gi].values()))
+        fleet = self.fleet
+        return sum(
+            1
+            for gi in fleet.gpus(node)
+            if not any(fleet.busy[gi].values())
+            and (whole is None or (fleet.layout[gi] == fleet.whole) == whole)
+        )
 
     def _gpu_evicts(self, now: float) -> Callable[[int], float] | None:
         """``drain_scope="gpu"``: the GPU-seconds the pods on a GPU have run (what re-carving it

@@ -96,6 +96,23 @@ def test_a_change_of_mig_mode_drains_and_recarves_the_whole_node_under_gpu_scope
     assert node.waits == {"1g": [(60.0, False)], "7g": [(1860.0, False)]}
 
 
+def test_gpu_scope_drains_every_pod_when_it_retries_a_failed_apply() -> None:
+    """The MIG manager's first apply of GPU 1 fails (seed 1 of ``failure_rate`` 0.5): ``a`` keeps
+    running on GPU 0 through it, but the node's ``nvidia.com/mig.config.state`` is then ``failed``,
+    and on the retry (after the 300 s backoff) the controller's per-GPU drain cannot tell what is on
+    the GPUs, so it drains every GPU pod (controller/reconciler/drain.py ``_changing``: "is not
+    success"): ``a`` is evicted after the grace, and ``big`` waits 60 + 300 + 1,800 + 60 s. Without
+    a failure ``a`` runs through the re-carve of GPU 1."""
+    assert A100 is not None
+    trace = [pod("a", 0, 100_000, milli=100), pod("big", 100, 500, milli=FOUR_MILLI)]
+    s = Settings(nodes=1, gpus_per_node=2, drain_scope="gpu", failure_rate=0.5, seed=1)
+    res = simulate(trace, A100, s, "naive", POLICY)
+    assert (res.failures, res.evictions) == (1, 1)
+    assert res.waits["4g"] == [(60.0 + 300.0 + 1800.0 + 60.0, False)]
+    ok = simulate(trace, A100, Settings(nodes=1, gpus_per_node=2, drain_scope="gpu"), "naive", POLICY)
+    assert (ok.failures, ok.evictions) == (0, 0)
+
+
 def test_an_unknown_drain_scope_is_refused() -> None:
     assert A100 is not None
     with pytest.raises(ValueError, match="drain scope 'rack'"):

@@ -1048,6 +1048,9 @@ class _Run:
         self.applying: dict[int, dict[int, Layout]] = {}  # node → gpu → layout the MIG manager applies
         self.attempts: dict[int, int] = {}  # failed node → failed applies in a row
         self.failed_at: dict[int, float] = {}  # node → when its last apply failed
+        # nodes whose MIG manager's last apply failed (nvidia.com/mig.config.state=failed until one
+        # succeeds): what is on their GPUs is not known, so the controller drains every pod there
+        self.mig_failed: set[int] = set()
         self.retry_seq: dict[int, int] = {}  # failed node → seq of its retry event
         self.rng = random.Random(s.seed)  # --failure-rate draws, in event order: deterministic
         # what the default loop's backoff gate knows (like migc recommend's state file)
@@ -1409,6 +1412,7 @@ class _Run:
         changed = self.applying.pop(node)
         if changed and self.s.failure_rate > 0 and self.rng.random() < self.s.failure_rate:
             res.failures += 1
+            self.mig_failed.add(node)
             if (
                 fleet.wanted(node) != changed
             ):  # re-targeted while applying: failed.py restarts with it at once
@@ -1424,6 +1428,7 @@ class _Run:
                 wait = self.s.operator_retry_seconds
             self.retry_seq[node] = self.push(now + wait, _RETRY, node)
             return
+        self.mig_failed.discard(node)
         for gi, lay in changed.items():
             fleet.layout[gi] = lay
             if res.non_maximal is not None and not maximal(self.model, _key(lay)):
@@ -1460,10 +1465,12 @@ class _Run:
         only those (controller/reconciler/drain.py with controller/reconciler/migparted.py
         ``changing_gpus`` and controller/claims.py ``held``, issue 22 item 2's controller side).
         Either way the node stays cordoned (nothing new binds on any of its GPUs) from admission
-        until it is Idle again.
+        until it is Idle again. After a failed apply (until one succeeds) the MIG manager's
+        ``nvidia.com/mig.config.state`` is ``failed``: what is on the GPUs is not known, and the
+        controller drains every GPU pod (drain.py ``_changing``), under ``"gpu"`` too.
         """
         pods = self.node_pods[node]
-        if self.s.drain_scope == "node" or not pods:
+        if self.s.drain_scope == "node" or not pods or node in self.mig_failed:
             return sorted(pods)
         changing = self.fleet.redone(node, self.fleet.wanted(node))
         return sorted(i for i in pods if any(gi in changing for gi, _ in self.bound[i]))

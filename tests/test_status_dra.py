@@ -77,3 +77,38 @@ def test_without_slices_the_node_shows_its_allocatable(
     (node,) = [n for n in _status(tmp_path, items, capsys)["nodes"] if n["name"] == NODE]
     assert node["capacity"] == {}  # allocatable nvidia.com/gpu: 0, as the device plugin being off leaves it
     assert published(NODE, CURRENT)  # (the slices the first test reads)
+
+
+def _slice(name: str, devices: list[dict[str, Any]], count: int) -> dict[str, Any]:
+    pool = {"name": NODE, "generation": 1, "resourceSliceCount": count}
+    spec = {"driver": "gpu.nvidia.com", "nodeName": NODE, "pool": pool, "devices": devices}
+    meta = {"name": name}
+    return {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice", "metadata": meta, "spec": spec}
+
+
+def test_slices_that_publish_more_than_the_nodes_gpus_carry_are_not_believed(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A broken or hostile driver on the 8-GPU node publishing 256 slices of 128 whole GPUs (32,768,
+    what the reader's bounds let through) or 9 x 7 1g.10gb (an H100 carries at most 7 per GPU) is not
+    the node's capacity: the node shows its allocatable, as when the slices cannot be counted (its
+    allocatable is bounded at the edge, parse.MAX_NODE_INSTANCES; 32,768 free GPUs would be shown)."""
+    base = [o for o in fleet_objects() if o["kind"] != "ResourceSlice"] + [_node()]
+
+    def whole(k: int, i: int) -> dict[str, Any]:
+        return {"name": f"gpu-{k}-{i}", "attributes": {"type": {"string": "gpu"}}}
+
+    def small(i: int) -> dict[str, Any]:
+        attrs = {"type": {"string": "mig"}, "profile": {"string": "1g.10gb"}}
+        return {"name": f"gpu-{i // 7}-mig-1g10gb-19-{i % 7}", "attributes": attrs}
+
+    huge = [_slice(f"s{k}", [whole(k, i) for i in range(128)], 256) for k in range(256)]
+    many = [_slice("s", [small(i) for i in range(63)], 1)]
+    for k, hostile in enumerate((huge, many)):
+        here = tmp_path / str(k)
+        here.mkdir()
+        (node,) = [n for n in _status(here, [*base, *hostile], capsys)["nodes"] if n["name"] == NODE]
+        assert node["capacity"] == {} and node["free"] == {}
+    fine = [_slice("s", [small(i) for i in range(56)], 1)]  # 8 x 7: what the node's GPUs can carry
+    (node,) = [n for n in _status(tmp_path, [*base, *fine], capsys)["nodes"] if n["name"] == NODE]
+    assert node["capacity"] == {"nvidia.com/mig-1g.10gb": 56}

@@ -426,12 +426,17 @@ def _node_drift(
     return ["allocatable differs (has/expected): " + ", ".join(diff)] if diff else []
 
 
-def _published_capacity(observation: Observation, node: str) -> dict[str, int] | None:
+def _published_capacity(
+    observation: Observation, node: str, gpus: int, model: GpuModel | None
+) -> dict[str, int] | None:
     """The GPU resources a static DRA node offers: the devices the NVIDIA DRA driver publishes in its
     ResourceSlices, counted as the controller verifies them (controller/dra.py ``published``: the
     newest complete generation of each pool), a whole GPU as ``nvidia.com/gpu`` and a MIG device as
-    ``nvidia.com/mig-<profile>``; None when there are none, or they cannot be counted (then the
-    node's allocatable is shown, as on a device-plugin node)."""
+    ``nvidia.com/mig-<profile>``; None when there are none, or they cannot be counted, or they are
+    more than the node's ``gpus`` GPUs can carry (more whole GPUs than ``gpus``, more of a MIG
+    profile than ``gpus`` × the catalog's most per GPU: a broken or hostile driver, whose slices the
+    reader bounds only at 256 × 128 devices) — then the node's allocatable is shown, as on a
+    device-plugin node, bounded at the edge as it is."""
     slices = observation.slices_of(node)
     if not slices:
         return None
@@ -445,7 +450,16 @@ def _published_capacity(observation: Observation, node: str) -> dict[str, int] |
         resource = resource_of(kind) if kind == "gpu" or kind[:1].isdigit() else None
         if resource is not None and resource in known_resources():
             out[resource] = out.get(resource, 0) + n
+    for resource, n in out.items():
+        profile = profile_of(resource)
+        known = model.profile(profile) if model is not None and profile is not None else None
+        most = 1 if profile is None else (known.max_count if known is not None else MAX_PER_GPU)
+        if n > gpus * most:
+            return None
     return out or None
+
+
+MAX_PER_GPU = 7  # MIG instances one GPU carries at most (every catalog model: seven 1g slices)
 
 
 def _add_fragmented(fragmented: float, gpus: Sequence[GpuView], wanted: set[str]) -> float:
@@ -570,7 +584,8 @@ class _StatusBuilder:
         n_alloc, occupants = self._add_pods(pods, shares, pool.price_per_gpu_hour)
         n_cap = dict(node.allocatable)
         static_dra = pool.is_dra and not pool.dra_dynamic
-        shown = _published_capacity(self.observation, node.name) if static_dra else None
+        gpus_on = pool.gpus_per_node
+        shown = _published_capacity(self.observation, node.name, gpus_on, model) if static_dra else None
         if shown is not None:  # a static DRA node: its capacity is what the driver publishes
             n_cap, allocatable = shown, n_cap
         else:

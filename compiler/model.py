@@ -163,6 +163,11 @@ class NodePool:
         return self.allocation == "dra" and self.dra_mig == "dynamic"
 
     @property
+    def dra_static(self) -> bool:
+        """A static DRA pool: migc's layouts, applied by the MIG manager, drained per GPU."""
+        return self.allocation == "dra" and self.dra_mig != "dynamic"
+
+    @property
     def uses_selector(self) -> bool:
         return bool(self.node_selector)
 

@@ -85,12 +85,12 @@ class ClaimedGpus:
 
     ``requests``: resource → instances; ``preference``: the profiles of a ``firstAvailable`` request in
     the scheduler's order; ``devices``: the devices of :data:`DRIVER` allocated to the pod, None when
-    that cannot be told (a claim missing, not allocated, or not reserved for the pod), with ``why``."""
+    that cannot be told (a claim missing, not allocated, or not reserved for the pod: the controller
+    then drains the pod)."""
 
     requests: Mapping[str, int]
     preference: tuple[str, ...]
     devices: tuple[Device, ...] | None
-    why: str | None
 
 
 def _count(spec: Mapping[str, Any], where: str, notes: list[str]) -> int | None:
@@ -196,7 +196,7 @@ def pod_claims(pod: Mapping[str, Any], claims: Claims, file: str = "") -> Claime
         return None
     names = claim_names(pod)
     if isinstance(names, str):
-        return ClaimedGpus({}, (), None, names)
+        return ClaimedGpus({}, (), None)
     meta = as_mapping(pod.get("metadata"))
     namespace = str(meta.get("namespace") or "default")
     me = (namespace, str(meta.get("name")))
@@ -204,14 +204,14 @@ def pod_claims(pod: Mapping[str, Any], claims: Claims, file: str = "") -> Claime
     requests: dict[str, int] = {}
     preference: tuple[str, ...] = ()
     devices: list[Device] = []
-    why: str | None = None
+    known = True  # every claim read and held by the pod
     for name in dict.fromkeys(names):  # the same claim named twice is one allocation
         key = (namespace, name)
         claim = claims.by_name.get(key)
         if claim is None:
-            if why is None:
+            if known:
                 claims.missing(f"pod {me[0]}/{me[1]}", f"ResourceClaim {namespace}/{name}", file)
-            why = why or f"ResourceClaim {namespace}/{name} is not in the observation"
+            known = False
             continue
         if claims.owner.get(key, me) == me:
             asked, pref = claims.asked(key)
@@ -222,10 +222,10 @@ def pod_claims(pod: Mapping[str, Any], claims: Claims, file: str = "") -> Claime
         # one it cannot read makes what the pod holds unknown, and the pod is drained
         got = claims.held(key, uid)
         if isinstance(got, str):
-            why = why or f"ResourceClaim {namespace}/{name}: {got}"
+            known = False
         else:
             devices.extend(d for d in got if d.driver == DRIVER)
-    return ClaimedGpus(requests, preference, None if why else tuple(devices), why)
+    return ClaimedGpus(requests, preference, tuple(devices) if known else None)
 
 
 class Claims:

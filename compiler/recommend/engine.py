@@ -853,7 +853,7 @@ def _weigh(
     part = policy.partition
     if disruption != "expected":
         return _Weighed([g.threshold(prop.gain, part, prop.urgent)])
-    per_gpu = {(c.name, p.name) for c in policy.clusters for p in c.pools if p.is_dra and not p.dra_dynamic}
+    per_gpu = {(c.name, p.name) for c in policy.clusters for p in c.pools if p.dra_static}
     node_costs = node_disruption(
         prop.solution, obs, now, slices, grace_seconds, reconfigure_seconds, drain_seconds, per_gpu
     )
@@ -921,7 +921,7 @@ def _cheapest_change(
             on[p.node].append(p)
     best: float | None = None
     for pool in pools:
-        per_gpu = pool.is_dra and not pool.dra_dynamic
+        per_gpu = pool.dra_static
         for name in pool.node_names:
             running = on.get(name, [])
             # where the controller would drain every pod (node_disruption's ``_per_gpu``) the real

@@ -1785,7 +1785,10 @@ class _Run:
         idle = [n for n in range(s.nodes) if fleet.state[n] == IDLE]
         # per kind of pod (a whole GPU, MIG off, or MIG instances): on a busy node only the idle GPUs
         # it needs no MIG mode change on count (a mode change re-carves every GPU, _Fleet.redone)
-        most = {whole: max((self._idle_gpus(n, whole) for n in idle), default=0) for whole in (False, True)}
+        if s.drain_scope == "gpu":
+            most = {w: max((self._idle_gpus(n, w) for n in idle), default=0) for w in (False, True)}
+        else:  # the node's pods are all drained: the kind of pod does not matter (one pass, every event)
+            most = dict.fromkeys((False, True), max((self._idle_gpus(n) for n in idle), default=0))
         if not any(most.values()):
             self.idle_since.clear()
             return
@@ -2030,7 +2033,7 @@ class _Recommend:
                 free[node * gpn + k] = {p: list(v) for p, v in per.items()}
         held: dict[int, tuple[tuple[str, str, str], ...]] = {}
         for i in sorted(run.bound):
-            pool = rd.node_name(fleet.node(run.bound[i][0][0])) if run.bound[i] else ""
+            pool = rd.node_name(run.node_of[i])  # the driver's pool is named after the node
             got: list[tuple[str, str, str]] = []
             for gi, k in run.bound[i]:
                 left = free[gi].get(run.pods[i].profile, [])

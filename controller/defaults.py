@@ -23,3 +23,19 @@ MAX_ATTEMPTS = 2
 MAX_FAILURES = 3
 """The rollout of a revision stops widening once this many of its nodes failed (0: never;
 ``--max-failures``)."""
+
+EVICTION_TIMEOUT_SECONDS = 1800.0
+"""After the grace, how long evictions a PodDisruptionBudget refuses (HTTP 429) are retried before
+the node fails "drain timed out" (``--eviction-timeout``; controller/reconciler/drain.py)."""
+
+EVICTION_BACKOFF_SECONDS = 1.0
+"""First delay before a refused eviction is tried again (``--eviction-backoff``) …"""
+
+EVICTION_BACKOFF_MAX_SECONDS = 30.0
+"""… doubling up to this (``--eviction-backoff-max``)."""
+
+CONFIGMAP_SYNC_DELAY_SECONDS = 90.0
+"""A config name must have been in the mig-parted ConfigMap this long before a node is labelled
+with it: the MIG manager reads the ConfigMap through a volume the kubelet refreshes only after its
+sync period (1 min) plus its cache's propagation (``--configmap-sync-delay``;
+controller/reconciler/migparted.py ``MountedConfigs``)."""

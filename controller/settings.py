@@ -65,14 +65,14 @@ class DrainSettings:
     ``migc simulate`` and ``migc recommend`` model the same wait: the default is
     :data:`controller.defaults.DRAIN_GRACE_SECONDS`, which they read too."""
 
-    eviction_timeout: float = 1800.0
+    eviction_timeout: float = defaults.EVICTION_TIMEOUT_SECONDS
     """Then how long blocked evictions (a PDB's 429) are retried before the node fails
     (``--eviction-timeout``)."""
 
-    eviction_backoff: float = 1.0
+    eviction_backoff: float = defaults.EVICTION_BACKOFF_SECONDS
     """First delay between two evictions of a pod a PDB blocked …"""
 
-    eviction_backoff_max: float = 30.0
+    eviction_backoff_max: float = defaults.EVICTION_BACKOFF_MAX_SECONDS
     """… doubling up to this."""
 
 
@@ -80,7 +80,7 @@ class DrainSettings:
 class ApplySettings:
     """Applying (relabelling a drained node, waiting for the MIG manager) and Verifying."""
 
-    configmap_sync_delay: float = 90.0
+    configmap_sync_delay: float = defaults.CONFIGMAP_SYNC_DELAY_SECONDS
     """Before labelling a node: a config name must have been in the mig-parted ConfigMap this long,
     so that the kubelet has refreshed the MIG manager's mounted copy (sync period 1m plus cache
     propagation, by default) (``--configmap-sync-delay``)."""

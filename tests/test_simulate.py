@@ -20,6 +20,7 @@ from compiler.simulate import engine
 from compiler.simulate.engine import EPOCH, Result, Settings, _Fleet, _Pod, _Run, simulate
 from compiler.simulate.trace import TracePod, profile_for, read_trace
 from controller.settings import Settings as ControllerSettings
+from tests.nosync import settings
 
 HEADER = (
     "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,"
@@ -210,10 +211,10 @@ def test_reconfigure_seconds_are_per_changed_gpu_and_max_unavailable_serialises_
     maxUnavailable 1: node 0 (2 GPUs × 60 s) is back at 120, node 1 at 240."""
     assert A100 is not None
     trace = [pod(f"w{i}", 0, 1000) for i in range(4)]
-    res = simulate(trace, A100, Settings(nodes=2, gpus_per_node=2), "naive", NAIVE)
+    res = simulate(trace, A100, settings(nodes=2, gpus_per_node=2), "naive", NAIVE)
     assert (res.reconfigurations, res.gpu_reconfigurations, res.evictions) == (2, 4, 0)
     assert waits(res) == {"7g": [(120.0, False), (120.0, False), (240.0, False), (240.0, False)]}
-    two = simulate(trace, A100, Settings(nodes=2, gpus_per_node=2, max_unavailable=2), "naive", NAIVE)
+    two = simulate(trace, A100, settings(nodes=2, gpus_per_node=2, max_unavailable=2), "naive", NAIVE)
     assert waits(two) == {"7g": [(120.0, False)] * 4}
 
 
@@ -235,10 +236,10 @@ def test_the_least_disturbing_node_is_re_carved_and_the_controller_admits_by_pod
         pod("young", 500, 100_000, milli=400),
         pod("big", 1000, 100_000),
     ]
-    roomy = simulate(trace, A100, Settings(nodes=3, gpus_per_node=1), "naive", NAIVE)
+    roomy = simulate(trace, A100, settings(nodes=3, gpus_per_node=1), "naive", NAIVE)
     assert roomy.evictions == 0 and roomy.reconfigurations == 1
     assert waits(roomy) == {"3g": [(0.0, False), (0.0, False)], "7g": [(60.0, False)]}
-    res = simulate(trace, A100, Settings(nodes=2, gpus_per_node=1), "naive", NAIVE)
+    res = simulate(trace, A100, settings(nodes=2, gpus_per_node=1), "naive", NAIVE)
     assert res.evictions == 2 and res.lost_gpu_seconds == pytest.approx((2800 + 4160) * 3 / 7)
     assert waits(res) == {"3g": [(0.0, False), (60.0, False)], "7g": [(3720.0, False)]}
     assert (res.revisions, res.drains, res.reconfigurations, res.retargets) == (1, 2, 2, 0)
@@ -282,7 +283,7 @@ def test_naive_flaps_on_alternating_demand_and_the_gates_do_not() -> None:
     at the scaleDownWindow's peak) re-carves the GPU twice in all; sized from the demand of the
     moment (``demand="now"``) the minDwell and stabilizationWindow gates are what hold it."""
     assert A100 is not None
-    s = Settings(nodes=1, gpus_per_node=1)
+    s = settings(nodes=1, gpus_per_node=1)
     naive = simulate(alternating(), A100, s, "naive", NAIVE)
     assert naive.reconfigurations == 23 and naive.evictions == 0
     assert sorted(w for vs in naive.waits.values() for w, _ in vs) == [0.0] + [60.0] * 23
@@ -415,7 +416,7 @@ def test_a_node_that_drains_gets_all_its_unneeded_gpus_re_carved_at_once() -> No
     without the batching it would need a second change (and a drain of the first pod)."""
     assert A100 is not None
     trace = [pod("w0", 0, 1000), pod("w1", 500, 100)]
-    res = simulate(trace, A100, Settings(nodes=1, gpus_per_node=2), "naive", NAIVE)
+    res = simulate(trace, A100, settings(nodes=1, gpus_per_node=2), "naive", NAIVE)
     assert (res.reconfigurations, res.gpu_reconfigurations, res.evictions) == (1, 2, 0)
     assert waits(res) == {"7g": [(0.0, False), (120.0, False)]}
 
@@ -443,7 +444,7 @@ def test_disruption_rule_drains_for_a_young_pod_but_never_for_an_old_one() -> No
     * ``--disruption off``: drained at 51,300, ``work`` evicted at 53,100 after 53,100 s, back at 53,160.
     """
     assert A100 is not None
-    s = Settings(nodes=1, gpus_per_node=1)
+    s = settings(nodes=1, gpus_per_node=1)
     young = simulate([pod("work", 0, 100_000, milli=400), pod("big", 1000, 100)], A100, s, "default", NAIVE)
     assert young.evictions == 1 and young.waits["7g"] == [(3560.0, False)]
     trace = [pod("work", 0, 100_000, milli=400), pod("big", 50_000, 100)]
@@ -467,7 +468,7 @@ def test_a_new_revision_retargets_a_draining_node_on_the_same_grace_clock() -> N
     are re-carved (120 s), back at 2020: ``b`` waited 1920 s, ``c`` 1520 s."""
     assert A100 is not None
     trace = [pod("a", 0, 10_000, milli=100), pod("b", 100, 100), pod("c", 500, 100)]
-    res = simulate(trace, A100, Settings(nodes=1, gpus_per_node=2), "naive", NAIVE)
+    res = simulate(trace, A100, settings(nodes=1, gpus_per_node=2), "naive", NAIVE)
     assert res.retargets == 1 and res.evictions == 1
     assert sorted(res.waits["7g"]) == [(1520.0, False), (1920.0, False)]
     assert res.lost_gpu_seconds == pytest.approx(1900 / 7)
@@ -485,7 +486,7 @@ def test_a_node_retargeted_while_applying_finishes_then_applies_again_still_cord
     ``b`` (waited 180 s) and ``d`` (150 s) bind. Two re-carves, three GPU re-carves, one drain."""
     assert A100 is not None
     trace = [pod("b", 0, 1000), pod("d", 30, 1000, milli=100)]
-    res = simulate(trace, A100, Settings(nodes=1, gpus_per_node=2), "naive", NAIVE)
+    res = simulate(trace, A100, settings(nodes=1, gpus_per_node=2), "naive", NAIVE)
     assert (res.revisions, res.retargets, res.drains) == (2, 1, 1)
     assert (res.reconfigurations, res.gpu_reconfigurations) == (2, 3)
     assert waits(res) == {"1g": [(150.0, False)], "7g": [(180.0, False)]}
@@ -500,7 +501,7 @@ def test_failed_reconfiguration_retries_like_the_controller() -> None:
     after failures.backoff = 300 s (controller/settings.py); 360–420 fails (attempt 2 = max_attempts):
     a human retries after --operator-retry (1 h); 4020–4080 succeeds: ``b`` waited 4080 s."""
     assert A100 is not None
-    s = Settings(nodes=1, gpus_per_node=1, failure_rate=0.5, seed=7)
+    s = settings(nodes=1, gpus_per_node=1, failure_rate=0.5, seed=7)
     res = simulate([pod("b", 0, 100)], A100, s, "naive", NAIVE)
     assert (res.failures, res.reconfigurations, res.drains) == (2, 1, 1)
     assert res.waits["7g"] == [(4080.0, False)]
@@ -523,7 +524,7 @@ def test_backoff_gate_holds_the_default_loop_after_a_failure() -> None:
       is made, node 1's apply 6300–6360 fails, the retry 6660–6720 succeeds: ``c`` waited 4420 s.
     """
     assert A100 is not None
-    s = Settings(nodes=2, gpus_per_node=1, failure_rate=0.5, seed=7, demand="now")  # the timeline below
+    s = settings(nodes=2, gpus_per_node=1, failure_rate=0.5, seed=7, demand="now")  # the timeline below
     trace = [pod("b", 0, 10_000), pod("c", 2300, 100)]
     short = simulate(trace, A100, s, "default", NAIVE)
     assert (short.failures, short.reconfigurations, short.blocked.get("backoff", 0)) == (3, 2, 0)
@@ -541,7 +542,7 @@ def test_a_multi_gpu_pod_gets_its_whole_gpus_on_one_node() -> None:
     no new change."""
     assert A100 is not None
     trace = [pod("a", 0, 10_000, milli=100), pod("big", 100, 500, num=2), pod("big2", 1000, 10, num=2)]
-    res = simulate(trace, A100, Settings(nodes=2, gpus_per_node=2), "naive", NAIVE)
+    res = simulate(trace, A100, settings(nodes=2, gpus_per_node=2), "naive", NAIVE)
     assert (res.reconfigurations, res.gpu_reconfigurations, res.evictions) == (1, 2, 0)
     assert waits(res) == {"1g": [(0.0, False)], "2x7g": [(0.0, False), (120.0, False)]}
 
@@ -592,7 +593,7 @@ def test_a_4g_need_is_carved_with_its_spare_room_so_a_small_pod_needs_no_second_
     120, waits 120 and 110 s.)"""
     assert A100 is not None
     trace = [pod("a", 0, 1000, milli=500), pod("c", 10, 100, milli=100)]
-    res = simulate(trace, A100, Settings(nodes=1, gpus_per_node=1, layouts=MAXIMAL), "naive", NAIVE)
+    res = simulate(trace, A100, settings(nodes=1, gpus_per_node=1, layouts=MAXIMAL), "naive", NAIVE)
     assert (res.revisions, res.retargets, res.reconfigurations) == (1, 0, 1)
     assert waits(res) == {"1g": [(50.0, False)], "4g": [(60.0, False)]}
     assert res.non_maximal == 0
@@ -606,9 +607,9 @@ def test_the_default_layouts_still_carve_the_lone_4g_and_pay_a_second_re_carve()
     waits 120 s, ``c`` 110 s, and both layouts the MIG manager applied (the lone 4g.40gb, then
     4g.40gb + 1g.10gb) are counted as not maximal."""
     assert A100 is not None
-    assert Settings(nodes=1).layouts == "fewest"
+    assert settings(nodes=1).layouts == "fewest"
     trace = [pod("a", 0, 1000, milli=500), pod("c", 10, 100, milli=100)]
-    res = simulate(trace, A100, Settings(nodes=1, gpus_per_node=1), "naive", NAIVE)
+    res = simulate(trace, A100, settings(nodes=1, gpus_per_node=1), "naive", NAIVE)
     assert (res.revisions, res.retargets) == (2, 1)
     assert waits(res) == {"1g": [(110.0, False)], "4g": [(120.0, False)]}
     assert res.non_maximal == 2

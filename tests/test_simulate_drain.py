@@ -37,6 +37,7 @@ from compiler.simulate.engine import (
     simulate,
 )
 from compiler.simulate.trace import TracePod, profile_for
+from tests.nosync import settings
 
 A100 = load_catalog().by_product("NVIDIA-A100-SXM4-80GB")
 POLICY = PartitionPolicy(mode="dynamic")
@@ -61,7 +62,7 @@ def test_gpu_scope_leaves_the_pod_on_an_unchanged_gpu_running() -> None:
     (1,900 s of run time lost) and runs again; ``big`` waits 1,800 + 60 s."""
     assert A100 is not None
     gpu = simulate(
-        busy_and_idle(), A100, Settings(nodes=1, gpus_per_node=2, drain_scope="gpu"), "naive", POLICY
+        busy_and_idle(), A100, settings(nodes=1, gpus_per_node=2, drain_scope="gpu"), "naive", POLICY
     )
     assert (gpu.evictions, gpu.lost_gpu_seconds, gpu.reconfigurations, gpu.gpu_reconfigurations) == (
         0,
@@ -71,7 +72,7 @@ def test_gpu_scope_leaves_the_pod_on_an_unchanged_gpu_running() -> None:
     )
     assert gpu.waits == {"1g": [(0.0, False)], "4g": [(60.0, False)]}
     assert gpu.hours * 3600 == 10_000.0  # a ran once, start to end
-    node = simulate(busy_and_idle(), A100, Settings(nodes=1, gpus_per_node=2), "naive", POLICY)
+    node = simulate(busy_and_idle(), A100, settings(nodes=1, gpus_per_node=2), "naive", POLICY)
     assert node.evictions == 1 and node.lost_gpu_seconds == pytest.approx(1900 / 7)
     assert node.waits == {"1g": [(60.0, False)], "4g": [(1860.0, False)]}
     assert node.hours * 3600 == 1960.0 + 10_000.0  # evicted, re-bound when the node is back, run again
@@ -105,11 +106,11 @@ def test_gpu_scope_drains_every_pod_when_it_retries_a_failed_apply() -> None:
     a failure ``a`` runs through the re-carve of GPU 1."""
     assert A100 is not None
     trace = [pod("a", 0, 100_000, milli=100), pod("big", 100, 500, milli=FOUR_MILLI)]
-    s = Settings(nodes=1, gpus_per_node=2, drain_scope="gpu", failure_rate=0.5, seed=1)
+    s = settings(nodes=1, gpus_per_node=2, drain_scope="gpu", failure_rate=0.5, seed=1)
     res = simulate(trace, A100, s, "naive", POLICY)
     assert (res.failures, res.evictions) == (1, 1)
     assert res.waits["4g"] == [(60.0 + 300.0 + 1800.0 + 60.0, False)]
-    ok = simulate(trace, A100, Settings(nodes=1, gpus_per_node=2, drain_scope="gpu"), "naive", POLICY)
+    ok = simulate(trace, A100, settings(nodes=1, gpus_per_node=2, drain_scope="gpu"), "naive", POLICY)
     assert (ok.failures, ok.evictions) == (0, 0)
 
 
@@ -126,7 +127,7 @@ def test_gpu_scope_still_cordons_the_whole_node() -> None:
     the node is cordoned from admission until Idle again, also under ``"gpu"``."""
     assert A100 is not None
     trace = [*busy_and_idle(), pod("c", 120, 50, milli=100)]
-    res = simulate(trace, A100, Settings(nodes=1, gpus_per_node=2, drain_scope="gpu"), "naive", POLICY)
+    res = simulate(trace, A100, settings(nodes=1, gpus_per_node=2, drain_scope="gpu"), "naive", POLICY)
     assert res.evictions == 0
     assert sorted(res.waits["1g"]) == [(0.0, False), (40.0, False)]
 
@@ -274,8 +275,8 @@ def test_the_idle_pass_under_gpu_scope_recarves_idle_gpus_of_a_busy_node() -> No
     node is not idle and the idle pass leaves it to the gated loop."""
     assert A100 is not None
     trace = [pod("a", 0, 200_000, milli=100), pod("big", 100, 500, milli=FOUR_MILLI)]
-    s = Settings(nodes=1, gpus_per_node=2, idle_pass=True)
-    gpu = simulate(trace, A100, Settings(**{**s.__dict__, "drain_scope": "gpu"}), "default", POLICY)
+    s = settings(nodes=1, gpus_per_node=2, idle_pass=True)
+    gpu = simulate(trace, A100, settings(**{**s.__dict__, "drain_scope": "gpu"}), "default", POLICY)
     assert (gpu.idle_recarves, gpu.evictions, gpu.reconfigurations) == (1, 0, 1)
     assert gpu.waits["4g"] == [(900.0 - 100.0 + 60.0, False)]  # first evaluation at 900, 60 s re-carve
     node = simulate(trace, A100, s, "default", POLICY)
@@ -291,7 +292,7 @@ def test_the_idle_pass_under_gpu_scope_makes_no_mode_change_on_a_busy_node() -> 
     node without pods instead when there is one (both its GPUs re-carved: 120 s, nobody evicted)."""
     assert A100 is not None
     trace = [pod("a", 0, 200_000, milli=100), pod("big", 100, 500)]
-    s = Settings(nodes=1, gpus_per_node=2, drain_scope="gpu")
+    s = settings(nodes=1, gpus_per_node=2, drain_scope="gpu")
     with_pass = simulate(trace, A100, replace(s, idle_pass=True), "default", POLICY)
     without = simulate(trace, A100, s, "default", POLICY)
     assert with_pass.idle_recarves == 0

@@ -16,11 +16,12 @@ from compiler.exitcodes import ExitCode
 from compiler.model import PartitionPolicy
 from compiler.simulate.engine import Settings, simulate
 from compiler.simulate.trace import TracePod
+from tests.nosync import settings
 
 A100 = load_catalog().by_product("NVIDIA-A100-SXM4-80GB")
 assert A100 is not None
 POLICY = PartitionPolicy(mode="dynamic")  # interval 15m, scaleDownWindow 24h, minDwell 1h
-ONE = Settings(nodes=1, gpus_per_node=1, idle_pass=True)  # 60 s per changed GPU
+ONE = settings(nodes=1, gpus_per_node=1, idle_pass=True)  # 60 s per changed GPU
 # a whole-GPU pod runs for an hour, then a 1g pod arrives on the idle GPU, still carved 7g.80gb
 TRACE = [TracePod("big", 0, 3600, 1, 1000, 0), TracePod("small", 6000, 600, 1, 100, 0)]
 
@@ -115,7 +116,7 @@ def test_a_busy_node_is_not_an_idle_gpu() -> None:
     ones, and the idle pass leaves it to the disruption rule (no eviction from it)."""
     assert A100 is not None
     trace = [TracePod("long", 0, 50_000, 1, 100, 0), TracePod("whole", 1000, 600, 1, 1000, 0)]
-    res = simulate(trace, A100, Settings(nodes=1, gpus_per_node=2, idle_pass=True), "default", POLICY)
+    res = simulate(trace, A100, settings(nodes=1, gpus_per_node=2, idle_pass=True), "default", POLICY)
     assert res.idle_recarves == 0 and res.held_on_idle == 0
 
 
@@ -150,7 +151,7 @@ def test_the_busy_outage_recarves_an_idle_node_for_a_waiting_1g_pod() -> None:
     assert A100 is not None
     trace = [TracePod(f"big{k}", 0, 3600, 1, 1000, 0) for k in range(8)]
     trace.append(TracePod("small", 6000, 600, 1, 100, 0))
-    s = Settings(nodes=1, gpus_per_node=8, demand="now", outage="busy")
+    s = settings(nodes=1, gpus_per_node=8, demand="now", outage="busy")
     res = simulate(trace, A100, s, "default", POLICY)
     ((wait, censored),) = res.waits["1g"]
     first_look = 6300 - 6000

@@ -147,7 +147,7 @@ class FiniteFloatRange(click.FloatRange):
         return super().convert(number, param, ctx)
 
 
-class _Seconds(FiniteFloatRange):
+class Seconds(FiniteFloatRange):
     """Seconds in ``[0, disruption.MAX_SECONDS]`` (G, R and D): beyond it a node of the replay is out
     for ever (``1e300`` is finite) and the replay never ends."""
 
@@ -176,7 +176,7 @@ def disruption_options(disruption_help: str, reconfigure_help: str) -> Callable[
                 "--drain-grace",
                 default=disruption.DRAIN_GRACE_SECONDS,
                 show_default=True,
-                type=_Seconds(),
+                type=Seconds(),
                 help="Seconds the controller lets a cordoned node's GPU pods finish before evicting them "
                 "(controller --drain-grace-timeout).",
             ),
@@ -184,14 +184,14 @@ def disruption_options(disruption_help: str, reconfigure_help: str) -> Callable[
                 "--reconfigure-seconds",
                 default=disruption.RECONFIGURE_SECONDS,
                 show_default=True,
-                type=_Seconds(),
+                type=Seconds(),
                 help=reconfigure_help,
             ),
             click.option(
                 "--drain-seconds",
                 default=disruption.DRAIN_SECONDS,
                 show_default=True,
-                type=_Seconds(),
+                type=Seconds(),
                 help="Fixed outage per re-carved node, whatever its GPUs (the GPU Operator pausing "
                 "the node's GPU operands around the apply): priced B × (D + R × GPUs changed).",
             ),

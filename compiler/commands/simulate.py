@@ -20,6 +20,7 @@ import click
 from compiler.catalog import Catalog, GpuModel, load_catalog
 from compiler.commands._common import (
     FiniteFloatRange,
+    Seconds,
     disruption_options,
     emit_diagnostics,
     fail,
@@ -44,6 +45,7 @@ from compiler.simulate.engine import (
     DRAIN_SCOPES,
     EVICTION_MODELS,
     LAYOUT_RULES,
+    SYNC_SECONDS,
     Result,
     Settings,
     Snapshot,
@@ -79,6 +81,9 @@ REPLAY_ONLY = (
     "demand_window",
     "disruption",
     "failure_rate",
+    "sync_seconds",
+    "pdb_fraction",
+    "pdb_seconds",
     "operator_retry",
     "max_unavailable",
     "max_wait",
@@ -175,6 +180,32 @@ REPLAY_ONLY = (
     help="Probability that one MIG reconfiguration of a node fails (seeded, deterministic; below 1).",
 )
 @click.option(
+    "--configmap-sync-delay",
+    "sync_seconds",
+    default=SYNC_SECONDS,
+    show_default=True,
+    type=Seconds(),
+    help="Seconds a new layout's config name waits in the mig-parted ConfigMap before the controller "
+    "labels a drained node with it (controller --configmap-sync-delay: the kubelet's refresh of the MIG "
+    "manager's mounted copy).",
+)
+@click.option(
+    "--pdb-fraction",
+    default=0.0,
+    show_default=True,
+    type=FiniteFloatRange(0, 1),
+    help="Fraction of pods a PodDisruptionBudget protects (drawn per pod from --seed): their eviction "
+    "is refused for --pdb-seconds; the controller retries with its backoff and fails the node past "
+    "grace + its 1800 s eviction timeout.",
+)
+@click.option(
+    "--pdb-seconds",
+    default=900.0,
+    show_default=True,
+    type=Seconds(),
+    help="How long a PodDisruptionBudget refuses a protected pod's eviction once the grace is over.",
+)
+@click.option(
     "--seed",
     default=0,
     show_default=True,
@@ -263,6 +294,9 @@ def command(
     demand_window: str | None,
     disruption: str,
     failure_rate: float,
+    sync_seconds: float,
+    pdb_fraction: float,
+    pdb_seconds: float,
     seed: int,
     operator_retry: str,
     max_unavailable: int,
@@ -326,6 +360,9 @@ def command(
         demand_window_seconds=float(window_s or 0),
         disruption=disruption,
         failure_rate=failure_rate,
+        sync_seconds=sync_seconds,
+        pdb_fraction=pdb_fraction,
+        pdb_seconds=pdb_seconds,
         seed=seed,
         operator_retry_seconds=float(operator_s or 0),
         max_unavailable=max_unavailable,

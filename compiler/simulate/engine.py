@@ -141,6 +141,13 @@ DRAIN_GRACE_SECONDS = dis.DRAIN_GRACE_SECONDS
 FAILURE_BACKOFF_SECONDS = defaults.FAILURE_BACKOFF_SECONDS
 MAX_ATTEMPTS = defaults.MAX_ATTEMPTS
 MAX_FAILURES = defaults.MAX_FAILURES
+# controller/settings.py Settings.drain's eviction retries and Settings.apply's ConfigMap wait, from the
+# same module: a refused eviction is tried again after backoff, doubling up to its cap, until the
+# node fails past grace + eviction_timeout; a new config name waits the kubelet's refresh
+EVICTION_TIMEOUT_SECONDS = defaults.EVICTION_TIMEOUT_SECONDS
+EVICTION_BACKOFF_SECONDS = defaults.EVICTION_BACKOFF_SECONDS
+EVICTION_BACKOFF_MAX_SECONDS = defaults.EVICTION_BACKOFF_MAX_SECONDS
+SYNC_SECONDS = defaults.CONFIGMAP_SYNC_DELAY_SECONDS
 
 
 @dataclass(frozen=True)
@@ -198,6 +205,28 @@ class Settings:
     # solver from the deployed layout, the disruption rule on the whole proposal and its gates), on
     # the replay's state as recommend would observe it (compiler/simulate/decision.py)
     decision: str = "cover"
+    # the controller's wait before it labels a node with a config name new to the mig-parted ConfigMap
+    # (controller/reconciler/apply.py ``_mounted``, migparted.py ``MountedConfigs``): the kubelet's
+    # refresh of the MIG manager's mounted copy (_Run._sync_left)
+    sync_seconds: float = SYNC_SECONDS
+    # PodDisruptionBudgets: the fraction of pods one protects (drawn per pod from ``seed``, apart from
+    # the failure draws) and how long it refuses their eviction (HTTP 429) once the grace is over;
+    # the controller retries with its backoff and fails the node past grace + eviction_timeout
+    # (controller/reconciler/drain.py; _Run._evict_all). The trace has none: 0 by default
+    pdb_fraction: float = 0.0
+    pdb_seconds: float = 900.0
+
+
+def eviction_retry(blocked: float) -> float | None:
+    """When, after the grace, a pod whose eviction a PDB refuses for ``blocked`` seconds is evicted:
+    the controller's first attempt at 0, then retries after its backoff (controller/reconciler/drain.py
+    ``_evict``: ``Backoff.bump``, context.py: base, doubling up to the cap), the first at or after
+    ``blocked``; None when that is past ``eviction_timeout`` (the node fails "drain timed out")."""
+    at, delay = 0.0, EVICTION_BACKOFF_SECONDS / 2
+    while at < blocked:
+        delay = min(EVICTION_BACKOFF_MAX_SECONDS, delay * 2)
+        at += delay
+    return at if at < EVICTION_TIMEOUT_SECONDS else None
 
 
 @dataclass(frozen=True)
@@ -234,6 +263,9 @@ class Result:
     revisions: int = 0  # proposals handed to the controller (new assignment revisions)
     retargets: int = 0  # nodes in flight whose target a new revision changed (controller: step.retarget)
     failures: int = 0  # failed MIG manager applies (--failure-rate)
+    sync_waits: int = 0  # applies that waited for the kubelet to refresh the ConfigMap (sync_seconds)
+    evictions_blocked: int = 0  # pods whose eviction a PDB refused at least once (pdb_fraction)
+    drain_timeouts: int = 0  # nodes failed "drain timed out": a PDB held a pod past the eviction timeout
     # naive and default (None elsewhere): pending pods that, sampled once per interval, could run on
     # an idle node (Idle, no GPU pod: a re-carve evicts nobody) once re-carved, and stayed so longer
     # than one interval plus one node's reconfiguration (_Run.held_check)
@@ -994,6 +1026,7 @@ def _trace_pods(trace: Sequence[TracePod], model: GpuModel, s: Settings) -> list
 
 # event kinds, in the order they are handled at one instant: (time, seq, kind, payload)
 _RECONFIGURED, _DEPARTURE, _DRAIN_DEADLINE, _RETRY, _ARRIVAL, _TICK = 0, 1, 2, 3, 4, 5
+_SYNCED, _EVICT, _DRAIN_TIMEOUT = 6, 7, 8  # the config is mounted; a refused eviction's retry; drain failed
 
 
 class _Run:
@@ -1076,6 +1109,22 @@ class _Run:
         self.held: set[int] = set()  # pods counted in Result.held_on_idle
         self.sized: Layout = {}  # what the last evaluation sized for (the idle pass's mix)
         self.decider: _Recommend | None = None  # Settings.decision "recommend"
+        # the mig-parted ConfigMap of the latest revision: each node layout's config name (its content,
+        # compiler/render/manifests.py ``collect_configs``) and when it was first in it (the start's
+        # layouts: always; a name that leaves the ConfigMap starts over when it returns)
+        self.mounted: dict[tuple[tuple[tuple[str, int], ...], ...], float] = dict.fromkeys(
+            self._node_layouts(fleet.target), -math.inf
+        )
+        self.sync_seq: dict[int, int] = {}  # node waiting for the mount → seq of its event
+        self.evict_seq: dict[int, int] = {}  # pod a PDB protects, eviction refused → seq of its retry
+        self.timeout_seq: dict[int, int] = {}  # draining node with refused evictions → its drain timeout
+        self.graced: set[int] = set()  # draining nodes past their grace: a pod that blocks them is evicted
+        pdb = random.Random(f"pdb:{s.seed}")  # apart from the failure draws: those stay as they were
+        self.protected = (
+            frozenset(i for i in range(len(pods)) if pdb.random() < s.pdb_fraction)
+            if s.pdb_fraction > 0
+            else frozenset()
+        )
 
     def push(self, t: float, kind: int, payload: int) -> int:
         heapq.heappush(self.events, (t, self.seq, kind, payload))
@@ -1328,9 +1377,22 @@ class _Run:
         self.busy_slices -= fleet.slices[pod.profile] * pod.count
         self.dep_seq.pop(i)
         self.started.pop(i)
+        self.evict_seq.pop(i, None)
         node = self.node_of.pop(i)
         self.node_pods[node].discard(i)
         return node
+
+    def _node_layouts(self, target: Sequence[Layout]) -> set[tuple[tuple[tuple[str, int], ...], ...]]:
+        """The node layouts of a revision: one mig-parted config each."""
+        per = self.s.gpus_per_node
+        return {tuple(_key(target[gi]) for gi in range(n * per, (n + 1) * per)) for n in range(self.s.nodes)}
+
+    def _sync_left(self, node: int, now: float) -> float:
+        """Seconds until the node's target config is surely in the MIG manager's mounted copy
+        (controller/reconciler/apply.py ``_mounted``: the controller does not label the node before)."""
+        per = self.s.gpus_per_node
+        key = tuple(_key(self.fleet.target[gi]) for gi in range(node * per, (node + 1) * per))
+        return max(0.0, self.mounted.get(key, now) + self.s.sync_seconds - now)
 
     # ---- rollout (controller/reconciler: admission → drain → apply) -----------------------------------
 
@@ -1353,6 +1415,8 @@ class _Run:
         for gi, lay in changes.items():
             fleet.target[gi] = lay
             fleet.spare[gi] = dict((spare or {}).get(gi, {}))
+        # the revision's ConfigMap (MountedConfigs.read: a name no longer in it is forgotten)
+        self.mounted = {k: self.mounted.get(k, now) for k in self._node_layouts(fleet.target)}
         for node in nodes:
             self.node_last_change[f"node-{node}"] = EPOCH + dt.timedelta(seconds=now)
             self.change_log.append(EPOCH + dt.timedelta(seconds=now))
@@ -1362,8 +1426,11 @@ class _Run:
                 self.retry_seq.pop(node, None)
                 self.attempts[node] = 0
                 self._drain(node, now)
-            elif self.s.drain_scope == "gpu" and fleet.state[node] == DRAINING and not self._blocking(node):
-                self._reconfigure(node, now)  # re-targeted so that no pod left blocks it
+            elif self.s.drain_scope == "gpu" and fleet.state[node] == DRAINING:
+                if node in self.graced and self._blocking(node):  # past its grace: drain.py evicts now
+                    self._evict_all(node, now)
+                if not self._blocking(node):
+                    self._drained(node, now)  # re-targeted so that no pod left blocks it
         self._admit(now)
 
     def _admit(self, now: float) -> None:
@@ -1391,12 +1458,28 @@ class _Run:
                 self.res.drain_waits += 1
                 self.drain_seq[node] = self.push(now + self.s.drain_grace_seconds, _DRAIN_DEADLINE, node)
             else:
-                self._reconfigure(node, now)
+                self._drained(node, now)
+
+    def _drained(self, node: int, now: float) -> None:
+        """No pod blocks the draining node any more (controller/reconciler/drain.py → apply.py
+        ``start_apply``): the controller labels it for the MIG manager once the target's config name
+        is surely in the MIG manager's mounted copy (``_mounted``; :meth:`_sync_left`), until then it
+        stays Draining (cordoned, on its grace clock: a re-target may give it pods to drain again)."""
+        wait = self._sync_left(node, now)
+        if wait > 0:
+            if node not in self.sync_seq:
+                self.res.sync_waits += 1
+            self.sync_seq[node] = self.push(now + wait, _SYNCED, node)
+            return
+        self._reconfigure(node, now)
 
     def _reconfigure(self, node: int, now: float) -> None:
-        """No GPU pod left (controller/reconciler/drain.py → apply.py ``start_apply``): the MIG manager
-        re-carves the GPUs whose target differs; none (re-targeted back) is only a verification."""
+        """The MIG manager re-carves the GPUs whose target differs; none (re-targeted back) is only a
+        verification."""
         self.drain_seq.pop(node, None)
+        self.timeout_seq.pop(node, None)
+        self.sync_seq.pop(node, None)
+        self.graced.discard(node)
         fleet = self.fleet
         fleet.state[node] = RECONFIGURING
         changed = fleet.wanted(node)
@@ -1419,14 +1502,7 @@ class _Run:
                 self.attempts.pop(node, None)
                 self._drain(node, now)
                 return
-            fleet.state[node] = FAILED  # stays cordoned; its layout is what it was
-            self.attempts[node] = self.attempts.get(node, 0) + 1
-            self.failed_at[node] = now
-            if self.attempts[node] < MAX_ATTEMPTS:  # automatic retry after failure_backoff × 2^(n−1)
-                wait = FAILURE_BACKOFF_SECONDS * 2 ** (self.attempts[node] - 1)
-            else:  # past max_attempts a human must annotate retry=true
-                wait = self.s.operator_retry_seconds
-            self.retry_seq[node] = self.push(now + wait, _RETRY, node)
+            self._fail(node, now)
             return
         self.mig_failed.discard(node)
         for gi, lay in changed.items():
@@ -1444,6 +1520,21 @@ class _Run:
             return
         fleet.state[node] = IDLE  # uncordon
         self._admit(now)
+
+    def _fail(self, node: int, now: float) -> None:
+        """The node fails (controller/reconciler/context.py ``fail``): it stays cordoned with its layout
+        and is retried by itself after failure_backoff × 2^(n−1) while n < max_attempts, then by a human."""
+        self.fleet.state[node] = FAILED
+        self.drain_seq.pop(node, None)  # a retry drains on a new grace clock
+        self.timeout_seq.pop(node, None)
+        self.graced.discard(node)
+        self.attempts[node] = self.attempts.get(node, 0) + 1
+        self.failed_at[node] = now
+        if self.attempts[node] < MAX_ATTEMPTS:  # automatic retry after failure_backoff × 2^(n−1)
+            wait = FAILURE_BACKOFF_SECONDS * 2 ** (self.attempts[node] - 1)
+        else:  # past max_attempts a human must annotate retry=true
+            wait = self.s.operator_retry_seconds
+        self.retry_seq[node] = self.push(now + wait, _RETRY, node)
 
     def _retry(self, node: int, now: float) -> None:
         """Failed → Draining again (failed.py: automatic retry, or a human's retry annotation)."""
@@ -1482,24 +1573,43 @@ class _Run:
         admission and drained), so this is the apply."""
         self.fleet.state[node] = DRAINING
         if not self._blocking(node):
-            self._reconfigure(node, now)
+            self._drained(node, now)
         elif node not in self.drain_seq:
             self.res.drain_waits += 1
             self.drain_seq[node] = self.push(now + self.s.drain_grace_seconds, _DRAIN_DEADLINE, node)
 
     def _evict_all(self, node: int, now: float) -> None:
         """Grace over (controller/reconciler/drain.py ``_evict``): evict every pod that still blocks
-        the re-carve (:meth:`_blocking`); requeue it."""
-        res, whole = self.res, self.model.compute_slices
+        the re-carve (:meth:`_blocking`); requeue it. A pod a PDB protects (``Settings.pdb_fraction``)
+        is refused (HTTP 429) for ``pdb_seconds``: it runs on, and is evicted at the controller's first
+        retry after that (:func:`eviction_retry`), unless the drain times out first (grace +
+        ``eviction_timeout``: the node fails, drain.py ``ctx.fail``, with the pod still on it)."""
+        timeout = False
         for i in self._blocking(node):
-            pod = self.pods[i]
-            ran = now - self.started[i]
-            self.release(i)
-            res.evictions += 1
-            if self.s.eviction == "restart":  # batch pods without checkpoints start over
-                res.lost_gpu_seconds += ran * pod.count * self.fleet.slices[pod.profile] / whole
-            self.remaining[i] = max(0.0, self.remaining[i] - ran)
-            self.enqueue(i, now)
+            if i in self.evict_seq:
+                continue  # refused already: the controller's retry is due
+            if i not in self.protected:
+                self._evict(i, now)
+                continue
+            self.res.evictions_blocked += 1
+            at = eviction_retry(self.s.pdb_seconds)
+            if at is None:
+                timeout = True
+            else:
+                self.evict_seq[i] = self.push(now + at, _EVICT, i)
+        if (timeout or self.evict_seq.keys() & self.node_pods[node]) and node not in self.timeout_seq:
+            self.timeout_seq[node] = self.push(now + EVICTION_TIMEOUT_SECONDS, _DRAIN_TIMEOUT, node)
+
+    def _evict(self, i: int, now: float) -> None:
+        """Evict pod ``i`` (drain.py ``_evict``) and requeue it (its controller re-creates it)."""
+        res, pod, whole = self.res, self.pods[i], self.model.compute_slices
+        ran = now - self.started[i]
+        self.release(i)
+        res.evictions += 1
+        if self.s.eviction == "restart":  # batch pods without checkpoints start over
+            res.lost_gpu_seconds += ran * pod.count * self.fleet.slices[pod.profile] / whole
+        self.remaining[i] = max(0.0, self.remaining[i] - ran)
+        self.enqueue(i, now)
 
     # ---- the recommend loop ---------------------------------------------------------------------------
 
@@ -1778,7 +1888,7 @@ class _Run:
         on an idle node (Idle, no GPU pod on it, so a re-carve evicts nobody; the controller drains
         whole nodes) once that node is re-carved, when the node has as many GPUs as the pod asks for.
         It is counted once, when it has been so for longer than one interval plus one node's
-        reconfiguration (``drain_seconds`` + ``reconfigure_seconds`` × its GPUs). With
+        reconfiguration (``sync_seconds`` + ``drain_seconds`` + ``reconfigure_seconds`` × its GPUs). With
         ``drain_scope="gpu"`` a re-carve of a node's idle GPUs (no pod on them) evicts nobody, so the
         pod counts when an Idle node has at least as many idle GPUs as it asks for."""
         fleet, s = self.fleet, self.s
@@ -1792,7 +1902,9 @@ class _Run:
         if not any(most.values()):
             self.idle_since.clear()
             return
-        limit = self.interval + s.drain_seconds + s.reconfigure_seconds * s.gpus_per_node
+        # one node's reconfiguration: the ConfigMap's refresh (a new layout's config name), the operand
+        # pause and its GPUs re-carved
+        limit = self.interval + s.sync_seconds + s.drain_seconds + s.reconfigure_seconds * s.gpus_per_node
         since = self.idle_since
         wholes = fleet.whole
 
@@ -1867,16 +1979,41 @@ class _Run:
             node = self.release(x)
             self._demand_add(pod.profile, -pod.count, t)
             if self.fleet.state[node] == DRAINING and not self._blocking(node):
-                self._reconfigure(node, t)
-        elif kind == _DRAIN_DEADLINE:
-            if self.drain_seq.get(x) == seq:
-                self._evict_all(x, t)
-                self._reconfigure(x, t)
+                self._drained(node, t)
+        elif kind in (_DRAIN_DEADLINE, _SYNCED, _EVICT, _DRAIN_TIMEOUT):
+            self._drain_event(t, seq, kind, x)
         elif kind == _RECONFIGURED:
             self._reconfigured(x, t)
         elif kind == _RETRY and self.retry_seq.get(x) == seq:
             del self.retry_seq[x]
             self._retry(x, t)
+
+    def _drain_event(self, t: float, seq: int, kind: int, x: int) -> None:
+        """A draining node's events: its grace is over, its config is mounted, a refused eviction's
+        retry (``x`` the pod), its drain timed out; a stale one (its seq replaced) does nothing."""
+        if kind == _DRAIN_DEADLINE:
+            if self.drain_seq.get(x) == seq:
+                self.graced.add(x)
+                self._evict_all(x, t)
+                if not self._blocking(x):
+                    self._drained(x, t)
+        elif kind == _SYNCED:
+            if self.sync_seq.get(x) == seq and self.fleet.state[x] == DRAINING and not self._blocking(x):
+                self._drained(x, t)
+        elif kind == _EVICT:
+            if self.evict_seq.get(x) == seq:  # still running (release drops it)
+                del self.evict_seq[x]
+                node = self.node_of[x]
+                if self.fleet.state[node] == DRAINING and x in self._blocking(node):
+                    self._evict(x, t)
+                    if not self._blocking(node):
+                        self._drained(node, t)
+        elif self.timeout_seq.get(x) == seq and self.fleet.state[x] == DRAINING and self._blocking(x):
+            del self.timeout_seq[x]  # _DRAIN_TIMEOUT
+            self.res.drain_timeouts += 1
+            for i in self.node_pods[x]:  # the failed node's controller stops evicting
+                self.evict_seq.pop(i, None)
+            self._fail(x, t)
 
     def _tick(self, t: float, last_activity: float, horizon: float) -> bool:
         """One evaluation interval; False once nothing can change any more."""

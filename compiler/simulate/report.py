@@ -52,7 +52,10 @@ def result_dict(r: Result) -> dict[str, Any]:
         "revisions": r.revisions,
         "retargets": r.retargets,
         "failures": r.failures,
+        "syncWaits": r.sync_waits,
         "evictions": r.evictions,
+        "evictionsBlocked": r.evictions_blocked,
+        "drainTimeouts": r.drain_timeouts,
         "lostGpuHours": round(r.lost_gpu_seconds / 3600, 1),
         "waitSeconds": {size: _pct(r, size) for size in sizes} | {"all": _pct(r, None)},
         "sliceUtilisation": round(r.utilisation, 4),
@@ -115,6 +118,9 @@ class Replay:
             "drainGraceSeconds": s.drain_grace_seconds,
             "reconfigureSeconds": s.reconfigure_seconds,
             "drainSeconds": s.drain_seconds,
+            "configMapSyncSeconds": s.sync_seconds,
+            "pdbFraction": s.pdb_fraction,
+            "pdbSeconds": s.pdb_seconds,
             "eviction": s.eviction,
             "demand": s.demand,
             "demandWindowSeconds": self.demand_window_seconds,
@@ -140,7 +146,9 @@ class Replay:
             f"time scale {s.time_scale:g}; mapping {s.mapping}; drain grace {s.drain_grace_seconds:g} s, "
             f"{s.reconfigure_seconds:g} s per GPU, eviction {s.eviction}, "
             f"maxUnavailable {s.max_unavailable}; "
-            f"disruption rule {s.disruption}; failure rate {s.failure_rate:g}"
+            f"disruption rule {s.disruption}; failure rate {s.failure_rate:g}; "
+            f"ConfigMap sync {s.sync_seconds:g} s"
+            + ("" if not s.pdb_fraction else f"; PDB on {s.pdb_fraction:g} of pods for {s.pdb_seconds:g} s")
             + ("" if s.drain_scope == "node" else f"; drain scope {s.drain_scope}")
             + ("" if s.layouts == "fewest" else f"; layouts {s.layouts}")
             + ("" if s.decision == "cover" else f"; decision {s.decision}")

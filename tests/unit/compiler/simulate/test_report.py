@@ -7,6 +7,7 @@ field is seen where it lands: the JSON keys bench and scripts read, and the term
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 from compiler.commands.simulate import command
 from compiler.simulate.engine import Result, Settings
@@ -24,6 +25,9 @@ DEFAULT = Result(
     blocked={"minDwell": 2, "disruption": 1},
     evictions=1,
     lost_gpu_seconds=5400.0,
+    sync_waits=2,
+    evictions_blocked=3,
+    drain_timeouts=1,
     trace_hours=8.0,
 )
 STATIC = Result("static", hours=9.5, waits={"1g": [(0.0, False)]}, trace_hours=8.0)
@@ -71,18 +75,23 @@ def test_replay_json_names_the_settings_and_each_baseline_s_row() -> None:
     assert row["waitSeconds"]["3g"] == {"p50": 600.0, "p95": 600.0, "p99": 600.0, "pods": 1, "censored": 1,
                                         "lowerBound": ["p50", "p95", "p99"]}  # fmt: skip
     assert row["waitSeconds"]["all"]["pods"] == 3 and row["waitSeconds"]["all"]["p50"] == 30.0
+    # the controller's ConfigMap wait and the PDB model: the settings, and what they did
+    assert (doc["configMapSyncSeconds"], doc["pdbFraction"], doc["pdbSeconds"]) == (90.0, 0.0, 900.0)
+    assert (row["syncWaits"], row["evictionsBlocked"], row["drainTimeouts"]) == (2, 3, 1)
 
 
 def test_replay_text_has_a_header_a_row_per_baseline_and_the_p95_per_size() -> None:
     lines = FORMATS["text"](REPLAY).splitlines()
     assert lines[0].startswith("trace t.csv: 3 GPU pods replayed (5 without GPU, 1 never ran, skipped); ")
-    assert "1 x 8 A100-SXM4-80GB" in lines[0] and lines[0].endswith("failure rate 0.1")
+    assert "1 x 8 A100-SXM4-80GB" in lines[0] and lines[0].endswith("failure rate 0.1; ConfigMap sync 90 s")
     assert lines[2].split() == ["baseline", "reconf", "reconf/h", "GPUs", "evict", "lost", "GPU-h",
                                 "p50", "s", "p95", "s", "p99", "s", "util", "never", "cens"]  # fmt: skip
     # a percentile a censored wait bounds from below reads ">x"
     assert lines[3].split() == ["default", "3", "0.375", "4", "1", "1.5",
                                 "30.0", ">600.0", ">600.0", "0.5", "0", "1"]  # fmt: skip
     assert lines[4].split()[0] == "static"
+    pdb = replace(REPLAY, settings=Settings(nodes=1, pdb_fraction=0.25, pdb_seconds=600))
+    assert FORMATS["text"](pdb).splitlines()[0].endswith("ConfigMap sync 90 s; PDB on 0.25 of pods for 600 s")
     assert lines[-2:] == ["  default: 1g 30.0 (2 pods); 3g >600.0 (1 pods)", "  static: 1g 0.0 (1 pods)"]
 
 

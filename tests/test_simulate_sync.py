@@ -149,3 +149,20 @@ def test_the_cli_takes_the_waits_and_reports_them(tmp_path: Path, capsys: pytest
             "--nodes", "1", "--pdb-fraction", "0.5"]  # fmt: skip
     assert main(fill) == ExitCode.USAGE
     assert "--pdb-fraction: only for --mode replay" in capsys.readouterr().err
+
+
+def test_a_node_waiting_for_the_configmap_re_targeted_to_a_mounted_name_goes_on_at_once() -> None:
+    """2 nodes x 1 GPU carved 7g, no pods. Revision 1 at 0 re-targets node 0 to 7 x 1g, a name new to
+    the ConfigMap: drained at once, it waits for the refresh until 90. Revision 2 at 30 re-targets it
+    back to 7g, a name in the ConfigMap all along (node 1 carries it): the controller's next pass
+    (drain.py ``draining`` → apply.py ``start_apply``: ``_mounted`` finds it mounted) goes on at
+    30, not at the first name's 90."""
+    from compiler.simulate.engine import DRAINING, _Fleet, _Run
+
+    assert A100 is not None
+    s = Settings(nodes=2, gpus_per_node=1)
+    run = _Run([], A100, s, "default", NAIVE, _Fleet(A100, s, {"7g.80gb": 1}), Result("d", 0.0), 0.0)
+    run.apply({0: {"1g.10gb": 7}}, 0.0)
+    assert run.fleet.state[0] == DRAINING and 0 in run.sync_seq
+    run.apply({0: {"7g.80gb": 1}}, 30.0)
+    assert run.fleet.state[0] != DRAINING and 0 not in run.sync_seq

@@ -1431,6 +1431,8 @@ class _Run:
                     self._evict_all(node, now)
                 if not self._blocking(node):
                     self._drained(node, now)  # re-targeted so that no pod left blocks it
+            elif fleet.state[node] == DRAINING and node in self.sync_seq and not self._blocking(node):
+                self._drained(node, now)  # waiting for the ConfigMap: the new target's name may be in it
         self._admit(now)
 
     def _admit(self, now: float) -> None:

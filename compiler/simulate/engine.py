@@ -1482,6 +1482,8 @@ class _Run:
         self.timeout_seq.pop(node, None)
         self.sync_seq.pop(node, None)
         self.graced.discard(node)
+        for i in self.node_pods[node]:  # the drain is over: a refused eviction's retry is void
+            self.evict_seq.pop(i, None)
         fleet = self.fleet
         fleet.state[node] = RECONFIGURING
         changed = fleet.wanted(node)
@@ -1529,7 +1531,10 @@ class _Run:
         self.fleet.state[node] = FAILED
         self.drain_seq.pop(node, None)  # a retry drains on a new grace clock
         self.timeout_seq.pop(node, None)
+        self.sync_seq.pop(node, None)
         self.graced.discard(node)
+        for i in self.node_pods[node]:
+            self.evict_seq.pop(i, None)
         self.attempts[node] = self.attempts.get(node, 0) + 1
         self.failed_at[node] = now
         if self.attempts[node] < MAX_ATTEMPTS:  # automatic retry after failure_backoff × 2^(n−1)

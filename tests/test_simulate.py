@@ -8,6 +8,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from nosync import settings
 
 from compiler.catalog import load_catalog
 from compiler.cli import main
@@ -20,7 +21,6 @@ from compiler.simulate import engine
 from compiler.simulate.engine import EPOCH, Result, Settings, _Fleet, _Pod, _Run, simulate
 from compiler.simulate.trace import TracePod, profile_for, read_trace
 from controller.settings import Settings as ControllerSettings
-from tests.nosync import settings
 
 HEADER = (
     "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,"

@@ -19,6 +19,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from nosync import settings
 
 from compiler.catalog import load_catalog
 from compiler.cli import main
@@ -37,7 +38,6 @@ from compiler.simulate.engine import (
     simulate,
 )
 from compiler.simulate.trace import TracePod, profile_for
-from tests.nosync import settings
 
 A100 = load_catalog().by_product("NVIDIA-A100-SXM4-80GB")
 POLICY = PartitionPolicy(mode="dynamic")

@@ -9,6 +9,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from nosync import settings
 
 from compiler.catalog import load_catalog
 from compiler.cli import main
@@ -16,7 +17,6 @@ from compiler.exitcodes import ExitCode
 from compiler.model import PartitionPolicy
 from compiler.simulate.engine import Settings, simulate
 from compiler.simulate.trace import TracePod
-from tests.nosync import settings
 
 A100 = load_catalog().by_product("NVIDIA-A100-SXM4-80GB")
 assert A100 is not None

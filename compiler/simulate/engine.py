@@ -1125,6 +1125,7 @@ class _Run:
             if s.pdb_fraction > 0
             else frozenset()
         )
+        self.evict_after = eviction_retry(s.pdb_seconds)  # a protected pod goes this long after the grace
 
     def push(self, t: float, kind: int, payload: int) -> int:
         heapq.heappush(self.events, (t, self.seq, kind, payload))
@@ -1382,16 +1383,19 @@ class _Run:
         self.node_pods[node].discard(i)
         return node
 
+    def _node_key(self, target: Sequence[Layout], node: int) -> tuple[tuple[tuple[str, int], ...], ...]:
+        """A node's layout in ``target``: its mig-parted config's name is its content."""
+        per = self.s.gpus_per_node
+        return tuple(_key(target[gi]) for gi in range(node * per, (node + 1) * per))
+
     def _node_layouts(self, target: Sequence[Layout]) -> set[tuple[tuple[tuple[str, int], ...], ...]]:
         """The node layouts of a revision: one mig-parted config each."""
-        per = self.s.gpus_per_node
-        return {tuple(_key(target[gi]) for gi in range(n * per, (n + 1) * per)) for n in range(self.s.nodes)}
+        return {self._node_key(target, n) for n in range(self.s.nodes)}
 
     def _sync_left(self, node: int, now: float) -> float:
         """Seconds until the node's target config is surely in the MIG manager's mounted copy
         (controller/reconciler/apply.py ``_mounted``: the controller does not label the node before)."""
-        per = self.s.gpus_per_node
-        key = tuple(_key(self.fleet.target[gi]) for gi in range(node * per, (node + 1) * per))
+        key = self._node_key(self.fleet.target, node)
         return max(0.0, self.mounted.get(key, now) + self.s.sync_seconds - now)
 
     # ---- rollout (controller/reconciler: admission → drain → apply) -----------------------------------
@@ -1478,12 +1482,7 @@ class _Run:
     def _reconfigure(self, node: int, now: float) -> None:
         """The MIG manager re-carves the GPUs whose target differs; none (re-targeted back) is only a
         verification."""
-        self.drain_seq.pop(node, None)
-        self.timeout_seq.pop(node, None)
-        self.sync_seq.pop(node, None)
-        self.graced.discard(node)
-        for i in self.node_pods[node]:  # the drain is over: a refused eviction's retry is void
-            self.evict_seq.pop(i, None)
+        self._end_drain(node)
         fleet = self.fleet
         fleet.state[node] = RECONFIGURING
         changed = fleet.wanted(node)
@@ -1525,16 +1524,21 @@ class _Run:
         fleet.state[node] = IDLE  # uncordon
         self._admit(now)
 
-    def _fail(self, node: int, now: float) -> None:
-        """The node fails (controller/reconciler/context.py ``fail``): it stays cordoned with its layout
-        and is retried by itself after failure_backoff × 2^(n−1) while n < max_attempts, then by a human."""
-        self.fleet.state[node] = FAILED
-        self.drain_seq.pop(node, None)  # a retry drains on a new grace clock
+    def _end_drain(self, node: int) -> None:
+        """The node leaves Draining (its apply starts, or it fails): its grace deadline, drain timeout,
+        ConfigMap wait and its pods' refused-eviction retries are void."""
+        self.drain_seq.pop(node, None)
         self.timeout_seq.pop(node, None)
         self.sync_seq.pop(node, None)
         self.graced.discard(node)
         for i in self.node_pods[node]:
             self.evict_seq.pop(i, None)
+
+    def _fail(self, node: int, now: float) -> None:
+        """The node fails (controller/reconciler/context.py ``fail``): it stays cordoned with its layout
+        and is retried by itself after failure_backoff × 2^(n−1) while n < max_attempts, then by a human."""
+        self.fleet.state[node] = FAILED
+        self._end_drain(node)  # a retry drains on a new grace clock
         self.attempts[node] = self.attempts.get(node, 0) + 1
         self.failed_at[node] = now
         if self.attempts[node] < MAX_ATTEMPTS:  # automatic retry after failure_backoff × 2^(n−1)
@@ -1599,7 +1603,7 @@ class _Run:
                 self._evict(i, now)
                 continue
             self.res.evictions_blocked += 1
-            at = eviction_retry(self.s.pdb_seconds)
+            at = self.evict_after
             if at is None:
                 timeout = True
             else:

@@ -62,12 +62,15 @@ def run(args: argparse.Namespace) -> None:
             surplus=args.surplus,
             drain_scope=args.drain_scope,
             layouts=args.layouts,
+            node_cpu_milli=args.node_cpu_milli,
+            node_memory_mib=args.node_memory_mib,
         )
     )
     print("replay defaults:", json.dumps(defaults, sort_keys=True), file=sys.stderr)
     print(f"baselines: {', '.join(baselines)}{' + default+idle' if args.idle_pass else ''}", file=sys.stderr)
     out = Path(args.out)
     traces: dict[str, Any] = {}
+    resources = {"node_cpu_milli": args.node_cpu_milli, "node_memory_mib": args.node_memory_mib}
     for trace_name, nodes, scale, reconf, rate in itertools.product(
         args.traces.split(","),
         [int(n) for n in args.nodes.split(",")],
@@ -76,7 +79,8 @@ def run(args: argparse.Namespace) -> None:
         _floats(args.failure_rates),
     ):
         if trace_name not in traces:
-            traces[trace_name] = read_trace(Path(args.data) / f"openb_pod_list_{trace_name}.csv").pods
+            path = Path(args.data) / f"openb_pod_list_{trace_name}.csv"
+            traces[trace_name] = read_trace(path, resources=Settings(nodes=0, **resources).resources()).pods
             if args.first:
                 traces[trace_name] = traces[trace_name][: args.first]
         pods = traces[trace_name]
@@ -93,6 +97,7 @@ def run(args: argparse.Namespace) -> None:
                 surplus=args.surplus,
                 drain_scope=args.drain_scope,
                 layouts=args.layouts,
+                **resources,
             )
             started = time.perf_counter()
             rows = [result_dict(simulate(pods, model, s, b, policy, catalog=catalog)) for b in baselines]
@@ -115,6 +120,8 @@ def run(args: argparse.Namespace) -> None:
                 "drainScope": args.drain_scope,
                 "layouts": args.layouts,
                 "first": args.first,
+                "nodeCpuMilli": args.node_cpu_milli,
+                "nodeMemoryMib": args.node_memory_mib,
                 "wallSeconds": round(time.perf_counter() - started, 1),
                 "results": rows,
             }
@@ -229,6 +236,12 @@ def main() -> None:
         default="fewest",
         help="the layout a re-carve gives a GPU: fewest slices (default) or maximal with spare room "
         "(Settings.layouts)",
+    )
+    ap.add_argument(
+        "--node-cpu-milli", type=int, default=None, help="CPU per node, mCPU (Settings.node_cpu_milli)"
+    )
+    ap.add_argument(
+        "--node-memory-mib", type=int, default=None, help="memory per node, MiB (Settings.node_memory_mib)"
     )
     ap.add_argument("--out", default="matrix.jsonl")
     ap.add_argument("--table", default=None, metavar="FILE.jsonl", help="print the table of FILE and exit")

@@ -54,7 +54,7 @@ from compiler.simulate.engine import (
 )
 from compiler.simulate.report import FORMATS, Fill, Replay
 from compiler.simulate.snapshot import SnapshotRefused, check_policy, write_inputs
-from compiler.simulate.trace import TraceError, TracePod, read_trace
+from compiler.simulate.trace import MAX_NODE_RESOURCE, TraceError, TracePod, read_trace
 from compiler.validate.common import parse_duration
 
 SIZES = ("1g", "2g", "3g", "4g", "7g")
@@ -93,6 +93,8 @@ REPLAY_ONLY = (
     "decision",
     "snapshot_at",
     "snapshot_dir",
+    "node_cpu_milli",
+    "node_memory_mib",
 )
 
 
@@ -274,6 +276,20 @@ REPLAY_ONLY = (
     help="A new or empty directory for --snapshot-at: policy/, output/, cluster.json, "
     "observed-demand.yaml (run `migc recommend` on them) and decision.json (the replay's evidence).",
 )
+@click.option(
+    "--node-cpu-milli",
+    default=None,
+    type=click.IntRange(1, MAX_NODE_RESOURCE),
+    help="CPU of each node in millicores (openb's 8-GPU nodes: 96000): a pod binds only on a node with "
+    "its trace's cpu_milli left [default: CPU not modelled].",
+)
+@click.option(
+    "--node-memory-mib",
+    default=None,
+    type=click.IntRange(1, MAX_NODE_RESOURCE),
+    help="Memory of each node in MiB (openb's 8-GPU nodes: 393216): a pod binds only on a node with its "
+    "trace's memory_mib left [default: memory not modelled].",
+)
 @result_format_option(list(FORMATS), "Format of the results.")
 @ignore_option
 def command(
@@ -307,6 +323,8 @@ def command(
     decision: str,
     snapshot_at: str | None,
     snapshot_dir: Path | None,
+    node_cpu_milli: int | None,
+    node_memory_mib: int | None,
     fmt: str,
     ignore: tuple[str, ...],  # applied where diagnostics are printed (_common.emit_diagnostics)
 ) -> int:
@@ -343,10 +361,6 @@ def command(
         if loaded is None or has_errors(diags):
             return fail(diags)
         policy = replace(loaded.partition, mode="dynamic")
-    try:
-        trace = read_trace(Path(trace_path))
-    except TraceError as exc:
-        return fail([exc.diagnostic])
     settings = Settings(
         nodes=nodes,
         gpus_per_node=gpus_per_node,
@@ -371,7 +385,13 @@ def command(
         drain_scope=drain_scope,
         layouts=layouts,
         decision=decision,
+        node_cpu_milli=node_cpu_milli,
+        node_memory_mib=node_memory_mib,
     )
+    try:
+        trace = read_trace(Path(trace_path), resources=settings.resources())
+    except TraceError as exc:
+        return fail([exc.diagnostic])
     if decision == "recommend":  # recommend's policy (and the snapshot's), read back before the replay
         try:
             check_policy(recommend_policy(trace.pods, model, settings, policy), catalog)
@@ -394,6 +414,7 @@ def command(
         operator_retry_seconds=operator_s,
         results=tuple(results),
         ignored=trace.ignored,
+        too_big=sum(1 for p in trace.pods if not settings.fits_node(p)),
     )
     click.echo(FORMATS[fmt](run), nl=False)
     emit_diagnostics(_decision_findings(results), "text", to_stderr=True)

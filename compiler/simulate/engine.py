@@ -215,6 +215,27 @@ class Settings:
     # (controller/reconciler/drain.py; _Run._evict_all). The trace has none: 0 by default
     pdb_fraction: float = 0.0
     pdb_seconds: float = 900.0
+    # what one node holds besides its GPUs (docs/simulate.md, *Node CPU and memory*): None, not
+    # modelled (the trace's column is listed as ignored); else a pod binds only on a node with its
+    # cpu_milli / memory_mib left, as the kube-scheduler's NodeResourcesFit filter admits it
+    # (kubernetes/kubernetes@007f7ae7 pkg/scheduler/framework/plugins/noderesources/fit.go
+    # fitsRequest), and a pod asking more than a node holds is never served (openb's 8-GPU G2 node:
+    # 96,000 mCPU, 393,216 MiB)
+    node_cpu_milli: int | None = None
+    node_memory_mib: int | None = None
+
+    def resources(self) -> tuple[str, ...]:
+        """The trace columns these settings model besides GPUs (``read_trace(resources=…)``)."""
+        given = (("cpu_milli", self.node_cpu_milli), ("memory_mib", self.node_memory_mib))
+        return tuple(column for column, n in given if n is not None)
+
+    def fits_node(self, pod: TracePod) -> bool:
+        """Whether ``pod`` fits an empty node: its GPUs, and the CPU and memory modelled."""
+        return (
+            pod.num_gpu <= self.gpus_per_node
+            and (self.node_cpu_milli is None or pod.cpu_milli <= self.node_cpu_milli)
+            and (self.node_memory_mib is None or pod.memory_mib <= self.node_memory_mib)
+        )
 
 
 def eviction_retry(blocked: float) -> float | None:
@@ -1054,7 +1075,7 @@ class _Run:
         self.events: list[tuple[float, int, int, int]] = []
         self.seq = 0
         for i, p in enumerate(pods):
-            if p.count <= s.gpus_per_node:
+            if s.fits_node(p.src):
                 self.events.append((p.arrival, self.seq, _ARRIVAL, i))
                 self.seq += 1
         heapq.heapify(self.events)
@@ -1070,9 +1091,12 @@ class _Run:
         self.last_wait = [0.0] * len(pods)
         self.remaining = [p.src.duration for p in pods]  # run time left (eviction "resume")
         self.ever_ran: set[int] = set()
-        self.multi = [i for i, p in enumerate(pods) if 1 < p.count <= s.gpus_per_node]  # multi-GPU pods
+        self.multi = [i for i, p in enumerate(pods) if p.count > 1 and s.fits_node(p.src)]  # multi-GPU
         self.node_pods: list[set[int]] = [set() for _ in range(s.nodes)]
         self.busy_slices = 0
+        # Settings.node_cpu_milli / node_memory_mib: what each node has left of them (None: not modelled)
+        self.cpu_left = [s.node_cpu_milli] * s.nodes if s.node_cpu_milli is not None else None
+        self.memory_left = [s.node_memory_mib] * s.nodes if s.node_memory_mib is not None else None
         self.last_t = start
         self.touched_gpus: set[int] = set()
         self.touched_nodes: set[int] = set()
@@ -1219,11 +1243,25 @@ class _Run:
 
     # ---- scheduler ----------------------------------------------------------------------------------
 
+    def room_for(self, i: int, node: int) -> bool:
+        """Whether ``node`` has the CPU and memory pod ``i`` asks for left (what is not modelled: yes)."""
+        src, cpu, memory = self.pods[i].src, self.cpu_left, self.memory_left
+        fits_cpu = cpu is None or src.cpu_milli <= cpu[node]
+        return fits_cpu and (memory is None or src.memory_mib <= memory[node])
+
+    def _hold(self, i: int, node: int, sign: int) -> None:
+        """Take (``sign`` −1) or give back (+1) the CPU and memory pod ``i`` asks for on ``node``."""
+        src, cpu, memory = self.pods[i].src, self.cpu_left, self.memory_left
+        if cpu is not None:
+            cpu[node] += sign * src.cpu_milli
+        if memory is not None:
+            memory[node] += sign * src.memory_mib
+
     def try_bind(self, i: int, now: float) -> bool:
         fleet, p = self.fleet, self.pods[i]
         for node in range(self.s.nodes):
-            if fleet.state[node] != IDLE:
-                continue  # cordoned: nothing binds anywhere on the node
+            if fleet.state[node] != IDLE or not self.room_for(i, node):
+                continue  # cordoned (nothing binds anywhere on the node), or no CPU or memory left
             free = [
                 (gi, fleet.layout[gi].get(p.profile, 0) - fleet.busy[gi].get(p.profile, 0))
                 for gi in fleet.gpus(node)
@@ -1249,6 +1287,7 @@ class _Run:
         self.bound[i] = list(took)
         self.node_of[i] = node
         self.node_pods[node].add(i)
+        self._hold(i, node, -1)
         self.started[i] = now
         self.ever_ran.add(i)
         self.busy_slices += fleet.slices[p.profile] * p.count
@@ -1264,6 +1303,8 @@ class _Run:
         fleet, p, carver = self.fleet, self.pods[i], self.carver
         assert carver is not None
         for node in range(self.s.nodes):
+            if not self.room_for(i, node):
+                continue
             spots = []
             for gi in fleet.gpus(node):
                 start = carver.start(self.carved[gi], p.profile)
@@ -1287,7 +1328,9 @@ class _Run:
 
         Nothing is freed during a pass, so once a pod of ``k`` instances of a profile does not fit,
         no pod of that profile with ``k`` or more does in this pass; a profile whose single instance
-        does not fit drops out of the pass (a k-way merge of the sorted queues)."""
+        does not fit drops out of the pass (a k-way merge of the sorted queues). Not where CPU or memory
+        is modelled: there a pod may not fit for what it asks of them, and one asking less still may."""
+        prune = self.cpu_left is None and self.memory_left is None
         profs = list(self.pending)
         heap = [(self.pending[p][0], k, 0) for k, p in enumerate(profs)]
         heapq.heapify(heap)
@@ -1300,7 +1343,7 @@ class _Run:
             if count < failed.get(prof, count + 1):
                 if self.carve_bind(item[2], now):
                     bound.add(item[2])
-                else:
+                elif prune:
                     failed[prof] = count
                     if count == 1:
                         continue  # nothing of this profile fits any more
@@ -1381,6 +1424,7 @@ class _Run:
         self.evict_seq.pop(i, None)
         node = self.node_of.pop(i)
         self.node_pods[node].discard(i)
+        self._hold(i, node, +1)
         return node
 
     def _node_key(self, target: Sequence[Layout], node: int) -> tuple[tuple[tuple[str, int], ...], ...]:
@@ -1901,7 +1945,8 @@ class _Run:
         It is counted once, when it has been so for longer than one interval plus one node's
         reconfiguration (``sync_seconds`` + ``drain_seconds`` + ``reconfigure_seconds`` × its GPUs). With
         ``drain_scope="gpu"`` a re-carve of a node's idle GPUs (no pod on them) evicts nobody, so the
-        pod counts when an Idle node has at least as many idle GPUs as it asks for."""
+        pod counts when an Idle node has at least as many idle GPUs as it asks for. Where CPU or memory
+        is modelled, only a node with what the pod asks of them left counts."""
         fleet, s = self.fleet, self.s
         idle = [n for n in range(s.nodes) if fleet.state[n] == IDLE]
         # per kind of pod (a whole GPU, MIG off, or MIG instances): on a busy node only the idle GPUs
@@ -1920,7 +1965,12 @@ class _Run:
         wholes = fleet.whole
 
         def room(i: int) -> int:
-            return most[{self.pods[i].profile: 1} == wholes]
+            whole = {self.pods[i].profile: 1} == wholes
+            if self.cpu_left is None and self.memory_left is None:
+                return most[whole]
+            # CPU and memory modelled: only the idle nodes with what the pod asks of them left count
+            w = whole if s.drain_scope == "gpu" else None
+            return max((self._idle_gpus(n, w) for n in idle if self.room_for(i, n)), default=0)
 
         for i in list(since):
             if i not in self.queued_at or self.pods[i].count > room(i):
@@ -2083,7 +2133,7 @@ def _recommend_policy(pods: Sequence[_Pod], model: GpuModel, s: Settings, policy
     hold its instances of profiles no pod asks for (yet) for good, against the demand there is."""
     full = full_profile(model).name
     asked = {  # pods of more GPUs than a node has never arrive
-        rd.demand_name(p.profile, full, p.count) for p in pods if p.count <= s.gpus_per_node
+        rd.demand_name(p.profile, full, p.count) for p in pods if s.fits_node(p.src)
     }
     return rd.replay_policy(
         model,
@@ -2319,7 +2369,7 @@ def simulate(
     res.hours = max(end - start, 1.0) / 3600
     res.trace_hours = span / 3600
     for i, p in enumerate(pods):
-        if p.count > s.gpus_per_node:  # never fits a node: censored from its arrival
+        if not s.fits_node(p.src):  # never fits a node: censored from its arrival
             res.waits.setdefault(p.size, []).append((max(0.0, end - p.arrival), True))
         elif i in run.queued_at:  # still pending: censored at the end of the replay
             res.waits.setdefault(p.size, []).append((run.waited[i] + end - run.queued_at[i], True))

@@ -104,6 +104,9 @@ class Replay:
     operator_retry_seconds: int | None  # --operator-retry as given
     results: tuple[Result, ...]
     ignored: tuple[tuple[str, int], ...] = ()  # Trace.ignored: trace columns the replay does not model
+    # pods that fit no empty node (more GPUs, or with Settings.node_cpu_milli / node_memory_mib more CPU
+    # or memory than one holds): never served, censored from their arrival
+    too_big: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         s = self.settings
@@ -133,6 +136,9 @@ class Replay:
             "drainScope": s.drain_scope,
             "layouts": s.layouts,
             "decision": s.decision,
+            "nodeCpuMilli": s.node_cpu_milli,
+            "nodeMemoryMib": s.node_memory_mib,
+            "podsFittingNoNode": self.too_big,
             "ignoredColumns": dict(self.ignored),
             "results": [result_dict(r) for r in self.results],
         }
@@ -152,6 +158,9 @@ class Replay:
             + ("" if s.drain_scope == "node" else f"; drain scope {s.drain_scope}")
             + ("" if s.layouts == "fewest" else f"; layouts {s.layouts}")
             + ("" if s.decision == "cover" else f"; decision {s.decision}")
+            + ("" if s.node_cpu_milli is None else f"; {s.node_cpu_milli} mCPU per node")
+            + ("" if s.node_memory_mib is None else f"; {s.node_memory_mib} MiB memory per node")
+            + ("" if not self.too_big else f"; {self.too_big} pods fit no node (never served)")
         )
 
 

@@ -27,7 +27,10 @@ would make the replay run for ever or overflow), ``num_gpu`` a whole number ``0.
 
 Columns the replay does not model are counted, not dropped without a word (:data:`IGNORED_COLUMNS`):
 ``gpu_spec`` (the GPU models a pod may run on; the replayed fleet has one model, so every pod runs on
-it), ``cpu_milli`` and ``memory_mib`` (GPUs are the only resource a node has in the replay).
+it), and ``cpu_milli`` and ``memory_mib`` unless the fleet's nodes are given that resource
+(``migc simulate --node-cpu-milli`` / ``--node-memory-mib``): then the column is read
+(``read_trace(resources=…)``, a whole number ``0..MAX_NODE_RESOURCE``, "" is 0), the replay places a
+pod only on a node with that much of it left, and the column is no longer listed as ignored.
 """
 
 from __future__ import annotations
@@ -45,6 +48,9 @@ from compiler.fsio import ReadRefused, read_bounded
 TRACE_LIMIT = 256 * 1024 * 1024
 MAX_TRACE_SECONDS = 366 * 86400  # a year; the openb traces span 149 days (1.3e7 s)
 MAX_POD_GPUS = 64  # num_gpu of one pod (openb: at most 8)
+# cpu_milli and memory_mib of one pod or node (openb: at most 128,000 mCPU and 786,432 MiB per node)
+MAX_NODE_RESOURCE = 2**40
+RESOURCE_COLUMNS = ("cpu_milli", "memory_mib")  # what a node may be given besides GPUs (read_trace)
 COLUMNS = ("name", "num_gpu", "gpu_milli", "qos", "creation_time", "deletion_time", "scheduled_time")
 # openb qos classes; LS = latency-sensitive is served first, BE = best effort last
 PRIORITY = {"LS": 3, "Guaranteed": 2, "Burstable": 1, "BE": 0}
@@ -64,6 +70,8 @@ class TracePod:
     num_gpu: int
     gpu_milli: int
     priority: int
+    cpu_milli: int = 0  # read only where the replay models it (read_trace ``resources``); else 0
+    memory_mib: int = 0
 
 
 @dataclass(frozen=True)
@@ -135,9 +143,11 @@ class _Row:
 SHAPE_COLUMNS = ("name", "num_gpu", "gpu_milli")  # enough for --mode fill (no departures, no times)
 
 
-def read_trace(path: Path, *, times: bool = True) -> Trace:
+def read_trace(path: Path, *, times: bool = True, resources: tuple[str, ...] = ()) -> Trace:
     """The trace's GPU pods. ``times=False`` (``--mode fill``): only the shape columns are read and
-    needed (openb's ``multigpu20`` list has no times); every GPU pod is kept, arrival 0, no run time."""
+    needed (openb's ``multigpu20`` list has no times); every GPU pod is kept, arrival 0, no run time.
+    ``resources``: the columns of :data:`RESOURCE_COLUMNS` the replay models; each must be in the
+    header, is read into :class:`TracePod` and is not counted in :attr:`Trace.ignored`."""
     shown = str(path)
     try:
         raw = read_bounded(path, TRACE_LIMIT, what="a pod trace")
@@ -155,12 +165,12 @@ def read_trace(path: Path, *, times: bool = True) -> Trace:
         header = list(reader.fieldnames or ())
     except csv.Error as exc:
         raise _fail(shown, f"not CSV: {exc}", 1, 1) from exc
-    missing = [c for c in (COLUMNS if times else SHAPE_COLUMNS) if c not in header]
+    missing = [c for c in (*(COLUMNS if times else SHAPE_COLUMNS), *resources) if c not in header]
     if missing:
         raise _fail(shown, f"missing column(s) {', '.join(missing)}", 1, 1)
     pods: list[TracePod] = []
     no_gpu = never = 0
-    ignored = dict.fromkeys((c for c in IGNORED_COLUMNS if c in header), 0)
+    ignored = dict.fromkeys((c for c in IGNORED_COLUMNS if c in header and c not in resources), 0)
     while True:
         try:
             row = next(reader)
@@ -170,7 +180,7 @@ def read_trace(path: Path, *, times: bool = True) -> Trace:
             raise _fail(shown, f"line {reader.line_num}: not CSV: {exc}", reader.line_num, 1) from exc
         line = reader.line_num
         r = _Row(shown, row, header, line, lines[line - 1] if 0 < line <= len(lines) else "")
-        got = _pod(r, times)
+        got = _pod(r, times, resources)
         if got == "no-gpu":
             no_gpu += 1
         elif got == "never-ran":
@@ -183,14 +193,16 @@ def read_trace(path: Path, *, times: bool = True) -> Trace:
     return Trace(tuple(pods), no_gpu, never, tuple(ignored.items()))
 
 
-def _pod(r: _Row, times: bool) -> TracePod | str:
+def _pod(r: _Row, times: bool, resources: tuple[str, ...] = ()) -> TracePod | str:
     """One row's pod, or why it is skipped ("no-gpu", "never-ran"). Every field the mode reads is
     checked first, so a bad time is refused even on a row that would be skipped."""
     num_gpu = r.whole("num_gpu", 0, MAX_POD_GPUS)
     milli = r.whole("gpu_milli", 0, 1000, default=0)
+    asks = {c: r.whole(c, 0, MAX_NODE_RESOURCE, default=0) for c in resources}
+    cpu, memory = asks.get("cpu_milli", 0), asks.get("memory_mib", 0)
     name, share = str(r.row["name"]), milli if num_gpu == 1 else 1000
     if not times:
-        return "no-gpu" if num_gpu <= 0 else TracePod(name, 0.0, 0.0, num_gpu, share, 0)
+        return "no-gpu" if num_gpu <= 0 else TracePod(name, 0.0, 0.0, num_gpu, share, 0, cpu, memory)
     created = r.seconds("creation_time")
     assert created is not None
     start = r.seconds("scheduled_time", optional=True)
@@ -199,7 +211,8 @@ def _pod(r: _Row, times: bool) -> TracePod | str:
         return "no-gpu"
     if start is None or end is None or end < start:
         return "never-ran"
-    return TracePod(name, created, end - start, num_gpu, share, PRIORITY.get(str(r.row["qos"]), 0))
+    priority = PRIORITY.get(str(r.row["qos"]), 0)
+    return TracePod(name, created, end - start, num_gpu, share, priority, cpu, memory)
 
 
 def _count_ignored(r: _Row, ignored: dict[str, int]) -> None:

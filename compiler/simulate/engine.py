@@ -1050,6 +1050,9 @@ _RECONFIGURED, _DEPARTURE, _DRAIN_DEADLINE, _RETRY, _ARRIVAL, _TICK = 0, 1, 2, 3
 _SYNCED, _EVICT, _DRAIN_TIMEOUT = 6, 7, 8  # the config is mounted; a refused eviction's retry; drain failed
 
 
+_MISFITS = 16  # how many of a pass's pods that did not fit _Run._asks_more compares a pod with
+
+
 class _Run:
     """The state of one replay: the fleet, the event queue, the pending queues and the gate history."""
 
@@ -1335,18 +1338,23 @@ class _Run:
         heap = [(self.pending[p][0], k, 0) for k, p in enumerate(profs)]
         heapq.heapify(heap)
         failed: dict[str, int] = {}  # profile → fewest instances that did not fit
+        # CPU or memory modelled: per profile, the pods that did not fit in this pass (_asks_more)
+        misfits: dict[str, list[int]] | None = None if prune else {}
         bound: set[int] = set()
         while heap:
             item, k, pos = heapq.heappop(heap)
             prof = profs[k]
             count = self.pods[item[2]].count
-            if count < failed.get(prof, count + 1):
+            skip = misfits is not None and self._asks_more(item[2], misfits.get(prof, []))
+            if count < failed.get(prof, count + 1) and not skip:
                 if self.carve_bind(item[2], now):
                     bound.add(item[2])
-                elif prune:
+                elif misfits is None:
                     failed[prof] = count
                     if count == 1:
                         continue  # nothing of this profile fits any more
+                else:
+                    misfits.setdefault(prof, []).append(item[2])
             queue = self.pending[prof]
             if pos + 1 < len(queue):
                 heapq.heappush(heap, (queue[pos + 1], k, pos + 1))
@@ -1392,16 +1400,34 @@ class _Run:
         """Bind the pods waiting for ``prof`` in queue order (backfilling); the ones left waiting."""
         pods, q = self.pods, self.pending[prof]
         kept: list[tuple[int, float, int]] = []
+        modelled = self.cpu_left is not None or self.memory_left is not None
+        misfits: list[int] = []  # CPU or memory modelled: the pods that did not fit in this pass
         for n, item in enumerate(q):
             i = item[2]
             if free.get(prof, 0) <= 0:
                 kept.extend(q[n:])
                 break
-            if pods[i].count <= free.get(prof, 0) and self.try_bind(i, now):
+            if pods[i].count > free.get(prof, 0) or (modelled and self._asks_more(i, misfits)):
+                kept.append(item)
+            elif self.try_bind(i, now):
                 free[prof] -= pods[i].count
             else:
                 kept.append(item)
+                if modelled:
+                    misfits.append(i)
         return kept
+
+    def _asks_more(self, i: int, misfits: list[int]) -> bool:
+        """Whether pod ``i`` asks at least the instances, CPU and memory of one of the last pods of its
+        profile that did not fit in this scheduling pass: nothing is freed during a pass, so it does
+        not fit either (only a shortcut: the pods so skipped would have been tried in vain)."""
+        p = self.pods[i]
+        for j in misfits[-_MISFITS:]:
+            q = self.pods[j]
+            more = p.src.cpu_milli >= q.src.cpu_milli and p.src.memory_mib >= q.src.memory_mib
+            if more and p.count >= q.count:
+                return True
+        return False
 
     def enqueue(self, i: int, now: float) -> None:
         p = self.pods[i]

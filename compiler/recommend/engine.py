@@ -679,6 +679,77 @@ def pending_benefit(
     return benefit, served
 
 
+def benefit_bound(
+    waits: Mapping[str, Sequence[float]],
+    demand: Mapping[str, int],
+    deployed: Mapping[str, int],
+    slices: Mapping[str, int],
+    gpus: int,
+) -> float:
+    """An upper bound on :func:`pending_benefit` of *any* proposal on ``gpus`` GPUs, before a solve.
+
+    ``deployed``: instances per profile the deployed layout has (at most the solver's ``current``:
+    where in doubt, fewer). Per profile ``p`` (``s`` compute slices, ``7`` for a whole GPU; every GPU
+    holds at most 7 of them), the change serves ``m`` pending instances only with ``min(after, n) =
+    b + m`` instances of ``p`` after it (``b = min(deployed, n)``), so over the profiles it serves
+    ``sum (b + m) × s ≤ 7 × gpus``; and the ``m`` it serves are, in queue order, the first ``m``
+    after those ``b`` serves already (:func:`dis.served_waits`), each worth ``s / 7 × wait``.
+    For every λ ≥ 0, ``7 × gpus × λ + Σ_p s × max(0, Σ_i (w_i / 7 − λ)⁺ − λ × b)`` is at least the
+    benefit of every such choice (Lagrangian relaxation of the slices); the least over λ at the
+    waits (a convex function of λ, searched by bisection) is returned. Where many pods wait on a
+    fleet their running pods fill, this is far below the wait of every pending pod."""
+    rows: list[tuple[int, int, list[float], list[float]]] = []  # (s, b, w / 7 longest first, prefix sums)
+    for p, w in waits.items():
+        n = max(0, demand.get(p, 0))
+        running = max(0, n - len(w))
+        b = min(deployed.get(p, 0), n)
+        rest = [x / 7 for x in w[max(0, b - running) :]]
+        if rest:
+            prefix = [0.0]
+            for x in rest:
+                prefix.append(prefix[-1] + x)
+            rows.append((slices.get(p, 7), b, rest, prefix))
+    if not rows:
+        return 0.0
+
+    def bound(lam: float) -> float:
+        total = 7 * gpus * lam
+        for s, b, rest, prefix in rows:
+            lo, hi = 0, len(rest)  # how many of rest (longest first) exceed lam
+            while lo < hi:
+                mid = (lo + hi) // 2
+                if rest[mid] > lam:
+                    lo = mid + 1
+                else:
+                    hi = mid
+            total += s * max(0.0, prefix[lo] - lam * lo - lam * b)
+        return total
+
+    points = sorted({0.0, *(x for _, _, rest, _ in rows for x in rest)})
+    lo, hi = 0, len(points) - 1
+    while lo < hi:  # the first point from which the bound no longer falls
+        mid = (lo + hi) // 2
+        if bound(points[mid + 1]) >= bound(points[mid]):
+            hi = mid
+        else:
+            lo = mid + 1
+    return bound(points[lo])
+
+
+def _deployed(policy: Policy, current: CurrentState) -> tuple[dict[str, int], int]:
+    """Instances per profile the deployed layout has on the policy's pools (a DynamicMIG pool's none:
+    the solver counts its nodes as their target), and the pools' GPUs."""
+    deployed = current.as_dict()
+    layouts: list[NodeLayout | None] = []
+    gpus = 0
+    for c in policy.clusters:
+        for pool in c.pools:
+            gpus += pool.gpus_per_node * len(pool.node_names)
+            if not pool.dra_dynamic:
+                layouts += [deployed.get((c.name, pool.name, name)) for name in pool.node_names]
+    return layout_counts(layouts), gpus
+
+
 @dataclass(frozen=True)
 class _Demand:
     """What the Tenants' pods ask for now and over the window: what the proposal is sized from."""
@@ -973,6 +1044,7 @@ def held_before_solve(
     reconf: float,
     slices: Mapping[str, int],
     drain: float = dis.DRAIN_SECONDS,
+    current: CurrentState | None = None,
 ) -> g.Gate | None:
     """A gate that blocks every proposal whatever the solver returns, or None: the mode, the rollout,
     no Workload's replicas changing, the backoff; the stabilizationWindow while the history does not
@@ -995,7 +1067,8 @@ def held_before_solve(
         for gate in _node_limits(policy, state, now):
             if not gate.passed:
                 return gate
-        most = sum(slices.get(p, 7) / 7 * sum(w) for p, w in pending_waits(policy, obs).items())
+        waits = pending_waits(policy, obs)
+        most = sum(slices.get(p, 7) / 7 * sum(w) for p, w in waits.items())
         least = _cheapest_change(policy, obs, now, slices, grace, reconf, drain)
         if least is not None and not dis.worth(most, least, part.reconfiguration_threshold_pct):
             return g.Gate(
@@ -1004,6 +1077,20 @@ def held_before_solve(
                 f"benefit at most {most:,.0f} GPU-s (every pending pod served) <= the cheapest node "
                 f"change {least:,.0f} GPU-s x {1 + part.reconfiguration_threshold_pct / 100:g}",
             )
+        if least is not None and current is not None:
+            observed: dict[str, int] = defaultdict(int)
+            for (_, p), (run, pend) in d.counts.items():
+                observed[p] += run + pend
+            deployed, gpus = _deployed(policy, current)
+            room = benefit_bound(waits, observed, deployed, slices, gpus)
+            if not dis.worth(room, least, part.reconfiguration_threshold_pct):
+                return g.Gate(
+                    "disruption",
+                    False,
+                    f"benefit at most {room:,.0f} GPU-s (the pending pods the fleet's slices could "
+                    f"serve) <= the cheapest node change {least:,.0f} GPU-s x "
+                    f"{1 + part.reconfiguration_threshold_pct / 100:g}",
+                )
     backoff = g.backoff(*failures, now, part)
     return None if backoff.passed else backoff
 
@@ -1127,6 +1214,7 @@ def recommend(
             reconfigure_seconds,
             slices,
             drain_seconds,
+            current,
         )
         if blocked is not None:
             return _unsolved(policy, state, now, demand, sizing, failures, blocked, disruption)

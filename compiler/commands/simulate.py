@@ -11,9 +11,10 @@ import os
 import stat
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -67,6 +68,18 @@ def _duration(text: str | None, flag: str) -> int | None:
     if secs is None:
         raise click.BadParameter(f"{text!r} is not a duration such as 15m", param_hint=flag)
     return secs
+
+
+def _node_resource(column: str, what: str, openb: int) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """``--node-cpu-milli`` / ``--node-memory-mib``: what every node has of the trace's ``column``."""
+    return click.option(
+        f"--node-{column.replace('_', '-')}",
+        f"node_{column}",
+        default=None,
+        type=click.IntRange(1, MAX_NODE_RESOURCE),
+        help=f"{what} (openb's 8-GPU nodes: {openb}): a pod binds only on a node with its trace's {column} "
+        f"left [default: not modelled].",
+    )
 
 
 REPLAY_ONLY = (
@@ -276,20 +289,8 @@ REPLAY_ONLY = (
     help="A new or empty directory for --snapshot-at: policy/, output/, cluster.json, "
     "observed-demand.yaml (run `migc recommend` on them) and decision.json (the replay's evidence).",
 )
-@click.option(
-    "--node-cpu-milli",
-    default=None,
-    type=click.IntRange(1, MAX_NODE_RESOURCE),
-    help="CPU of each node in millicores (openb's 8-GPU nodes: 96000): a pod binds only on a node with "
-    "its trace's cpu_milli left [default: CPU not modelled].",
-)
-@click.option(
-    "--node-memory-mib",
-    default=None,
-    type=click.IntRange(1, MAX_NODE_RESOURCE),
-    help="Memory of each node in MiB (openb's 8-GPU nodes: 393216): a pod binds only on a node with its "
-    "trace's memory_mib left [default: memory not modelled].",
-)
+@_node_resource("cpu_milli", "CPU of each node in millicores", 96000)
+@_node_resource("memory_mib", "Memory of each node in MiB", 393216)
 @result_format_option(list(FORMATS), "Format of the results.")
 @ignore_option
 def command(

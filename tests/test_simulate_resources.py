@@ -19,6 +19,7 @@ from compiler.catalog import load_catalog
 from compiler.cli import main
 from compiler.exitcodes import ExitCode
 from compiler.model import PartitionPolicy
+from compiler.simulate import engine
 from compiler.simulate.engine import Result, simulate
 from compiler.simulate.trace import TraceError, TracePod, read_trace
 
@@ -155,3 +156,44 @@ def test_fill_mode_refuses_them(tmp_path: Path, capsys: pytest.CaptureFixture[st
     args = ["simulate", "--mode", "fill", "--trace", str(path), "--gpu-product", "NVIDIA-A100-SXM4-80GB"]
     assert main([*args, "--nodes", "1", "--node-cpu-milli", "96000"]) == ExitCode.USAGE
     assert "--node-cpu-milli: only for --mode replay" in capsys.readouterr().err
+
+
+def test_without_the_flags_the_text_header_is_as_before(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A pod of more GPUs than a node has fits no node with or without the flags (JSON
+    ``podsFittingNoNode``), but without them the text header is byte-identical to before they existed:
+    it says nothing of it."""
+    path = tmp_path / "t.csv"
+    path.write_text(HEADER + "a,1000,1,1,1000,,LS,Running,0,100,0\nb,1000,1,2,1000,,LS,Running,10,110,10\n")
+    args = ["simulate", "--trace", str(path), "--gpu-product", "NVIDIA-A100-SXM4-80GB", "--nodes", "1"]
+    args += ["--gpus-per-node", "1", "--baseline", "mig-off"]
+    assert main([*args, "-o", "json"]) == ExitCode.OK
+    assert json.loads(capsys.readouterr().out)["podsFittingNoNode"] == 1
+    assert main([*args, "-o", "text"]) == ExitCode.OK
+    assert "fit no node" not in capsys.readouterr().out
+    assert main([*args, "--node-cpu-milli", "96000", "-o", "text"]) == ExitCode.OK
+    assert "; 1 pods fit no node (never served)" in capsys.readouterr().out
+
+
+def test_per_pod_carving_prunes_a_profile_no_node_has_the_slices_for(monkeypatch: pytest.MonkeyPatch) -> None:
+    """per-pod, 1 node x 1 GPU: ``big`` (7g) holds it 0–1000 and 30 ``1g`` pods queue behind it. No
+    node has a 1g placement, whatever CPU it has left, so each pass stops at the first 1g pod, as
+    without CPU modelled (it tried every pod of the queue on every event: a pass as long as the queue)."""
+    assert A100 is not None
+    trace = [pod("big", 0, 1000, cpu=1_000)] + [pod(f"s{k}", 1 + k, 10, 100, cpu=1_000) for k in range(30)]
+    calls: list[int] = []
+    real = engine._Run.carve_bind
+
+    def counted(self: engine._Run, i: int, now: float) -> bool | None:
+        calls.append(i)
+        return real(self, i, now)
+
+    monkeypatch.setattr(engine._Run, "carve_bind", counted)
+    tried: dict[int | None, int] = {}
+    for cpu in (None, 96_000):
+        calls.clear()
+        s = settings(nodes=1, gpus_per_node=1, node_cpu_milli=cpu)
+        assert simulate(trace, A100, s, "per-pod", DYNAMIC).never_served == 0
+        tried[cpu] = len(calls)
+    assert tried[96_000] == tried[None]

@@ -1299,15 +1299,16 @@ class _Run:
         run = p.src.duration if self.s.eviction == "restart" else self.remaining[i]
         self.dep_seq[i] = self.push(now + run, _DEPARTURE, i)
 
-    def carve_bind(self, i: int, now: float) -> bool:
+    def carve_bind(self, i: int, now: float) -> bool | None:
         """``per-pod``: create the pod's instance(s) at the first free placement (compiler/simulate/
         carve.py: the DRA driver's DynamicMIG), first fit over nodes and their GPUs; a pod of ``k``
-        full-GPU instances needs ``k`` GPUs of one node where the full profile still fits (empty)."""
+        full-GPU instances needs ``k`` GPUs of one node where the full profile still fits (empty).
+        True: bound; False: no node has the placements (whatever CPU and memory it has left); None:
+        only nodes short of the pod's CPU or memory have them."""
         fleet, p, carver = self.fleet, self.pods[i], self.carver
         assert carver is not None
+        got: bool | None = False
         for node in range(self.s.nodes):
-            if not self.room_for(i, node):
-                continue
             spots = []
             for gi in fleet.gpus(node):
                 start = carver.start(self.carved[gi], p.profile)
@@ -1317,6 +1318,9 @@ class _Run:
                         break
             if len(spots) < p.count:
                 continue
+            if not self.room_for(i, node):
+                got = None  # the placements, not the CPU or memory
+                continue
             for gi, start in spots:
                 carver.carve(self.carved[gi], p.profile, start)
                 fleet.layout[gi] = dict(self.carved[gi].instances)
@@ -1324,22 +1328,23 @@ class _Run:
             self.res.instances_carved += len(spots)
             self._bind(i, node, [(gi, 1) for gi, _ in spots], now)
             return True
-        return False
+        return got
 
     def _schedule_per_pod(self, now: float) -> None:
         """Pending pods in (priority, queued-at) order over every profile, each carved where it fits.
 
         Nothing is freed during a pass, so once a pod of ``k`` instances of a profile does not fit,
         no pod of that profile with ``k`` or more does in this pass; a profile whose single instance
-        does not fit drops out of the pass (a k-way merge of the sorted queues). Not where CPU or memory
-        is modelled: there a pod may not fit for what it asks of them, and one asking less still may."""
-        prune = self.cpu_left is None and self.memory_left is None
+        does not fit drops out of the pass (a k-way merge of the sorted queues). Where CPU or memory is
+        modelled only a pod no node has the placements for counts so (:meth:`carve_bind` False): one
+        short of CPU or memory says nothing of a pod behind it asking less of them."""
         profs = list(self.pending)
         heap = [(self.pending[p][0], k, 0) for k, p in enumerate(profs)]
         heapq.heapify(heap)
         failed: dict[str, int] = {}  # profile → fewest instances that did not fit
         # CPU or memory modelled: per profile, the pods that did not fit in this pass (_asks_more)
-        misfits: dict[str, list[int]] | None = None if prune else {}
+        modelled = self.cpu_left is not None or self.memory_left is not None
+        misfits: dict[str, list[int]] | None = {} if modelled else None
         bound: set[int] = set()
         while heap:
             item, k, pos = heapq.heappop(heap)
@@ -1347,13 +1352,14 @@ class _Run:
             count = self.pods[item[2]].count
             skip = misfits is not None and self._asks_more(item[2], misfits.get(prof, []))
             if count < failed.get(prof, count + 1) and not skip:
-                if self.carve_bind(item[2], now):
+                got = self.carve_bind(item[2], now)
+                if got:
                     bound.add(item[2])
-                elif misfits is None:
+                elif got is False:
                     failed[prof] = count
                     if count == 1:
                         continue  # nothing of this profile fits any more
-                else:
+                elif misfits is not None:  # placements there, but not the CPU or memory
                     misfits.setdefault(prof, []).append(item[2])
             queue = self.pending[prof]
             if pos + 1 < len(queue):

@@ -160,7 +160,8 @@ class Replay:
             + ("" if s.decision == "cover" else f"; decision {s.decision}")
             + ("" if s.node_cpu_milli is None else f"; {s.node_cpu_milli} mCPU per node")
             + ("" if s.node_memory_mib is None else f"; {s.node_memory_mib} MiB memory per node")
-            + ("" if not self.too_big else f"; {self.too_big} pods fit no node (never served)")
+            # only where CPU or memory is modelled: without them the header is byte-identical to before
+            + (f"; {self.too_big} pods fit no node (never served)" if self.too_big and s.resources() else "")
         )
 
 

@@ -87,7 +87,7 @@ from collections import deque
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from compiler.catalog import Catalog, GpuModel, load_catalog
 from compiler.catalog.layouts import enumerate_layouts
@@ -488,10 +488,25 @@ def _carve_layout(
     return best[2] if best else ()
 
 
-Weigh = Callable[[int, Layout, Layout, Mapping[int, Layout], float, Layout], bool]
-"""(node, capacity before, capacity after its change, the GPUs it changes with their new layouts,
-benefit of the multi-GPU pods it places, the node's instances per profile after its change) → whether
-the change is worth it."""
+class Weigh(Protocol):
+    """The disruption rule as :func:`cover` asks it, node change by node change."""
+
+    def __call__(
+        self,
+        node: int,
+        before: Layout,
+        after: Layout,
+        changes: Mapping[int, Layout],
+        bonus: float,
+        mine: Layout,
+    ) -> bool:
+        """(node, capacity before, capacity after its change, the GPUs it changes with their new
+        layouts, benefit of the multi-GPU pods it places, the node's instances per profile after its
+        change) → whether the change is worth it. Its answer for a ``bonus`` > 0 rises with ``bonus``
+        (the cost does not depend on it): :meth:`_Cover.place_big` relies on that."""
+
+    def refused(self, times: int) -> None:
+        """Count ``times`` refusals :func:`cover` knew without asking (the same change, for less)."""
 
 
 def _node_after(
@@ -589,6 +604,10 @@ class _Cover:
         self.changes: dict[int, Layout] = {}  # planned layouts (their spare room in ``spare``)
         self.spare: dict[int, Layout] = {}  # changed GPU → its spare room (_carve_layout's extras)
         self.taken: set[int] = set()  # GPUs given to a multi-GPU pod
+        # (instances, profile) → (the largest benefit of a multi-GPU pod that got no node, the refusals
+        # ``weigh`` gave it) since the last change of this cover: a pod asking the same for no more
+        # benefit gets none either, with as many refusals (place_big)
+        self.refused_big: dict[tuple[int, str], tuple[float, int]] = {}
         # GPUs not given to one yet (nor frozen)
         self.room = {node: sum(1 for gi in fleet.gpus(node) if gi not in self.frozen) for node, _ in order}
 
@@ -608,8 +627,21 @@ class _Cover:
         self.want[pod.profile] = max(0, self.want.get(pod.profile, 0) - pod.count)
         if pod.count > max(self.room.values(), default=0):
             return  # no node has that many GPUs left in this cover
-        if not self._on_idle_whole_gpus(pod):
-            self._carve_for(pod)
+        key = (pod.count, pod.profile)
+        known = self.refused_big.get(key)
+        if known is not None and 0.0 < pod.benefit <= known[0] and self.weigh is not None:
+            # nothing changed since a pod asking the same for as much got no node: neither do idle
+            # GPUs appear nor does ``weigh`` (its answer rises with the benefit) let a node through
+            self.weigh.refused(known[1])
+            return
+        if self._on_idle_whole_gpus(pod):
+            self.refused_big.clear()
+            return
+        refusals = self._carve_for(pod)
+        if refusals is None:
+            self.refused_big.clear()
+        elif pod.benefit > 0.0:
+            self.refused_big[key] = (max(pod.benefit, known[0] if known else 0.0), refusals)
 
     def _on_idle_whole_gpus(self, pod: BigPod) -> bool:
         fleet, whole = self.fleet, {pod.profile: 1}
@@ -628,8 +660,11 @@ class _Cover:
                 return True
         return False
 
-    def _carve_for(self, pod: BigPod) -> None:
+    def _carve_for(self, pod: BigPod) -> int | None:
+        """Carve ``pod.count`` full GPUs of the first node ``weigh`` lets through: None, or the
+        refusals ``weigh`` gave where no node took the pod."""
         fleet, whole, lay = self.fleet, {pod.profile: 1}, self.lay
+        refusals = 0
         for node, _ in self.order:
             free = sorted(
                 (gi for gi in fleet.gpus(node) if gi not in self.taken and gi not in self.frozen),
@@ -650,12 +685,14 @@ class _Cover:
                 pod.benefit,
                 _node_after(fleet, node, self.real, node_changes),
             ):
+                refusals += 1
                 continue
             self.changes.update(node_changes)
             self.taken.update(pick)
             self.room[node] -= pod.count
             self.cap = after
-            return
+            return None
+        return refusals
 
     def per_gpu(self, mix: Layout | None) -> None:
         """The per-GPU cover, on the GPUs and the demand the multi-GPU pods left."""
@@ -1171,15 +1208,28 @@ class _Run:
         per profile the running and pending instances), the window over the history kept so far, and
         the history recorded as recommend's state file would keep it (compiler/recommend/history.py)."""
         counts: dict[tuple[str, str], list[int]] = {}
+        multi = self.queued_multi()
         for p, n in self.now_demand.items():
             if n > 0:
-                q = sum(self.pods[i].count for _, _, i in self.pending.get(p, ()))
+                m = multi.get(p, (0, 0))
+                q = len(self.pending.get(p, ())) - m[1] + m[0]  # each pending pod's instances
                 counts[("sim", p)] = [n - q, q]
         current = h.sample(when, counts)
         win = h.window(self.samples, current, self.policy)
         self.keep = h.peaks(self.samples, current, self.policy)
         self.samples = h.record(self.samples, current, self.policy)
         return win
+
+    def queued_multi(self) -> dict[str, tuple[int, int]]:
+        """Per profile, the instances and the number of the pending multi-GPU pods (every other
+        pending pod asks one instance)."""
+        out: dict[str, tuple[int, int]] = {}
+        queued, pods = self.queued_at, self.pods
+        for i in self.multi:
+            if i in queued:
+                k, n = out.get(pods[i].profile, (0, 0))
+                out[pods[i].profile] = (k + pods[i].count, n + 1)
+        return out
 
     def history_demand(self, win: h.Window, when: dt.datetime, waiting: Sequence[g.PendingPod]) -> Layout:
         """``demand="history"``: what ``migc recommend`` sizes for (compiler/recommend/history.py).
@@ -1763,65 +1813,9 @@ class _Run:
         ]
 
     def _weigh(self, now: float, want: Layout) -> Weigh:
-        """The disruption rule (compiler/recommend/disruption.py) for one evaluation at ``now``: the
-        node's cost is :func:`compiler.recommend.disruption.change_cost`, the function migc recommend
-        prices a node with, under ``Settings.drain_scope`` (``"gpu"``: only the pods holding an
-        instance on a GPU the change re-carves are charged)."""
-        whole, slices = self.model.compute_slices, self.fleet.slices
-        waits: dict[str, list[float]] = {}  # profile → waits of pending one-instance pods, queue order
-        want = dict(want)
-        for prof, q in self.pending.items():
-            for _, _, i in q:
-                if self.pods[i].count == 1:
-                    waits.setdefault(prof, []).append(self.waited[i] + now - self.queued_at[i])
-                else:  # placed by cover's multi-GPU step, with their own benefit
-                    want[prof] = want.get(prof, 0) - self.pods[i].count
-        threshold = self.policy.reconfiguration_threshold_pct
-        s = self.s
-
-        def weigh(
-            node: int,
-            before: Layout,
-            after: Layout,
-            changes: Mapping[int, Layout],
-            bonus: float,
-            mine: Layout,
-        ) -> bool:
-            changed = self.fleet.redone(node, changes)
-            benefit = bonus
-            for p, w in waits.items() if not bonus else ():
-                served = dis.newly_served(w, want.get(p, 0), before.get(p, 0), after.get(p, 0))
-                if served:
-                    benefit += slices[p] / whole * served
-            pods, bound = self.pods, self.bound
-            running = [
-                dis.RunningPod(
-                    ((pods[i].profile, pods[i].count, self.fraction(i)),),
-                    now - self.started[i],
-                    self.last_wait[i],
-                    any(gi in changed for gi, _ in bound[i]),
-                )
-                for i in self.node_pods[node]
-            ]
-            price = dis.change_cost(
-                running,
-                s.gpus_per_node,
-                len(changed),
-                mine,
-                s.drain_grace_seconds,
-                s.reconfigure_seconds,
-                s.drain_seconds,
-                s.outage,
-                s.drain_scope,
-            )
-            cost = price.total
-            assert cost is not None  # every running pod of the replay has a start
-            ok = dis.worth(benefit, cost, threshold)
-            if not ok:
-                self.res.blocked["disruption"] = self.res.blocked.get("disruption", 0) + 1
-            return ok
-
-        return weigh
+        """The disruption rule (compiler/recommend/disruption.py) for one evaluation at ``now``
+        (:class:`_RuleWeigh`)."""
+        return _RuleWeigh(self, now, want)
 
     def _seen_failures(self) -> None:
         """What ``migc recommend`` reads from the Failed nodes (``gates.count_failures``)."""
@@ -2156,6 +2150,91 @@ class _Run:
                 if changes:
                     self.apply(changes, t, spare)
                     self.schedule(t)
+
+
+
+class _RuleWeigh:
+    """The disruption rule for one evaluation of the default loop: the node's cost is
+    :func:`compiler.recommend.disruption.change_cost`, the function migc recommend prices a node with,
+    under ``Settings.drain_scope`` (``"gpu"``: only the pods holding an instance on a GPU the change
+    re-carves are charged); its benefit the waits of the pending pods the change serves (for a
+    multi-GPU pod, its own benefit). Each refusal counts in ``Result.blocked["disruption"]``."""
+
+    def __init__(self, run: _Run, now: float, want: Layout) -> None:
+        self.run, self.now = run, now
+        self.want = dict(want)
+        multi = run.queued_multi()
+        for prof, (k, _) in multi.items():  # placed by cover's multi-GPU step, with their own benefit
+            self.want[prof] = self.want.get(prof, 0) - k
+        # profile → pending one-instance pods (queue order); their waits are listed when asked (_waits)
+        self.singles: dict[str, int] = {}
+        for prof, q in run.pending.items():
+            n = len(q) - multi.get(prof, (0, 0))[1]
+            if n > 0:
+                self.singles[prof] = n
+        self.lists: dict[str, list[float]] = {}
+
+    def _waits(self, prof: str) -> list[float]:
+        """The waits of the pending one-instance pods of ``prof``, in queue order."""
+        out = self.lists.get(prof)
+        if out is None:
+            run, now = self.run, self.now
+            pods, waited, queued = run.pods, run.waited, run.queued_at
+            out = [waited[i] + now - queued[i] for _, _, i in run.pending[prof] if pods[i].count == 1]
+            self.lists[prof] = out
+        return out
+
+    def __call__(
+        self,
+        node: int,
+        before: Layout,
+        after: Layout,
+        changes: Mapping[int, Layout],
+        bonus: float,
+        mine: Layout,
+    ) -> bool:
+        run, now, s, want = self.run, self.now, self.run.s, self.want
+        whole, slices = run.model.compute_slices, run.fleet.slices
+        changed = run.fleet.redone(node, changes)
+        benefit = bonus
+        for p in self.singles if not bonus else ():
+            d, b, a = want.get(p, 0), before.get(p, 0), after.get(p, 0)
+            if min(a, max(0, d)) <= min(b, max(0, d)):
+                continue  # the change serves none of them (dis.served_waits)
+            served = dis.newly_served(self._waits(p), d, b, a)
+            if served:
+                benefit += slices[p] / whole * served
+        pods, bound = run.pods, run.bound
+        running = [
+            dis.RunningPod(
+                ((pods[i].profile, pods[i].count, run.fraction(i)),),
+                now - run.started[i],
+                run.last_wait[i],
+                any(gi in changed for gi, _ in bound[i]),
+            )
+            for i in run.node_pods[node]
+        ]
+        price = dis.change_cost(
+            running,
+            s.gpus_per_node,
+            len(changed),
+            mine,
+            s.drain_grace_seconds,
+            s.reconfigure_seconds,
+            s.drain_seconds,
+            s.outage,
+            s.drain_scope,
+        )
+        cost = price.total
+        assert cost is not None  # every running pod of the replay has a start
+        ok = dis.worth(benefit, cost, run.policy.reconfiguration_threshold_pct)
+        if not ok:
+            self.refused(1)
+        return ok
+
+    def refused(self, times: int) -> None:
+        blocked = self.run.res.blocked
+        blocked["disruption"] = blocked.get("disruption", 0) + times
 
 
 def _recommend_policy(pods: Sequence[_Pod], model: GpuModel, s: Settings, policy: PartitionPolicy) -> Policy:

@@ -178,3 +178,66 @@ def test_the_spare_room_goes_to_what_the_fleet_wants_most(
     need = (("4g.40gb", 1),)
     got = dict(engine._carve_layout(A100, need, engine._rank(A100, demand)))
     assert got == layout and maximal(A100, tuple(sorted(got.items())))
+
+
+class _Recorder:
+    """A disruption rule that lets a node change through only where the benefit beats ``bar``, and
+    records what it is asked (node, benefit) and the refusals it is told of without being asked."""
+
+    def __init__(self, bar: float) -> None:
+        self.bar = bar
+        self.asked: list[tuple[int, float]] = []
+        self.told = 0
+
+    def __call__(
+        self,
+        node: int,
+        before: dict[str, int],
+        after: dict[str, int],
+        changes: object,
+        bonus: float,
+        mine: dict[str, int],
+    ) -> bool:
+        self.asked.append((node, bonus))
+        return bonus > self.bar
+
+    def refused(self, times: int) -> None:
+        self.told += times
+
+
+def _two_node_fleet() -> object:
+    from compiler.simulate import engine
+
+    return engine._Fleet(A100, Settings(nodes=2, gpus_per_node=2), engine.balanced_layout(A100))
+
+
+def test_a_multi_gpu_pod_asking_no_more_than_one_refused_is_not_weighed_again() -> None:
+    """``cover``'s multi-GPU step: once the rule turns a 2 × 7g pod down on both nodes, a pod behind
+    it asking the same for less benefit gets no node either (the rule's answer rises with the
+    benefit, nothing changed meanwhile): it is not asked again, but both refusals are counted; a pod
+    asking the same for *more* benefit is asked, and the one it lets through changes the fleet, after
+    which a pod of less benefit is asked again."""
+    from compiler.simulate import engine
+
+    whole = "7g.80gb"
+    rule = _Recorder(bar=50.0)
+    big = [engine.BigPod(2, whole, b) for b in (40.0, 30.0, 30.0, 45.0, 60.0, 20.0)]
+    changes, _ = engine.cover(
+        _two_node_fleet(), {whole: 12}, [(0, 0.0), (1, 0.0)], weigh=rule, big=big  # type: ignore[arg-type]
+    )
+    # 40 asked on both nodes; 30, 30 told (2 refusals each); 45 asked (more than 40): refused on both;
+    # 60 passes on node 0; 20 is asked again on node 1 (the fleet changed), refused
+    assert rule.asked == [(0, 40.0), (1, 40.0), (0, 45.0), (1, 45.0), (0, 60.0), (1, 20.0)]
+    assert rule.told == 4
+    assert changes == {0: {whole: 1}, 1: {whole: 1}}
+
+
+def test_a_multi_gpu_pod_of_no_benefit_is_always_weighed() -> None:
+    """A pod queued this instant (benefit 0) is weighed by the pending one-instance pods' waits
+    instead (``_RuleWeigh``): no refusal of another pod speaks for it."""
+    from compiler.simulate import engine
+
+    rule = _Recorder(bar=50.0)
+    big = [engine.BigPod(2, "7g.80gb", b) for b in (40.0, 0.0)]
+    engine.cover(_two_node_fleet(), {"7g.80gb": 4}, [(0, 0.0), (1, 0.0)], weigh=rule, big=big)  # type: ignore[arg-type]
+    assert rule.asked == [(0, 40.0), (1, 40.0), (0, 0.0), (1, 0.0)] and rule.told == 0

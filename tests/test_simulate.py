@@ -353,6 +353,7 @@ def test_the_default_loop_records_running_and_pending_as_recommend_does() -> Non
     run = _Run([], A100, s, "default", NAIVE, _Fleet(A100, s, {}), Result("default", 0.0), 0.0)
     waiting = _Pod(pod("w", 0.0, 100.0, num=2), 0.0, "7g.80gb", 2, "2x7g")  # larger than the node
     run.pods.append(waiting)
+    run.multi.append(0)  # as _Run lists every multi-GPU pod of its trace
     run.waited.append(0.0)
     run._demand_add("1g.10gb", 3, 0.0)  # 3 instances in use
     run._demand_add("7g.80gb", 2, 0.0)
@@ -370,6 +371,7 @@ def test_the_default_loop_records_running_and_pending_as_recommend_does() -> Non
     assert win.covered and len(run.samples) == 2
     assert h.window_gate(win, at(1800), run.policy, adds=["7g.80gb", "1g.10gb"]).passed
     run.pending.clear()  # the pod left the queue; it is short again at 2700: not persisted
+    del run.queued_at[0]
     run.observe(at(2700))
     run.enqueue(0, 2700.0)
     win = run.observe(at(3600))

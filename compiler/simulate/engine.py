@@ -1137,6 +1137,7 @@ class _Run:
         # Settings.node_cpu_milli / node_memory_mib: what each node has left of them (None: not modelled)
         self.cpu_left = [s.node_cpu_milli] * s.nodes if s.node_cpu_milli is not None else None
         self.memory_left = [s.node_memory_mib] * s.nodes if s.node_memory_mib is not None else None
+        self.resources = bool(s.resources())  # CPU or memory modelled (Settings.resources)
         self.last_t = start
         self.touched_gpus: set[int] = set()
         self.touched_nodes: set[int] = set()
@@ -1393,8 +1394,7 @@ class _Run:
         heapq.heapify(heap)
         failed: dict[str, int] = {}  # profile → fewest instances that did not fit
         # CPU or memory modelled: per profile, the pods that did not fit in this pass (_asks_more)
-        modelled = self.cpu_left is not None or self.memory_left is not None
-        misfits: dict[str, list[int]] | None = {} if modelled else None
+        misfits: dict[str, list[int]] | None = {} if self.resources else None
         bound: set[int] = set()
         while heap:
             item, k, pos = heapq.heappop(heap)
@@ -1456,7 +1456,7 @@ class _Run:
         """Bind the pods waiting for ``prof`` in queue order (backfilling); the ones left waiting."""
         pods, q = self.pods, self.pending[prof]
         kept: list[tuple[int, float, int]] = []
-        modelled = self.cpu_left is not None or self.memory_left is not None
+        modelled = self.resources
         misfits: list[int] = []  # CPU or memory modelled: the pods that did not fit in this pass
         for n, item in enumerate(q):
             i = item[2]
@@ -1992,7 +1992,7 @@ class _Run:
 
         def room(i: int) -> int:
             whole = {self.pods[i].profile: 1} == wholes
-            if self.cpu_left is None and self.memory_left is None:
+            if not self.resources:
                 return most[whole]
             # CPU and memory modelled: only the idle nodes with what the pod asks of them left count
             w = whole if s.drain_scope == "gpu" else None

@@ -37,7 +37,7 @@ from compiler.model import PartitionPolicy
 from compiler.recommend.disruption import OUTAGE_CHARGES
 from compiler.simulate.engine import BASELINES, DRAIN_SCOPES, LAYOUT_RULES, SURPLUS_MODELS, Settings, simulate
 from compiler.simulate.report import result_dict
-from compiler.simulate.trace import read_trace
+from compiler.simulate.trace import MAX_NODE_RESOURCE, read_trace
 
 FIVE_MIN = 300.0
 
@@ -190,6 +190,17 @@ def table(path: Path) -> str:
     return "\n".join(lines)
 
 
+
+def _node_amount(text: str) -> int:
+    """A node's CPU or memory as ``migc simulate`` takes it: a whole number 1..MAX_NODE_RESOURCE."""
+    try:
+        n = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if not 1 <= n <= MAX_NODE_RESOURCE:
+        raise argparse.ArgumentTypeError(f"{n} is not in 1..{MAX_NODE_RESOURCE}")
+    return n
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--traces", default="default,gpushare20,gpushare40,gpushare60,gpuspec10")
@@ -238,10 +249,16 @@ def main() -> None:
         "(Settings.layouts)",
     )
     ap.add_argument(
-        "--node-cpu-milli", type=int, default=None, help="CPU per node, mCPU (Settings.node_cpu_milli)"
+        "--node-cpu-milli",
+        type=_node_amount,
+        default=None,
+        help="CPU per node, mCPU (Settings.node_cpu_milli)",
     )
     ap.add_argument(
-        "--node-memory-mib", type=int, default=None, help="memory per node, MiB (Settings.node_memory_mib)"
+        "--node-memory-mib",
+        type=_node_amount,
+        default=None,
+        help="memory per node, MiB (Settings.node_memory_mib)",
     )
     ap.add_argument("--out", default="matrix.jsonl")
     ap.add_argument("--table", default=None, metavar="FILE.jsonl", help="print the table of FILE and exit")

@@ -6,6 +6,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from bench.matrix import table, verdict
 
 
@@ -57,3 +59,19 @@ def test_table_has_one_line_per_baseline(tmp_path: Path) -> None:
     lines = table(path).splitlines()
     assert len(lines) == 5
     assert lines[3].endswith("| 0 | 0 | meets |") and lines[4].endswith("| 0 |  |  |  |")
+
+
+def test_node_resources_are_taken_as_migc_simulate_takes_them(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """--node-cpu-milli / --node-memory-mib: a whole number 1..2^40, as the CLI's range (a 0 would
+    model a node nothing fits on, and every cell would be a run of censored pods)."""
+    from bench import matrix
+
+    for bad in ("0", "-5", "x", str(2**40 + 1)):
+        monkeypatch.setattr("sys.argv", ["matrix", "--node-cpu-milli", bad, "--table", "none.jsonl"])
+        with pytest.raises(SystemExit) as exit_:
+            matrix.main()
+        assert exit_.value.code == 2
+        assert "--node-cpu-milli" in capsys.readouterr().err
+    assert matrix._node_amount("96000") == 96000 and matrix._node_amount(str(2**40)) == 2**40

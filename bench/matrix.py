@@ -190,7 +190,6 @@ def table(path: Path) -> str:
     return "\n".join(lines)
 
 
-
 def _node_amount(text: str) -> int:
     """A node's CPU or memory as ``migc simulate`` takes it: a whole number 1..MAX_NODE_RESOURCE."""
     try:

@@ -2152,7 +2152,6 @@ class _Run:
                     self.schedule(t)
 
 
-
 class _RuleWeigh:
     """The disruption rule for one evaluation of the default loop: the node's cost is
     :func:`compiler.recommend.disruption.change_cost`, the function migc recommend prices a node with,

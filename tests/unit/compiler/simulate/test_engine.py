@@ -9,10 +9,13 @@ baselines, whose answers do not depend on the recommend loop, and the layout the
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import pytest
 
 from compiler.catalog import GpuModel, load_catalog
 from compiler.model import PartitionPolicy
+from compiler.simulate import engine
 from compiler.simulate.engine import BASELINES, Result, Settings, maximal, simulate
 from compiler.simulate.trace import TracePod
 
@@ -194,7 +197,7 @@ class _Recorder:
         node: int,
         before: dict[str, int],
         after: dict[str, int],
-        changes: object,
+        changes: Mapping[int, dict[str, int]],
         bonus: float,
         mine: dict[str, int],
     ) -> bool:
@@ -205,9 +208,7 @@ class _Recorder:
         self.told += times
 
 
-def _two_node_fleet() -> object:
-    from compiler.simulate import engine
-
+def _two_node_fleet() -> engine._Fleet:
     return engine._Fleet(A100, Settings(nodes=2, gpus_per_node=2), engine.balanced_layout(A100))
 
 
@@ -223,7 +224,7 @@ def test_a_multi_gpu_pod_asking_no_more_than_one_refused_is_not_weighed_again() 
     rule = _Recorder(bar=50.0)
     big = [engine.BigPod(2, whole, b) for b in (40.0, 30.0, 30.0, 45.0, 60.0, 20.0)]
     changes, _ = engine.cover(
-        _two_node_fleet(), {whole: 12}, [(0, 0.0), (1, 0.0)], weigh=rule, big=big  # type: ignore[arg-type]
+        _two_node_fleet(), {whole: 12}, [(0, 0.0), (1, 0.0)], weigh=rule, big=big
     )
     # 40 asked on both nodes; 30, 30 told (2 refusals each); 45 asked (more than 40): refused on both;
     # 60 passes on node 0; 20 is asked again on node 1 (the fleet changed), refused
@@ -239,5 +240,5 @@ def test_a_multi_gpu_pod_of_no_benefit_is_always_weighed() -> None:
 
     rule = _Recorder(bar=50.0)
     big = [engine.BigPod(2, "7g.80gb", b) for b in (40.0, 0.0)]
-    engine.cover(_two_node_fleet(), {"7g.80gb": 4}, [(0, 0.0), (1, 0.0)], weigh=rule, big=big)  # type: ignore[arg-type]
+    engine.cover(_two_node_fleet(), {"7g.80gb": 4}, [(0, 0.0), (1, 0.0)], weigh=rule, big=big)
     assert rule.asked == [(0, 40.0), (1, 40.0), (0, 0.0), (1, 0.0)] and rule.told == 0

@@ -2,10 +2,11 @@
 
 ``python -m bench.compare_rules matrix OLD.jsonl NEW.jsonl`` (files of ``python -m bench.matrix``)
 and ``python -m bench.compare_rules report OLD.jsonl NEW.jsonl`` (files of ``python -m
-bench.report_workload run``) print a Markdown table: per loop row (``default``, ``default+idle``),
-old and new, how many cells (traces) meet each clause, then one line per cell. The baselines that
-do not use the loop's decision come from each file's own run, so a clause against them (naive,
-per-pod, the static layouts, MIG off) is judged within one run. Measured, never asserted.
+bench.report_workload run``) print a Markdown table: per loop row (``default``,
+``default-noidle``, ``default+idle``), old and new, how many cells (traces) meet each clause,
+then one line per cell. The baselines that do not use the loop's decision come from each file's
+own run, so a clause against them (naive, per-pod, the static layouts, MIG off) is judged within one
+run. Measured, never asserted.
 
 Matrix clauses (contended cells only: naive's overall p95 wait above 0; classes with ≥ 20 pods):
 
@@ -32,7 +33,7 @@ from bench.matrix import verdict
 from bench.report_workload import verdicts
 
 FIVE_MIN = 300.0
-LOOPS = ("default", "default+idle", "default+recommend")
+LOOPS = ("default", "default+idle", "default-noidle", "default+recommend")
 STATICS = ("static-peak", "static-average", "static-optimal", "mig-off")
 MATRIX_CLAUSES = (
     "re-carves",

@@ -2,7 +2,7 @@
 
 ``python -m bench.matrix [--traces default,gpushare20,gpushare40,gpushare60,gpuspec10] [--nodes 4,8,16]
 [--time-scales 1,2,4,8] [--reconf 60,90+300] [--failure-rates 0,0.2] [--seeds 1,2,3]
-[--baselines all] [--idle-pass] [--outage node|busy] [--surplus last|kept] [--drain-scope node|gpu]
+[--baselines all] [--no-idle-pass] [--outage node|busy] [--surplus last|kept] [--drain-scope node|gpu]
 [--layouts fewest|maximal] [--out FILE.jsonl]``;
 ``python -m bench.matrix --table FILE.jsonl`` prints the Markdown table of the cells a file holds,
 with the issue's verdict per cell.
@@ -10,9 +10,10 @@ with the issue's verdict per cell.
 One set of defaults for every cell (PartitionPolicy defaults with ``mode: dynamic``, the replay's
 defaults otherwise), printed before the first cell. ``--reconf 90+300`` is 90 s per GPU plus a 300 s
 operand pause per node (``--drain-seconds``). Seeds only matter with a failure rate above 0 (a cell
-with rate 0 is run once, seed 0). ``--idle-pass`` adds the loop with ``Settings.idle_pass`` as the
-row ``default+idle``; ``--outage busy`` charges the disruption rule's outage on the busy share of
-the node (``Settings.outage``); ``--drain-scope gpu`` drains only the pods on GPUs that change
+with rate 0 is run once, seed 0). ``--no-idle-pass`` adds the loop without its idle pass
+(``Settings.idle_pass`` off; on by default since Round 21) as the row ``default-noidle``;
+``--outage busy`` charges the disruption rule's outage on the busy share of the node
+(``Settings.outage``); ``--drain-scope gpu`` drains only the pods on GPUs that change
 (``Settings.drain_scope``: static DRA nodes; ``node``, the default, is the device plugin's);
 ``--layouts maximal`` carves maximal layouts with spare room (``Settings.layouts``, Round 12). Each
 cell appends one JSON line (the cell, its scope, its wall time and the per-baseline rows of
@@ -40,6 +41,9 @@ from compiler.simulate.report import result_dict
 from compiler.simulate.trace import MAX_NODE_RESOURCE, read_trace
 
 FIVE_MIN = 300.0
+# the rows of the default loop: the shipped one, and the variants a matrix file may hold (default+idle:
+# --idle-pass before it was the default, Round 21; default-noidle: --no-idle-pass since)
+LOOPS = ("default", "default+idle", "default-noidle", "default+recommend")
 
 
 def _floats(text: str) -> list[float]:
@@ -67,7 +71,8 @@ def run(args: argparse.Namespace) -> None:
         )
     )
     print("replay defaults:", json.dumps(defaults, sort_keys=True), file=sys.stderr)
-    print(f"baselines: {', '.join(baselines)}{' + default+idle' if args.idle_pass else ''}", file=sys.stderr)
+    extra = " + default-noidle" if args.no_idle_pass else ""
+    print(f"baselines: {', '.join(baselines)}{extra}", file=sys.stderr)
     out = Path(args.out)
     traces: dict[str, Any] = {}
     resources = {"node_cpu_milli": args.node_cpu_milli, "node_memory_mib": args.node_memory_mib}
@@ -101,11 +106,11 @@ def run(args: argparse.Namespace) -> None:
             )
             started = time.perf_counter()
             rows = [result_dict(simulate(pods, model, s, b, policy, catalog=catalog)) for b in baselines]
-            if args.idle_pass:
+            if args.no_idle_pass:
                 row = result_dict(
-                    simulate(pods, model, replace(s, idle_pass=True), "default", policy, catalog=catalog)
+                    simulate(pods, model, replace(s, idle_pass=False), "default", policy, catalog=catalog)
                 )
-                rows.append(row | {"baseline": "default+idle"})
+                rows.append(row | {"baseline": "default-noidle"})
             if args.recommend:
                 s_rec = replace(s, decision="recommend")
                 row = result_dict(simulate(pods, model, s_rec, "default", policy, catalog=catalog))
@@ -176,7 +181,7 @@ def table(path: Path) -> str:
             classes = ", ".join(
                 f"{k} {round(v['p95'])}" for k, v in w.items() if k != "all" and v["pods"] >= 20
             )
-            loop = r["baseline"] in ("default", "default+idle", "default+recommend")
+            loop = r["baseline"] in LOOPS
             target = verdict(rows, r["baseline"]) if loop else ""
             held = "" if r.get("heldOnIdleGpu") is None else r["heldOnIdleGpu"]
             nonmax = "" if r.get("nonMaximalLayouts") is None else r["nonMaximalLayouts"]
@@ -212,7 +217,11 @@ def main() -> None:
     ap.add_argument(
         "--baselines", default="all", help=f"comma-separated among {', '.join(BASELINES)}, or all"
     )
-    ap.add_argument("--idle-pass", action="store_true", help="also the loop with --idle-pass (default+idle)")
+    ap.add_argument(
+        "--no-idle-pass",
+        action="store_true",
+        help="also the loop without its idle pass (--no-idle-pass, row default-noidle)",
+    )
     ap.add_argument(
         "--recommend",
         action="store_true",

@@ -2,7 +2,7 @@
 
 ``python -m bench.perpod FILE.jsonl [FILE.jsonl ...]`` (files of ``python -m bench.matrix``) prints,
 for every contended cell (naive's overall p95 wait above 0) and every loop row in it (``default``,
-``default+idle``, ``default+recommend``), per size class with ≥ 20 pods:
+``default+idle``, ``default-noidle``, ``default+recommend``), per size class with ≥ 20 pods:
 
 * **per-pod wins** the class where the loop's p95 is above max(1.2 × per-pod's, 5 min) — the issue's
   "no class worse than max(1.2 × it, 5 min)" fails there;
@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 FIVE_MIN = 300.0
-LOOPS = ("default", "default+idle", "default+recommend")
+LOOPS = ("default", "default+idle", "default-noidle", "default+recommend")
 
 
 def _p95(row: dict[str, Any], cls: str) -> float:

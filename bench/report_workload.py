@@ -10,7 +10,7 @@ Commands (``python -m bench.report_workload ...``)::
 
     generate [--nodes 1,4] [--seeds 1,2,3] [--dir DIR]   # DIR/report_<n>node_seed<s>.csv
     calibrate [--nodes 1,4] [--seeds 1,2,3]              # re-derive RATES (runs mig-off only)
-    run [--nodes 1,4] [--seeds 1,2,3] [--reconf 60,90+300] [--idle-pass] [--recommend] [--outage node|busy]
+    run [--nodes 1,4] [--seeds 1,2,3] [--reconf 60,90+300] [--no-idle-pass] [--recommend] [--outage node|busy]
         [--dir DIR] [--surplus last|kept] [--drain-scope node|gpu] [--out FILE.jsonl]
         [--baselines all]                                 # every baseline on every trace
     table FILE.jsonl                                     # the Markdown tables and verdicts
@@ -359,7 +359,7 @@ def replay(
     baselines: Sequence[str],
     directory: Path,
     reconf: str = "60",
-    idle_pass: bool = False,
+    no_idle_pass: bool = False,
     outage: str = "node",
     surplus: str = "kept",
     recommend: bool = False,
@@ -367,8 +367,9 @@ def replay(
 ) -> dict[str, Any]:
     """One trace (written to ``directory``, read back by the replay's reader) under every baseline, at
     the replay's defaults but the reconfiguration model (``60``: 60 s per GPU; ``90+300``: 90 s per GPU
-    and a 300 s operand pause per node); ``idle_pass`` adds the loop with ``--idle-pass``, ``recommend``
-    the loop with ``--decision recommend`` (migc recommend's own decision, row ``default+recommend``)."""
+    and a 300 s operand pause per node); ``no_idle_pass`` adds the loop with ``--no-idle-pass`` (row
+    ``default-noidle``), ``recommend`` the loop with ``--decision recommend`` (migc recommend's own
+    decision, row ``default+recommend``)."""
     path = write(directory, nodes, seed)
     trace = read_trace(path)
     model = _model()
@@ -385,9 +386,9 @@ def replay(
     )
     started = time.perf_counter()
     rows = [_report_row(simulate(trace.pods, model, s, b, policy), b) for b in baselines]
-    if idle_pass:
-        res = simulate(trace.pods, model, replace(s, idle_pass=True), "default", policy)
-        rows.append(_report_row(res, "default+idle"))
+    if no_idle_pass:
+        res = simulate(trace.pods, model, replace(s, idle_pass=False), "default", policy)
+        rows.append(_report_row(res, "default-noidle"))
     if recommend:
         res = simulate(trace.pods, model, replace(s, decision="recommend"), "default", policy)
         rows.append(_report_row(res, "default+recommend"))
@@ -480,7 +481,11 @@ def main(argv: Sequence[str] | None = None) -> None:
             p.add_argument(
                 "--reconf", default="60,90+300", help="60: 60 s per GPU; 90+300: and a 300 s pause"
             )
-            p.add_argument("--idle-pass", action="store_true", help="also the loop with --idle-pass")
+            p.add_argument(
+                "--no-idle-pass",
+                action="store_true",
+                help="also the loop without its idle pass (default-noidle)",
+            )
             p.add_argument(
                 "--recommend",
                 action="store_true",
@@ -545,7 +550,7 @@ def main(argv: Sequence[str] | None = None) -> None:
             baselines,
             Path(args.dir),
             reconf,
-            args.idle_pass,
+            args.no_idle_pass,
             args.outage,
             args.surplus,
             args.recommend,

@@ -278,17 +278,27 @@ def alternating(n: int = 24, every: float = 300, secs: float = 60) -> list[Trace
 def test_naive_flaps_on_alternating_demand_and_the_gates_do_not() -> None:
     """1 node x 1 GPU. Naive: every pod after the first needs the other layout (the GPU is idle by
     then: the previous pod left after 60 s), so 23 re-carves of 60 s, each such pod waiting 60 s.
-    Default: evaluations every 15 m, minDwell 1 h: at most one change per hour of replay, plus one;
-    recommend's sizing (the default: a shortage must persist through the window, capacity is kept
-    at the scaleDownWindow's peak) re-carves the GPU twice in all; sized from the demand of the
-    moment (``demand="now"``) the minDwell and stabilizationWindow gates are what hold it."""
+    The gated loop (no idle pass): evaluations every 15 m, minDwell 1 h: at most one change per
+    hour of replay, plus one; recommend's sizing (the default: a shortage must persist through the
+    window, capacity is kept at the scaleDownWindow's peak) re-carves the GPU twice in all; sized
+    from the demand of the moment (``demand="now"``) the minDwell and stabilizationWindow gates are
+    what hold it. The shipped loop's idle pass re-carves the idle GPU for the pod that waits, past
+    the window and the scaleDownWindow, but not past minDwell (a limit the user sets): at most one
+    change per hour plus one, still far fewer than naive."""
     assert A100 is not None
-    s = settings(nodes=1, gpus_per_node=1)
+    s = settings(nodes=1, gpus_per_node=1, idle_pass=False)
     naive = simulate(alternating(), A100, s, "naive", NAIVE)
     assert naive.reconfigurations == 23 and naive.evictions == 0
     assert sorted(w for vs in naive.waits.values() for w, _ in vs) == [0.0] + [60.0] * 23
     default = simulate(alternating(), A100, s, "default", NAIVE)
     assert 0 < default.reconfigurations <= 2
+    shipped = simulate(alternating(), A100, replace(s, idle_pass=True), "default", NAIVE)
+    assert shipped.idle_recarves > 0 and shipped.never_served == 0
+    assert shipped.reconfigurations <= 1 + shipped.hours < naive.reconfigurations / 5
+    # minDwell is what holds it: without it the pass re-carves the idle GPU for nearly every pod
+    no_dwell = replace(NAIVE, min_dwell_seconds=0)
+    eager = simulate(alternating(), A100, replace(s, idle_pass=True), "default", no_dwell)
+    assert eager.reconfigurations > 2 * shipped.reconfigurations
     assert default.never_served == 0  # the gates delay, they do not starve
     held = simulate(alternating(), A100, replace(s, demand="now"), "default", NAIVE)
     assert 0 < held.reconfigurations <= 1 + held.hours
@@ -526,7 +536,8 @@ def test_backoff_gate_holds_the_default_loop_after_a_failure() -> None:
       is made, node 1's apply 6300–6360 fails, the retry 6660–6720 succeeds: ``c`` waited 4420 s.
     """
     assert A100 is not None
-    s = settings(nodes=2, gpus_per_node=1, failure_rate=0.5, seed=7, demand="now")  # the timeline below
+    # the gated loop's timeline below (the idle pass keeps the backoff too, but re-carves sooner)
+    s = settings(nodes=2, gpus_per_node=1, failure_rate=0.5, seed=7, demand="now", idle_pass=False)
     trace = [pod("b", 0, 10_000), pod("c", 2300, 100)]
     short = simulate(trace, A100, s, "default", NAIVE)
     assert (short.failures, short.reconfigurations, short.blocked.get("backoff", 0)) == (3, 2, 0)

@@ -312,12 +312,13 @@ def test_held_on_idle_counts_idle_gpus_of_a_busy_node_under_gpu_scope() -> None:
     assert A100 is not None
     trace = [pod("a", 0, 200_000, milli=100), pod("big", 100, 100_000, milli=FOUR_MILLI)]
     slow = PartitionPolicy(mode="dynamic", min_dwell_seconds=3600, stabilization_seconds=86_400)
-    gpu = simulate(trace, A100, Settings(nodes=1, gpus_per_node=2, drain_scope="gpu"), "default", slow)
-    node = simulate(trace, A100, Settings(nodes=1, gpus_per_node=2), "default", slow)
+    s = Settings(nodes=1, gpus_per_node=2, idle_pass=False)
+    gpu = simulate(trace, A100, replace(s, drain_scope="gpu"), "default", slow)
+    node = simulate(trace, A100, s, "default", slow)
     assert node.held_on_idle == 0
     assert gpu.held_on_idle == 1
     whole = [pod("a", 0, 200_000, milli=100), pod("big", 100, 100_000)]
-    mode = simulate(whole, A100, Settings(nodes=1, gpus_per_node=2, drain_scope="gpu"), "default", slow)
+    mode = simulate(whole, A100, replace(s, drain_scope="gpu"), "default", slow)
     assert mode.held_on_idle == 0
 
 

@@ -75,7 +75,7 @@ def test_smaller_pods_waiting_on_an_idle_node_are_not_held_by_a_remembered_7g_pe
     trace += [TracePod(f"long{k}", 3700, 200_000, 1, 1000, 0) for k in range(8)]
     sizes = [500, 500, 400, 400, 250, 250, 250, 100, 100, 100]  # gpu_milli: 4g, 3g, 2g, 1g
     trace += [TracePod(f"s{k}", 6000, 3000, 1, m, 0) for k, m in enumerate(sizes)]
-    s = Settings(nodes=2, gpus_per_node=8, surplus=surplus)
+    s = Settings(nodes=2, gpus_per_node=8, surplus=surplus, idle_pass=False)  # the sizing alone
     kept = simulate(trace, A100, replace(s, surplus="kept"), "default", POLICY)
     last = simulate(trace, A100, s, "default", POLICY)
     small = ("4g", "3g", "2g", "1g")
@@ -128,11 +128,17 @@ def test_cli_idle_pass_flag_reaches_the_loop(tmp_path: Path, capsys: pytest.Capt
     )
     base = ["simulate", "--trace", str(path), "--gpu-product", "NVIDIA-A100-SXM4-80GB", "--nodes", "1"]
     base += ["--gpus-per-node", "1", "--baseline", "default", "-o", "json"]
-    for flag, held, recarves in (([], 1, 0), (["--idle-pass"], 0, 2)):
+    # on by default with --decision cover (bench/RESULTS.md Round 21); --no-idle-pass turns it off
+    cases = (([], True, 0, 2), (["--idle-pass"], True, 0, 2), (["--no-idle-pass"], False, 1, 0))
+    for flag, on, held, recarves in cases:
         assert main([*base, *flag]) == ExitCode.OK
         doc = json.loads(capsys.readouterr().out)
         row = doc["results"][0]
-        assert (doc["idlePass"], row["heldOnIdleGpu"], row["idleRecarves"]) == (bool(flag), held, recarves)
+        assert (doc["idlePass"], row["heldOnIdleGpu"], row["idleRecarves"]) == (on, held, recarves)
+    # migc recommend's decision has no idle pass: off there, and reported so
+    assert main([*base, "--decision", "recommend"]) == ExitCode.OK
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["idlePass"] is False and doc["results"][0]["idleRecarves"] == 0
 
 
 def test_the_busy_outage_recarves_an_idle_node_for_a_waiting_1g_pod() -> None:
@@ -151,7 +157,7 @@ def test_the_busy_outage_recarves_an_idle_node_for_a_waiting_1g_pod() -> None:
     assert A100 is not None
     trace = [TracePod(f"big{k}", 0, 3600, 1, 1000, 0) for k in range(8)]
     trace.append(TracePod("small", 6000, 600, 1, 100, 0))
-    s = settings(nodes=1, gpus_per_node=8, demand="now", outage="busy")
+    s = settings(nodes=1, gpus_per_node=8, demand="now", outage="busy", idle_pass=False)
     res = simulate(trace, A100, s, "default", POLICY)
     ((wait, censored),) = res.waits["1g"]
     first_look = 6300 - 6000

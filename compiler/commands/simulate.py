@@ -243,11 +243,11 @@ REPLAY_ONLY = (
 @click.option("--max-wait", default=None, help="migc.dev/max-wait-time given to every pod (e.g. 15m).")
 @click.option(
     "--idle-pass/--no-idle-pass",
-    default=False,
-    show_default=True,
-    help="Default loop: at each evaluation first re-carve idle nodes (no GPU pod on them) for the pods "
-    "waiting, past the stabilizationWindow, scaleDownWindow, minDwell and disruption rule "
-    "(docs/simulate.md, heldOnIdleGpu).",
+    default=None,
+    help="Default loop with --decision cover: at each evaluation first re-carve idle nodes (no GPU pod "
+    "on them) for the pods waiting, past the stabilizationWindow, scaleDownWindow, minDwell and "
+    "disruption rule (docs/simulate.md, heldOnIdleGpu). [default: on with --decision cover; "
+    "--idle-pass is a usage error with --decision recommend]",
 )
 @click.option(
     "--drain-scope",
@@ -318,7 +318,7 @@ def command(
     operator_retry: str,
     max_unavailable: int,
     max_wait: str | None,
-    idle_pass: bool,
+    idle_pass: bool | None,
     drain_scope: str,
     layouts: str,
     decision: str,
@@ -351,7 +351,8 @@ def command(
     if mode == "fill":
         return _fill(trace_path, catalog, model, nodes, gpus_per_node, mapping, seed, fmt)
     if decision == "recommend":
-        _recommend_options(baseline, idle_pass, demand_model, demand_window, layouts)
+        _recommend_options(baseline, bool(idle_pass), demand_model, demand_window, layouts)
+    idle = decision == "cover" if idle_pass is None else idle_pass
     snap = _snapshot(snapshot_at, snapshot_dir, decision, baseline)
     wait_s = _duration(max_wait, "--max-wait")
     window_s = _duration(demand_window, "--demand-window")
@@ -382,7 +383,7 @@ def command(
         operator_retry_seconds=float(operator_s or 0),
         max_unavailable=max_unavailable,
         max_wait_seconds=wait_s,
-        idle_pass=idle_pass,
+        idle_pass=idle,
         drain_scope=drain_scope,
         layouts=layouts,
         decision=decision,

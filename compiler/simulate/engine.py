@@ -184,9 +184,10 @@ class Settings:
     failure_rate: float = 0.0  # probability that one MIG manager apply fails (seeded, deterministic)
     seed: int = 0
     operator_retry_seconds: float = 3600.0  # a human retries a node past the automatic attempts
-    # default loop: re-carve idle nodes for the pods waiting, ahead of the gates (_Run.idle_pass);
-    # off by default: measured to hold no idle GPU but to make the matrix worse (bench/RESULTS.md)
-    idle_pass: bool = False
+    # default loop with decision "cover": re-carve idle nodes for the pods waiting, ahead of the gates
+    # (_Run.idle_pass); on by default since bench/RESULTS.md Round 21 (issue 22 item 3: an idle GPU is
+    # not held against a pending pod). With decision "recommend" the cover, and so this pass, never runs
+    idle_pass: bool = True
     # which pods a node's re-carve drains (compiler/recommend/disruption.py DRAIN_SCOPES): "node", every
     # GPU pod of the node (the device-plugin backend: controller/pods.py ``blocking``, nothing in the
     # API maps a pod to a GPU); "gpu", only the pods on GPUs whose layout changes (static DRA nodes,
@@ -1839,15 +1840,24 @@ class _Run:
         interval plus the reconfiguration time).
 
         An idle node is Idle with no GPU pod on it: its re-carve evicts nobody and its outage delays
-        nobody, so what the disruption rule, the stabilizationWindow, the scaleDownWindow and minDwell
-        guard against (lost work, flapping running capacity) is not at stake. The idle nodes are
+        nobody, so what the disruption rule, the stabilizationWindow and the scaleDownWindow guard
+        against (lost work, a demand signal that does not last) is not at stake. The idle nodes are
         covered (:func:`cover`, the same cover) for the demand of the moment — running plus pending
         instances, so capacity the scaleDownWindow keeps for pods that are gone yields to pods that
-        wait — and the proposal passes migc recommend's rollout gate, the dailyChangeBudget and the
-        backoff (limits the user sets), not the others.
+        wait — and the proposal passes migc recommend's rollout gate and the limits the user sets on
+        how often nodes change: minDwell (a node changed less than that ago is not a candidate), the
+        dailyChangeBudget and the backoff, as a pod past its max wait overrides the window and the
+        threshold but not those (compiler/recommend/gates.py). On by default since bench/RESULTS.md
+        Round 21.
         """
         res, policy, fleet = self.res, self.policy, self.fleet
-        idle = [(n, 0.0) for n in range(self.s.nodes) if fleet.state[n] == IDLE and self._idle_gpus(n)]
+        when = EPOCH + dt.timedelta(seconds=now)
+        young = self._young(when)
+        idle = [
+            (n, 0.0)
+            for n in range(self.s.nodes)
+            if fleet.state[n] == IDLE and n not in young and self._idle_gpus(n)
+        ]
         if not idle:
             return False
         mix = dict(self.now_demand)
@@ -1872,7 +1882,6 @@ class _Run:
             idle = [(n, d) for n, d in idle if n not in evicting]
             if not idle:
                 return False
-        when = EPOCH + dt.timedelta(seconds=now)
         nodes = sorted({fleet.node(gi) for gi in changes})
         last_failure = None if self.last_failure is None else EPOCH + dt.timedelta(seconds=self.last_failure)
         checks = [
@@ -1889,6 +1898,17 @@ class _Run:
             self.last_proposal = now
             return True
         return False
+
+    def _young(self, when: dt.datetime) -> set[int]:
+        """The nodes changed less than minDwell ago: a limit the user sets, which the idle pass keeps
+        as migc recommend's gate keeps it (``gates.min_dwell``), idle node or not."""
+        limit = self.policy.min_dwell_seconds
+        return {
+            n
+            for n in range(self.s.nodes)
+            if (last := self.node_last_change.get(f"node-{n}")) is not None
+            and (when - last).total_seconds() < limit
+        }
 
     def _evaluate(self, now: float) -> None:
         """One recommend evaluation: the cover of the demand, applied where every gate passes."""

@@ -132,7 +132,7 @@ class Replay:
             "seed": s.seed,
             "operatorRetrySeconds": self.operator_retry_seconds,
             "maxUnavailable": s.max_unavailable,
-            "idlePass": s.idle_pass,
+            "idlePass": s.idle_pass and s.decision == "cover",  # the pass is the cover's
             "drainScope": s.drain_scope,
             "layouts": s.layouts,
             "decision": s.decision,

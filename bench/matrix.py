@@ -124,6 +124,7 @@ def run(args: argparse.Namespace) -> None:
                 "seed": seed,
                 "drainScope": args.drain_scope,
                 "layouts": args.layouts,
+                "idlePass": s.idle_pass,  # the default row's (Round 21 on; absent from older files)
                 "first": args.first,
                 "nodeCpuMilli": args.node_cpu_milli,
                 "nodeMemoryMib": args.node_memory_mib,

@@ -75,3 +75,29 @@ def test_node_resources_are_taken_as_migc_simulate_takes_them(
         assert exit_.value.code == 2
         assert "--node-cpu-milli" in capsys.readouterr().err
     assert matrix._node_amount("96000") == 96000 and matrix._node_amount(str(2**40)) == 2**40
+
+
+def test_no_idle_pass_adds_the_loop_without_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``--no-idle-pass`` adds the row ``default-noidle`` (the loop with ``Settings.idle_pass`` off),
+    and every cell records whether its ``default`` row had the pass. On one node of 8 GPUs where a 1g
+    pod arrives after a whole-GPU pod has left, the shipped loop re-carves the idle node for it and
+    the loop without the pass holds it (the sizing keeps what the scaleDownWindow remembers)."""
+    from bench import matrix
+
+    (tmp_path / "openb_pod_list_tiny.csv").write_text(
+        "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_time,deletion_time,"
+        "scheduled_time\nbig,1,1,1,1000,,BE,Running,0,3600,0\nsmall,1,1,1,100,,BE,Running,6000,6600,6000\n"
+    )
+    out = tmp_path / "m.jsonl"
+    argv = ["matrix", "--data", str(tmp_path), "--traces", "tiny", "--nodes", "1", "--time-scales", "1"]
+    argv += ["--reconf", "60", "--failure-rates", "0", "--baselines", "default", "--no-idle-pass"]
+    monkeypatch.setattr("sys.argv", [*argv, "--out", str(out)])
+    matrix.main()
+    capsys.readouterr()
+    (cell,) = [json.loads(line) for line in out.read_text().splitlines()]
+    rows = {r["baseline"]: r for r in cell["results"]}
+    assert sorted(rows) == ["default", "default-noidle"] and cell["idlePass"] is True
+    assert rows["default"]["idleRecarves"] > 0 and rows["default"]["heldOnIdleGpu"] == 0
+    assert rows["default-noidle"]["idleRecarves"] == 0 and rows["default-noidle"]["heldOnIdleGpu"] > 0

@@ -90,8 +90,9 @@ def bursty() -> list[TracePod]:
 
 def test_gates_cut_reconfigurations_and_static_never_reconfigures() -> None:
     assert A100 is not None
-    # sized from the demand of the moment: the gates alone (recommend's sizing is tested below)
-    s = Settings(nodes=1, gpus_per_node=8, demand="now")
+    # sized from the demand of the moment: the gates alone (recommend's sizing is tested below; the
+    # idle pass, which re-carves idle nodes past the window, is tested in tests/test_simulate_idle.py)
+    s = Settings(nodes=1, gpus_per_node=8, demand="now", idle_pass=False)
     pol = PartitionPolicy(mode="dynamic")
     naive = simulate(bursty(), A100, s, "naive", pol)
     default = simulate(bursty(), A100, s, "default", pol)

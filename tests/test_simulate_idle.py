@@ -1,6 +1,7 @@
 """heldOnIdleGpu counts the pods the default loop holds on an idle GPU they fit after a re-carve for
 longer than one interval plus the reconfiguration time (issue 22 item 3); with the idle pass
-(``Settings.idle_pass``, ``--idle-pass``) the loop holds none."""
+(``Settings.idle_pass``, on by default since bench/RESULTS.md Round 21; ``--no-idle-pass`` turns it
+off) the loop holds none where no drain is in flight and no limit the user sets holds the node."""
 
 from __future__ import annotations
 
@@ -174,3 +175,18 @@ def test_an_unknown_surplus_model_is_refused() -> None:
     assert A100 is not None
     with pytest.raises(ValueError, match="surplus 'keep'"):
         simulate(TRACE, A100, replace(ONE, idle_pass=False, surplus="keep"), "default", POLICY)
+
+
+def test_the_idle_pass_is_on_by_default_and_reported_only_for_the_cover() -> None:
+    """Round 21: ``Settings`` has the idle pass on (what bench.matrix's ``default`` row runs); the
+    replay's JSON says it is on only for ``decision="cover"``: migc recommend's decision, which
+    ``decision="recommend"`` runs, has no idle pass."""
+    from compiler.simulate.report import Replay
+
+    assert Settings(nodes=1).idle_pass is True
+    for decision, shown in (("cover", True), ("recommend", False)):
+        s = Settings(nodes=1, decision=decision)
+        run = Replay("t.csv", 0, 0, 0, "NVIDIA-A100-SXM4-80GB", s, None, None, ())
+        assert run.to_dict()["idlePass"] is shown
+    off = Replay("t.csv", 0, 0, 0, "x", replace(s, decision="cover", idle_pass=False), None, None, ())
+    assert off.to_dict()["idlePass"] is False

@@ -245,9 +245,10 @@ REPLAY_ONLY = (
     "--idle-pass/--no-idle-pass",
     default=None,
     help="Default loop with --decision cover: at each evaluation first re-carve idle nodes (no GPU pod "
-    "on them) for the pods waiting, past the stabilizationWindow, scaleDownWindow, minDwell and "
-    "disruption rule (docs/simulate.md, heldOnIdleGpu). [default: on with --decision cover; "
-    "--idle-pass is a usage error with --decision recommend]",
+    "on them) for the pods waiting, past the stabilizationWindow, the scaleDownWindow and the "
+    "disruption rule, within minDwell, the dailyChangeBudget and the backoff (docs/simulate.md, "
+    "heldOnIdleGpu). [default: on with --decision cover; --idle-pass is a usage error with "
+    "--decision recommend]",
 )
 @click.option(
     "--drain-scope",

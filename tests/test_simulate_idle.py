@@ -130,7 +130,11 @@ def test_cli_idle_pass_flag_reaches_the_loop(tmp_path: Path, capsys: pytest.Capt
     base = ["simulate", "--trace", str(path), "--gpu-product", "NVIDIA-A100-SXM4-80GB", "--nodes", "1"]
     base += ["--gpus-per-node", "1", "--baseline", "default", "-o", "json"]
     # on by default with --decision cover (bench/RESULTS.md Round 21); --no-idle-pass turns it off
-    cases = (([], True, 0, 2), (["--idle-pass"], True, 0, 2), (["--no-idle-pass"], False, 1, 0))
+    cases: tuple[tuple[list[str], bool, int, int], ...] = (
+        ([], True, 0, 2),
+        (["--idle-pass"], True, 0, 2),
+        (["--no-idle-pass"], False, 1, 0),
+    )
     for flag, on, held, recarves in cases:
         assert main([*base, *flag]) == ExitCode.OK
         doc = json.loads(capsys.readouterr().out)

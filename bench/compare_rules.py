@@ -29,11 +29,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from bench.matrix import verdict
+from bench.matrix import LOOPS, verdict
 from bench.report_workload import verdicts
 
 FIVE_MIN = 300.0
-LOOPS = ("default", "default+idle", "default-noidle", "default+recommend")
 STATICS = ("static-peak", "static-average", "static-optimal", "mig-off")
 MATRIX_CLAUSES = (
     "re-carves",

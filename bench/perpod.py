@@ -27,8 +27,9 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
+from bench.matrix import LOOPS
+
 FIVE_MIN = 300.0
-LOOPS = ("default", "default+idle", "default-noidle", "default+recommend")
 
 
 def _p95(row: dict[str, Any], cls: str) -> float:

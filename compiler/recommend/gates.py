@@ -100,21 +100,29 @@ def added_profiles(current: Vector, proposed: Vector) -> tuple[str, ...]:
     return tuple(sorted(p for p, n in proposed.items() if n > current.get(p, 0)))
 
 
+def young(
+    nodes: Iterable[str], last_change: Mapping[str, dt.datetime], now: dt.datetime, policy: PartitionPolicy
+) -> list[str]:
+    """The ``nodes`` changed less than ``minDwell`` ago, sorted (a node never changed is old enough);
+    what :func:`min_dwell` holds, and what ``migc simulate``'s idle pass leaves alone."""
+    return sorted(
+        n
+        for n in nodes
+        if n in last_change and (now - last_change[n]).total_seconds() < policy.min_dwell_seconds
+    )
+
+
 def min_dwell(
     changing: Iterable[str], last_change: Mapping[str, dt.datetime], now: dt.datetime, policy: PartitionPolicy
 ) -> Gate:
     """Every node the proposal changes has kept its layout at least ``minDwell`` (unknown = old enough)."""
-    young = sorted(
-        n
-        for n in changing
-        if n in last_change and (now - last_change[n]).total_seconds() < policy.min_dwell_seconds
-    )
-    if young:
+    young_nodes = young(changing, last_change, now, policy)
+    if young_nodes:
         return Gate(
             "minDwell",
             False,
-            f"{len(young)} node(s) changed less than {duration(policy.min_dwell_seconds)} ago: "
-            f"{', '.join(young[:5])}",
+            f"{len(young_nodes)} node(s) changed less than {duration(policy.min_dwell_seconds)} ago: "
+            f"{', '.join(young_nodes[:5])}",
         )
     return Gate(
         "minDwell", True, f"every changed node kept its layout >= {duration(policy.min_dwell_seconds)}"

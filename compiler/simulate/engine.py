@@ -1900,15 +1900,11 @@ class _Run:
         return False
 
     def _young(self, when: dt.datetime) -> set[int]:
-        """The nodes changed less than minDwell ago: a limit the user sets, which the idle pass keeps
-        as migc recommend's gate keeps it (``gates.min_dwell``), idle node or not."""
-        limit = self.policy.min_dwell_seconds
-        return {
-            n
-            for n in range(self.s.nodes)
-            if (last := self.node_last_change.get(f"node-{n}")) is not None
-            and (when - last).total_seconds() < limit
-        }
+        """The nodes changed less than minDwell ago (``gates.young``, what migc recommend's minDwell
+        gate holds): a limit the user sets, which the idle pass keeps."""
+        names = (f"node-{n}" for n in range(self.s.nodes))
+        young = g.young(names, self.node_last_change, when, self.policy)
+        return {int(n.removeprefix("node-")) for n in young}
 
     def _evaluate(self, now: float) -> None:
         """One recommend evaluation: the cover of the demand, applied where every gate passes."""

@@ -69,6 +69,14 @@ def test_min_dwell_names_young_nodes() -> None:
     assert g.min_dwell(["n1"], last, NOW, PartitionPolicy(min_dwell_seconds=60)).passed
 
 
+def test_young_lists_the_nodes_min_dwell_holds() -> None:
+    """What the gate holds and the replay's idle pass leaves alone: changed less than minDwell ago
+    (strictly), sorted; a node never changed is old enough."""
+    last = {"n3": ago(100), "n1": ago(50), "n2": ago(7200), "n4": ago(P.min_dwell_seconds)}
+    assert g.young(["n4", "n3", "n2", "n1", "n9"], last, NOW, P) == ["n1", "n3"]
+    assert g.young([], last, NOW, P) == []
+
+
 def test_daily_budget() -> None:
     history = [ago(3600), ago(86400 - 1), ago(86400 + 1)]
     assert g.changes_last_day(history, NOW) == 2

@@ -83,7 +83,7 @@ import functools
 import heapq
 import math
 import random
-from collections import deque
+from collections import Counter, deque
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -127,6 +127,8 @@ BASELINES = (
     "per-pod",
 )
 RECARVING = ("naive", "default")  # the policies that re-carve nodes (the counters below are theirs)
+# why a pending pod waits, in the order _Run.cause_check tries them (Result.wait_causes)
+WAIT_CAUSES = ("fits", "idleGpus", "busyNode", "cordoned", "noEmptyGpu")
 EVICTION_MODELS = ("restart", "resume")
 DEMAND_MODELS = ("now", "peak", "history")
 SURPLUS_MODELS = h.SURPLUS_MODELS  # Settings.surplus
@@ -295,6 +297,9 @@ class Result:
     # naive and default (None elsewhere): GPU layouts applied where one more instance would still
     # fit (dark slices: a catalog layout holds this one and more)
     non_maximal: int | None = None
+    # naive and default (None elsewhere): why pods waited, sampled once per interval with the held
+    # counter (_Run.cause_check): size class → cause (WAIT_CAUSES) → pending pod-seconds
+    wait_causes: dict[str, dict[str, float]] | None = None
     instances_carved: int = 0  # per-pod: MIG instances created (one per pod start)
     idle_recarves: int = 0  # default: revisions made by the idle pass (_Run.idle_pass)
     revision_times: list[float] = field(default_factory=list)  # when each revision was made (replay s)
@@ -1173,6 +1178,8 @@ class _Run:
         self.next_check = start + self.interval if res.held_on_idle is not None else math.inf
         self.idle_since: dict[int, float] = {}  # pending pod → first sample it could run on an idle node
         self.held: set[int] = set()  # pods counted in Result.held_on_idle
+        self.causes = res.wait_causes  # Result.wait_causes, filled by cause_check (None: not sampled)
+        self.cause_keys = [(p.profile, p.count, p.size) for p in pods]  # what cause_check groups by
         self.sized: Layout = {}  # what the last evaluation sized for (the idle pass's mix)
         self.decider: _Recommend | None = None  # Settings.decision "recommend"
         # the mig-parted ConfigMap of the latest revision: each node layout's config name (its content,
@@ -2025,6 +2032,68 @@ class _Run:
                 self.held.add(i)
                 self.res.held_on_idle = (self.res.held_on_idle or 0) + 1
 
+    def _node_room(self, node: int) -> tuple[Layout, int, int]:
+        """A node's free instances per profile (deployed, not in use), its free whole GPUs (MIG off,
+        not in use) and its empty GPUs (no instance in use)."""
+        fleet, whole, empty = self.fleet, 0, 0
+        free: Layout = {}
+        full = next(iter(fleet.whole))
+        for gi in fleet.gpus(node):
+            busy, lay = fleet.busy[gi], fleet.layout[gi]
+            for p, c in lay.items():
+                left = c - busy.get(p, 0)
+                if left > 0:
+                    free[p] = free.get(p, 0) + left
+            if not any(busy.values()):
+                empty += 1
+                whole += lay == fleet.whole
+        free.pop(full, None)
+        return free, whole, empty
+
+    def cause_check(self) -> None:
+        """One sample of ``Result.wait_causes``: each pending pod's interval of waiting is put down to
+        the first of :data:`WAIT_CAUSES` that holds of the fleet now (between events):
+
+        * ``fits``: an Idle node has a free instance of its profile (for a pod of ``k`` whole GPUs,
+          ``k`` free whole GPUs): it waits for its turn, or for CPU or memory;
+        * ``idleGpus``: an Idle node has as many GPUs whose re-carve evicts nobody as it asks for
+          (:meth:`_idle_gpus`, what ``heldOnIdleGpu`` counts): held by the decision's gates;
+        * ``busyNode``: an Idle node has as many empty GPUs (no instance in use), but re-carving them
+          drains the node's other GPU pods (``drain_scope="node"``) or turns MIG on or off on a busy
+          node (``"gpu"``): the disruption rule weighs that eviction;
+        * ``cordoned``: only nodes out of Idle (draining, re-carving, failed) have the room;
+        * ``noEmptyGpu``: no node has the room: only a departure (or an eviction of a pod on a GPU
+          partly in use) makes it.
+
+        CPU and memory are not looked at here (a pod they hold counts where its GPUs have room)."""
+        causes, fleet, s = self.causes, self.fleet, self.s
+        if causes is None or not self.queued_at:
+            return
+        rooms = [self._node_room(n) for n in range(s.nodes)]
+        up = [rooms[n] for n in range(s.nodes) if fleet.state[n] == IDLE]
+        idle = {
+            w: max((self._idle_gpus(n, w) for n in range(s.nodes) if fleet.state[n] == IDLE), default=0)
+            for w in (False, True)
+        }
+        wholes = fleet.whole
+
+        def fits(room: tuple[Layout, int, int], profile: str, count: int, whole: bool) -> bool:
+            return room[1] >= count if whole else room[0].get(profile, 0) > 0
+
+        for (profile, count, size), pods in Counter(map(self.cause_keys.__getitem__, self.queued_at)).items():
+            whole = {profile: 1} == wholes
+            if any(fits(r, profile, count, whole) for r in up):
+                cause = "fits"
+            elif idle[whole] >= count:
+                cause = "idleGpus"
+            elif any(r[2] >= count for r in up):
+                cause = "busyNode"
+            elif any(fits(r, profile, count, whole) or r[2] >= count for r in rooms):
+                cause = "cordoned"
+            else:
+                cause = "noEmptyGpu"
+            causes.setdefault(size, dict.fromkeys(WAIT_CAUSES, 0.0))[cause] += pods * self.interval
+
     def _evicts(self, node: int, changes: Mapping[int, Layout]) -> bool:
         """Whether giving ``node``'s GPUs their layouts in ``changes`` re-carves a GPU a pod runs on
         (:meth:`_Fleet.redone`: with ``drain_scope="gpu"`` a MIG mode change re-carves them all)."""
@@ -2137,6 +2206,7 @@ class _Run:
             t, seq, kind, x = heapq.heappop(events)
             while self.next_check <= t:  # the state from the last event until t
                 self.held_check(self.next_check)
+                self.cause_check()
                 self.next_check += self.interval
             if kind != _TICK:
                 last_activity = t
@@ -2487,6 +2557,7 @@ def simulate(
     if baseline in RECARVING:
         res.held_on_idle = 0
         res.non_maximal = 0
+        res.wait_causes = {}
     run = _Run(pods, model, s, baseline, policy, fleet, res, start)
     if baseline == "default" and s.decision == "recommend":
         run.decider = _Recommend(run, catalog or load_catalog(), snapshot)

@@ -15,7 +15,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from compiler.simulate.engine import Result, Settings
+from compiler.simulate.engine import WAIT_CAUSES, Result, Settings
 from compiler.simulate.fill import FillResult
 from compiler.simulate.trace import ignored_note
 
@@ -65,11 +65,29 @@ def result_dict(r: Result) -> dict[str, Any]:
         "rulesFired": r.rules_fired,
         "heldOnIdleGpu": r.held_on_idle,
         "nonMaximalLayouts": r.non_maximal,
+        "waitCauses": _causes(r),
         "instancesCarved": r.instances_carved,
         "idleRecarves": r.idle_recarves,
         "snapshot": r.snapshot,
         "decisionDiagnostics": _findings(r),
     }
+
+
+def _causes(r: Result) -> dict[str, dict[str, float]] | None:
+    """Why pods waited (``Result.wait_causes``): per size class (and ``all``), pending pod-hours per
+    cause, sampled once per interval; None where not sampled (every policy but naive and default)."""
+    if r.wait_causes is None:
+        return None
+    sizes = sorted(r.wait_causes, key=lambda k: (len(k), k))
+    total = dict.fromkeys(WAIT_CAUSES, 0.0)
+    out: dict[str, dict[str, float]] = {}
+    for size in sizes:
+        row = r.wait_causes[size]
+        out[size] = {c: round(row[c] / 3600, 1) for c in WAIT_CAUSES}
+        for c in WAIT_CAUSES:
+            total[c] += row[c]
+    out["all"] = {c: round(total[c] / 3600, 1) for c in WAIT_CAUSES}
+    return out
 
 
 def _findings(r: Result) -> list[dict[str, object]] | None:
@@ -245,6 +263,16 @@ def _replay_text(run: Replay) -> str:
         assert isinstance(w, dict)
         parts = [f"{k} {_show(v, 'p95')} ({v['pods']} pods)" for k, v in w.items() if k != "all"]
         out.append(f"  {row['baseline']}: " + "; ".join(parts))
+    causes = [(row["baseline"], row["waitCauses"]) for row in rows if row["waitCauses"]]
+    if causes:
+        out.append("")
+        out.append(
+            "why pods waited (pending pod-hours, sampled once per interval: a free instance; GPUs a re-carve "
+            "evicts nobody on; empty GPUs only on nodes with GPU pods; room only on nodes out of Idle; no "
+            "empty GPU):"
+        )
+        for name, c in causes:
+            out.append(f"  {name}: " + "; ".join(f"{k} {v}" for k, v in c["all"].items()))
     for r in run.results:
         if r.snapshot is not None:
             snap = r.snapshot

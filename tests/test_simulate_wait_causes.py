@@ -1,0 +1,123 @@
+"""``waitCauses`` (``Result.wait_causes``, ``_Run.cause_check``): why pods waited, sampled once per
+interval on the state between events, each pending pod's interval put down to the first cause that
+holds of the fleet — a free instance (``fits``), GPUs whose re-carve evicts nobody (``idleGpus``),
+empty GPUs only on nodes whose re-carve drains other pods (``busyNode``), room only on nodes out of
+Idle (``cordoned``), or no room anywhere (``noEmptyGpu``). One hand-made timeline per cause."""
+
+from __future__ import annotations
+
+import json
+import random
+from dataclasses import replace
+
+from nosync import settings
+
+from compiler.catalog import load_catalog
+from compiler.model import PartitionPolicy
+from compiler.simulate.engine import WAIT_CAUSES, Settings, simulate
+from compiler.simulate.report import result_dict
+from compiler.simulate.trace import TracePod
+
+A100 = load_catalog().by_product("NVIDIA-A100-SXM4-80GB")
+assert A100 is not None
+POLICY = PartitionPolicy(mode="dynamic")  # interval 15m
+SLOW = PartitionPolicy(mode="dynamic", min_dwell_seconds=3600, stabilization_seconds=86_400)
+FOUR_MILLI = 550  # a 4g.40gb pod: its re-carve keeps MIG on
+
+
+def pod(name: str, at: float, secs: float, milli: int = 1000, cpu: int = 0) -> TracePod:
+    return TracePod(name, at, secs, 1, milli, 0, cpu)
+
+
+def only(causes: dict[str, float], **want: float) -> bool:
+    """The causes are ``want`` and every other cause is 0."""
+    return causes == {c: want.get(c, 0.0) for c in WAIT_CAUSES}
+
+
+def test_a_pod_held_on_an_idle_gpu_is_put_down_to_idle_gpus() -> None:
+    """The 1g pod of tests/test_simulate_idle.py waits 87,660 s on a GPU where nothing runs (the
+    scaleDownWindow keeps its 7g.80gb): every sampled interval of it is ``idleGpus`` (98 samples of
+    900 s from 6,300 s to 93,600 s); with the idle pass it is served within one interval."""
+    assert A100 is not None
+    trace = [TracePod("big", 0, 3600, 1, 1000, 0), TracePod("small", 6000, 600, 1, 100, 0)]
+    one = settings(nodes=1, gpus_per_node=1, idle_pass=False)
+    held = simulate(trace, A100, one, "default", POLICY)
+    assert held.waits["1g"] == [(87660.0, False)]
+    assert held.wait_causes is not None and only(held.wait_causes["1g"], idleGpus=88_200.0)
+    served = simulate(trace, A100, replace(one, idle_pass=True), "default", POLICY)
+    assert served.wait_causes is not None and only(served.wait_causes["1g"], idleGpus=900.0)
+
+
+def test_empty_gpus_on_a_busy_node_are_busy_node_under_node_scope_and_idle_gpus_under_gpu_scope() -> None:
+    """``big`` (4g.40gb) waits while GPU 1 of its node is empty and ``a`` runs on GPU 0. The device
+    plugin's drain (``"node"``) would evict ``a``: ``busyNode``, until the node is cordoned for the
+    re-carve (``cordoned``, 2 samples). Under ``"gpu"`` GPU 1's re-carve evicts nobody: ``idleGpus``."""
+    assert A100 is not None
+    trace = [pod("a", 0, 200_000, milli=100), pod("big", 100, 100_000, milli=FOUR_MILLI)]
+    s = Settings(nodes=1, gpus_per_node=2, idle_pass=False)
+    node = simulate(trace, A100, s, "default", SLOW)
+    assert node.waits["4g"] == [(89060.0, False)]
+    assert node.wait_causes is not None and only(node.wait_causes["4g"], busyNode=87_300.0, cordoned=1800.0)
+    gpu = simulate(trace, A100, replace(s, drain_scope="gpu"), "default", SLOW)
+    assert gpu.wait_causes is not None and only(gpu.wait_causes["4g"], idleGpus=87_300.0)
+
+
+def test_a_pod_waiting_for_the_only_gpu_is_no_empty_gpu() -> None:
+    """Two whole-GPU pods, one GPU: the second waits for the first to end; nothing a re-carve could
+    do."""
+    assert A100 is not None
+    trace = [pod("a", 0, 10_000), pod("b", 10, 5000)]
+    res = simulate(trace, A100, settings(nodes=1, gpus_per_node=1), "naive", POLICY)
+    assert res.waits["7g"] == [(60.0, False), (10_050.0, False)]
+    assert res.wait_causes is not None and only(res.wait_causes["7g"], noEmptyGpu=9900.0)
+
+
+def test_a_pod_waiting_for_a_node_being_re_carved_is_cordoned() -> None:
+    """naive re-carves the balanced GPU for a whole-GPU pod at once; the re-carve takes 2,000 s, so
+    the samples at 900 s and 1,800 s find the room only on a node out of Idle."""
+    assert A100 is not None
+    s = settings(nodes=1, gpus_per_node=1, reconfigure_seconds=2000)
+    res = simulate([pod("w", 0, 5000)], A100, s, "naive", POLICY)
+    assert res.waits["7g"] == [(2000.0, False)]
+    assert res.wait_causes is not None and only(res.wait_causes["7g"], cordoned=1800.0)
+
+
+def test_a_pod_waiting_for_cpu_beside_a_free_gpu_is_fits() -> None:
+    """A node with 10 CPUs and two whole GPUs: the second pod's GPU is free, its 8 CPUs are not."""
+    assert A100 is not None
+    trace = [pod("a", 0, 10_000, cpu=8000), pod("b", 10, 5000, cpu=8000)]
+    s = settings(nodes=1, gpus_per_node=2, node_cpu_milli=10_000)
+    res = simulate(trace, A100, s, "naive", POLICY)
+    assert res.waits["7g"][1] == (10_110.0, False)
+    assert res.wait_causes is not None and only(res.wait_causes["7g"], fits=9900.0)
+
+
+def test_the_causes_add_up_to_the_waits_within_the_sampling() -> None:
+    """On a random trace (3 nodes, 2 GPUs each, every size), per size class the sampled pod-seconds
+    are the waits to within one interval per pod wait (each sample stands for one interval), for
+    naive and the loop; the policies that never re-carve have none (None), and the JSON's ``all``
+    row sums the classes, in pod-hours."""
+    assert A100 is not None
+    rng = random.Random(7)
+    millis = [100, 200, 400, FOUR_MILLI, 1000]
+    drawn = (
+        pod(f"p{i}", rng.uniform(0, 200_000), rng.uniform(600, 40_000), rng.choice(millis))
+        for i in range(150)
+    )
+    trace = sorted(drawn, key=lambda p: (p.arrival, p.name))
+    s = settings(nodes=3, gpus_per_node=2)
+    for baseline in ("naive", "default"):
+        res = simulate(trace, A100, s, baseline, POLICY)
+        assert res.wait_causes is not None and res.wait_causes
+        long = {k for k, vs in res.waits.items() if any(w > 2 * POLICY.interval_seconds for w, _ in vs)}
+        assert long and long <= set(res.wait_causes)
+        for size, causes in res.wait_causes.items():
+            waits = [w for w, _ in res.waits[size]]
+            waited = sum(1 for w in waits if w > 0)
+            assert abs(sum(causes.values()) - sum(waits)) <= waited * POLICY.interval_seconds
+        row = json.loads(json.dumps(result_dict(res)))["waitCauses"]
+        for c in WAIT_CAUSES:
+            total = sum(res.wait_causes[k][c] for k in res.wait_causes) / 3600
+            assert abs(row["all"][c] - total) < 0.05 + 0.05 * len(res.wait_causes)
+    static = simulate(trace, A100, s, "static-balanced", POLICY)
+    assert static.wait_causes is None and result_dict(static)["waitCauses"] is None

@@ -1,8 +1,9 @@
 """``waitCauses`` (``Result.wait_causes``, ``_Run.cause_check``): why pods waited, sampled once per
 interval on the state between events, each pending pod's interval put down to the first cause that
 holds of the fleet — a free instance (``fits``), GPUs whose re-carve evicts nobody (``idleGpus``),
-empty GPUs only on nodes whose re-carve drains other pods (``busyNode``), room only on nodes out of
-Idle (``cordoned``), or no room anywhere (``noEmptyGpu``). One hand-made timeline per cause."""
+empty GPUs only on nodes whose re-carve drains other pods (``busyNode``), room on a node out of Idle
+(``cordoned``), free compute slices only spread over GPUs in use (``fragmented``), or not even those
+(``noRoom``). One hand-made timeline per cause."""
 
 from __future__ import annotations
 
@@ -62,14 +63,31 @@ def test_empty_gpus_on_a_busy_node_are_busy_node_under_node_scope_and_idle_gpus_
     assert gpu.wait_causes is not None and only(gpu.wait_causes["4g"], idleGpus=87_300.0)
 
 
-def test_a_pod_waiting_for_the_only_gpu_is_no_empty_gpu() -> None:
+def test_a_pod_waiting_for_the_only_gpu_is_no_room() -> None:
     """Two whole-GPU pods, one GPU: the second waits for the first to end; nothing a re-carve could
     do."""
     assert A100 is not None
     trace = [pod("a", 0, 10_000), pod("b", 10, 5000)]
     res = simulate(trace, A100, settings(nodes=1, gpus_per_node=1), "naive", POLICY)
     assert res.waits["7g"] == [(60.0, False), (10_050.0, False)]
-    assert res.wait_causes is not None and only(res.wait_causes["7g"], noEmptyGpu=9900.0)
+    assert res.wait_causes is not None and only(res.wait_causes["7g"], noRoom=9900.0)
+
+
+def test_slices_free_only_on_gpus_in_use_are_fragmented() -> None:
+    """Two 3g.40gb pods land on the two GPUs of the node's balanced layout (one 3g.40gb each): 8 of
+    its 14 compute slices are free, but on GPUs in use, so a whole-GPU pod waits ``fragmented`` while
+    they run (55 samples to 50,000 s), then ``idleGpus`` on the idle node until the 24 h
+    stabilizationWindow lets the loop re-carve it. naive drains the node for it at once: its two
+    samples find the room on the draining node (``cordoned``)."""
+    assert A100 is not None
+    trace = [pod("s1", 0, 50_000, milli=400), pod("s2", 1, 50_000, milli=400), pod("w", 100, 5000)]
+    s = settings(nodes=1, gpus_per_node=2, idle_pass=False)
+    loop = simulate(trace, A100, s, "default", SLOW)
+    assert loop.waits["3g"] == [(0.0, False), (0.0, False)]
+    assert loop.wait_causes is not None
+    assert only(loop.wait_causes["7g"], fragmented=49_500.0, idleGpus=37_800.0)
+    naive = simulate(trace, A100, s, "naive", SLOW)
+    assert naive.wait_causes is not None and only(naive.wait_causes["7g"], cordoned=1800.0)
 
 
 def test_a_pod_waiting_for_a_node_being_re_carved_is_cordoned() -> None:

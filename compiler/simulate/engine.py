@@ -128,7 +128,7 @@ BASELINES = (
 )
 RECARVING = ("naive", "default")  # the policies that re-carve nodes (the counters below are theirs)
 # why a pending pod waits, in the order _Run.cause_check tries them (Result.wait_causes)
-WAIT_CAUSES = ("fits", "idleGpus", "busyNode", "cordoned", "noEmptyGpu")
+WAIT_CAUSES = ("fits", "idleGpus", "busyNode", "cordoned", "fragmented", "noRoom")
 EVICTION_MODELS = ("restart", "resume")
 DEMAND_MODELS = ("now", "peak", "history")
 SURPLUS_MODELS = h.SURPLUS_MODELS  # Settings.surplus
@@ -2032,23 +2032,27 @@ class _Run:
                 self.held.add(i)
                 self.res.held_on_idle = (self.res.held_on_idle or 0) + 1
 
-    def _node_room(self, node: int) -> tuple[Layout, int, int]:
+    def _node_room(self, node: int) -> tuple[Layout, int, int, int]:
         """A node's free instances per profile (deployed, not in use), its free whole GPUs (MIG off,
-        not in use) and its empty GPUs (no instance in use)."""
+        not in use), its empty GPUs (no instance in use) and its compute slices no instance in use
+        holds (on every GPU: what re-carving its GPUs could free)."""
         fleet, whole, empty = self.fleet, 0, 0
         free: Layout = {}
         full = next(iter(fleet.whole))
+        slices, unused = fleet.slices, self.model.compute_slices * self.s.gpus_per_node
         for gi in fleet.gpus(node):
             busy, lay = fleet.busy[gi], fleet.layout[gi]
             for p, c in lay.items():
                 left = c - busy.get(p, 0)
                 if left > 0:
                     free[p] = free.get(p, 0) + left
-            if not any(busy.values()):
+            used = sum(slices[p] * c for p, c in busy.items())
+            unused -= used
+            if not used:
                 empty += 1
                 whole += lay == fleet.whole
         free.pop(full, None)
-        return free, whole, empty
+        return free, whole, empty, unused
 
     def cause_check(self) -> None:
         """One sample of ``Result.wait_causes``: each pending pod's interval of waiting is put down to
@@ -2061,9 +2065,11 @@ class _Run:
         * ``busyNode``: an Idle node has as many empty GPUs (no instance in use), but re-carving them
           drains the node's other GPU pods (``drain_scope="node"``) or turns MIG on or off on a busy
           node (``"gpu"``): the disruption rule weighs that eviction;
-        * ``cordoned``: only nodes out of Idle (draining, re-carving, failed) have the room;
-        * ``noEmptyGpu``: no node has the room: only a departure (or an eviction of a pod on a GPU
-          partly in use) makes it.
+        * ``cordoned``: a node out of Idle (draining, re-carving, failed) has a free instance, the
+          empty GPUs or the compute slices free the pod asks for: the rollout in flight;
+        * ``fragmented``: an Idle node has the compute slices the pod asks for free, spread over GPUs
+          in use: a departure, or evicting pods from GPUs partly in use;
+        * ``noRoom``: no node has even that many slices free: the fleet is short.
 
         CPU and memory are not looked at here (a pod they hold counts where its GPUs have room)."""
         causes, fleet, s = self.causes, self.fleet, self.s
@@ -2071,27 +2077,30 @@ class _Run:
             return
         rooms = [self._node_room(n) for n in range(s.nodes)]
         up = [rooms[n] for n in range(s.nodes) if fleet.state[n] == IDLE]
+        down = [rooms[n] for n in range(s.nodes) if fleet.state[n] != IDLE]
         idle = {
             w: max((self._idle_gpus(n, w) for n in range(s.nodes) if fleet.state[n] == IDLE), default=0)
             for w in (False, True)
         }
-        wholes = fleet.whole
+        wholes, slices = fleet.whole, fleet.slices
 
-        def fits(room: tuple[Layout, int, int], profile: str, count: int, whole: bool) -> bool:
+        def fits(room: tuple[Layout, int, int, int], profile: str, count: int, whole: bool) -> bool:
             return room[1] >= count if whole else room[0].get(profile, 0) > 0
 
         for (profile, count, size), pods in Counter(map(self.cause_keys.__getitem__, self.queued_at)).items():
-            whole = {profile: 1} == wholes
+            whole, need = {profile: 1} == wholes, slices[profile] * count
             if any(fits(r, profile, count, whole) for r in up):
                 cause = "fits"
             elif idle[whole] >= count:
                 cause = "idleGpus"
             elif any(r[2] >= count for r in up):
                 cause = "busyNode"
-            elif any(fits(r, profile, count, whole) or r[2] >= count for r in rooms):
+            elif any(fits(r, profile, count, whole) or r[2] >= count or r[3] >= need for r in down):
                 cause = "cordoned"
+            elif any(r[3] >= need for r in up):
+                cause = "fragmented"
             else:
-                cause = "noEmptyGpu"
+                cause = "noRoom"
             causes.setdefault(size, dict.fromkeys(WAIT_CAUSES, 0.0))[cause] += pods * self.interval
 
     def _evicts(self, node: int, changes: Mapping[int, Layout]) -> bool:

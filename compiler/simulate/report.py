@@ -268,8 +268,8 @@ def _replay_text(run: Replay) -> str:
         out.append("")
         out.append(
             "why pods waited (pending pod-hours, sampled once per interval: a free instance; GPUs a re-carve "
-            "evicts nobody on; empty GPUs only on nodes with GPU pods; room only on nodes out of Idle; no "
-            "empty GPU):"
+            "evicts nobody on; empty GPUs only on nodes with GPU pods; room on a node out of Idle; slices "
+            "free only on GPUs in use; no room; docs/simulate.md, Counters):"
         )
         for name, c in causes:
             out.append(f"  {name}: " + "; ".join(f"{k} {v}" for k, v in c["all"].items()))

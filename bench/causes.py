@@ -15,10 +15,9 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from bench.matrix import LOOPS
+from bench.matrix import FIVE_MIN, LOOPS
 from compiler.simulate.engine import WAIT_CAUSES
 
-FIVE_MIN = 300.0
 POLICIES = ("naive", *LOOPS)
 
 
@@ -57,7 +56,7 @@ def tally(cells: Iterable[dict[str, Any]]) -> dict[tuple[str, str, str], list[fl
 def table(cells: Iterable[dict[str, Any]]) -> str:
     head = " | ".join(WAIT_CAUSES)
     lines = [
-        f"| cells | policy | class | cells (≥ 20 pods) | pending pod-h | {head} |",
+        f"| scope | policy | class | cells (≥ 20 pods) | pending pod-h | {head} |",
         "|---|---|---|---:|---:|" + "---:|" * len(WAIT_CAUSES),
     ]
     order = {name: i for i, name in enumerate(POLICIES)}

@@ -2085,7 +2085,7 @@ class _Run:
         wholes, slices = fleet.whole, fleet.slices
 
         def fits(room: tuple[Layout, int, int, int], profile: str, count: int, whole: bool) -> bool:
-            return room[1] >= count if whole else room[0].get(profile, 0) > 0
+            return room[1] >= count if whole else room[0].get(profile, 0) >= count
 
         for (profile, count, size), pods in Counter(map(self.cause_keys.__getitem__, self.queued_at)).items():
             whole, need = {profile: 1} == wholes, slices[profile] * count
@@ -2095,7 +2095,7 @@ class _Run:
                 cause = "idleGpus"
             elif any(r[2] >= count for r in up):
                 cause = "busyNode"
-            elif any(fits(r, profile, count, whole) or r[2] >= count or r[3] >= need for r in down):
+            elif any(r[3] >= need for r in down):  # a free instance or empty GPU has its slices free
                 cause = "cordoned"
             elif any(r[3] >= need for r in up):
                 cause = "fragmented"

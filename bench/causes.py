@@ -15,15 +15,11 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from bench.matrix import FIVE_MIN, LOOPS
+from bench.matrix import FIVE_MIN, LOOPS, p95
 from compiler.simulate.engine import WAIT_CAUSES
 
 POLICIES = ("naive", *LOOPS)
 
-
-def _p95(row: dict[str, Any], cls: str) -> float:
-    w = row["waitSeconds"].get(cls)
-    return float(w["p95"]) if w is not None else 0.0
 
 
 def tally(cells: Iterable[dict[str, Any]]) -> dict[tuple[str, str, str], list[float]]:
@@ -32,7 +28,7 @@ def tally(cells: Iterable[dict[str, Any]]) -> dict[tuple[str, str, str], list[fl
     for cell in cells:
         rows = {r["baseline"]: r for r in cell["results"]}
         naive = rows.get("naive")
-        if naive is None or _p95(naive, "all") <= 0:
+        if naive is None or p95(naive, "all") <= 0:
             continue
         for name in POLICIES:
             row = rows.get(name)
@@ -43,7 +39,7 @@ def tally(cells: Iterable[dict[str, Any]]) -> dict[tuple[str, str, str], list[fl
                     continue
                 causes = row["waitCauses"].get(cls, dict.fromkeys(WAIT_CAUSES, 0.0))
                 scopes = ["all"]
-                if name != "naive" and _p95(row, cls) > max(1.2 * _p95(naive, cls), FIVE_MIN):
+                if name != "naive" and p95(row, cls) > max(1.2 * p95(naive, cls), FIVE_MIN):
                     scopes.append("missed")
                 for scope in scopes:
                     t = out.setdefault((scope, name, cls), [0.0] * (1 + len(WAIT_CAUSES)))

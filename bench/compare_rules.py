@@ -29,7 +29,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from bench.matrix import LOOPS, verdict
+from bench.matrix import LOOPS, p95, verdict
 from bench.report_workload import verdicts
 
 FIVE_MIN = 300.0
@@ -54,15 +54,11 @@ def _key(cell: dict[str, Any]) -> tuple[Any, ...]:
     return tuple(cell.get(k) for k in ("trace", "nodes", "timeScale", "reconf", "failureRate", "seed"))
 
 
-def _p95(row: dict[str, Any], cls: str) -> float:
-    w = row["waitSeconds"].get(cls)
-    return float(w["p95"]) if w is not None else 0.0
-
 
 def matrix_clauses(rows: dict[str, dict[str, Any]], loop: str) -> dict[str, bool] | None:
     """The clauses for ``loop`` on one cell; None when the cell is not contended."""
     naive, me = rows["naive"], rows[loop]
-    if _p95(naive, "all") <= 0:
+    if p95(naive, "all") <= 0:
         return None
     classes = [c for c, w in me["waitSeconds"].items() if c != "all" and w["pods"] >= 20]
     hours = naive["traceHours"] or naive["hours"]
@@ -72,17 +68,17 @@ def matrix_clauses(rows: dict[str, dict[str, Any]], loop: str) -> dict[str, bool
         recarves = me["reconfigurations"] <= naive["reconfigurations"]
     out = {
         "re-carves": recarves,
-        "p95 all": _p95(me, "all") <= max(1.2 * _p95(naive, "all"), FIVE_MIN),
-        "p95 classes": all(_p95(me, c) <= max(1.2 * _p95(naive, c), FIVE_MIN) for c in classes),
+        "p95 all": p95(me, "all") <= max(1.2 * p95(naive, "all"), FIVE_MIN),
+        "p95 classes": all(p95(me, c) <= max(1.2 * p95(naive, c), FIVE_MIN) for c in classes),
         "never served": me["neverServed"] <= naive["neverServed"],
         "held 0": (me.get("heldOnIdleGpu") or 0) == 0,
         "target": verdict(rows, loop) == "meets",
     }
-    best = {c: min((_p95(rows[s], c) for s in STATICS if s in rows), default=0.0) for c in classes}
-    out["vs static"] = all(_p95(me, c) <= max(FIVE_MIN, best[c]) for c in classes)
+    best = {c: min((p95(rows[s], c) for s in STATICS if s in rows), default=0.0) for c in classes}
+    out["vs static"] = all(p95(me, c) <= max(FIVE_MIN, best[c]) for c in classes)
     if "per-pod" in rows:
         pp = rows["per-pod"]
-        out["vs per-pod"] = all(_p95(me, c) <= max(1.2 * _p95(pp, c), FIVE_MIN) for c in classes)
+        out["vs per-pod"] = all(p95(me, c) <= max(1.2 * p95(pp, c), FIVE_MIN) for c in classes)
     return out
 
 
@@ -95,7 +91,7 @@ def per_class(
     for label, cells in (("old", olds), ("new", news)):
         for k in keys:
             rows = _rows(cells[k])
-            if _p95(rows["naive"], "all") <= 0:
+            if p95(rows["naive"], "all") <= 0:
                 continue
             for loop in LOOPS:
                 if loop not in rows:
@@ -104,11 +100,11 @@ def per_class(
                 for c, w in me["waitSeconds"].items():
                     if c == "all" or w["pods"] < 20:
                         continue
-                    best = min((_p95(rows[s], c) for s in STATICS if s in rows), default=0.0)
+                    best = min((p95(rows[s], c) for s in STATICS if s in rows), default=0.0)
                     tally = counts.setdefault((loop, label, c), [0, 0, 0])
                     tally[0] += 1
-                    tally[1] += _p95(me, c) <= max(1.2 * _p95(rows["naive"], c), FIVE_MIN)
-                    tally[2] += _p95(me, c) <= max(FIVE_MIN, best)
+                    tally[1] += p95(me, c) <= max(1.2 * p95(rows["naive"], c), FIVE_MIN)
+                    tally[2] += p95(me, c) <= max(FIVE_MIN, best)
     out = [
         "| loop | rule | class | cells (≥ 20 pods) | p95 ≤ max(1.2 × naive, 5 min) "
         "| p95 ≤ max(5 min, best static) |",
@@ -165,17 +161,17 @@ def compare(kind: str, old: Path, new: Path) -> str:
                     continue
                 me = rows[loop]
                 if kind == "report":
-                    p95 = ", ".join(f"{c} {round(v['p95'])}" for c, v in me["reportClasses"].items())
+                    shown = ", ".join(f"{c} {round(v['p95'])}" for c, v in me["reportClasses"].items())
                     ok: dict[str, bool] | None = verdicts(rows, loop)
                 else:
-                    p95 = ", ".join(
+                    shown = ", ".join(
                         f"{c} {round(w['p95'])}" for c, w in me["waitSeconds"].items() if w["pods"] >= 20
                     )
                     ok = matrix_clauses(rows, loop)
                 missed = "not contended" if ok is None else ", ".join(c for c, met in ok.items() if not met)
                 cell = " ".join(str(x) for x in k if x is not None)
                 lines.append(
-                    f"| {cell} | {loop} | {label} | {p95} | {me['reconfigurations']} | {me['evictions']} | "
+                    f"| {cell} | {loop} | {label} | {shown} | {me['reconfigurations']} | {me['evictions']} | "
                     f"{me.get('heldOnIdleGpu')} | {me['blockedBy'].get('disruption', 0)} | {missed} |"
                 )
     return "\n".join(lines)

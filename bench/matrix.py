@@ -141,6 +141,12 @@ def run(args: argparse.Namespace) -> None:
             )
 
 
+def p95(row: dict[str, Any], cls: str) -> float:
+    """A baseline row's p95 wait for size class ``cls`` (``all`` for every pod); 0 where it has none."""
+    w = row["waitSeconds"].get(cls)
+    return float(w["p95"]) if w is not None else 0.0
+
+
 def verdict(rows: dict[str, dict[str, Any]], loop: str) -> str:
     """The issue's target for ``loop`` against naive on one cell (classes with ≥ 20 pods)."""
     if "naive" not in rows:

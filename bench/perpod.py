@@ -27,27 +27,23 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from bench.matrix import LOOPS
+from bench.matrix import LOOPS, p95
 
 FIVE_MIN = 300.0
 
-
-def _p95(row: dict[str, Any], cls: str) -> float:
-    w = row["waitSeconds"].get(cls)
-    return float(w["p95"]) if w is not None else 0.0
 
 
 def duel(rows: dict[str, dict[str, Any]], loop: str) -> dict[str, str] | None:
     """Per class (≥ 20 pods in the loop's row): "per-pod", "loop" or "even"; None when the cell is not
     contended or lacks per-pod or the loop."""
-    if "per-pod" not in rows or loop not in rows or _p95(rows["naive"], "all") <= 0:
+    if "per-pod" not in rows or loop not in rows or p95(rows["naive"], "all") <= 0:
         return None
     me, pp = rows[loop], rows["per-pod"]
     out: dict[str, str] = {}
     for c, w in me["waitSeconds"].items():
         if c == "all" or w["pods"] < 20:
             continue
-        mine, theirs = _p95(me, c), _p95(pp, c)
+        mine, theirs = p95(me, c), p95(pp, c)
         if mine > max(1.2 * theirs, FIVE_MIN):
             out[c] = "per-pod"
         elif theirs > max(1.2 * mine, FIVE_MIN):
@@ -70,7 +66,7 @@ def _name(cell: dict[str, Any]) -> str:
 def _won(got: dict[str, str], who: str, me: dict[str, Any], pp: dict[str, Any]) -> str:
     """The classes ``who`` wins, each with the loop's and per-pod's p95 (s)."""
     picked = [c for c, w in got.items() if w == who]
-    return ", ".join(f"{c} {round(_p95(me, c))}/{round(_p95(pp, c))}" for c in picked) or "–"
+    return ", ".join(f"{c} {round(p95(me, c))}/{round(p95(pp, c))}" for c in picked) or "–"
 
 
 def report(cells: Sequence[dict[str, Any]]) -> str:

@@ -98,6 +98,9 @@ class Pool:
     named: Mapping[str, str]  # node name -> config (named pools)
     selector: Mapping[str, str] | None
     config_counts: Mapping[str, int]
+    # idleSurge: nodes running no GPU pod that may go out of Idle beyond max_unavailable (their
+    # re-carve evicts nothing); 0 in an assignment compiled before the field
+    idle_surge: int = 0
 
     def in_window(self, now: dt.datetime) -> bool:
         return not self.windows or any(w.contains(now) for w in self.windows)
@@ -387,6 +390,7 @@ def parse_document(doc: Any, *, cluster: str | None = None) -> Assignment:
                 named=named,
                 selector=dict(selector) if selector is not None else None,
                 config_counts=counts,
+                idle_surge=int(p.get("idleSurge", 0)),
             )
         )
     return Assignment(doc["cluster"], doc["revision"], configs, tuple(pools), doc)

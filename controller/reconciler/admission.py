@@ -1,5 +1,11 @@
 """Admission: which Idle nodes start a reconfiguration now (budget, windows, checks), and the cordon.
 
+The budget of a pool is its ``maxUnavailable`` nodes out of Idle (``out_nodes``), plus its
+``idleSurge``: up to that many more nodes, but only ones that run no GPU pod when they are admitted
+(their re-carve evicts nothing), so that a node draining a busy node or sitting Failed does not hold
+an idle GPU back from a pending pod. A node with GPU pods is never admitted beyond maxUnavailable.
+The nodes out are counted from the Node objects each pass, so a restarted controller keeps to both.
+
 Nothing here touches a node that cannot finish: a target config the MIG manager does not know (not
 in the mig-parted ConfigMap) is refused with an Event, a metric and a log line, and the node keeps
 running untouched until the ConfigMap has it.
@@ -61,9 +67,13 @@ def out_nodes(nodes: Mapping[str, NodeView], targets: Mapping[str, Target], pool
     return {name for name, n in nodes.items() if pool_of(name, n, targets) == pool and out_of_service(n)}
 
 
+def pool_size(pool: Pool, targets: Mapping[str, Target]) -> int:
+    return sum(1 for t in targets.values() if t.pool == pool.name)
+
+
 def max_unavailable(ctx: Context, pool: Pool, targets: Mapping[str, Target], assignment: Assignment) -> int:
     """The pool's maxUnavailable, capped at the number of nodes the pool has."""
-    size = sum(1 for t in targets.values() if t.pool == pool.name)
+    size = pool_size(pool, targets)
     if pool.max_unavailable > size:
         ctx.once(
             ("cap", pool.name, assignment.revision, size),
@@ -76,18 +86,39 @@ def max_unavailable(ctx: Context, pool: Pool, targets: Mapping[str, Target], ass
     return max(1, min(pool.max_unavailable, size))
 
 
-def gpu_pod_counts(ctx: Context) -> tuple[dict[str, int], dict[str, list[str]]]:
-    """Per node: how many GPU pods a drain would wait for, and the GPU DaemonSet pods nothing
-    stops (``pods.unmanaged_gpu_daemon``)."""
+def idle_surge(ctx: Context, pool: Pool, targets: Mapping[str, Target], assignment: Assignment) -> int:
+    """The pool's idleSurge, capped so that maxUnavailable (capped) plus it is at most the number of
+    nodes the pool has; never negative."""
+    room = pool_size(pool, targets) - max_unavailable(ctx, pool, targets, assignment)
+    if pool.idle_surge > room:
+        ctx.once(  # DEBUG: harmless, and every pool with maxUnavailable = its size would say it
+            ("surge-cap", pool.name, assignment.revision, room),
+            logging.DEBUG,
+            "idleSurge is larger than the pool leaves beside maxUnavailable; capped",
+            pool=pool.name,
+            idle_surge=pool.idle_surge,
+            capped_at=max(0, room),
+        )
+    return max(0, min(pool.idle_surge, room))
+
+
+def gpu_pod_counts(ctx: Context) -> tuple[dict[str, int], dict[str, list[str]], set[str]]:
+    """Per node: how many GPU pods a drain would wait for, the GPU DaemonSet pods nothing stops
+    (``pods.unmanaged_gpu_daemon``), and the nodes where a pod runs that a drain of a static DRA
+    node would wait for (any ResourceClaim, ``pods.blocking(dra=True)``): such a node is never
+    admitted by the idle surge, whatever pool it is in."""
     counts: dict[str, int] = {}
     daemons: dict[str, list[str]] = {}
+    busy: set[str] = set()
     for pod in ctx.kube.list_pods():
         node = (pod.get("spec") or {}).get("nodeName")
         if node and podlib.blocking(pod):
             counts[node] = counts.get(node, 0) + 1
+        if node and podlib.blocking(pod, dra=True):
+            busy.add(node)
         if node and podlib.unmanaged_gpu_daemon(pod):
             daemons.setdefault(node, []).append("/".join(podlib.ref(pod)))
-    return counts, daemons
+    return counts, daemons, busy
 
 
 def start_record(node: NodeView, target: Target, assignment: Assignment, t: str) -> Annotations:
@@ -127,6 +158,7 @@ class Admission:
         self.now = now
         self._pod_counts: dict[str, int] | None = None
         self._daemons: dict[str, list[str]] = {}
+        self._busy: set[str] = set()  # nodes running a pod a drain waits for (``gpu_pod_counts``)
         self._mig_configs: frozenset[str] | MigPartedError | None = None
         self._dp_configs: frozenset[str] | MigPartedError | None = None
         self.failures: list[str] = []
@@ -161,6 +193,11 @@ class Admission:
         return True
 
     def _pool(self, pool: Pool) -> None:
+        """Admit the pool's waiting nodes, fewest GPU pods first, while ``out | {node}`` stays within
+        maxUnavailable; beyond it, up to idleSurge more that run no GPU pod now. "Now" is the pod
+        list of this pass: a GPU pod bound to a surge node between that list and its cordon is
+        drained (waited for, then evicted) as on any admitted node; nothing else guards that race.
+        The halt and the maintenance windows hold surge admissions as any other."""
         ctx = self.ctx
         waiting = [
             c
@@ -168,8 +205,11 @@ class Admission:
             if not ctx.retry.active(c)
         ]
         limit = max_unavailable(ctx, pool, self.targets, self.assignment)
+        surge = idle_surge(ctx, pool, self.targets, self.assignment)
         out = out_nodes(self.nodes, self.targets, pool.name)
-        if not waiting or (len(out) >= limit and not any(self.nodes[c].unschedulable for c in waiting)):
+        # full: no node can go, not even one running no GPU pod (a node cordoned already still can)
+        full = len(out) >= limit + surge
+        if not waiting or (full and not any(self.nodes[c].unschedulable for c in waiting)):
             return
         if not pool.in_window(self.now):
             ctx.once(
@@ -181,18 +221,32 @@ class Admission:
             )
             return
         if self._pod_counts is None:
-            self._pod_counts, self._daemons = gpu_pod_counts(ctx)
+            self._pod_counts, self._daemons, self._busy = gpu_pod_counts(ctx)
         counts = self._pod_counts
         waiting.sort(key=lambda c: (counts.get(c, 0), c))
         for name in waiting:
             if self._halted():
                 break
             node = self.nodes[name]
-            if not (node.unschedulable or node.legacy_taint) and len(out | {name}) > limit:
-                continue  # a node cordoned already (by someone else) costs nothing more
+            beyond = not (node.unschedulable or node.legacy_taint) and len(out | {name}) > limit
+            # a node cordoned already (by someone else) costs nothing more; any other node beyond
+            # maxUnavailable goes only by the surge: no pod a drain would wait for (``_busy``, which
+            # has every node ``counts`` has), and within limit + surge
+            if beyond and (name in self._busy or len(out | {name}) > limit + surge):
+                continue
             try:
                 if self._admit(name):
                     out.add(name)
+                    if beyond:
+                        log(
+                            logging.INFO,
+                            "admitted beyond maxUnavailable: runs no GPU pod",
+                            node=name,
+                            pool=pool.name,
+                            max_unavailable=limit,
+                            idle_surge=surge,
+                            out=len(out),
+                        )
             except NotFoundError:
                 continue
             except ControllerError as exc:

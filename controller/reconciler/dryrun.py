@@ -10,7 +10,7 @@ from controller import pods as podlib
 from controller import state as st
 from controller.assignment import Assignment, ConfigSpec, Target
 from controller.logs import log
-from controller.reconciler.admission import candidates, max_unavailable
+from controller.reconciler.admission import candidates, idle_surge, max_unavailable
 from controller.reconciler.context import Context, device_plugin_only, incompatible
 from controller.reconciler.migparted import MigPartedError, config_names
 from controller.state import NodeView, Phase
@@ -43,10 +43,13 @@ def dry_run(
         log(logging.INFO, "dry-run: rollout paused; would start nothing")
         return
     by_node: dict[str, list[str]] = {}
+    busy: set[str] = set()  # as admission's ``gpu_pod_counts``: never admitted by the idle surge
     for p in ctx.kube.list_pods():
         nn = (p.get("spec") or {}).get("nodeName")
         if nn and podlib.blocking(p):
             by_node.setdefault(nn, []).append("/".join(podlib.ref(p)))
+        if nn and podlib.blocking(p, dra=True):
+            busy.add(nn)
     try:
         known: frozenset[str] | MigPartedError = config_names(ctx.kube, assignment.raw["migConfigMap"])
     except MigPartedError as exc:
@@ -57,18 +60,49 @@ def dry_run(
         if cands and not pool.in_window(now):
             log(logging.INFO, "dry-run: outside the maintenance windows; would wait", pool=pool.name)
         limit = max_unavailable(ctx, pool, targets, assignment)
-        for i, name in enumerate(cands):
+        batch = batches(cands, busy, limit, idle_surge(ctx, pool, targets, assignment))
+        for name in cands:
             cfg = assignment.configs[targets[name].config]
-            common = {"node": name, "pool": pool.name, "batch": i // limit + 1}
+            number, beyond = batch[name]
+            common = {"node": name, "pool": pool.name, "batch": number}
+            surge = {"beyond_max_unavailable": "idleSurge: runs no GPU pod"} if beyond else {}
             log(
                 logging.INFO,
                 "dry-run: would reconfigure node",
                 **common,
                 **{"from": nodes[name].current_config, "to": cfg.name},
+                **surge,
             )
             steps = _steps(ctx, nodes[name], cfg, sorted(by_node.get(name, [])), known)
             for j, step in enumerate(steps, 1):
                 log(logging.INFO, f"dry-run: would {step}", **common, step=j)
+
+
+def batches(order: list[str], busy: set[str], limit: int, surge: int) -> dict[str, tuple[int, bool]]:
+    """Per candidate (in admission's order, fewest GPU pods first): its batch, counting from 1 with
+    nothing out and each batch back before the next starts, and whether it goes beyond
+    maxUnavailable by the idle surge. A batch takes the first ``limit`` nodes left and, after
+    them, up to ``surge`` more that run no pod a drain waits for (not in ``busy``), as admission
+    does. One walk of ``order`` (``i``) and one of its idle nodes beyond each batch (``j``)."""
+    out: dict[str, tuple[int, bool]] = {}
+    i = j = number = 0
+    while i < len(order):
+        number += 1
+        taken = 0
+        while i < len(order) and taken < limit:
+            if order[i] not in out:
+                out[order[i]] = (number, False)
+                taken += 1
+            i += 1
+        j, extra = max(i, j), 0
+        while j < len(order) and extra < surge:
+            if order[j] not in out and order[j] not in busy:
+                out[order[j]] = (number, True)
+                extra += 1
+            j += 1
+        while i < len(order) and order[i] in out:
+            i += 1
+    return out
 
 
 def _steps(

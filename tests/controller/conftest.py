@@ -153,7 +153,10 @@ def assignment(
     pool: str = "a100",
     gpu_model: str = "A100-SXM4-80GB",
     windows: list[dict[str, Any]] | None = None,
+    idle_surge: int | None = None,
 ) -> dict[str, Any]:
+    """One named pool; its ``idleSurge`` only where ``idle_surge`` is given (absent: as compiled
+    before the field, no surge)."""
     doc: dict[str, Any] = {
         "apiVersion": "migc.dev/v1alpha1",
         "kind": "NodeAssignment",
@@ -171,6 +174,8 @@ def assignment(
             }
         ],
     }
+    if idle_surge is not None:
+        doc["pools"][0]["idleSurge"] = idle_surge
     doc["revision"] = revision_of(doc)
     return doc
 
@@ -387,22 +392,38 @@ def assert_within_budget(
     initially_cordoned: set[str],
     converged: set[str],
     pod_node: Mapping[str, str],
+    *,
+    idle_surge: int = 0,
 ) -> None:
     """Replay the controller's requests in order: it cordons a node only while at most ``limit``
     nodes are out (cordoned, or acted on), evicts from / relabels only cordoned nodes, at most
     ``limit`` at once, never a node of ``converged``, and never writes a mig.config value
-    outside CONFIGS (the mig-parted ConfigMap). ``pod_node``: "namespace/pod" -> its node."""
+    outside CONFIGS (the mig-parted ConfigMap). ``pod_node``: "namespace/pod" -> its node.
+
+    ``idle_surge`` (the pool's idleSurge, 0 where the document has none): beyond ``limit``, up to
+    that many more nodes may be out and acted on, but only nodes that run no GPU pod: a node where
+    a pod of ``pod_node`` runs is cordoned only while at most ``limit`` are out, and at most
+    ``limit`` nodes that had GPU pods when cordoned (or were evicted from) are out at once. A pod
+    of ``pod_node`` counts as running until its eviction: a scenario that ends one otherwise does
+    so only after its node was cordoned. With 0 the checks are those above (and what they imply)."""
     cordoned = set(initially_cordoned)
     acting: set[str] = set()
+    running = dict(pod_node)  # GPU pods not evicted yet -> their node
+    busy: set[str] = set()  # out (cordoned or acted on) with GPU pods on them when cordoned
     for c in calls:
         if c.refused or c.verb not in ("patch", "create"):
             continue
         if c.resource == "pods" and c.subresource == "eviction":
             node = pod_node[f"{c.namespace}/{c.name}"]
+            running.pop(f"{c.namespace}/{c.name}", None)
             assert node not in converged, f"evicted from {node}, which carries its assigned config"
             assert node in cordoned, f"evicted from {node}, which is not cordoned"
             acting.add(node)
-            assert len(acting) <= limit, f"acting on {sorted(acting)} at once (maxUnavailable {limit})"
+            busy.add(node)
+            assert len(acting) <= limit + idle_surge, (
+                f"acting on {sorted(acting)} at once (maxUnavailable {limit}, idleSurge {idle_surge})"
+            )
+            assert len(busy) <= limit, f"{sorted(busy)} with GPU pods out at once (maxUnavailable {limit})"
         if c.resource != "nodes" or c.verb != "patch":
             continue
         node = str(c.name)
@@ -412,18 +433,26 @@ def assert_within_budget(
         ann = (body.get("metadata") or {}).get("annotations") or {}
         if spec.get("unschedulable") is True and node not in cordoned:
             cordoned.add(node)
-            assert len(cordoned | acting) <= limit, f"cordoned {node}: {sorted(cordoned | acting)} out"
+            out = cordoned | acting
+            if node in running.values():
+                busy.add(node)
+                assert len(out) <= limit, f"cordoned {node}, which runs GPU pods: {sorted(out)} out"
+            assert len(out) <= limit + idle_surge, f"cordoned {node}: {sorted(out)} out"
         if spec.get("unschedulable") is False:
             cordoned.discard(node)
             acting.discard(node)
+            busy.discard(node)
         if st.MIG_CONFIG in labels:
             assert labels[st.MIG_CONFIG] in CONFIGS, f"label outside the ConfigMap: {c}"
             assert node not in converged, f"relabelled {node}, which carries its assigned config"
             assert node in cordoned, f"relabelled {node}, which is not cordoned"
             acting.add(node)
-            assert len(acting) <= limit, f"acting on {sorted(acting)} at once (maxUnavailable {limit})"
+            assert len(acting) <= limit + idle_surge, (
+                f"acting on {sorted(acting)} at once (maxUnavailable {limit}, idleSurge {idle_surge})"
+            )
         if ann.get(st.PHASE) in ("Idle", "Done"):
             acting.discard(node)
+            busy.discard(node)
 
 
 def assert_cordons_are_marked(calls: list[Call]) -> None:

@@ -94,7 +94,9 @@ def emulated() -> Iterator[tuple[Cluster, Kube]]:
 _EXAMPLE = itertools.count()
 
 
-def _setup(cluster: Cluster, nodes: list[dict[str, Any]], max_unavailable: int) -> dict[str, Any]:
+def _setup(
+    cluster: Cluster, nodes: list[dict[str, Any]], max_unavailable: int, idle_surge: int | None = None
+) -> dict[str, Any]:
     """Replace the fleet by ``nodes``; the assignment and initial facts the invariants need."""
     prefix = f"x{next(_EXAMPLE)}-"
 
@@ -105,7 +107,9 @@ def _setup(cluster: Cluster, nodes: list[dict[str, Any]], max_unavailable: int) 
     cluster.emu.run(clear)
     names = [f"{prefix}{i}" for i in range(len(nodes))]
     doc = assignment(
-        {n: spec["assigned"] for n, spec in zip(names, nodes, strict=True)}, max_unavailable=max_unavailable
+        {n: spec["assigned"] for n, spec in zip(names, nodes, strict=True)},
+        max_unavailable=max_unavailable,
+        idle_surge=idle_surge,
     )
     real = doc["revision"]
     for name, spec in zip(names, nodes, strict=True):
@@ -141,13 +145,17 @@ def _setup(cluster: Cluster, nodes: list[dict[str, Any]], max_unavailable: int) 
     suppress_health_check=list(HealthCheck),
     phases=[Phase.explicit, Phase.generate],
 )  # no shrinking: each example takes about a second
-@given(hs.lists(forged_node(), min_size=2, max_size=5), hs.integers(1, 2))
+@given(
+    hs.lists(forged_node(), min_size=2, max_size=5), hs.integers(1, 2), hs.sampled_from([None, 0, 1, 2])
+)
 def test_forged_annotations_never_exceed_the_budget_or_drain_a_converged_node(
-    emulated: tuple[Cluster, Kube], nodes: list[dict[str, Any]], max_unavailable: int
+    emulated: tuple[Cluster, Kube], nodes: list[dict[str, Any]], max_unavailable: int, idle_surge: int | None
 ) -> None:
+    """Every node runs a GPU pod, so a pool's idleSurge may never let one more of them be drained
+    or relabelled beyond maxUnavailable, whatever the forged records say."""
     cluster, kube = emulated
     cluster.set_mig_parted(CONFIGS)
-    facts = _setup(cluster, nodes, max_unavailable)
+    facts = _setup(cluster, nodes, max_unavailable, idle_surge)
     start = len(cluster.emu.calls())
     reconciler = Reconciler(kube, FAST, Metrics(), utcnow)
     for _ in range(10):
@@ -155,7 +163,14 @@ def test_forged_annotations_never_exceed_the_budget_or_drain_a_converged_node(
         time.sleep(0.03)  # the fake MIG manager and device plugin answer in the emulator's loop
     calls = [c for c in cluster.emu.calls()[start:] if c.user_agent.startswith(USER_AGENT)]
     pod_node = {f"default/gpu-{n}": n for n in facts["names"]}
-    assert_within_budget(calls, max_unavailable, facts["unschedulable"], facts["converged"], pod_node)
+    assert_within_budget(
+        calls,
+        max_unavailable,
+        facts["unschedulable"],
+        facts["converged"],
+        pod_node,
+        idle_surge=idle_surge or 0,
+    )
     # A cordoned phase on a node that is not cordoned was reset and reported, never acted on.
     for name, spec in zip(facts["names"], nodes, strict=True):
         phase = spec["annotations"].get(st.PHASE)

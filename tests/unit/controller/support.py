@@ -77,9 +77,15 @@ def revision(doc: Mapping[str, Any]) -> str:
 
 
 def assignment_doc(
-    nodes: Mapping[str, str], *, max_unavailable: int = 1, pool: str = "a100", cluster: str = "test"
+    nodes: Mapping[str, str],
+    *,
+    max_unavailable: int = 1,
+    pool: str = "a100",
+    cluster: str = "test",
+    idle_surge: int | None = None,
 ) -> dict[str, Any]:
-    """A valid single-ConfigMap assignment: one named pool, the configs its nodes use."""
+    """A valid single-ConfigMap assignment: one named pool, the configs its nodes use; the pool's
+    ``idleSurge`` only where ``idle_surge`` is given (absent, as compiled before the field)."""
     doc: dict[str, Any] = {
         "apiVersion": "migc.dev/v1alpha1",
         "kind": "NodeAssignment",
@@ -97,6 +103,8 @@ def assignment_doc(
             }
         ],
     }
+    if idle_surge is not None:
+        doc["pools"][0]["idleSurge"] = idle_surge
     doc["revision"] = revision(doc)
     return doc
 

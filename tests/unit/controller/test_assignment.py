@@ -44,6 +44,29 @@ def test_parse_reads_configs_pools_and_windows() -> None:
     assert not pool.in_window(dt.datetime(2026, 12, 1, 12, 0, tzinfo=dt.UTC))
 
 
+def test_idle_surge_is_read_and_absent_is_zero() -> None:
+    (pool,) = am.parse(_text(assignment_doc({"n0": "whole"}, idle_surge=3))).pools
+    assert pool.idle_surge == 3 and isinstance(pool.idle_surge, int)
+    doc = assignment_doc({"n0": "whole"})
+    assert "idleSurge" not in doc["pools"][0]
+    (pool,) = am.parse(_text(doc)).pools
+    assert pool.idle_surge == 0  # compiled before the field: no surge, the old behaviour
+    (pool,) = am.parse(_text(assignment_doc({"n0": "whole"}, idle_surge=0))).pools
+    assert pool.idle_surge == 0
+    doc = assignment_doc({"n0": "whole"})
+    doc["pools"][0]["idleSurge"] = 2.0  # JSON Schema's "integer" admits it: a Python int all the same
+    (pool,) = am.parse(_text(doc)).pools
+    assert pool.idle_surge == 2 and type(pool.idle_surge) is int
+
+
+@pytest.mark.parametrize("value", [-1, 1.5, "1", True, None, 10001])
+def test_parse_refuses_a_bad_idle_surge(value: Any) -> None:
+    doc = assignment_doc({"n0": "whole"})
+    doc["pools"][0]["idleSurge"] = value
+    with pytest.raises(InvalidAssignmentError, match="idleSurge"):
+        am.parse(_text(doc))
+
+
 def test_a_pool_without_windows_is_always_open() -> None:
     (pool,) = am.parse(_text(assignment_doc({"n0": "whole"}))).pools
     assert pool.in_window(dt.datetime(2026, 12, 6, 12, 0, tzinfo=dt.UTC))

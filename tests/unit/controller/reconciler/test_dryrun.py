@@ -5,9 +5,11 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as hs
 
 from controller.assignment import Target
-from controller.reconciler.dryrun import dry_run
+from controller.reconciler.dryrun import batches, dry_run
 from controller.state import NodeView, Phase
 from unit.controller.support import (
     NOW,
@@ -73,4 +75,46 @@ def test_paused_and_in_flight(records: Records) -> None:
         "dry-run: would continue node",
         "dry-run: rollout paused; would start nothing",
     ]
+    assert kube.writes == []
+
+
+def _naive_batches(order: list[str], busy: set[str], limit: int, surge: int) -> dict[str, tuple[int, bool]]:
+    """The rule read literally: each batch walks what is left in order; any node while fewer than
+    ``limit`` are taken, after that only nodes outside ``busy`` while fewer than limit + surge."""
+    out: dict[str, tuple[int, bool]] = {}
+    number = 0
+    while len(out) < len(order):
+        number += 1
+        taken = 0
+        for name in [n for n in order if n not in out]:
+            if taken < limit or (name not in busy and taken < limit + surge):
+                taken += 1
+                out[name] = (number, taken > limit)
+    return out
+
+
+@settings(max_examples=300, deadline=None)
+@given(hs.lists(hs.booleans(), max_size=12), hs.integers(1, 4), hs.integers(0, 4))
+def test_batches_follow_the_admission_rule(busy: list[bool], limit: int, surge: int) -> None:
+    order = [f"n{i:02d}" for i in range(len(busy))]
+    heavy = {n for n, b in zip(order, busy, strict=True) if b}
+    assert batches(order, heavy, limit, surge) == _naive_batches(order, heavy, limit, surge)
+    if not surge:  # no surge: batches of maxUnavailable in order, as before the field
+        assert batches(order, heavy, limit, 0) == {n: (i // limit + 1, False) for i, n in enumerate(order)}
+
+
+def test_idle_nodes_go_beside_the_batch_with_idle_surge(records: Records) -> None:
+    kube = FakeKube([node("b"), node("i0"), node("i1")], pods=[pod("train", "b")],
+                    configmaps=gpu_operator_configmaps())  # fmt: skip
+    a = parsed(dict.fromkeys(kube.nodes, "all-1g.10gb"), max_unavailable=1, idle_surge=1)
+    targets = {n: Target("a100", "all-1g.10gb") for n in kube.nodes}
+    nodes = {n: NodeView.from_obj(o) for n, o in kube.nodes.items()}
+    dry_run(context(kube), nodes, targets, a, False, NOW)
+    plans = [
+        (f["node"], f["batch"], "beyond_max_unavailable" in f)
+        for f, m in zip(records.fields(), records.messages(), strict=True)
+        if m == "dry-run: would reconfigure node"
+    ]
+    # i0 takes the maxUnavailable slot, i1 (no GPU pod either) goes beside it; b (busy) after them.
+    assert plans == [("i0", 1, False), ("i1", 1, True), ("b", 2, False)]
     assert kube.writes == []

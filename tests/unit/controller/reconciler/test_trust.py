@@ -8,7 +8,7 @@ from controller import state as st
 from controller.assignment import Target
 from controller.reconciler.trust import SKEW, future_since, held, untrusted
 from controller.state import NodeView, Phase
-from unit.controller.support import NOW, FakeKube, context, in_flight, node, parsed
+from unit.controller.support import NOW, FakeKube, context, in_flight, node, parsed, pod
 
 
 def _view(obj: dict[str, object]) -> NodeView:
@@ -91,3 +91,65 @@ def test_a_pool_the_assignment_does_not_name_gets_one_slot() -> None:
     nodes["uncordoned-failed"] = _view(node("uncordoned-failed", annotations={st.PHASE: "Failed"}))
     ctx = context(FakeKube())
     assert held(ctx, nodes, {}, None) == {"q"}  # name order breaks the tie; the others are not in flight
+
+
+def test_held_leaves_room_for_the_idle_surge() -> None:
+    """maxUnavailable 1 + idleSurge 1: two in-flight nodes are acted on (the one admitted by the
+    surge is not parked), a third waits; without the field only one is acted on."""
+    names = ("a", "b", "c")
+    targets = {n: Target("a100", "whole") for n in names}
+    nodes = {
+        "a": _view(in_flight("a", Phase.DRAINING, "whole")),
+        "b": _view(in_flight("b", Phase.APPLYING, "whole")),
+        "c": _view(in_flight("c", Phase.CORDONED, "whole")),
+    }
+    ctx = context(FakeKube())
+    assert held(ctx, nodes, targets, parsed(dict.fromkeys(names, "whole"), idle_surge=1)) == {"c"}
+    assert ctx.acting == {"a", "b"}
+    ctx = context(FakeKube())
+    assert held(ctx, nodes, targets, parsed(dict.fromkeys(names, "whole"))) == {"a", "c"}
+    assert ctx.acting == {"b"}  # closest to done
+
+
+def test_held_caps_the_surge_as_admission_does() -> None:
+    """idleSurge 5 in a pool of 3 with maxUnavailable 2: 2 + 1 acted on, never more than the pool."""
+    names = ("a", "b", "c")
+    targets = {n: Target("a100", "whole") for n in names}
+    nodes = {n: _view(in_flight(n, Phase.DRAINING, "whole")) for n in names}
+    nodes["x"] = _view(in_flight("x", Phase.DRAINING, "whole"))  # claims the pool; not in the assignment
+    a = parsed(dict.fromkeys(names, "whole"), max_unavailable=2, idle_surge=5)
+    ctx = context(FakeKube())
+    assert held(ctx, nodes, targets, a) == {"x"}
+    assert ctx.acting == {"a", "b", "c"}
+
+
+def test_the_surge_slots_never_drain_more_busy_nodes_than_max_unavailable() -> None:
+    """maxUnavailable 1 + idleSurge 1, three in-flight nodes: ``a`` and ``b`` Draining with a GPU pod
+    on each (a record someone wrote, or a pod bound to a surge node after admission listed the
+    pods), ``c`` Applying with none. Of the two slots only one may go to a node a drain would evict
+    from: ``a`` and ``c`` are acted on, ``b`` waits cordoned. Once ``a``'s pod is gone it no longer
+    counts as busy and ``b`` still waits (two slots: ``a``, ``c``); with ``a`` back, ``b`` goes."""
+    names = ("a", "b", "c")
+    targets = {n: Target("a100", "whole") for n in names}
+    nodes = {
+        "a": _view(in_flight("a", Phase.DRAINING, "whole")),
+        "b": _view(in_flight("b", Phase.DRAINING, "whole")),
+        "c": _view(in_flight("c", Phase.APPLYING, "whole")),
+    }
+    a = parsed(dict.fromkeys(names, "whole"), idle_surge=1)
+    kube = FakeKube(pods=[pod("pa", "a"), pod("pb", "b")])
+    ctx = context(kube)
+    assert held(ctx, nodes, targets, a) == {"b"}
+    assert ctx.acting == {"a", "c"}
+    kube.pods = [pod("pb", "b")]
+    assert held(ctx, nodes, targets, a) == {"b"}
+    nodes["a"] = _view(node("a"))
+    assert held(ctx, nodes, targets, a) == set()
+    assert ctx.acting == {"b", "c"}
+    # a claim only through a ResourceClaim counts as busy too (pods.blocking with DRA)
+    claim = pod("pc", "c", resource=None)
+    claim["spec"]["resourceClaims"] = [{"name": "gpu", "resourceClaimName": "c-gpu"}]
+    kube.pods = [pod("pb", "b"), claim]
+    ctx = context(kube)
+    assert held(ctx, nodes, targets, a) == {"b"}  # both busy, one slot: c, closer to done (Applying)
+    assert ctx.acting == {"c"}

@@ -30,6 +30,11 @@ Strictness = Literal["error", "warning"]
 WHOLE_GPU = "gpu"
 """Quota/served-demand key for a whole (MIG-disabled) GPU, next to profile names like ``1g.10gb``."""
 
+IDLE_SURGE = 1
+"""NodePool.idleSurge's default: nodes running no GPU pod the controller may re-carve beyond
+maxUnavailable, so that a draining or Failed node does not hold an idle GPU against a pending pod
+(issue 22); ``migc simulate``'s replay models the same default (compiler/simulate/engine.py)."""
+
 
 def frozen_counts(items: Mapping[str, int] | Iterable[tuple[str, int]]) -> tuple[tuple[str, int], ...]:
     """Canonical, hashable form of a ``name → count`` mapping: sorted, zero counts dropped."""
@@ -138,6 +143,7 @@ class NodePool:
     node_selector: tuple[tuple[str, str], ...] = ()  # matchLabels; non-empty ⇔ nodes are chosen by label
     node_count: int = 0
     max_unavailable: int = 1  # resolved to a node count (percentages rounded down, at least 1)
+    idle_surge: int = IDLE_SURGE  # idle nodes (no GPU pod) the controller may also take out beyond it
     maintenance_windows: tuple[MaintenanceWindow, ...] = ()
     reserve_whole_gpus: int = 0  # GPUs kept MIG-disabled and unallocated by demand
     reserve_whole_nodes: int = 0  # nodes kept entirely MIG-disabled and unallocated by demand

@@ -3,8 +3,9 @@
 * A backend switch (read from the previous output: ``CurrentState.backends``) lists the steps per
   node in the order they must happen, which workloads' pod templates change (limits ↔ resourceClaims),
   and how many nodes may be away at once without leaving a tenant below its guarantee: the
-  ``maxUnavailable`` nodes holding most of a guaranteed resource are taken out, and the batch shrinks
-  until what the rest of the cluster holds still covers every guarantee. When not even one node can
+  ``maxUnavailable`` nodes holding most of a guaranteed resource are taken out (and the ``idleSurge``
+  nodes the controller may re-carve beside them), and the batch shrinks until what the rest of the
+  cluster holds still covers every guarantee. When not even one node can
   go, the plan says so instead of proposing a step.
 * A DynamicMIG pool has no layout; the solver's answer for it says whether its demand and the
   guarantees fit its GPUs at all, and the catalog's placements give the worst-case fragmentation:
@@ -31,7 +32,7 @@ class DraPool:
     steps: tuple[str, ...]  # per node, in order (a migration), else ()
     templates: tuple[str, ...]  # workloads whose pod template changes
     batch: int  # nodes away at once during the migration (0: none can go)
-    guard: str  # why the batch is smaller than maxUnavailable, or ""
+    guard: str  # why fewer nodes than maxUnavailable + idleSurge may be away, or ""
     fits: bool | None  # DynamicMIG: demand and guarantees fit the GPUs (None: not dynamic)
     gpus_used: int
     gpus_total: int
@@ -108,7 +109,10 @@ def _batch(policy: Policy, cluster: Cluster, pool: NodePool, solution: Solution)
             guaranteed[name] = guaranteed.get(name, 0) + count
         if tenant.guaranteed.gpus:
             guaranteed[WHOLE_GPU] = guaranteed.get(WHOLE_GPU, 0) + tenant.guaranteed.gpus
-    limit = min(pool.max_unavailable, len(per_node)) if per_node else pool.max_unavailable
+    # the idleSurge nodes the controller may take beside maxUnavailable run no pod when they go, but
+    # their instances are away too: the worst case is that they are the next ones holding most
+    most = pool.max_unavailable + pool.idle_surge
+    limit = min(most, len(per_node)) if per_node else most
     last = ""
     for away in range(limit, 0, -1):
         short = []
@@ -117,8 +121,11 @@ def _batch(policy: Policy, cluster: Cluster, pool: NodePool, solution: Solution)
             if left < need:
                 short.append(f"{r} ({left} left of {need} guaranteed)")
         if not short:
-            why = "" if away == limit else f"maxUnavailable {pool.max_unavailable} would leave too little"
-            return away, why
+            budget = f"maxUnavailable {pool.max_unavailable}"
+            if pool.idle_surge:
+                budget += f" + idleSurge {pool.idle_surge}"
+            why = "" if away == limit else f"{budget} would leave too little"
+            return min(away, pool.max_unavailable), why  # busy nodes go maxUnavailable at a time
         last = ", ".join(short)
     return 0, f"even one node away leaves {last}: add capacity before migrating"
 

@@ -350,6 +350,7 @@ def assignment_document(
             "name": pool.name,
             "gpuModel": pool.gpu_model,
             "maxUnavailable": max(1, pool.max_unavailable),
+            "idleSurge": pool.idle_surge,
             "maintenanceWindows": [
                 {"days": list(w.days), "start": w.start, "end": w.end, "timezone": w.timezone}
                 for w in pool.maintenance_windows

@@ -172,7 +172,16 @@ WRITTEN: Mapping[type, frozenset[str]] = {
     Policy: frozenset({"clusters", "tenants", "workloads", "partition", "fleet_name"}),
     Cluster: frozenset({"name", "pools", "gpu_operator_namespace", "kubernetes_version"}),
     NodePool: frozenset(
-        {"name", "cluster", "gpu_product", "gpus_per_node", "node_names", "max_unavailable", "allocation"}
+        {
+            "name",
+            "cluster",
+            "gpu_product",
+            "gpus_per_node",
+            "node_names",
+            "max_unavailable",
+            "idle_surge",
+            "allocation",
+        }
     ),
     Tenant: frozenset({"name", "namespaces", "priority_tier", "create_namespaces"}),
     Workload: frozenset(
@@ -334,6 +343,7 @@ def _fleet(policy: Policy) -> dict[str, Any]:
                     "gpusPerNode": pool.gpus_per_node,
                     "nodes": {"names": list(pool.node_names)},
                     "maxUnavailable": pool.max_unavailable,
+                    "idleSurge": pool.idle_surge,
                 }
             )
             if pool.is_dra:  # static only: dra_mig keeps its default (a DynamicMIG pool is refused)

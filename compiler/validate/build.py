@@ -10,6 +10,7 @@ from typing import Any
 
 from compiler.load import LoadedDocument
 from compiler.model import (
+    IDLE_SURGE,
     Cluster,
     HamiNeed,
     HamiSettings,
@@ -84,6 +85,7 @@ def _pool(ctx: Context, fleet: Obj, pricing: dict[str, float], cname: str, ci: i
         node_selector=tuple(sorted((str(k), str(v)) for k, v in selector.items())),
         node_count=info.node_count,
         max_unavailable=resolve_max_unavailable(raw.get("maxUnavailable"), info.node_count),
+        idle_surge=int(raw.get("idleSurge", IDLE_SURGE)),
         maintenance_windows=tuple(
             MaintenanceWindow(
                 days=tuple(str(d) for d in w.get("days") or DAYS),  # unset or empty: every day

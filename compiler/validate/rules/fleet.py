@@ -157,9 +157,19 @@ def check_reserve(ctx: Context) -> None:
 
 @rule("pool-max-unavailable", codes=("MIGC113",), when=needs_fleet)
 def check_max_unavailable(ctx: Context) -> None:
-    """``maxUnavailable`` is at most the pool's node count, or a percentage from 1% to 100%."""
+    """``maxUnavailable`` is at most the pool's node count, or a percentage from 1% to 100%; an
+    ``idleSurge`` written is at most the node count too (the default, 1, is capped by the controller)."""
     doc = _doc(ctx)
     for pool in ctx.pool_list:
+        surge = pool.raw.get("idleSurge")
+        if isinstance(surge, int) and not isinstance(surge, bool) and surge > pool.node_count:
+            ctx.add(
+                doc.at(
+                    "MIGC113",
+                    f"pool '{pool.name}': idleSurge {surge} is more than its {pool.node_count} node(s)",
+                    (*pool.path, "idleSurge"),
+                )
+            )
         mu = pool.raw.get("maxUnavailable")
         if isinstance(mu, int) and mu > pool.node_count:
             ctx.add(

@@ -84,6 +84,17 @@ def test_max_unavailable_bounds(value: str, bad: bool) -> None:
     assert ("MIGC113" in codes(diags)) is bad
 
 
+@pytest.mark.parametrize(("value", "bad"), [("0", False), ("2", False), ("3", True)])
+def test_idle_surge_bounds(value: str, bad: bool) -> None:
+    """An ``idleSurge`` written is at most the pool's 2 nodes; the default (1) is never reported,
+    not even on a one-node pool (the controller caps it at the pool's size)."""
+    _, diags = run(fleet(_a100(f"  idleSurge: {value}\n")), tenant(), workload())
+    assert ("MIGC113" in codes(diags)) is bad
+    if bad:
+        (d,) = [d for d in diags if d.code == "MIGC113"]
+        assert d.message == "pool 'a100': idleSurge 3 is more than its 2 node(s)"
+
+
 def test_maintenance_windows_need_a_known_zone_and_a_length() -> None:
     window = (
         '  maintenanceWindows:\n    - {days: [Sun], start: "03:00", end: "03:00", timezone: Europe/Berlln}\n'

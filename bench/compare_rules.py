@@ -6,7 +6,8 @@ bench.report_workload run``) print a Markdown table: per loop row (``default``,
 ``default-noidle``, ``default+idle``), old and new, how many cells (traces) meet each clause,
 then one line per cell. The baselines that do not use the loop's decision come from each file's
 own run, so a clause against them (naive, per-pod, the static layouts, MIG off) is judged within one
-run. Measured, never asserted.
+run — unless ``--naive-from FILE`` gives NEW's cells the naive rows of FILE's same cells (for a
+change naive shares, such as the admission's idleSurge in Round 23). Measured, never asserted.
 
 Matrix clauses (contended cells only: naive's overall p95 wait above 0; classes with ≥ 20 pods):
 
@@ -121,9 +122,22 @@ def _rows(cell: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return {r["baseline"]: r for r in cell["results"]}
 
 
-def compare(kind: str, old: Path, new: Path) -> str:
+def with_naive(cells: dict[tuple[Any, ...], dict[str, Any]], naive_from: Path) -> None:
+    """Judge ``cells`` against another run's naive: each cell's ``naive`` row becomes the row of the
+    same cell in ``naive_from`` (a cell it lacks keeps its own). For a change to what naive shares
+    with the loop (the admission, Round 23), so the loop is also held to the naive it was held to."""
+    others = {_key(c): _rows(c).get("naive") for c in _cells(naive_from)}
+    for k, cell in cells.items():
+        row = others.get(k)
+        if row is not None:
+            cell["results"] = [row if r["baseline"] == "naive" else r for r in cell["results"]]
+
+
+def compare(kind: str, old: Path, new: Path, naive_from: Path | None = None) -> str:
     olds = {_key(c): c for c in _cells(old)}
     news = {_key(c): c for c in _cells(new)}
+    if naive_from is not None:
+        with_naive(news, naive_from)
     keys = [k for k in olds if k in news]
     judged: dict[tuple[str, str], list[tuple[tuple[Any, ...], dict[str, bool]]]] = {}
     for label, cells in (("old", olds), ("new", news)):
@@ -182,8 +196,14 @@ def main(argv: Sequence[str] | None = None) -> None:
     ap.add_argument("kind", choices=("matrix", "report"))
     ap.add_argument("old", type=Path)
     ap.add_argument("new", type=Path)
+    ap.add_argument(
+        "--naive-from",
+        type=Path,
+        default=None,
+        help="judge NEW's cells against this file's naive rows (same cells) instead of their own",
+    )
     args = ap.parse_args(argv)
-    print(compare(args.kind, args.old, args.new))
+    print(compare(args.kind, args.old, args.new, args.naive_from))
 
 
 if __name__ == "__main__":

@@ -3,7 +3,7 @@
 ``python -m bench.matrix [--traces default,gpushare20,gpushare40,gpushare60,gpuspec10] [--nodes 4,8,16]
 [--time-scales 1,2,4,8] [--reconf 60,90+300] [--failure-rates 0,0.2] [--seeds 1,2,3]
 [--baselines all] [--no-idle-pass] [--outage node|busy] [--surplus last|kept] [--drain-scope node|gpu]
-[--layouts fewest|maximal] [--out FILE.jsonl]``;
+[--layouts fewest|maximal] [--idle-surge N] [--out FILE.jsonl]``;
 ``python -m bench.matrix --table FILE.jsonl`` prints the Markdown table of the cells a file holds,
 with the issue's verdict per cell.
 
@@ -66,6 +66,7 @@ def run(args: argparse.Namespace) -> None:
             surplus=args.surplus,
             drain_scope=args.drain_scope,
             layouts=args.layouts,
+            idle_surge=args.idle_surge,
             node_cpu_milli=args.node_cpu_milli,
             node_memory_mib=args.node_memory_mib,
         )
@@ -102,6 +103,7 @@ def run(args: argparse.Namespace) -> None:
                 surplus=args.surplus,
                 drain_scope=args.drain_scope,
                 layouts=args.layouts,
+                idle_surge=args.idle_surge,
                 **resources,
             )
             started = time.perf_counter()
@@ -125,6 +127,7 @@ def run(args: argparse.Namespace) -> None:
                 "drainScope": args.drain_scope,
                 "layouts": args.layouts,
                 "idlePass": s.idle_pass,  # the default row's (Round 21 on; absent from older files)
+                "idleSurge": s.idle_surge,  # every row's admission (Round 23 on; absent: 0)
                 "first": args.first,
                 "nodeCpuMilli": args.node_cpu_milli,
                 "nodeMemoryMib": args.node_memory_mib,
@@ -212,6 +215,18 @@ def _node_amount(text: str) -> int:
         raise argparse.ArgumentTypeError(f"{n} is not in 1..{MAX_NODE_RESOURCE}")
     return n
 
+
+def _surge(text: str) -> int:
+    """``--idle-surge``: a whole number 0..10000, as ``migc simulate --idle-surge`` takes it."""
+    try:
+        n = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if not 0 <= n <= 10000:
+        raise argparse.ArgumentTypeError(f"{n} is not in 0..10000")
+    return n
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--traces", default="default,gpushare20,gpushare40,gpushare60,gpuspec10")
@@ -255,6 +270,14 @@ def main() -> None:
         default="node",
         help="which pods a re-carve drains: every GPU pod of the node, or those on changing GPUs "
         "(Settings.drain_scope)",
+    )
+    ap.add_argument(
+        "--idle-surge",
+        type=_surge,
+        metavar="N",
+        default=Settings(nodes=0).idle_surge,
+        help="idle nodes (no GPU pod) admitted beyond maxUnavailable (Settings.idle_surge, the "
+        "pool's idleSurge; default the policy's)",
     )
     ap.add_argument(
         "--layouts",

@@ -67,3 +67,18 @@ def test_compare_counts_cells_per_clause(tmp_path: Path) -> None:
     text = compare("matrix", old, new)
     assert "| default | old | 1 | 0 | 0 | 0 | 1 | 0 | 0 | 1 | 0 |" in text
     assert "| default | new | 1 | 1 | 1 | 1 | 1 | 1 | 1 | 1 | 0 |" in text
+
+
+def test_naive_from_judges_the_new_cells_against_another_runs_naive(tmp_path: Path) -> None:
+    """``--naive-from``: the new loop (p95 1,300 s) misses 1.2 × its own naive's 1,000 s but meets
+    1.2 × the other run's naive (2,000 s); the old cells keep their own naive."""
+    old, new, other = tmp_path / "old.jsonl", tmp_path / "new.jsonl", tmp_path / "other.jsonl"
+    mine = row("default", 10, {"all": 1300.0, "1g": 1300.0, "7g": 0.0})
+    old.write_text(json.dumps(cell(mine)) + "\n")
+    new.write_text(json.dumps(cell(mine)) + "\n")
+    slower = cell(row("default", 0, {"all": 0.0}))
+    slower["results"][0] = row("naive", 50, {"all": 2000.0, "1g": 2000.0, "7g": 0.0})
+    other.write_text(json.dumps(slower) + "\n")
+    assert "| default | new | 1 | 1 | 0 |" in compare("matrix", old, new)
+    text = compare("matrix", old, new, naive_from=other)
+    assert "| default | old | 1 | 1 | 0 |" in text and "| default | new | 1 | 1 | 1 |" in text

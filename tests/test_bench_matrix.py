@@ -99,5 +99,33 @@ def test_no_idle_pass_adds_the_loop_without_it(
     (cell,) = [json.loads(line) for line in out.read_text().splitlines()]
     rows = {r["baseline"]: r for r in cell["results"]}
     assert sorted(rows) == ["default", "default-noidle"] and cell["idlePass"] is True
+    assert cell["idleSurge"] == 1  # the policy's default (compiler.model.IDLE_SURGE)
     assert rows["default"]["idleRecarves"] > 0 and rows["default"]["heldOnIdleGpu"] == 0
     assert rows["default-noidle"]["idleRecarves"] == 0 and rows["default-noidle"]["heldOnIdleGpu"] > 0
+
+
+def test_idle_surge_reaches_every_row(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``--idle-surge N`` is the admission of every row (Settings.idle_surge) and the cell records it:
+    two idle nodes of 8 GPUs and sixteen whole-GPU pods at 0 need both re-carved; naive with
+    maxUnavailable 1 re-carves them one after the other with 0, side by side with 1."""
+    from bench import matrix
+
+    (tmp_path / "openb_pod_list_two.csv").write_text(
+        "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_time,deletion_time,"
+        "scheduled_time\n" + "".join(f"w{i},1,1,1,1000,,BE,Running,0,9000,0\n" for i in range(16))
+    )
+    cells = {}
+    for surge in ("0", "1"):
+        out = tmp_path / f"m{surge}.jsonl"
+        argv = ["matrix", "--data", str(tmp_path), "--traces", "two", "--nodes", "2", "--time-scales", "1"]
+        argv += ["--reconf", "60", "--failure-rates", "0", "--baselines", "naive", "--idle-surge", surge]
+        monkeypatch.setattr("sys.argv", [*argv, "--out", str(out)])
+        matrix.main()
+        capsys.readouterr()
+        (cells[surge],) = [json.loads(line) for line in out.read_text().splitlines()]
+    assert cells["0"]["idleSurge"] == 0 and cells["1"]["idleSurge"] == 1
+    (zero,), (one,) = cells["0"]["results"], cells["1"]["results"]
+    assert zero["reconfigurations"] == one["reconfigurations"] == 2
+    assert one["waitSeconds"]["7g"]["p95"] < zero["waitSeconds"]["7g"]["p95"]

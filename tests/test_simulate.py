@@ -209,14 +209,34 @@ def test_pods_that_finish_within_the_grace_are_not_evicted_and_resume_keeps_prog
 
 def test_reconfigure_seconds_are_per_changed_gpu_and_max_unavailable_serialises_nodes() -> None:
     """2 nodes x 2 GPUs, all idle; four whole-GPU pods at t=0 need every GPU re-carved to 7g.
-    maxUnavailable 1: node 0 (2 GPUs × 60 s) is back at 120, node 1 at 240."""
+    maxUnavailable 1, idleSurge 0: node 0 (2 GPUs × 60 s) is back at 120, node 1 at 240. With the
+    default idleSurge 1 the second idle node goes beside the first: both are back at 120; a third
+    idle node would wait (2 + 1 nodes out at most)."""
     assert A100 is not None
     trace = [pod(f"w{i}", 0, 1000) for i in range(4)]
-    res = simulate(trace, A100, settings(nodes=2, gpus_per_node=2), "naive", NAIVE)
+    res = simulate(trace, A100, settings(nodes=2, gpus_per_node=2, idle_surge=0), "naive", NAIVE)
     assert (res.reconfigurations, res.gpu_reconfigurations, res.evictions) == (2, 4, 0)
     assert waits(res) == {"7g": [(120.0, False), (120.0, False), (240.0, False), (240.0, False)]}
-    two = simulate(trace, A100, settings(nodes=2, gpus_per_node=2, max_unavailable=2), "naive", NAIVE)
+    res = simulate(trace, A100, settings(nodes=2, gpus_per_node=2), "naive", NAIVE)
+    assert waits(res) == {"7g": [(120.0, False)] * 4}
+    wide = settings(nodes=2, gpus_per_node=2, max_unavailable=2, idle_surge=0)
+    two = simulate(trace, A100, wide, "naive", NAIVE)
     assert waits(two) == {"7g": [(120.0, False)] * 4}
+    trace = [pod(f"w{i}", 0, 1000) for i in range(6)]
+    res = simulate(trace, A100, settings(nodes=3, gpus_per_node=2), "naive", NAIVE)
+    assert waits(res) == {"7g": [(120.0, False)] * 4 + [(240.0, False)] * 2}
+
+
+def test_idle_surge_never_lets_a_busy_node_out_beyond_max_unavailable() -> None:
+    """2 nodes x 1 balanced GPU, each running a 3g pod for 10,000 s; two whole-GPU pods at 1.
+    Both nodes must drain (grace 1,800 s), and neither is idle: with idleSurge 5 node 0 is admitted
+    alone, evicts at 1,801 and is back at 1,861; node 1 only then: back at 3,721."""
+    assert A100 is not None
+    s = settings(nodes=2, gpus_per_node=1, idle_surge=5)
+    trace = [pod("a", 0, 10_000, milli=400), pod("b", 0, 10_000, milli=400)]
+    trace += [pod("w0", 1, 10_000), pod("w1", 1, 10_000)]
+    res = simulate(trace, A100, s, "naive", NAIVE)
+    assert sorted(w for w, _ in waits(res)["7g"]) == [1860.0, 3720.0]
 
 
 def test_the_least_disturbing_node_is_re_carved_and_the_controller_admits_by_pod_count() -> None:
@@ -538,7 +558,9 @@ def test_backoff_gate_holds_the_default_loop_after_a_failure() -> None:
     """
     assert A100 is not None
     # the gated loop's timeline below (the idle pass keeps the backoff too, but re-carves sooner)
-    s = settings(nodes=2, gpus_per_node=1, failure_rate=0.5, seed=7, demand="now", idle_pass=False)
+    s = settings(
+        nodes=2, gpus_per_node=1, failure_rate=0.5, seed=7, demand="now", idle_pass=False, idle_surge=0
+    )
     trace = [pod("b", 0, 10_000), pod("c", 2300, 100)]
     short = simulate(trace, A100, s, "default", NAIVE)
     assert (short.failures, short.reconfigurations, short.blocked.get("backoff", 0)) == (3, 2, 0)

@@ -1,7 +1,9 @@
 """heldOnIdleGpu counts the pods the default loop holds on an idle GPU they fit after a re-carve for
 longer than one interval plus the reconfiguration time (issue 22 item 3); with the idle pass
 (``Settings.idle_pass``, on by default since bench/RESULTS.md Round 21; ``--no-idle-pass`` turns it
-off) the loop holds none where no drain is in flight and no limit the user sets holds the node."""
+off) the loop holds none where no limit the user sets holds the node; since the pool's
+``idleSurge`` (default 1) the pass also runs while another node drains, and its node goes out beside
+the drain."""
 
 from __future__ import annotations
 
@@ -194,3 +196,74 @@ def test_the_idle_pass_is_on_by_default_and_reported_only_for_the_cover() -> Non
         assert run.to_dict()["idlePass"] is shown
     off = Replay("t.csv", 0, 0, 0, "x", replace(s, decision="cover", idle_pass=False), None, None, ())
     assert off.to_dict()["idlePass"] is False
+
+
+# a 3g pod ``c`` on node 0 until 3,000 s, a long 3g pod ``a`` on node 1 from 500, a long whole-GPU pod
+# ``w0`` at 10 (node 2, idle, re-carved 7g at the first evaluation), ``w1`` at 1,000 and ``w2`` at 3,100
+DRAINING = [
+    TracePod("c", 0, 3000, 1, 400, 0),
+    TracePod("a", 500, 100_000, 1, 400, 0),
+    TracePod("w0", 10, 100_000, 1, 1000, 0),
+    TracePod("w1", 1000, 100_000, 1, 1000, 0),
+    TracePod("w2", 3100, 100_000, 1, 1000, 0),
+]
+
+
+@pytest.mark.parametrize("grace", [1800.0, 7200.0])
+def test_an_idle_node_is_recarved_beside_a_node_that_drains(grace: float) -> None:
+    """3 nodes x 1 balanced GPU (:data:`DRAINING`). At 2,700 s the disruption rule drains node 1
+    (``a``'s, the cheaper: it has run less) for ``w1``, on its grace. ``c`` ends at 3,000: node 0 is
+    idle while node 1 drains. With ``idleSurge`` 1 (the default) the idle pass at 3,600 re-carves
+    node 0 beside the drain (the rollout gate does not hold it, the admission lets it out beyond
+    maxUnavailable 1): ``w1``, first in the queue, runs at 3,660 (2,660 s), ``w2`` gets node 1 when
+    it is back (2,700 + grace + 60), one pod evicted, and nobody is held on the idle GPU. With
+    ``idleSurge`` 0 node 0 waits for node 1: ``w1`` gets node 1, the evicted ``a`` lands on the
+    balanced node 0, which then has to be drained in its turn for ``w2`` — two evictions, and with
+    a 2 h grace both waiting pods are counted held on node 0's idle GPU."""
+    assert A100 is not None
+    s = settings(nodes=3, gpus_per_node=1, drain_grace_seconds=grace)
+    surge = simulate(DRAINING, A100, s, "default", POLICY)
+    assert s.idle_surge == 1 and s.idle_pass
+    back = 2700 + grace + 60
+    assert surge.waits["7g"] == [(950.0, False), (2660.0, False), (back - 3100, False)]
+    assert surge.held_on_idle == 0 and surge.evictions == 1
+    alone = simulate(DRAINING, A100, replace(s, idle_surge=0), "default", POLICY)
+    assert alone.evictions == 2
+    assert dict(alone.waits)["7g"][1] == (back - 1000, False)  # w1 waits for node 1
+    assert alone.held_on_idle == (2 if grace > 1800 else 0)
+    assert sum(w for w, _ in alone.waits["7g"]) > sum(w for w, _ in surge.waits["7g"])
+
+
+def test_the_idle_pass_changes_no_more_nodes_than_the_admission_starts() -> None:
+    """3 idle nodes x 1 balanced GPU, three whole-GPU pods at 0. maxUnavailable 1 + idleSurge 1: the
+    idle pass at 900 re-carves two nodes (both admitted at once: 960 s) and leaves the third for
+    the next evaluation (1,800 + 60 = 1,860 s) — a node changed but left waiting for a slot
+    would stay schedulable on its old layout, and a pod bound to it meanwhile would be drained."""
+    assert A100 is not None
+    trace = [TracePod(f"w{k}", 0, 10_000, 1, 1000, 0) for k in range(3)]
+    res = simulate(trace, A100, settings(nodes=3, gpus_per_node=1), "default", POLICY)
+    assert res.waits == {"7g": [(960.0, False), (960.0, False), (1860.0, False)]}
+    assert res.idle_recarves == 2 and res.revisions == 2 and res.evictions == 0
+    wide = simulate(trace, A100, settings(nodes=3, gpus_per_node=1, idle_surge=2), "default", POLICY)
+    assert wide.waits == {"7g": [(960.0, False)] * 3} and wide.idle_recarves == 1
+
+
+def test_the_idle_pass_does_not_carve_a_second_node_for_a_pod_a_drain_is_for() -> None:
+    """3 nodes x 2 balanced GPUs: two 3g pods until 2,000 s (``c1``, ``c2``), two long 3g pods from
+    500 (``a1``, ``a2``), a 2-GPU pod ``w0`` at 10 (the idle pass re-carves the idle node for it at
+    the first evaluation: 1,010 s) and another, ``w1``, at 1,000, which the disruption rule drains a
+    node for. When the ``c`` pods end, the idle pass finds an idle node beside that drain, but
+    ``w1`` is what the draining node's target is carved for: no second node is re-carved for it
+    (two re-carves in all; before the fix, four, and the 3g pods evicted for a layout nobody used)."""
+    assert A100 is not None
+    trace = [
+        TracePod("c1", 0, 2000, 1, 400, 0),
+        TracePod("c2", 0, 2000, 1, 400, 0),
+        TracePod("a1", 500, 100_000, 1, 400, 0),
+        TracePod("a2", 500, 100_000, 1, 400, 0),
+        TracePod("w0", 10, 100_000, 2, 1000, 0),
+        TracePod("w1", 1000, 100_000, 2, 1000, 0),
+    ]
+    res = simulate(trace, A100, settings(nodes=3, gpus_per_node=2), "default", POLICY)
+    assert res.reconfigurations == 2 and res.idle_recarves == 1
+    assert res.waits == {"3g": [(0.0, False)] * 4, "2x7g": [(1010.0, False), (2720.0, False)]}

@@ -32,7 +32,7 @@ from compiler.diagnostics import Diagnostic, has_errors, make
 from compiler.exitcodes import ExitCode
 from compiler.formatting import duration
 from compiler.fsio import write_file_atomic
-from compiler.model import CurrentState, PartitionPolicy, Policy
+from compiler.model import IDLE_SURGE, CurrentState, PartitionPolicy, Policy
 from compiler.observe import Observation
 from compiler.pipeline import load_and_validate
 from compiler.recommend import report as recommend_report
@@ -99,6 +99,7 @@ REPLAY_ONLY = (
     "pdb_seconds",
     "operator_retry",
     "max_unavailable",
+    "idle_surge",
     "max_wait",
     "idle_pass",
     "drain_scope",
@@ -240,6 +241,13 @@ REPLAY_ONLY = (
     type=click.IntRange(1, 10000),
     help="Nodes reconfiguring at once.",
 )
+@click.option(
+    "--idle-surge",
+    default=IDLE_SURGE,
+    show_default=True,
+    type=click.IntRange(0, 10000),
+    help="Nodes running no GPU pod that may reconfigure beyond --max-unavailable (NodePool idleSurge).",
+)
 @click.option("--max-wait", default=None, help="migc.dev/max-wait-time given to every pod (e.g. 15m).")
 @click.option(
     "--idle-pass/--no-idle-pass",
@@ -318,6 +326,7 @@ def command(
     seed: int,
     operator_retry: str,
     max_unavailable: int,
+    idle_surge: int,
     max_wait: str | None,
     idle_pass: bool | None,
     drain_scope: str,
@@ -383,6 +392,7 @@ def command(
         seed=seed,
         operator_retry_seconds=float(operator_s or 0),
         max_unavailable=max_unavailable,
+        idle_surge=idle_surge,
         max_wait_seconds=wait_s,
         idle_pass=idle,
         drain_scope=drain_scope,

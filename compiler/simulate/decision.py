@@ -37,6 +37,7 @@ from typing import Any
 from compiler.catalog import Catalog, GpuModel
 from compiler.catalog.layouts import place
 from compiler.model import (
+    IDLE_SURGE,
     Cluster,
     CurrentState,
     GpuLayout,
@@ -106,6 +107,7 @@ def replay_policy(
     partition: PartitionPolicy,
     declared: Mapping[str, int],
     dra: bool = False,
+    idle_surge: int = IDLE_SURGE,
 ) -> Policy:
     """The policy set recommend reads (module docstring); ``declared``: replicas per demand class
     (:func:`demand_name`: a MIG profile, ``gpu``, ``gpu-x<k>``), one Workload each, sorted by name.
@@ -119,6 +121,7 @@ def replay_policy(
         gpus_per_node=gpus_per_node,
         node_names=tuple(sorted(node_name(n) for n in range(nodes))),
         max_unavailable=max_unavailable,
+        idle_surge=idle_surge,
         # the Fleet's pricing of the model, as the loader resolves a pool's price (validate/build.py)
         price_per_gpu_hour=dict(partition.pricing).get(model.model),
         allocation="dra" if dra else "device-plugin",

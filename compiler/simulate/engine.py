@@ -32,7 +32,8 @@ Model (documented in docs/simulate.md):
     back (uncordoned);
   - admission is the controller's (controller/reconciler/admission.py): Idle nodes whose layout
     differs from the latest revision's, fewest GPU pods first, while fewer than ``max_unavailable``
-    nodes are out of Idle (a Failed node keeps its slot);
+    nodes are out of Idle (a Failed node keeps its slot), and up to ``idle_surge`` more that run no
+    GPU pod (the pool's ``idleSurge``);
   - a new revision re-targets nodes in flight as the controller does (``Step.retarget``): a
     draining node keeps its grace clock (drain.py), an applying node finishes and applies again,
     still cordoned (apply.py), a Failed node restarts with the new target (failed.py);
@@ -60,7 +61,8 @@ Model (documented in docs/simulate.md):
   running + pending instances observed then; ``"peak"``: the peak over the window), with the
   disruption rule (its displaced wait included) (``disruption="expected"``; the gain threshold with
   ``"off"``) and the real gates of :mod:`compiler.recommend.gates` (minDwell, dailyChangeBudget,
-  backoff from the Failed nodes, max-wait urgency, rules), recommend's rollout gate and its
+  backoff from the Failed nodes, max-wait urgency, rules), recommend's rollout gate (which its idle
+  pass, :meth:`_Run.idle_pass`, is not held by) and its
   stabilizationWindow gate (:func:`compiler.recommend.history.window_gate`: the shortage of what the
   change adds persisted through the window) on a demand history kept as recommend's state file keeps
   it, one sample of running and pending instances per profile at each evaluation;
@@ -93,6 +95,7 @@ from compiler.catalog import Catalog, GpuModel, load_catalog
 from compiler.catalog.layouts import enumerate_layouts
 from compiler.diagnostics import Diagnostic, has_errors
 from compiler.model import (
+    IDLE_SURGE,
     Cluster,
     CurrentState,
     GpuLayout,
@@ -163,6 +166,9 @@ class Settings:
     drain_grace_seconds: float = DRAIN_GRACE_SECONDS
     eviction: str = "restart"  # restart: an evicted pod runs its full duration again; resume: the rest
     max_unavailable: int = 1
+    # NodePool.idleSurge: idle nodes (no GPU pod) admitted beyond max_unavailable
+    # (controller/reconciler/admission.py; the policy's default, compiler.model.IDLE_SURGE)
+    idle_surge: int = IDLE_SURGE
     max_wait_seconds: int | None = None  # migc.dev/max-wait-time given to every pod (None: no hint)
     # what the default loop plans for: "history", migc recommend's sizing on the replay's history
     # (compiler/recommend/history.py: the window's clamp and the scaleDownWindow's peak); "now", the
@@ -1030,6 +1036,7 @@ def solver_static(
         gpus_per_node=s.gpus_per_node,
         node_names=names,
         max_unavailable=s.max_unavailable,
+        idle_surge=s.idle_surge,
     )
     policy = PartitionPolicy()
     tier = policy.tiers[-1].name
@@ -1576,10 +1583,13 @@ class _Run:
     def _admit(self, now: float) -> None:
         """controller/reconciler/admission.py: Idle nodes whose layout differs from the target, fewest
         GPU pods first (then name), while fewer than ``max_unavailable`` nodes are out of Idle (a
-        Failed node keeps counting)."""
+        Failed node keeps counting); beyond that, up to ``idle_surge`` more of them that run no GPU
+        pod (NodePool.idleSurge: their re-carve evicts nothing)."""
         fleet = self.fleet
-        budget = self.s.max_unavailable - sum(1 for st in fleet.state if st != IDLE)
-        if budget <= 0:
+        out = sum(1 for st in fleet.state if st != IDLE)
+        budget = max(0, self.s.max_unavailable - out)  # any node
+        room = max(0, self.s.max_unavailable + self.s.idle_surge - out)  # idle ones beyond the budget
+        if not room:
             return
         # controller/reconciler/admission.py ``_halted``: a revision that failed on max_failures nodes
         # admits none until a new revision (a failed node of an older revision restarts with the new
@@ -1591,7 +1601,10 @@ class _Run:
             for n in range(self.s.nodes)
             if fleet.state[n] == IDLE and fleet.differs(n)
         )
-        for _, node in waiting[:budget]:
+        admit = waiting[:budget]
+        # the surge: the idle ones left (fewest pods first, so an idle node takes a regular slot first)
+        admit += [w for w in waiting[budget:] if not w[0]][: room - len(admit)]
+        for _, node in admit:
             fleet.state[node] = DRAINING  # cordon (controller/reconciler/admission.py)
             self.res.drains += 1
             if self._blocking(node):
@@ -1851,13 +1864,17 @@ class _Run:
         against (lost work, a demand signal that does not last) is not at stake. The idle nodes are
         covered (:func:`cover`, the same cover) for the demand of the moment — running plus pending
         instances, so capacity the scaleDownWindow keeps for pods that are gone yields to pods that
-        wait — and the proposal passes migc recommend's rollout gate and the limits the user sets on
-        how often nodes change: minDwell (a node changed less than that ago is not a candidate), the
-        dailyChangeBudget and the backoff, as a pod past its max wait overrides the window and the
-        threshold but not those (compiler/recommend/gates.py). On by default since bench/RESULTS.md
-        Round 21.
+        wait — and the proposal passes the limits the user sets on how often nodes change: minDwell
+        (a node changed less than that ago is not a candidate), the dailyChangeBudget and the
+        backoff, as a pod past its max wait overrides the window and the threshold but not those
+        (compiler/recommend/gates.py). On by default since bench/RESULTS.md Round 21. It is not held
+        by migc recommend's rollout gate (since Round 23): it changes only idle nodes and leaves the
+        nodes in flight as they are, their targets counted as capacity — the multi-GPU pods a node in
+        flight is carved for included (:meth:`_not_in_flight`) — and it changes no more nodes than
+        the admission starts now (:meth:`_admission_room`: ``max_unavailable + idle_surge``), so no
+        node it changed is left waiting, schedulable on its old layout.
         """
-        res, policy, fleet = self.res, self.policy, self.fleet
+        res, fleet = self.res, self.fleet
         when = EPOCH + dt.timedelta(seconds=now)
         young = self._young(when)
         idle = [
@@ -1865,7 +1882,10 @@ class _Run:
             for n in range(self.s.nodes)
             if fleet.state[n] == IDLE and n not in young and self._idle_gpus(n)
         ]
-        if not idle:
+        # only as many nodes as the admission starts now (:meth:`_admit`): a changed node left waiting
+        # stays schedulable on its old layout, and a pod bound to it meanwhile would have to be drained
+        room = self._admission_room()
+        if not idle or room <= 0:
             return False
         mix = dict(self.now_demand)
         for p, n in self.sized.items():
@@ -1875,36 +1895,92 @@ class _Run:
         # MIG on or off: mig-parted then re-carves every GPU of the node (_Fleet.redone) and the pods
         # on its busy GPUs are drained, so that node is left to the gated loop and the cover is run
         # again without it
-        while True:
+        found = self._idle_cover(idle, mix, self._not_in_flight(self.big_pods(now)))
+        if found is None:
+            return False
+        changes, spare = found
+        nodes = sorted({fleet.node(gi) for gi in changes})[:room]  # the first ones; the rest wait
+        changes = {gi: lay for gi, lay in changes.items() if fleet.node(gi) in nodes}
+        spare = {gi: lay for gi, lay in spare.items() if gi in changes}
+        if not self._limits_pass(len(nodes), when):
+            return False
+        res.idle_recarves += 1
+        self.apply(changes, now, spare)
+        self.last_proposal = now
+        return True
+
+    def _idle_cover(
+        self, idle: list[tuple[int, float]], mix: Layout, big: list[BigPod]
+    ) -> tuple[dict[int, Layout], dict[int, Layout]] | None:
+        """The idle pass's cover of ``idle`` (changes, their spare room), run again without the nodes
+        whose change would evict a pod (a MIG mode change on a busy node, ``drain_scope="gpu"``);
+        None when nothing is left to change."""
+        fleet = self.fleet
+        while idle:
             frozen = [gi for n, _ in idle for gi in fleet.gpus(n) if any(fleet.busy[gi].values())]
             spare: dict[int, Layout] = {}
-            changes, _ = cover(
-                fleet, self.now_demand, idle, big=self.big_pods(now), mix=mix, frozen=frozen, spare=spare
-            )
+            changes, _ = cover(fleet, self.now_demand, idle, big=big, mix=mix, frozen=frozen, spare=spare)
             if not changes:
-                return False
+                return None
             evicting = {n for n in {fleet.node(gi) for gi in changes} if self._evicts(n, changes)}
             if not evicting:
-                break
+                return changes, spare
             idle = [(n, d) for n, d in idle if n not in evicting]
-            if not idle:
-                return False
-        nodes = sorted({fleet.node(gi) for gi in changes})
+        return None
+
+    def _limits_pass(self, nodes: int, when: dt.datetime) -> bool:
+        """Whether a change of ``nodes`` nodes now passes the dailyChangeBudget and the backoff (the
+        limits the idle pass keeps besides minDwell, compiler/recommend/gates.py)."""
+        policy = self.policy
         last_failure = None if self.last_failure is None else EPOCH + dt.timedelta(seconds=self.last_failure)
         checks = [
             g.daily_budget(
-                len(nodes),
+                nodes,
                 g.changes_last_day(self.change_log[-max(policy.daily_change_budget, 1) * 2 :], when),
                 policy,
             ),
             g.backoff(self.failures, last_failure, when, policy),
         ]
-        if all(c.passed for c in checks):
-            res.idle_recarves += 1
-            self.apply(changes, now, spare)
-            self.last_proposal = now
-            return True
-        return False
+        return all(c.passed for c in checks)
+
+    def _admission_room(self) -> int:
+        """How many more Idle nodes running no GPU pod :meth:`_admit` would let out of Idle now: the
+        room under ``max_unavailable + idle_surge`` less the Idle nodes without a pod already waiting
+        for it (their target differs; they go first), 0 while the rollout is halted."""
+        fleet, s = self.fleet, self.s
+        if MAX_FAILURES and sum(1 for st in fleet.state if st == FAILED) >= MAX_FAILURES:
+            return 0
+        out = sum(1 for st in fleet.state if st != IDLE)
+        waiting = sum(
+            1 for n in range(s.nodes) if fleet.state[n] == IDLE and not self.node_pods[n] and fleet.differs(n)
+        )
+        return max(0, s.max_unavailable + s.idle_surge - out - waiting)
+
+    def _not_in_flight(self, big: list[BigPod]) -> list[BigPod]:
+        """The multi-GPU pods (queue order) that no node in flight (Draining, Reconfiguring) is being
+        re-carved for: the cover counts a node in flight by its target for single instances
+        (``_Fleet.declared``) but looks for a multi-GPU pod's whole GPUs only on the nodes it is
+        given, so the idle pass, given the idle nodes alone, would carve such a pod a second node.
+        A node in flight holds, first come first served, as many pods as its target has whole GPUs
+        that will be free (every GPU once drained; with ``drain_scope="gpu"`` the ones no pod keeps)."""
+        fleet, whole, drained = self.fleet, self.fleet.whole, self.s.drain_scope == "node"
+        left = {
+            n: sum(
+                1
+                for gi in fleet.gpus(n)
+                if fleet.target[gi] == whole and (drained or not any(fleet.busy[gi].values()))
+            )
+            for n in range(self.s.nodes)
+            if fleet.state[n] in (DRAINING, RECONFIGURING)
+        }
+        out = []
+        for pod in big:
+            node = next((n for n in sorted(left) if left[n] >= pod.count), None)
+            if node is None:
+                out.append(pod)
+            else:
+                left[node] -= pod.count
+        return out
 
     def _young(self, when: dt.datetime) -> set[int]:
         """The nodes changed less than minDwell ago (``gates.young``, what migc recommend's minDwell
@@ -1926,18 +2002,24 @@ class _Run:
         if self.s.demand == "history":
             waiting = self._waiting(now)
             sized = self.history_demand(win, when, waiting)
-        # migc recommend's rollout gate: no proposal while a node is out of Idle (Failed aside)
-        if any(st in (DRAINING, RECONFIGURING) for st in fleet.state):
+        # migc recommend's rollout gate: no proposal while a node is out of Idle (Failed aside) — but
+        # the idle pass, which leaves the nodes in flight as they are (the admission's idleSurge lets
+        # its idle nodes out beside them)
+        rolling = any(st in (DRAINING, RECONFIGURING) for st in fleet.state)
+        if rolling:
             res.blocked["rollout"] = res.blocked.get("rollout", 0) + 1
-            return
+            if not self.s.idle_pass:
+                return
         if not self.pending:  # nothing waits: nothing is short
             return
         if waiting is None:
             waiting = self._waiting(now)
-        extra = self._rule_extra(waiting)
+        extra = {} if rolling else self._rule_extra(waiting)
         d = sized if sized is not None else self.window_demand(now)
         self.sized = d
         if self.s.idle_pass and self.idle_pass(now):  # idle nodes first: their re-carve evicts nobody
+            return
+        if rolling:
             return
         cur = fleet.capacity()
         want = dict(d)
@@ -2348,6 +2430,7 @@ def _recommend_policy(pods: Sequence[_Pod], model: GpuModel, s: Settings, policy
         policy,
         dict.fromkeys(asked, 0),
         dra=s.drain_scope == "gpu",  # static DRA nodes: the drain and recommend's price are per GPU
+        idle_surge=s.idle_surge,
     )
 
 
@@ -2520,6 +2603,18 @@ class _Recommend:
             run.last_proposal = t
 
 
+def _check(s: Settings) -> None:
+    """Refuse settings no replay can run (the CLI's choices and ranges keep a user from them)."""
+    if s.drain_scope not in DRAIN_SCOPES:
+        raise ValueError(f"drain scope {s.drain_scope!r}: expected one of {', '.join(DRAIN_SCOPES)}")
+    if s.layouts not in LAYOUT_RULES:
+        raise ValueError(f"layouts {s.layouts!r}: expected one of {', '.join(LAYOUT_RULES)}")
+    if s.decision not in DECISIONS:
+        raise ValueError(f"decision {s.decision!r}: expected one of {', '.join(DECISIONS)}")
+    if s.idle_surge < 0 or s.max_unavailable < 1:
+        raise ValueError(f"max_unavailable {s.max_unavailable}, idle_surge {s.idle_surge}: expected ≥ 1, ≥ 0")
+
+
 def simulate(
     trace: Sequence[TracePod],
     model: GpuModel,
@@ -2533,12 +2628,7 @@ def simulate(
     """Replay ``trace`` under ``baseline`` (module docstring); ``catalog`` for the solver of
     ``static-peak``/``static-average`` and recommend's decision (default: the shipped catalog);
     ``snapshot``: recommend's inputs at one instant (``Settings.decision`` "recommend" only)."""
-    if s.drain_scope not in DRAIN_SCOPES:
-        raise ValueError(f"drain scope {s.drain_scope!r}: expected one of {', '.join(DRAIN_SCOPES)}")
-    if s.layouts not in LAYOUT_RULES:
-        raise ValueError(f"layouts {s.layouts!r}: expected one of {', '.join(LAYOUT_RULES)}")
-    if s.decision not in DECISIONS:
-        raise ValueError(f"decision {s.decision!r}: expected one of {', '.join(DECISIONS)}")
+    _check(s)
     pods = _trace_pods(trace, model, s)
     start = min((p.arrival for p in pods), default=0.0)
     end_arrival = max((p.arrival for p in pods), default=0.0)

@@ -150,6 +150,7 @@ class Replay:
             "seed": s.seed,
             "operatorRetrySeconds": self.operator_retry_seconds,
             "maxUnavailable": s.max_unavailable,
+            "idleSurge": s.idle_surge,
             "idlePass": s.idle_pass and s.decision == "cover",  # the pass is the cover's
             "drainScope": s.drain_scope,
             "layouts": s.layouts,
@@ -169,7 +170,7 @@ class Replay:
             f"{self.skipped_never_ran} never ran, skipped); {s.nodes} x {s.gpus_per_node} {self.gpu_model}; "
             f"time scale {s.time_scale:g}; mapping {s.mapping}; drain grace {s.drain_grace_seconds:g} s, "
             f"{s.reconfigure_seconds:g} s per GPU, eviction {s.eviction}, "
-            f"maxUnavailable {s.max_unavailable}; "
+            f"maxUnavailable {s.max_unavailable} (+{s.idle_surge} idle); "
             f"disruption rule {s.disruption}; failure rate {s.failure_rate:g}; "
             f"ConfigMap sync {s.sync_seconds:g} s"
             + ("" if not s.pdb_fraction else f"; PDB on {s.pdb_fraction:g} of pods for {s.pdb_seconds:g} s")

@@ -95,15 +95,18 @@ def test_every_baseline_named_replays() -> None:
         assert res.baseline == baseline and res.never_served == 0, baseline
 
 
-@pytest.mark.parametrize(("failed", "admitted"), [(2, 3), (3, 0)])
-def test_a_revision_that_failed_on_max_failures_nodes_admits_no_more(failed: int, admitted: int) -> None:
+@pytest.mark.parametrize(("failed", "surge", "admitted"), [(2, 0, 3), (3, 0, 0), (2, 1, 4), (3, 2, 0)])
+def test_a_revision_that_failed_on_max_failures_nodes_admits_no_more(
+    failed: int, surge: int, admitted: int
+) -> None:
     """controller/reconciler/admission.py ``_halted``: with ``--max-failures`` 3 (controller/defaults.py)
     a revision whose rollout failed on 3 nodes admits no new node, though maxUnavailable slots are
     left. 8 idle one-GPU nodes whose targets all differ, maxUnavailable 5: with 2 Failed nodes 3 more
-    are admitted (the budget); with 3 Failed, none (the halt, not the budget: 2 slots are free)."""
+    are admitted (the budget), one more with idleSurge 1 (they run no pod); with 3 Failed, none (the
+    halt, not the budget: 2 slots are free, and the surge's too)."""
     from compiler.simulate import engine
 
-    s = Settings(nodes=8, gpus_per_node=1, max_unavailable=5)
+    s = Settings(nodes=8, gpus_per_node=1, max_unavailable=5, idle_surge=surge)
     fleet = engine._Fleet(A100, s, {"7g.80gb": 1})
     run = engine._Run([], A100, s, "naive", PartitionPolicy(mode="dynamic"), fleet, Result("naive", 0.0), 0.0)
     for gi in range(8):

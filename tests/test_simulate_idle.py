@@ -267,3 +267,23 @@ def test_the_idle_pass_does_not_carve_a_second_node_for_a_pod_a_drain_is_for() -
     res = simulate(trace, A100, settings(nodes=3, gpus_per_node=2), "default", POLICY)
     assert res.reconfigurations == 2 and res.idle_recarves == 1
     assert res.waits == {"3g": [(0.0, False)] * 4, "2x7g": [(1010.0, False), (2720.0, False)]}
+
+
+def test_cli_idle_surge_reaches_the_admission(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``--idle-surge N`` (default 1) is the replay's admission and is reported (``idleSurge``, the
+    text header): two idle 1-GPU nodes, two whole-GPU pods at 0 under naive; with 0 the second node
+    waits for the first (p95 120 s), with the default both go at once (60 s); -1 is a usage error."""
+    path = tmp_path / "t.csv"
+    path.write_text(
+        "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_time,deletion_time,"
+        "scheduled_time\na,1,1,1,1000,,BE,Running,0,3600,0\nb,1,1,1,1000,,BE,Running,0,3600,0\n"
+    )
+    base = ["simulate", "--trace", str(path), "--gpu-product", "NVIDIA-A100-SXM4-80GB", "--nodes", "2"]
+    base += ["--gpus-per-node", "1", "--baseline", "naive", "--configmap-sync-delay", "0"]
+    for flag, surge, p95 in (([], 1, 60.0), (["--idle-surge", "0"], 0, 120.0)):
+        assert main([*base, *flag, "-o", "json"]) == ExitCode.OK
+        doc = json.loads(capsys.readouterr().out)
+        assert doc["idleSurge"] == surge and doc["results"][0]["waitSeconds"]["all"]["p95"] == p95
+        assert main([*base, *flag]) == ExitCode.OK
+        assert f"maxUnavailable 1 (+{surge} idle)" in capsys.readouterr().out
+    assert main([*base, "--idle-surge", "-1"]) == ExitCode.USAGE

@@ -195,8 +195,9 @@ class Admission:
     def _pool(self, pool: Pool) -> None:
         """Admit the pool's waiting nodes, fewest GPU pods first, while ``out | {node}`` stays within
         maxUnavailable; beyond it, up to idleSurge more that run no GPU pod now. "Now" is the pod
-        list of this pass: a GPU pod bound to a surge node between that list and its cordon is
-        drained (waited for, then evicted) as on any admitted node; nothing else guards that race.
+        list of this pass: a GPU pod bound to a surge node between that list and its cordon makes it
+        count against maxUnavailable from then on (trust.held), so it is drained only in a
+        maxUnavailable slot.
         The halt and the maintenance windows hold surge admissions as any other."""
         ctx = self.ctx
         waiting = [
@@ -237,7 +238,9 @@ class Admission:
             try:
                 if self._admit(name):
                     out.add(name)
+                    ctx.surged.discard(name)
                     if beyond:
+                        ctx.surged.add(name)  # trust.held: it may keep a surge slot while idle
                         log(
                             logging.INFO,
                             "admitted beyond maxUnavailable: runs no GPU pod",

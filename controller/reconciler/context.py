@@ -155,6 +155,13 @@ class Context:
         # The cordoned in-flight nodes this controller acted on in its last pass (trust.held):
         # they keep their slots, so that a node half done is never parked for another.
         self.acting: set[str] = set()
+        # Of those, the ones that held a maxUnavailable slot (trust.held): a node that may evict keeps
+        # its slot before one that turned busy in a surge slot.
+        self.acting_busy: set[str] = set()
+        # The nodes this controller admitted beyond maxUnavailable because they ran no GPU pod
+        # (admission.py, the pool's idleSurge), while they are in flight. In memory only: after a
+        # restart no node is known to be one, so every in-flight node counts against maxUnavailable.
+        self.surged: set[str] = set()
         # The DraPlan of this pass (the last valid one; None: no pool is on DRA).
         self.dra: DraPlan | None = None
         # The devices running pods hold through ResourceClaims (the per-GPU drain of DRA nodes).

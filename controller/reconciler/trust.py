@@ -10,11 +10,13 @@ human with ``kubectl annotate``) can write it too. So the record is never truste
 * a ``phase-since`` in the future is set to now (it would otherwise hold every timeout off);
 * per pool, at most ``maxUnavailable`` + ``idleSurge`` nodes in a cordoned phase are acted on
   (drained, relabelled, verified, retried) in one pass, whatever their annotations say; the others
-  wait. The idleSurge slots are there for the nodes admission took out beyond maxUnavailable
-  because they ran no GPU pod (admission.py), so of the nodes acted on at most ``maxUnavailable``
-  run a pod a drain would wait for (``pods.blocking``, with DRA claims): a forged or inherited
-  record, or a pod bound to a surge node after admission listed the pods, never has more busy
-  nodes drained at once than ``maxUnavailable`` — such a node waits, cordoned, for a slot. The
+  wait. The idleSurge slots go only to the nodes this controller admitted beyond maxUnavailable
+  because they ran no GPU pod (admission.py; ``Context.surged``, in memory only, so nothing
+  forged can claim one, and after a restart there are none) and that still run no pod a drain
+  would wait for (``pods.blocking``, with DRA claims, from the node's own pod list). Every other
+  in-flight node — one whose pods were drained included — counts against ``maxUnavailable``, the
+  ones that held such a slot last pass first, so a node mid-drain is never parked for a surge
+  node that turned busy, and never more busy nodes are taken apart at once than maxUnavailable. The
   nodes acted on in the last pass keep their slots while they stay in flight: the ranking below
   changes as a node moves (Failed -> Draining on a retry, Verifying -> Failed) and reads a
   forgeable ``started-at``, so a choice made afresh each pass could park a node already drained
@@ -33,6 +35,7 @@ from collections.abc import Mapping
 from controller import pods as podlib
 from controller import state as st
 from controller.assignment import Assignment, Target
+from controller.errors import ControllerError
 from controller.reconciler.admission import idle_surge, max_unavailable, pool_of
 from controller.reconciler.context import Context
 from controller.state import NodeView, Phase
@@ -59,15 +62,14 @@ def untrusted(node: NodeView) -> str | None:
     return None
 
 
-def _busy_nodes(ctx: Context) -> set[str]:
-    """The nodes running a pod a drain would wait for (``pods.blocking`` with DRA claims, as the
-    admission's idle surge reads them)."""
-    out = set()
-    for pod in ctx.kube.list_pods():
-        node = (pod.get("spec") or {}).get("nodeName")
-        if node and podlib.blocking(pod, dra=True):
-            out.add(node)
-    return out
+def _still_idle(ctx: Context, name: str) -> bool:
+    """Whether a node admitted by the idle surge still runs no pod a drain would wait for
+    (``pods.blocking`` with DRA claims), from its own pod list; where that list fails, not."""
+    try:
+        pods = ctx.kube.list_pods(node=name)
+    except ControllerError:
+        return False
+    return not any(isinstance(p, dict) and podlib.blocking(p, dra=True) for p in pods)
 
 
 def future_since(node: NodeView, now: dt.datetime) -> bool:
@@ -82,12 +84,12 @@ def held(
     assignment: Assignment | None,
 ) -> set[str]:
     """The cordoned in-flight nodes the controller does NOT act on this pass: per pool it acts
-    on at most its maxUnavailable plus its idleSurge, both capped as admission caps them (a pool
-    the assignment does not name: one), so that a node admitted by the surge is not parked: first
-    the ones it acted on in its last pass (``ctx.acting``), then the nodes closest to done; the
-    rest wait; of those acted on, at most maxUnavailable run a pod a drain would wait for (the pods
-    are listed only where a pool has more in flight than its maxUnavailable). Updates
-    ``ctx.acting`` to the nodes acted on now."""
+    on at most its maxUnavailable (a pool the assignment does not name: one) of the nodes that
+    count against it — the ones that held such a slot last pass (``ctx.acting_busy``) first, then
+    the ones it acted on (``ctx.acting``), then the nodes closest to done — plus up to its
+    idleSurge (capped as admission caps it) of the nodes it admitted by the surge
+    (``ctx.surged``) that still run no pod a drain waits for; the rest wait. Updates
+    ``ctx.acting`` and ``ctx.acting_busy``, and forgets the surge nodes no longer in flight."""
     by_pool: dict[str | None, list[tuple[bool, int, str, str]]] = {}
     for name, n in nodes.items():
         if n.phase in _RANK and (n.unschedulable or n.legacy_taint):
@@ -96,7 +98,9 @@ def held(
     pools = {p.name: p for p in assignment.pools} if assignment is not None else {}
     over: set[str] = set()
     acting: set[str] = set()
-    busy: set[str] | None = None  # nodes running a pod a drain waits for, listed once if needed
+    acting_busy: set[str] = set()
+    flying = {name for ranked in by_pool.values() for *_, name in ranked}
+    ctx.surged &= flying  # a surge node back in Idle (or gone) is one no more
     for pool_name, ranked in by_pool.items():
         pool = pools.get(pool_name or "")
         most, surge = (
@@ -104,19 +108,17 @@ def held(
             if pool and assignment
             else (1, 0)
         )
-        limit = most + surge
         ranked.sort()
-        if len(ranked) > most and busy is None:
-            busy = _busy_nodes(ctx)
-        taken: list[str] = []
-        busy_taken = 0
-        for *_, name in ranked:
-            is_busy = busy is not None and name in busy
-            if len(taken) < limit and not (is_busy and busy_taken >= most):
-                taken.append(name)
-                busy_taken += is_busy
+        names = [name for *_, name in ranked]
+        # the surge's slots go only to nodes this controller admitted by it that still run no pod a
+        # drain waits for; every other node counts against maxUnavailable, the ones that held such a
+        # slot last pass first (a node mid-drain is never parked for one that turned busy)
+        idle = [n for n in names if n in ctx.surged and _still_idle(ctx, n)] if surge else []
+        counted = sorted((n for n in names if n not in idle), key=lambda n: n not in ctx.acting_busy)
+        taken = counted[:most] + idle[:surge]
+        acting_busy.update(counted[:most])
         acting.update(taken)
-        for *_, name in ranked:
+        for name in names:
             if name in acting:
                 continue
             over.add(name)
@@ -132,4 +134,5 @@ def held(
                 idle_surge=surge,
             )
     ctx.acting = acting
+    ctx.acting_busy = acting_busy
     return over

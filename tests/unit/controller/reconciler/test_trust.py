@@ -94,8 +94,10 @@ def test_a_pool_the_assignment_does_not_name_gets_one_slot() -> None:
 
 
 def test_held_leaves_room_for_the_idle_surge() -> None:
-    """maxUnavailable 1 + idleSurge 1: two in-flight nodes are acted on (the one admitted by the
-    surge is not parked), a third waits; without the field only one is acted on."""
+    """maxUnavailable 1 + idleSurge 1: ``b``, which this controller admitted by the surge and which
+    runs no GPU pod, is acted on beside ``a``; a third in-flight node waits. A node not admitted by
+    the surge (``c``, or ``b`` after a restart: ``surged`` is in memory only) counts against
+    maxUnavailable; without the field only one is acted on."""
     names = ("a", "b", "c")
     targets = {n: Target("a100", "whole") for n in names}
     nodes = {
@@ -103,53 +105,90 @@ def test_held_leaves_room_for_the_idle_surge() -> None:
         "b": _view(in_flight("b", Phase.APPLYING, "whole")),
         "c": _view(in_flight("c", Phase.CORDONED, "whole")),
     }
+    surge = parsed(dict.fromkeys(names, "whole"), idle_surge=1)
     ctx = context(FakeKube())
-    assert held(ctx, nodes, targets, parsed(dict.fromkeys(names, "whole"), idle_surge=1)) == {"c"}
-    assert ctx.acting == {"a", "b"}
-    ctx = context(FakeKube())
-    assert held(ctx, nodes, targets, parsed(dict.fromkeys(names, "whole"))) == {"a", "c"}
+    ctx.surged = {"b"}
+    assert held(ctx, nodes, targets, surge) == {"c"}
+    assert ctx.acting == {"a", "b"} and ctx.acting_busy == {"a"}
+    ctx = context(FakeKube())  # a restart: nobody known to be a surge node
+    assert held(ctx, nodes, targets, surge) == {"a", "c"}
     assert ctx.acting == {"b"}  # closest to done
+    ctx = context(FakeKube())
+    ctx.surged = {"b"}
+    assert held(ctx, nodes, targets, parsed(dict.fromkeys(names, "whole"))) == {"a", "c"}
 
 
 def test_held_caps_the_surge_as_admission_does() -> None:
     """idleSurge 5 in a pool of 3 with maxUnavailable 2: 2 + 1 acted on, never more than the pool."""
-    names = ("a", "b", "c")
-    targets = {n: Target("a100", "whole") for n in names}
+    names = ("a", "b", "c", "d")
+    targets = {n: Target("a100", "whole") for n in names[:3]}
     nodes = {n: _view(in_flight(n, Phase.DRAINING, "whole")) for n in names}
-    nodes["x"] = _view(in_flight("x", Phase.DRAINING, "whole"))  # claims the pool; not in the assignment
-    a = parsed(dict.fromkeys(names, "whole"), max_unavailable=2, idle_surge=5)
+    a = parsed(dict.fromkeys(names[:3], "whole"), max_unavailable=2, idle_surge=5)
     ctx = context(FakeKube())
-    assert held(ctx, nodes, targets, a) == {"x"}
+    ctx.surged = {"c", "d"}  # d claims the pool but is not in the assignment
+    assert held(ctx, nodes, targets, a) == {"d"}
     assert ctx.acting == {"a", "b", "c"}
 
 
-def test_the_surge_slots_never_drain_more_busy_nodes_than_max_unavailable() -> None:
-    """maxUnavailable 1 + idleSurge 1, three in-flight nodes: ``a`` and ``b`` Draining with a GPU pod
-    on each (a record someone wrote, or a pod bound to a surge node after admission listed the
-    pods), ``c`` Applying with none. Of the two slots only one may go to a node a drain would evict
-    from: ``a`` and ``c`` are acted on, ``b`` waits cordoned. Once ``a``'s pod is gone it no longer
-    counts as busy and ``b`` still waits (two slots: ``a``, ``c``); with ``a`` back, ``b`` goes."""
-    names = ("a", "b", "c")
-    targets = {n: Target("a100", "whole") for n in names}
+def test_a_drained_node_keeps_counting_against_max_unavailable() -> None:
+    """maxUnavailable 1 + idleSurge 1. ``n1`` was admitted in the regular slot and is Applying, its
+    pods gone; ``n0``, which runs a GPU pod, is cordoned (by a human: admission takes it at no
+    cost). A node whose pods have been drained is not an idle one: ``n0`` waits until ``n1`` is
+    out of flight, so two busy nodes are never taken apart at once."""
+    targets = {n: Target("a100", "whole") for n in ("n0", "n1")}
+    nodes = {
+        "n0": _view(in_flight("n0", Phase.CORDONED, "whole")),
+        "n1": _view(in_flight("n1", Phase.APPLYING, "whole")),
+    }
+    a = parsed(dict.fromkeys(targets, "whole"), idle_surge=1)
+    ctx = context(FakeKube(pods=[pod("p0", "n0")]))
+    ctx.acting = ctx.acting_busy = {"n1"}
+    assert held(ctx, nodes, targets, a) == {"n0"}
+    nodes["n1"] = _view(node("n1"))
+    assert held(ctx, nodes, targets, a) == set()
+
+
+def test_a_surge_node_that_turns_busy_takes_no_slot_from_a_drain() -> None:
+    """maxUnavailable 1 + idleSurge 1: ``a`` holds the slot and drains; ``s`` was admitted by the
+    surge, but a GPU pod was bound to it after admission listed the pods (a direct nodeName, a
+    static pod). ``s`` now counts against maxUnavailable, and ``a``, which held that slot, keeps
+    it: ``s`` waits cordoned (closer to done though it is) until ``a`` is back; when its own pod
+    list fails it is treated as busy too."""
+    targets = {n: Target("a100", "whole") for n in ("a", "s")}
     nodes = {
         "a": _view(in_flight("a", Phase.DRAINING, "whole")),
-        "b": _view(in_flight("b", Phase.DRAINING, "whole")),
-        "c": _view(in_flight("c", Phase.APPLYING, "whole")),
+        "s": _view(in_flight("s", Phase.APPLYING, "whole")),
     }
-    a = parsed(dict.fromkeys(names, "whole"), idle_surge=1)
-    kube = FakeKube(pods=[pod("pa", "a"), pod("pb", "b")])
+    a = parsed(dict.fromkeys(targets, "whole"), idle_surge=1)
+    kube = FakeKube(pods=[pod("pa", "a")])
     ctx = context(kube)
-    assert held(ctx, nodes, targets, a) == {"b"}
-    assert ctx.acting == {"a", "c"}
-    kube.pods = [pod("pb", "b")]
-    assert held(ctx, nodes, targets, a) == {"b"}
-    nodes["a"] = _view(node("a"))
-    assert held(ctx, nodes, targets, a) == set()
-    assert ctx.acting == {"b", "c"}
-    # a claim only through a ResourceClaim counts as busy too (pods.blocking with DRA)
-    claim = pod("pc", "c", resource=None)
-    claim["spec"]["resourceClaims"] = [{"name": "gpu", "resourceClaimName": "c-gpu"}]
-    kube.pods = [pod("pb", "b"), claim]
+    ctx.acting, ctx.acting_busy, ctx.surged = {"a", "s"}, {"a"}, {"s"}
+    assert held(ctx, nodes, targets, a) == set()  # s still idle: both acted on
+    kube.pods.append(pod("ps", "s"))
+    assert held(ctx, nodes, targets, a) == {"s"}
+    assert ctx.acting == ctx.acting_busy == {"a"}
+    # a claim only through a ResourceClaim is a pod a drain waits for too (pods.blocking with DRA)
+    claim = pod("pc", "s", resource=None)
+    claim["spec"]["resourceClaims"] = [{"name": "gpu", "resourceClaimName": "s-gpu"}]
+    kube.pods = [pod("pa", "a"), claim]
+    assert held(ctx, nodes, targets, a) == {"s"}
+    nodes["a"] = _view(node("a"))  # a is back: s takes the slot, and drains its pod there
+    assert held(ctx, nodes, targets, a) == set() and ctx.acting_busy == {"s"}
+
+
+def test_a_surge_node_whose_pods_cannot_be_listed_counts_as_busy() -> None:
+    """Where a surge node's pod list fails, it is not known to be idle: it counts against
+    maxUnavailable (one slot, taken by ``a``, which held it), it is not acted on."""
+    from controller.errors import ControllerError
+
+    targets = {n: Target("a100", "whole") for n in ("a", "s")}
+    nodes = {n: _view(in_flight(n, Phase.DRAINING, "whole")) for n in ("a", "s")}
+    kube = FakeKube()
+
+    def refuse(node: str | None = None) -> list[dict[str, object]]:
+        raise ControllerError("list pods: 500")
+
+    kube.list_pods = refuse  # type: ignore[method-assign]
     ctx = context(kube)
-    assert held(ctx, nodes, targets, a) == {"b"}  # both busy, one slot: c, closer to done (Applying)
-    assert ctx.acting == {"c"}
+    ctx.acting, ctx.acting_busy, ctx.surged = {"a", "s"}, {"a"}, {"s"}
+    assert held(ctx, nodes, targets, parsed(dict.fromkeys(targets, "whole"), idle_surge=1)) == {"s"}

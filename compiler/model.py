@@ -30,10 +30,12 @@ Strictness = Literal["error", "warning"]
 WHOLE_GPU = "gpu"
 """Quota/served-demand key for a whole (MIG-disabled) GPU, next to profile names like ``1g.10gb``."""
 
-IDLE_SURGE = 1
+IDLE_SURGE = 0
 """NodePool.idleSurge's default: nodes running no GPU pod the controller may re-carve beyond
 maxUnavailable, so that a draining or Failed node does not hold an idle GPU against a pending pod
-(issue 22); ``migc simulate``'s replay models the same default (compiler/simulate/engine.py)."""
+(issue 22); ``migc simulate``'s replay models the same default (compiler/simulate/engine.py). 0:
+with 1 the loop's per-size-class clause fell on one matrix axis by more than the landing rule
+declared before the run allowed (bench/RESULTS.md Round 23), so the surge is the user's choice."""
 
 
 def frozen_counts(items: Mapping[str, int] | Iterable[tuple[str, int]]) -> tuple[tuple[str, int], ...]:

@@ -266,8 +266,8 @@ def _fleet() -> dict[str, Any]:
             "idleSurge": _s(
                 "Nodes running no GPU pod that the controller may reconfigure beyond maxUnavailable: their "
                 "re-carve evicts nothing, so a node that drains or waits Failed does not hold an idle "
-                "node's re-carve for a pending pod. A node count; default 1; 0 keeps every "
-                "reconfiguration within maxUnavailable. Busy nodes never use it.",
+                "node's re-carve for a pending pod. A node count; default 0 (every reconfiguration "
+                "within maxUnavailable). Busy nodes never use it.",
                 type="integer",
                 minimum=0,
                 maximum=10000,

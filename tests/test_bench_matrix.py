@@ -99,7 +99,7 @@ def test_no_idle_pass_adds_the_loop_without_it(
     (cell,) = [json.loads(line) for line in out.read_text().splitlines()]
     rows = {r["baseline"]: r for r in cell["results"]}
     assert sorted(rows) == ["default", "default-noidle"] and cell["idlePass"] is True
-    assert cell["idleSurge"] == 1  # the policy's default (compiler.model.IDLE_SURGE)
+    assert cell["idleSurge"] == 0  # the policy's default (compiler.model.IDLE_SURGE)
     assert rows["default"]["idleRecarves"] > 0 and rows["default"]["heldOnIdleGpu"] == 0
     assert rows["default-noidle"]["idleRecarves"] == 0 and rows["default-noidle"]["heldOnIdleGpu"] > 0
 

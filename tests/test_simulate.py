@@ -209,21 +209,21 @@ def test_pods_that_finish_within_the_grace_are_not_evicted_and_resume_keeps_prog
 
 def test_reconfigure_seconds_are_per_changed_gpu_and_max_unavailable_serialises_nodes() -> None:
     """2 nodes x 2 GPUs, all idle; four whole-GPU pods at t=0 need every GPU re-carved to 7g.
-    maxUnavailable 1, idleSurge 0: node 0 (2 GPUs × 60 s) is back at 120, node 1 at 240. With the
-    default idleSurge 1 the second idle node goes beside the first: both are back at 120; a third
-    idle node would wait (2 + 1 nodes out at most)."""
+    maxUnavailable 1, idleSurge 0 (the default): node 0 (2 GPUs × 60 s) is back at 120, node 1 at
+    240. With idleSurge 1 the second idle node goes beside the first: both are back at 120; a third
+    idle node waits (1 + 1 nodes out at most)."""
     assert A100 is not None
     trace = [pod(f"w{i}", 0, 1000) for i in range(4)]
     res = simulate(trace, A100, settings(nodes=2, gpus_per_node=2, idle_surge=0), "naive", NAIVE)
     assert (res.reconfigurations, res.gpu_reconfigurations, res.evictions) == (2, 4, 0)
     assert waits(res) == {"7g": [(120.0, False), (120.0, False), (240.0, False), (240.0, False)]}
-    res = simulate(trace, A100, settings(nodes=2, gpus_per_node=2), "naive", NAIVE)
+    res = simulate(trace, A100, settings(nodes=2, gpus_per_node=2, idle_surge=1), "naive", NAIVE)
     assert waits(res) == {"7g": [(120.0, False)] * 4}
     wide = settings(nodes=2, gpus_per_node=2, max_unavailable=2, idle_surge=0)
     two = simulate(trace, A100, wide, "naive", NAIVE)
     assert waits(two) == {"7g": [(120.0, False)] * 4}
     trace = [pod(f"w{i}", 0, 1000) for i in range(6)]
-    res = simulate(trace, A100, settings(nodes=3, gpus_per_node=2), "naive", NAIVE)
+    res = simulate(trace, A100, settings(nodes=3, gpus_per_node=2, idle_surge=1), "naive", NAIVE)
     assert waits(res) == {"7g": [(120.0, False)] * 4 + [(240.0, False)] * 2}
 
 

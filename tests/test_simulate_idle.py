@@ -2,8 +2,8 @@
 longer than one interval plus the reconfiguration time (issue 22 item 3); with the idle pass
 (``Settings.idle_pass``, on by default since bench/RESULTS.md Round 21; ``--no-idle-pass`` turns it
 off) the loop holds none where no limit the user sets holds the node; since the pool's
-``idleSurge`` (default 1) the pass also runs while another node drains, and its node goes out beside
-the drain."""
+``idleSurge`` (default 0; bench/RESULTS.md Round 23) the pass also runs while another node drains,
+and its node goes out beside the drain."""
 
 from __future__ import annotations
 
@@ -213,7 +213,7 @@ DRAINING = [
 def test_an_idle_node_is_recarved_beside_a_node_that_drains(grace: float) -> None:
     """3 nodes x 1 balanced GPU (:data:`DRAINING`). At 2,700 s the disruption rule drains node 1
     (``a``'s, the cheaper: it has run less) for ``w1``, on its grace. ``c`` ends at 3,000: node 0 is
-    idle while node 1 drains. With ``idleSurge`` 1 (the default) the idle pass at 3,600 re-carves
+    idle while node 1 drains. With ``idleSurge`` 1 (the pool's, default 0) the idle pass at 3,600 re-carves
     node 0 beside the drain (the rollout gate does not hold it, the admission lets it out beyond
     maxUnavailable 1): ``w1``, first in the queue, runs at 3,660 (2,660 s), ``w2`` gets node 1 when
     it is back (2,700 + grace + 60), one pod evicted, and nobody is held on the idle GPU. With
@@ -221,9 +221,9 @@ def test_an_idle_node_is_recarved_beside_a_node_that_drains(grace: float) -> Non
     balanced node 0, which then has to be drained in its turn for ``w2`` — two evictions, and with
     a 2 h grace both waiting pods are counted held on node 0's idle GPU."""
     assert A100 is not None
-    s = settings(nodes=3, gpus_per_node=1, drain_grace_seconds=grace)
+    s = settings(nodes=3, gpus_per_node=1, drain_grace_seconds=grace, idle_surge=1)
     surge = simulate(DRAINING, A100, s, "default", POLICY)
-    assert s.idle_surge == 1 and s.idle_pass
+    assert s.idle_pass
     back = 2700 + grace + 60
     assert surge.waits["7g"] == [(950.0, False), (2660.0, False), (back - 3100, False)]
     assert surge.held_on_idle == 0 and surge.evictions == 1
@@ -241,7 +241,7 @@ def test_the_idle_pass_changes_no_more_nodes_than_the_admission_starts() -> None
     would stay schedulable on its old layout, and a pod bound to it meanwhile would be drained."""
     assert A100 is not None
     trace = [TracePod(f"w{k}", 0, 10_000, 1, 1000, 0) for k in range(3)]
-    res = simulate(trace, A100, settings(nodes=3, gpus_per_node=1), "default", POLICY)
+    res = simulate(trace, A100, settings(nodes=3, gpus_per_node=1, idle_surge=1), "default", POLICY)
     assert res.waits == {"7g": [(960.0, False), (960.0, False), (1860.0, False)]}
     assert res.idle_recarves == 2 and res.revisions == 2 and res.evictions == 0
     wide = simulate(trace, A100, settings(nodes=3, gpus_per_node=1, idle_surge=2), "default", POLICY)
@@ -270,9 +270,9 @@ def test_the_idle_pass_does_not_carve_a_second_node_for_a_pod_a_drain_is_for() -
 
 
 def test_cli_idle_surge_reaches_the_admission(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """``--idle-surge N`` (default 1) is the replay's admission and is reported (``idleSurge``, the
+    """``--idle-surge N`` (default 0) is the replay's admission and is reported (``idleSurge``, the
     text header): two idle 1-GPU nodes, two whole-GPU pods at 0 under naive; with 0 the second node
-    waits for the first (p95 120 s), with the default both go at once (60 s); -1 is a usage error."""
+    waits for the first (p95 120 s), with 1 both go at once (60 s); -1 is a usage error."""
     path = tmp_path / "t.csv"
     path.write_text(
         "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_time,deletion_time,"
@@ -280,7 +280,7 @@ def test_cli_idle_surge_reaches_the_admission(tmp_path: Path, capsys: pytest.Cap
     )
     base = ["simulate", "--trace", str(path), "--gpu-product", "NVIDIA-A100-SXM4-80GB", "--nodes", "2"]
     base += ["--gpus-per-node", "1", "--baseline", "naive", "--configmap-sync-delay", "0"]
-    for flag, surge, p95 in (([], 1, 60.0), (["--idle-surge", "0"], 0, 120.0)):
+    for flag, surge, p95 in (([], 0, 120.0), (["--idle-surge", "1"], 1, 60.0)):
         assert main([*base, *flag, "-o", "json"]) == ExitCode.OK
         doc = json.loads(capsys.readouterr().out)
         assert doc["idleSurge"] == surge and doc["results"][0]["waitSeconds"]["all"]["p95"] == p95

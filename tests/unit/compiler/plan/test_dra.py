@@ -16,7 +16,7 @@ WAS_DEVICE_PLUGIN = CurrentState(backends=((("east", "a100"), "device-plugin"),)
 
 
 def _policy(
-    search_guarantee: int = 8, max_unavailable: int = 1, dra_mig: DraMig = "static", idle_surge: int = 1
+    search_guarantee: int = 8, max_unavailable: int = 1, dra_mig: DraMig = "static", idle_surge: int = 0
 ) -> Policy:
     """The test policy with its a100 pool on DRA."""
     base = policy()
@@ -57,24 +57,24 @@ def test_a_switch_takes_out_as_many_nodes_as_the_guarantees_allow() -> None:
     # default_solution: a100-01 holds 16 x 1g.10gb, a100-02 42 x 1g.10gb and 2 whole GPUs; the cluster
     # 58 x 1g.10gb and 6 whole GPUs (l40s-01 has 4). Guarantees: search 8 x 1g.10gb, research 2 GPUs.
     (row,) = _rows(_policy())  # maxUnavailable 1; h200 and l40s stay on the device plugin: no row
-    # idleSurge 1 (the default): an idle node may go beside the one draining, so both nodes may be
-    # away, which leaves 0 of 8 guaranteed 1g.10gb: the guard says the surge is too much here
     assert (row.pool, row.before, row.after, row.batch, row.guard) == (
         "a100",
         "device-plugin",
         "dra-static",
         1,
-        "maxUnavailable 1 + idleSurge 1 would leave too little",
+        "",
     )
-    (no_surge,) = _rows(_policy(idle_surge=0))
-    assert (no_surge.batch, no_surge.guard) == (1, "")
+    # idleSurge 1: an idle node may go beside the one draining, so both nodes may be away, which
+    # leaves 0 of 8 guaranteed 1g.10gb: the guard says the surge is too much here
+    (surge,) = _rows(_policy(idle_surge=1))
+    assert (surge.batch, surge.guard) == (1, "maxUnavailable 1 + idleSurge 1 would leave too little")
     assert row.steps == steps("device-plugin", "dra-static")
     assert row.templates == () and row.fits is None  # bert has no target; not a DynamicMIG pool
     # both a100 nodes away leaves 0 of 8 guaranteed 1g.10gb: one at a time
     (two,) = _rows(_policy(max_unavailable=2))
-    assert (two.batch, two.guard) == (1, "maxUnavailable 2 + idleSurge 1 would leave too little")
-    (two,) = _rows(_policy(max_unavailable=2, idle_surge=0))
     assert (two.batch, two.guard) == (1, "maxUnavailable 2 would leave too little")
+    (two,) = _rows(_policy(max_unavailable=2, idle_surge=1))
+    assert (two.batch, two.guard) == (1, "maxUnavailable 2 + idleSurge 1 would leave too little")
     # a guarantee of 50: the larger node away leaves 58 - 42 = 16
     (none,) = _rows(_policy(search_guarantee=50))
     assert none.batch == 0

@@ -93,7 +93,7 @@ def full_policy() -> Policy:
         node_names=("node-0", "node-1", "node-2"),
         node_count=3,
         max_unavailable=2,
-        idle_surge=0,  # off the default (1), and within every node count the tests give the pool
+        idle_surge=1,  # off the default (0), and within every node count the tests give the pool
         price_per_gpu_hour=3.5,
         allocation="dra",  # static DRA: the replay's --drain-scope gpu (compiler/simulate/decision.py)
     )

@@ -123,14 +123,25 @@ def test_a_busy_node_is_not_an_idle_gpu() -> None:
     assert res.idle_recarves == 0 and res.held_on_idle == 0
 
 
-def test_cli_idle_pass_flag_reaches_the_loop(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def _trace(tmp_path: Path, *rows: str) -> Path:
+    """An openb pod list of ``rows`` (after the header)."""
     path = tmp_path / "t.csv"
-    path.write_text(
-        "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_time,deletion_time,"
-        "scheduled_time\nbig,1,1,1,1000,,BE,Running,0,3600,0\nsmall,1,1,1,100,,BE,Running,6000,6600,6000\n"
+    header = "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_time,deletion_time,"
+    path.write_text(header + "scheduled_time\n" + "".join(r + "\n" for r in rows))
+    return path
+
+
+def _simulate(path: Path, nodes: int, baseline: str) -> list[str]:
+    """``migc simulate`` of ``path`` on ``nodes`` one-GPU A100 nodes under ``baseline``."""
+    base = ["simulate", "--trace", str(path), "--gpu-product", "NVIDIA-A100-SXM4-80GB", "--nodes", str(nodes)]
+    return [*base, "--gpus-per-node", "1", "--baseline", baseline]
+
+
+def test_cli_idle_pass_flag_reaches_the_loop(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = _trace(
+        tmp_path, "big,1,1,1,1000,,BE,Running,0,3600,0", "small,1,1,1,100,,BE,Running,6000,6600,6000"
     )
-    base = ["simulate", "--trace", str(path), "--gpu-product", "NVIDIA-A100-SXM4-80GB", "--nodes", "1"]
-    base += ["--gpus-per-node", "1", "--baseline", "default", "-o", "json"]
+    base = [*_simulate(path, 1, "default"), "-o", "json"]
     # on by default with --decision cover (bench/RESULTS.md Round 21); --no-idle-pass turns it off
     cases: tuple[tuple[list[str], bool, int, int], ...] = (
         ([], True, 0, 2),
@@ -273,13 +284,8 @@ def test_cli_idle_surge_reaches_the_admission(tmp_path: Path, capsys: pytest.Cap
     """``--idle-surge N`` (default 0) is the replay's admission and is reported (``idleSurge``, the
     text header): two idle 1-GPU nodes, two whole-GPU pods at 0 under naive; with 0 the second node
     waits for the first (p95 120 s), with 1 both go at once (60 s); -1 is a usage error."""
-    path = tmp_path / "t.csv"
-    path.write_text(
-        "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_time,deletion_time,"
-        "scheduled_time\na,1,1,1,1000,,BE,Running,0,3600,0\nb,1,1,1,1000,,BE,Running,0,3600,0\n"
-    )
-    base = ["simulate", "--trace", str(path), "--gpu-product", "NVIDIA-A100-SXM4-80GB", "--nodes", "2"]
-    base += ["--gpus-per-node", "1", "--baseline", "naive", "--configmap-sync-delay", "0"]
+    path = _trace(tmp_path, "a,1,1,1,1000,,BE,Running,0,3600,0", "b,1,1,1,1000,,BE,Running,0,3600,0")
+    base = [*_simulate(path, 2, "naive"), "--configmap-sync-delay", "0"]
     for flag, surge, p95 in (([], 0, 120.0), (["--idle-surge", "1"], 1, 60.0)):
         assert main([*base, *flag, "-o", "json"]) == ExitCode.OK
         doc = json.loads(capsys.readouterr().out)

@@ -245,18 +245,29 @@ def test_an_idle_node_is_recarved_beside_a_node_that_drains(grace: float) -> Non
     assert sum(w for w, _ in alone.waits["7g"]) > sum(w for w, _ in surge.waits["7g"])
 
 
-def test_the_idle_pass_changes_no_more_nodes_than_the_admission_starts() -> None:
-    """3 idle nodes x 1 balanced GPU, three whole-GPU pods at 0. maxUnavailable 1 + idleSurge 1: the
-    idle pass at 900 re-carves two nodes (both admitted at once: 960 s) and leaves the third for
-    the next evaluation (1,800 + 60 = 1,860 s) — a node changed but left waiting for a slot
-    would stay schedulable on its old layout, and a pod bound to it meanwhile would be drained."""
+def test_beside_a_rollout_the_idle_pass_changes_no_more_nodes_than_the_admission_starts() -> None:
+    """4 nodes x 1 balanced GPU: :data:`DRAINING` with a second short 3g pod ``d`` and a fourth
+    whole-GPU pod ``w3`` at 3,100. At 3,600 node 2 drains (for ``w1``, 2 h grace) and nodes 0 and 1
+    are idle, both wanted. maxUnavailable 1 + idleSurge 1 leaves room for one beside the drain: the
+    pass re-carves node 0 then, node 1 at the next evaluation (4,500) — a node changed but left
+    waiting for a slot would stay schedulable on its old layout, and a pod bound to it meanwhile
+    would be drained. With idleSurge 2 both go at 3,600. With no node in flight the pass is not
+    capped: three idle nodes wanted at once are changed in one revision and admitted a slot at a
+    time (Round 22's pass)."""
     assert A100 is not None
-    trace = [TracePod(f"w{k}", 0, 10_000, 1, 1000, 0) for k in range(3)]
-    res = simulate(trace, A100, settings(nodes=3, gpus_per_node=1, idle_surge=1), "default", POLICY)
-    assert res.waits == {"7g": [(960.0, False), (960.0, False), (1860.0, False)]}
-    assert res.idle_recarves == 2 and res.revisions == 2 and res.evictions == 0
-    wide = simulate(trace, A100, settings(nodes=3, gpus_per_node=1, idle_surge=2), "default", POLICY)
-    assert wide.waits == {"7g": [(960.0, False)] * 3} and wide.idle_recarves == 1
+    trace = [*DRAINING[:1], TracePod("d", 0, 3000, 1, 400, 0), *DRAINING[1:]]
+    trace.append(TracePod("w3", 3100, 100_000, 1, 1000, 0))
+    s = settings(nodes=4, gpus_per_node=1, drain_grace_seconds=7200.0, idle_surge=1)
+    one = simulate(trace, A100, s, "default", POLICY)
+    two = simulate(trace, A100, replace(s, idle_surge=2), "default", POLICY)
+    assert one.idle_recarves == 4 and two.idle_recarves == 3  # 900, 3,600 (and 4,500), 101,700
+    assert one.waits["7g"] == [(950.0, False), (2660.0, False), (1460.0, False), (6860.0, False)]
+    assert two.waits["7g"] == [(950.0, False), (2660.0, False), (560.0, False), (6860.0, False)]
+    assert one.evictions == two.evictions == 1
+    idle = [TracePod(f"w{k}", 0, 10_000, 1, 1000, 0) for k in range(3)]
+    res = simulate(idle, A100, settings(nodes=3, gpus_per_node=1), "default", POLICY)
+    assert res.idle_recarves == 1 and res.revisions == 1 and res.evictions == 0
+    assert res.waits == {"7g": [(960.0, False), (1020.0, False), (1080.0, False)]}
 
 
 def test_the_idle_pass_does_not_carve_a_second_node_for_a_pod_a_drain_is_for() -> None:

@@ -1870,9 +1870,11 @@ class _Run:
         (compiler/recommend/gates.py). On by default since bench/RESULTS.md Round 21. It is not held
         by migc recommend's rollout gate (since Round 23): it changes only idle nodes and leaves the
         nodes in flight as they are, their targets counted as capacity — the multi-GPU pods a node in
-        flight is carved for included (:meth:`_not_in_flight`) — and it changes no more nodes than
-        the admission starts now (:meth:`_admission_room`: ``max_unavailable + idle_surge``), so no
-        node it changed is left waiting, schedulable on its old layout.
+        flight is carved for included (:meth:`_not_in_flight`) — and then it changes no more nodes
+        than the admission starts now (:meth:`_admission_room`: ``max_unavailable + idle_surge``), so
+        no node it changed is left waiting, schedulable on its old layout. With no node in flight it
+        changes as many as its cover asks; the admission starts them one slot at a time, and a pod
+        bound meanwhile to one that waits is drained when its turn comes (as in Round 22).
         """
         res, fleet = self.res, self.fleet
         when = EPOCH + dt.timedelta(seconds=now)
@@ -1882,9 +1884,12 @@ class _Run:
             for n in range(self.s.nodes)
             if fleet.state[n] == IDLE and n not in young and self._idle_gpus(n)
         ]
-        # only as many nodes as the admission starts now (:meth:`_admit`): a changed node left waiting
-        # stays schedulable on its old layout, and a pod bound to it meanwhile would have to be drained
-        room = self._admission_room()
+        # beside a rollout, only as many nodes as the admission starts now (:meth:`_admit`): a changed
+        # node left waiting stays schedulable on its old layout, and a pod bound to it meanwhile would
+        # have to be drained. With nothing in flight the pass is Round 22's (no cap: with the cap at
+        # idleSurge 0 heldOnIdleGpu fell on more cells, bench/RESULTS.md Round 23)
+        rolling = any(st in (DRAINING, RECONFIGURING) for st in fleet.state)
+        room = self._admission_room() if rolling else self.s.nodes
         if not idle or room <= 0:
             return False
         mix = dict(self.now_demand)

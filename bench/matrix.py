@@ -205,26 +205,25 @@ def table(path: Path) -> str:
     return "\n".join(lines)
 
 
-def _node_amount(text: str) -> int:
-    """A node's CPU or memory as ``migc simulate`` takes it: a whole number 1..MAX_NODE_RESOURCE."""
+def _whole(text: str, lo: int, hi: int) -> int:
+    """A whole number ``lo``..``hi``, or an argparse error saying why not."""
     try:
         n = int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if not 1 <= n <= MAX_NODE_RESOURCE:
-        raise argparse.ArgumentTypeError(f"{n} is not in 1..{MAX_NODE_RESOURCE}")
+    if not lo <= n <= hi:
+        raise argparse.ArgumentTypeError(f"{n} is not in {lo}..{hi}")
     return n
+
+
+def _node_amount(text: str) -> int:
+    """A node's CPU or memory as ``migc simulate`` takes it: a whole number 1..MAX_NODE_RESOURCE."""
+    return _whole(text, 1, MAX_NODE_RESOURCE)
 
 
 def _surge(text: str) -> int:
     """``--idle-surge``: a whole number 0..10000, as ``migc simulate --idle-surge`` takes it."""
-    try:
-        n = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if not 0 <= n <= 10000:
-        raise argparse.ArgumentTypeError(f"{n} is not in 0..10000")
-    return n
+    return _whole(text, 0, 10000)
 
 
 def main() -> None:

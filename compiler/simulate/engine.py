@@ -1586,15 +1586,8 @@ class _Run:
         Failed node keeps counting); beyond that, up to ``idle_surge`` more of them that run no GPU
         pod (NodePool.idleSurge: their re-carve evicts nothing)."""
         fleet = self.fleet
-        out = sum(1 for st in fleet.state if st != IDLE)
-        budget = max(0, self.s.max_unavailable - out)  # any node
-        room = max(0, self.s.max_unavailable + self.s.idle_surge - out)  # idle ones beyond the budget
+        budget, room = self._slots()
         if not room:
-            return
-        # controller/reconciler/admission.py ``_halted``: a revision that failed on max_failures nodes
-        # admits none until a new revision (a failed node of an older revision restarts with the new
-        # one in ``apply``, so every Failed node here failed under the newest revision)
-        if MAX_FAILURES and sum(1 for st in fleet.state if st == FAILED) >= MAX_FAILURES:
             return
         waiting = sorted(
             (len(self.node_pods[n]), n)
@@ -1888,8 +1881,7 @@ class _Run:
         # node left waiting stays schedulable on its old layout, and a pod bound to it meanwhile would
         # have to be drained. With nothing in flight the pass is Round 22's (no cap: with the cap at
         # idleSurge 0 heldOnIdleGpu fell on more cells, bench/RESULTS.md Round 23)
-        rolling = any(st in (DRAINING, RECONFIGURING) for st in fleet.state)
-        room = self._admission_room() if rolling else self.s.nodes
+        room = self._admission_room() if self._rolling() else self.s.nodes
         if not idle or room <= 0:
             return False
         mix = dict(self.now_demand)
@@ -1948,18 +1940,32 @@ class _Run:
         ]
         return all(c.passed for c in checks)
 
+    def _slots(self) -> tuple[int, int]:
+        """The admission's room now (:meth:`_admit`): nodes of any kind under ``max_unavailable``, and
+        nodes running no GPU pod under ``max_unavailable + idle_surge``; none while the rollout is
+        halted (controller/reconciler/admission.py ``_halted``: a revision that failed on
+        max_failures nodes admits none until a new revision; a failed node of an older revision
+        restarts with the new one in ``apply``, so every Failed node here failed under the newest)."""
+        state = self.fleet.state
+        if MAX_FAILURES and sum(1 for st in state if st == FAILED) >= MAX_FAILURES:
+            return 0, 0
+        out = sum(1 for st in state if st != IDLE)
+        return max(0, self.s.max_unavailable - out), max(0, self.s.max_unavailable + self.s.idle_surge - out)
+
+    def _rolling(self) -> bool:
+        """Whether a node is in flight (Draining or Reconfiguring; a Failed node is not): what migc
+        recommend's rollout gate holds on."""
+        return any(st in (DRAINING, RECONFIGURING) for st in self.fleet.state)
+
     def _admission_room(self) -> int:
-        """How many more Idle nodes running no GPU pod :meth:`_admit` would let out of Idle now: the
-        room under ``max_unavailable + idle_surge`` less the Idle nodes without a pod already waiting
-        for it (their target differs; they go first), 0 while the rollout is halted."""
-        fleet, s = self.fleet, self.s
-        if MAX_FAILURES and sum(1 for st in fleet.state if st == FAILED) >= MAX_FAILURES:
-            return 0
-        out = sum(1 for st in fleet.state if st != IDLE)
+        """How many more Idle nodes running no GPU pod :meth:`_admit` would let out of Idle now: its
+        room (:meth:`_slots`) less the Idle nodes without a pod already waiting for it (their target
+        differs; they go first)."""
+        state, differs = self.fleet.state, self.fleet.differs
         waiting = sum(
-            1 for n in range(s.nodes) if fleet.state[n] == IDLE and not self.node_pods[n] and fleet.differs(n)
+            1 for n in range(self.s.nodes) if state[n] == IDLE and not self.node_pods[n] and differs(n)
         )
-        return max(0, s.max_unavailable + s.idle_surge - out - waiting)
+        return max(0, self._slots()[1] - waiting)
 
     def _not_in_flight(self, big: list[BigPod]) -> list[BigPod]:
         """The multi-GPU pods (queue order) that no node in flight (Draining, Reconfiguring) is being
@@ -2010,7 +2016,7 @@ class _Run:
         # migc recommend's rollout gate: no proposal while a node is out of Idle (Failed aside) — but
         # the idle pass, which leaves the nodes in flight as they are (the admission's idleSurge lets
         # its idle nodes out beside them)
-        rolling = any(st in (DRAINING, RECONFIGURING) for st in fleet.state)
+        rolling = self._rolling()
         if rolling:
             res.blocked["rollout"] = res.blocked.get("rollout", 0) + 1
             if not self.s.idle_pass:

@@ -635,7 +635,8 @@ class _Cover:
 
     def place_big(self, pod: BigPod) -> None:
         """``pod.count`` full GPUs on one node: idle ones if a node has enough, else the first
-        node in ``order`` whose change ``weigh`` lets through."""
+        node in ``order`` where the change starts the pod (:meth:`_starts`) and ``weigh`` lets it
+        through."""
         self.want[pod.profile] = max(0, self.want.get(pod.profile, 0) - pod.count)
         if pod.count > max(self.room.values(), default=0):
             return  # no node has that many GPUs left in this cover
@@ -673,8 +674,8 @@ class _Cover:
         return False
 
     def _carve_for(self, pod: BigPod) -> int | None:
-        """Carve ``pod.count`` full GPUs of the first node ``weigh`` lets through: None, or the
-        refusals ``weigh`` gave where no node took the pod."""
+        """Carve ``pod.count`` full GPUs of the first node where the change starts the pod and
+        ``weigh`` lets it through: None, or the refusals ``weigh`` gave where no node took the pod."""
         fleet, whole, lay = self.fleet, {pod.profile: 1}, self.lay
         refusals = 0
         for node, _ in self.order:
@@ -686,6 +687,8 @@ class _Cover:
                 continue
             pick = free[: pod.count]
             node_changes = {gi: dict(whole) for gi in pick if lay(gi) != whole}
+            if not self._starts(node, pick, node_changes):
+                continue  # the node's idle GPUs stay for the per-GPU cover
             after = dict(self.cap)
             for gi in node_changes:
                 _replace(after, lay(gi), {pod.profile: 1})
@@ -705,6 +708,27 @@ class _Cover:
             self.cap = after
             return None
         return refusals
+
+    def _starts(self, node: int, pick: Sequence[int], node_changes: Mapping[int, Layout]) -> bool:
+        """Whether giving a multi-GPU pod the GPUs ``pick`` of ``node`` (``node_changes``: those
+        re-carved to full GPUs) lets it start once the change is made: every picked GPU is free then.
+
+        A picked GPU a pod runs on is freed only by a drain, and the controller drains for a change
+        of layout alone: under ``drain_scope="node"`` any change of the node drains every GPU pod on
+        it, under ``"gpu"`` only those on the GPUs it re-carves (:meth:`_Fleet.redone`). A pick of
+        full GPUs already carved, one of them busy, changes nothing: it starts nothing and drains
+        nothing, it only holds the node's idle GPUs as they are until that pod ends by itself, while
+        the disruption rule would have weighed it as the drain that serves the pod (bench/RESULTS.md
+        Round 24). Such a node is passed over: its idle GPUs stay for the per-GPU cover, and the
+        pod gets a node when a change that starts it is worth making."""
+        fleet = self.fleet
+        busy = [gi for gi in pick if any(fleet.busy[gi].values())]
+        if not busy:
+            return True
+        if fleet.s.drain_scope == "node":  # a change of the node drains all of it
+            return bool(node_changes)
+        redone = fleet.redone(node, node_changes)
+        return all(gi in redone for gi in busy)
 
     def per_gpu(self, mix: Layout | None) -> None:
         """The per-GPU cover, on the GPUs and the demand the multi-GPU pods left."""

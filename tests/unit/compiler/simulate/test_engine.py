@@ -245,3 +245,42 @@ def test_a_multi_gpu_pod_of_no_benefit_is_always_weighed() -> None:
     big = [engine.BigPod(2, "7g.80gb", b) for b in (40.0, 0.0)]
     engine.cover(_two_node_fleet(), {"7g.80gb": 4}, [(0, 0.0), (1, 0.0)], weigh=rule, big=big)
     assert rule.asked == [(0, 40.0), (1, 40.0), (0, 0.0), (1, 0.0)] and rule.told == 0
+
+
+# ---- a multi-GPU pod is given a node only where the change starts it (bench/RESULTS.md Round 24) ---
+
+WHOLE = "7g.80gb"  # the A100's full profile: a whole GPU, MIG off
+
+
+def _node_of(layouts: list[dict[str, int]], busy: int, scope: str) -> engine._Fleet:
+    """One node of ``len(layouts)`` GPUs with those layouts; a pod runs on GPU ``busy``'s instance."""
+    fleet = engine._Fleet(A100, Settings(nodes=1, gpus_per_node=len(layouts), drain_scope=scope), {})
+    fleet.layout = [dict(x) for x in layouts]
+    fleet.target = [dict(x) for x in layouts]
+    fleet.busy[busy] = {next(iter(layouts[busy])): 1}
+    return fleet
+
+
+@pytest.mark.parametrize("scope", ["node", "gpu"])
+def test_full_gpus_one_of_them_busy_are_not_held_for_a_multi_gpu_pod(scope: str) -> None:
+    """Both GPUs are whole, GPU 1 runs a whole-GPU pod; a 2-GPU pod waits, and so do 7 1g pods. Giving
+    the 2-GPU pod both GPUs changes nothing: nothing drains GPU 1, so the pod cannot start before
+    GPU 1's pod ends by itself — the cover does not count it placed, and the idle GPU 0 serves the
+    1g pods (before Round 24 the cover returned no change at all: GPU 0 sat idle as a whole GPU)."""
+    fleet = _node_of([{WHOLE: 1}, {WHOLE: 1}], busy=1, scope=scope)
+    big = [engine.BigPod(2, WHOLE, 1e9)]
+    changes, cap = engine.cover(fleet, {WHOLE: 3, "1g.10gb": 7}, [(0, 0.0)], big=big)
+    assert changes == {0: {"1g.10gb": 7}}
+    assert cap == {WHOLE: 1, "1g.10gb": 7}
+
+
+@pytest.mark.parametrize("scope", ["node", "gpu"])
+def test_a_multi_gpu_pod_is_given_a_node_whose_change_drains_the_busy_gpu(scope: str) -> None:
+    """GPU 0 is MIG-partitioned and idle, GPU 1 whole and busy. Re-carving GPU 0 to a whole GPU
+    drains the node: under ``"node"`` every GPU pod of a changed node, under ``"gpu"`` because the
+    change turns MIG off, and mig-parted then resets every GPU of the node (``_Fleet.redone``). The
+    pod starts once the change is made, so it gets the node."""
+    fleet = _node_of([engine.balanced_layout(A100), {WHOLE: 1}], busy=1, scope=scope)
+    changes, _ = engine.cover(fleet, {WHOLE: 3}, [(0, 0.0)], big=[engine.BigPod(2, WHOLE, 1e9)])
+    assert changes == {0: {WHOLE: 1}}
+

@@ -284,3 +284,19 @@ def test_a_multi_gpu_pod_is_given_a_node_whose_change_drains_the_busy_gpu(scope:
     changes, _ = engine.cover(fleet, {WHOLE: 3}, [(0, 0.0)], big=[engine.BigPod(2, WHOLE, 1e9)])
     assert changes == {0: {WHOLE: 1}}
 
+
+
+@pytest.mark.parametrize(("ahead", "placed"), [(0, True), (1, False)])
+def test_a_multi_gpu_pod_behind_one_instance_pods_is_not_given_a_node_they_would_take(
+    ahead: int, placed: bool
+) -> None:
+    """Two idle MIG-partitioned GPUs; a 2-GPU pod waits. Re-carving both to full GPUs starts it —
+    unless a whole-GPU pod is queued before it (``ahead``): the scheduler binds that one first, on one
+    of the two, and the 2-GPU pod the change was made for would not start. (The demand here is the
+    2-GPU pod's alone, so the per-GPU step, which would serve the pod ahead, carves nothing.)"""
+    bal = engine.balanced_layout(A100)
+    fleet = engine._Fleet(A100, Settings(nodes=1, gpus_per_node=2), {})
+    fleet.layout, fleet.target = [dict(bal), dict(bal)], [dict(bal), dict(bal)]
+    big = [engine.BigPod(2, WHOLE, 1e9, ahead=ahead)]
+    changes, _ = engine.cover(fleet, {WHOLE: 2}, [(0, 0.0)], big=big)
+    assert changes == ({0: {WHOLE: 1}, 1: {WHOLE: 1}} if placed else {})

@@ -583,40 +583,6 @@ def test_a_multi_gpu_pod_gets_its_whole_gpus_on_one_node() -> None:
     assert waits(res) == {"1g": [(0.0, False)], "2x7g": [(0.0, False), (120.0, False)]}
 
 
-
-def test_naive_does_not_hold_idle_whole_gpus_for_a_multi_gpu_pod_a_busy_gpu_blocks() -> None:
-    """1 node x 2 GPUs carved whole for ``w1`` (100 s) and ``w2`` (100,000 s); ``big`` asks for both
-    GPUs at 50, a 1g pod ``s`` arrives at 200. Once ``w1`` ends, giving ``big`` the two full GPUs
-    changes nothing — nothing would drain ``w2`` — so the cover does not count ``big`` placed
-    (bench/RESULTS.md Round 24): naive, which re-carves whenever a pod is short, re-carves the node
-    for ``s`` and then for ``big`` (draining ``w2``), and neither waits for ``w2`` to end by itself,
-    as both did before (``s`` 100,540 s, ``big`` 100,070 s: the idle GPU was held as a whole GPU)."""
-    assert A100 is not None
-    trace = [
-        pod("w1", 0, 100),
-        pod("w2", 0, 100_000),
-        pod("big", 50, 500, num=2),
-        pod("s", 200, 10, milli=100),
-    ]
-    res = simulate(trace, A100, settings(nodes=1, gpus_per_node=2), "naive", NAIVE)
-    w = waits(res)
-    assert w["2x7g"][0][0] < 100_000 - 50 and w["1g"][0][0] < 100_000 - 200
-    assert res.evictions >= 1  # w2 was drained for big, which it would have held to the end
-
-
-def test_a_multi_gpu_pod_counts_the_one_instance_pods_queued_before_it() -> None:
-    """``_Run.big_pods``: each pending multi-GPU pod with the one-instance pods of its profile ahead of
-    it in the scheduler's queue (priority, then queued-at): they take a freed full GPU first."""
-    assert A100 is not None
-    s = Settings(nodes=1, gpus_per_node=8)
-    trace = [pod("w1", 0, 10), pod("big", 0, 10, num=2), pod("w2", 0, 10), pod("big4", 0, 10, num=4)]
-    trace.append(pod("urgent", 0, 10, prio=5))
-    pods = [_Pod(p, 0.0, *profile_for(p, A100, s.mapping), "x") for p in trace]
-    run = _Run(pods, A100, s, "default", NAIVE, _Fleet(A100, s, {}), Result("d", 0.0), 0.0)
-    for i, at in enumerate((10.0, 20.0, 30.0, 40.0, 50.0)):
-        run.enqueue(i, at)
-    assert [(b.count, b.ahead) for b in run.big_pods(100.0)] == [(2, 2), (4, 3)]  # urgent, w1 | + w2
-
 def _one_gpu_run(bound_waited: float) -> _Run:
     """1 node x 1 GPU carved 7g: a whole-GPU pod queued at 5500 - ``bound_waited`` and bound at 5500;
     a 1g pod pending since 0. The replay's weighing is asked at 6000 about re-carving to 7 x 1g."""

@@ -539,9 +539,6 @@ class BigPod:
     count: int
     profile: str
     benefit: float  # its pending GPU-time avoided (for ``weigh``): count × time waited
-    # the pending one-instance pods of ``profile`` queued before it: the scheduler binds them first,
-    # so the instances a change frees go to them before this pod (_Cover._starts)
-    ahead: int = 0
 
 
 def cover(
@@ -638,8 +635,7 @@ class _Cover:
 
     def place_big(self, pod: BigPod) -> None:
         """``pod.count`` full GPUs on one node: idle ones if a node has enough, else the first
-        node in ``order`` where the change starts the pod (:meth:`_starts`) and ``weigh`` lets it
-        through."""
+        node in ``order`` whose change ``weigh`` lets through."""
         self.want[pod.profile] = max(0, self.want.get(pod.profile, 0) - pod.count)
         if pod.count > max(self.room.values(), default=0):
             return  # no node has that many GPUs left in this cover
@@ -677,8 +673,8 @@ class _Cover:
         return False
 
     def _carve_for(self, pod: BigPod) -> int | None:
-        """Carve ``pod.count`` full GPUs of the first node where the change starts the pod and
-        ``weigh`` lets it through: None, or the refusals ``weigh`` gave where no node took the pod."""
+        """Carve ``pod.count`` full GPUs of the first node ``weigh`` lets through: None, or the
+        refusals ``weigh`` gave where no node took the pod."""
         fleet, whole, lay = self.fleet, {pod.profile: 1}, self.lay
         refusals = 0
         for node, _ in self.order:
@@ -690,8 +686,6 @@ class _Cover:
                 continue
             pick = free[: pod.count]
             node_changes = {gi: dict(whole) for gi in pick if lay(gi) != whole}
-            if not self._starts(node, pick, node_changes, pod):
-                continue  # the node's idle GPUs stay for the per-GPU cover
             after = dict(self.cap)
             for gi in node_changes:
                 _replace(after, lay(gi), {pod.profile: 1})
@@ -711,46 +705,6 @@ class _Cover:
             self.cap = after
             return None
         return refusals
-
-    def _starts(
-        self, node: int, pick: Sequence[int], node_changes: Mapping[int, Layout], pod: BigPod
-    ) -> bool:
-        """Whether giving the multi-GPU ``pod`` the GPUs ``pick`` of ``node`` (``node_changes``: those
-        re-carved to full GPUs) lets it start once the change is made.
-
-        Every picked GPU must be free then. A picked GPU a pod runs on is freed only by a drain, and
-        the controller drains for a change of layout alone: under ``drain_scope="node"`` any change
-        of the node drains every GPU pod on it, under ``"gpu"`` only those on the GPUs it re-carves
-        (:meth:`_Fleet.redone`). A pick of full GPUs already carved, one of them busy, changes
-        nothing: it starts nothing and drains nothing, it only holds the node's idle GPUs as they are
-        until that pod ends by itself, while the disruption rule would have weighed it as the drain
-        that serves the pod (bench/RESULTS.md Round 24).
-
-        And the full GPUs free on the node then must hold the pod after the one-instance pods of its
-        profile queued before it (``pod.ahead``): the scheduler binds in queue order, so a node
-        drained for the pod would otherwise go to them, and the pod — credited with the drain — would
-        wait for the next one (Round 24: one GPU of a node flipped between a full GPU and small
-        instances every minDwell, each time draining the node for an 8-GPU pod that never started).
-        Such a node is passed over: its idle GPUs stay for the per-GPU cover (which serves the pods
-        ahead), and the pod gets a node when a change that starts it is worth making."""
-        fleet = self.fleet
-        whole = {pod.profile: 1}
-        drained: Collection[int]
-        if fleet.s.drain_scope == "node":  # a change of the node drains all of it
-            drained = fleet.gpus(node) if node_changes else ()
-        else:
-            drained = fleet.redone(node, node_changes)
-        free = [
-            gi
-            for gi in fleet.gpus(node)
-            if gi not in self.taken
-            and gi not in self.frozen
-            and node_changes.get(gi, self.lay(gi)) == whole
-            and (gi in drained or not any(fleet.busy[gi].values()))
-        ]
-        if not set(pick) <= set(free):
-            return False
-        return len(free) >= pod.count + pod.ahead
 
     def per_gpu(self, mix: Layout | None) -> None:
         """The per-GPU cover, on the GPUs and the demand the multi-GPU pods left."""
@@ -1864,23 +1818,13 @@ class _Run:
         return p.count * self.fleet.slices[p.profile] / self.model.compute_slices
 
     def big_pods(self, now: float) -> list[BigPod]:
-        """The pending multi-GPU pods in queue order, for :func:`cover`, each with the one-instance
-        pods of its profile queued before it (``BigPod.ahead``)."""
-        queued, pods = self.queued_at, self.pods
-        waiting = sorted((-pods[i].src.priority, queued[i], i) for i in self.multi if i in queued)
-        ahead: dict[int, int] = {}
-        for prof in {pods[i].profile for _, _, i in waiting}:
-            singles = 0
-            for _, _, j in self.pending.get(prof, ()):
-                if pods[j].count > 1:
-                    ahead[j] = singles
-                else:
-                    singles += 1
-        out = []
-        for _, t, i in waiting:
-            p = pods[i]
-            out.append(BigPod(p.count, p.profile, p.count * (self.waited[i] + now - t), ahead.get(i, 0)))
-        return out
+        """The pending multi-GPU pods in queue order, for :func:`cover`."""
+        queued = self.queued_at
+        waiting = sorted((-self.pods[i].src.priority, queued[i], i) for i in self.multi if i in queued)
+        return [
+            BigPod(self.pods[i].count, self.pods[i].profile, self.pods[i].count * (self.waited[i] + now - t))
+            for _, t, i in waiting
+        ]
 
     def _weigh(self, now: float, want: Layout) -> Weigh:
         """The disruption rule (compiler/recommend/disruption.py) for one evaluation at ``now``

@@ -664,7 +664,7 @@ class _Cover:
                 if gi not in self.taken
                 and gi not in self.frozen
                 and self.lay(gi) == whole
-                and not any(fleet.busy[gi].values())
+                and not fleet.busy[gi]
             ]
             if len(idle) >= pod.count:
                 self.taken.update(idle[: pod.count])

@@ -245,16 +245,3 @@ def test_a_multi_gpu_pod_of_no_benefit_is_always_weighed() -> None:
     big = [engine.BigPod(2, "7g.80gb", b) for b in (40.0, 0.0)]
     engine.cover(_two_node_fleet(), {"7g.80gb": 4}, [(0, 0.0), (1, 0.0)], weigh=rule, big=big)
     assert rule.asked == [(0, 40.0), (1, 40.0), (0, 0.0), (1, 0.0)] and rule.told == 0
-
-
-def test_whole_gpus_whose_pods_ended_count_as_idle_for_a_multi_gpu_pod() -> None:
-    """``release`` leaves a GPU's busy count at 0 for the profile it ran, not absent. Two whole GPUs
-    whose pods have ended are idle: a 2-GPU pod takes them as they are, and the disruption rule is
-    not asked about a change (before, such GPUs did not count as idle and the rule was asked about a
-    change of nothing — counted as a refusal when it said no)."""
-    whole = "7g.80gb"
-    fleet = engine._Fleet(A100, Settings(nodes=1, gpus_per_node=2), {whole: 1})
-    fleet.busy = [{whole: 0}, {whole: 0}]  # what release leaves behind
-    rule = _Recorder(bar=1e12)
-    changes, _ = engine.cover(fleet, {whole: 2}, [(0, 0.0)], weigh=rule, big=[engine.BigPod(2, whole, 5.0)])
-    assert changes == {} and rule.asked == [] and rule.told == 0

@@ -538,7 +538,7 @@ class BigPod:
 
     count: int
     profile: str
-    benefit: float  # its pending GPU-time avoided (for ``weigh``): count × time waited
+    benefit: float  # its pending GPU-time avoided (for ``weigh``): count × this attempt's wait
 
 
 def cover(
@@ -664,7 +664,7 @@ class _Cover:
                 if gi not in self.taken
                 and gi not in self.frozen
                 and self.lay(gi) == whole
-                and not fleet.busy[gi]
+                and not any(fleet.busy[gi].values())
             ]
             if len(idle) >= pod.count:
                 self.taken.update(idle[: pod.count])
@@ -1765,7 +1765,8 @@ class _Run:
     # ---- the recommend loop ---------------------------------------------------------------------------
 
     def _waiting(self, now: float) -> list[g.PendingPod]:
-        """The pending pods as the gates see them (none where neither max-wait nor rules need them)."""
+        """The pending pods as the gates see them (none where neither max-wait nor rules need them),
+        each with its present attempt's wait, as migc recommend sees it."""
         if self.s.max_wait_seconds is None and not self.policy.rules:
             return []
         mem = {p.name: p.memory_gb for p in self.model.profiles}
@@ -1774,7 +1775,7 @@ class _Run:
             g.PendingPod(
                 pods[i].src.name,
                 p,
-                self.waited[i] + now - self.queued_at[i],
+                now - self.queued_at[i],  # this attempt's wait: what migc recommend sees
                 self.s.max_wait_seconds,
                 mem.get(p),
             )
@@ -1818,11 +1819,13 @@ class _Run:
         return p.count * self.fleet.slices[p.profile] / self.model.compute_slices
 
     def big_pods(self, now: float) -> list[BigPod]:
-        """The pending multi-GPU pods in queue order, for :func:`cover`."""
+        """The pending multi-GPU pods in queue order, for :func:`cover`; each one's benefit counts
+        the wait of its present attempt only (since it was last queued), as migc recommend reads it
+        from the re-created pod's creationTimestamp."""
         queued = self.queued_at
         waiting = sorted((-self.pods[i].src.priority, queued[i], i) for i in self.multi if i in queued)
         return [
-            BigPod(self.pods[i].count, self.pods[i].profile, self.pods[i].count * (self.waited[i] + now - t))
+            BigPod(self.pods[i].count, self.pods[i].profile, self.pods[i].count * (now - t))
             for _, t, i in waiting
         ]
 
@@ -2362,12 +2365,15 @@ class _RuleWeigh:
         self.lists: dict[str, list[float]] = {}
 
     def _waits(self, prof: str) -> list[float]:
-        """The waits of the pending one-instance pods of ``prof``, in queue order."""
+        """The waits of the pending one-instance pods of ``prof``, in queue order: each one's present
+        attempt (since it was last queued). An evicted pod is re-created, so migc recommend does not
+        see the wait before its eviction, and the replay's decision does not count it either (its
+        wait statistics do: ``_Run.waited``)."""
         out = self.lists.get(prof)
         if out is None:
             run, now = self.run, self.now
-            pods, waited, queued = run.pods, run.waited, run.queued_at
-            out = [waited[i] + now - queued[i] for _, _, i in run.pending[prof] if pods[i].count == 1]
+            pods, queued = run.pods, run.queued_at
+            out = [now - queued[i] for _, _, i in run.pending[prof] if pods[i].count == 1]
             self.lists[prof] = out
         return out
 

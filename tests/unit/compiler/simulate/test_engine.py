@@ -226,9 +226,7 @@ def test_a_multi_gpu_pod_asking_no_more_than_one_refused_is_not_weighed_again() 
     whole = "7g.80gb"
     rule = _Recorder(bar=50.0)
     big = [engine.BigPod(2, whole, b) for b in (40.0, 30.0, 30.0, 45.0, 60.0, 20.0)]
-    changes, _ = engine.cover(
-        _two_node_fleet(), {whole: 12}, [(0, 0.0), (1, 0.0)], weigh=rule, big=big
-    )
+    changes, _ = engine.cover(_two_node_fleet(), {whole: 12}, [(0, 0.0), (1, 0.0)], weigh=rule, big=big)
     # 40 asked on both nodes; 30, 30 told (2 refusals each); 45 asked (more than 40): refused on both;
     # 60 passes on node 0; 20 is asked again on node 1 (the fleet changed), refused
     assert rule.asked == [(0, 40.0), (1, 40.0), (0, 45.0), (1, 45.0), (0, 60.0), (1, 20.0)]
@@ -245,3 +243,40 @@ def test_a_multi_gpu_pod_of_no_benefit_is_always_weighed() -> None:
     big = [engine.BigPod(2, "7g.80gb", b) for b in (40.0, 0.0)]
     engine.cover(_two_node_fleet(), {"7g.80gb": 4}, [(0, 0.0), (1, 0.0)], weigh=rule, big=big)
     assert rule.asked == [(0, 40.0), (1, 40.0), (0, 0.0), (1, 0.0)] and rule.told == 0
+
+
+def test_whole_gpus_whose_pods_ended_count_as_idle_for_a_multi_gpu_pod() -> None:
+    """``release`` leaves a GPU's busy count at 0 for the profile it ran, not absent. Two whole GPUs
+    whose pods have ended are idle: a 2-GPU pod takes them as they are, and the disruption rule is
+    not asked about a change (before, such GPUs did not count as idle and the rule was asked about a
+    change of nothing — counted as a refusal when it said no)."""
+    whole = "7g.80gb"
+    fleet = engine._Fleet(A100, Settings(nodes=1, gpus_per_node=2), {whole: 1})
+    fleet.busy = [{whole: 0}, {whole: 0}]  # what release leaves behind
+    rule = _Recorder(bar=1e12)
+    changes, _ = engine.cover(fleet, {whole: 2}, [(0, 0.0)], weigh=rule, big=[engine.BigPod(2, whole, 5.0)])
+    assert changes == {} and rule.asked == [] and rule.told == 0
+
+
+def test_the_loop_weighs_the_wait_of_the_pods_present_attempt_as_recommend_sees_it() -> None:
+    """migc recommend reads a pending pod's wait from its creationTimestamp, and an evicted pod is
+    re-created: the wait before its eviction is not seen (docs/recommend.md, *The cost model*). The
+    replay's cover weighs the same: a pod that waited 5,000 s, ran and was evicted, and has been
+    pending again for 300 s counts 300 s in the disruption rule's benefit (``_RuleWeigh``), in a
+    multi-GPU pod's benefit (``BigPod``) and in the gates' max-wait (``_waiting``) — while the
+    replay's wait statistics keep both attempts (``waited``)."""
+    s = Settings(nodes=1, gpus_per_node=2, max_wait_seconds=600)
+    policy = PartitionPolicy(mode="dynamic")
+    small = engine._Pod(pod("small", 0.0, 100.0), 0.0, "1g.10gb", 1, "1g")
+    big = engine._Pod(pod("big", 0.0, 100.0, num_gpu=2), 0.0, "7g.80gb", 2, "2x7g")
+    fleet = engine._Fleet(A100, s, {"7g.80gb": 1})
+    run = engine._Run([small, big], A100, s, "default", policy, fleet, Result("default", 0.0), 0.0)
+    for i in (0, 1):
+        run.waited[i] = 5000.0  # the first attempt's wait, before it ran and was evicted
+        run.enqueue(i, 9700.0)  # pending again since 9,700 s
+    now = 10_000.0
+    weigh = engine._RuleWeigh(run, now, {"1g.10gb": 1, "7g.80gb": 2})
+    assert weigh._waits("1g.10gb") == [300.0]
+    assert [b.benefit for b in run.big_pods(now)] == [2 * 300.0]
+    assert sorted(w.waited_seconds for w in run._waiting(now)) == [300.0, 300.0]
+    assert not any(w.late for w in run._waiting(now))  # 300 s < the 600 s max wait

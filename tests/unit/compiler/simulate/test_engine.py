@@ -280,3 +280,18 @@ def test_the_loop_weighs_the_wait_of_the_pods_present_attempt_as_recommend_sees_
     assert [b.benefit for b in run.big_pods(now)] == [2 * 300.0]
     assert sorted(w.waited_seconds for w in run._waiting(now)) == [300.0, 300.0]
     assert not any(w.late for w in run._waiting(now))  # 300 s < the 600 s max wait
+
+
+def test_a_multi_gpu_pod_takes_another_nodes_ended_whole_gpus_instead_of_re_carving() -> None:
+    """The effect a user sees of the idleness test: node 1's two whole GPUs ran pods that ended
+    (zero counts), node 0 is carved into 1g instances. A pending 2-GPU pod fits node 1 as it is, so
+    the cover (here naive's, no rule) changes nothing — before, it re-carved node 0 to two whole
+    GPUs, a drain of node 0 that served nobody."""
+    whole = "7g.80gb"
+    fleet = engine._Fleet(A100, Settings(nodes=2, gpus_per_node=2), {"1g.10gb": 7})
+    for gi in (2, 3):
+        fleet.layout[gi] = {whole: 1}
+        fleet.target[gi] = {whole: 1}
+    fleet.busy = [{}, {}, {whole: 0}, {whole: 0}]  # node 1's pods ended (release's zero counts)
+    changes, _ = engine.cover(fleet, {whole: 2}, [(0, 0.0), (1, 0.0)], big=[engine.BigPod(2, whole, 5.0)])
+    assert changes == {}

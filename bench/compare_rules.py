@@ -9,6 +9,18 @@ own run, so a clause against them (naive, per-pod, the static layouts, MIG off) 
 run — unless ``--naive-from FILE`` gives NEW's cells the naive rows of FILE's same cells (for a
 change naive shares, such as the admission's idleSurge in Round 23). Measured, never asserted.
 
+A round that re-runs only the rows its change can move (``bench.matrix --baselines
+naive,default``) takes the other baselines' rows from the run that has them with ``--others-from
+FILE``: each cell of OLD and NEW gets, for every baseline it lacks, the row of FILE's same cell
+(their code did not change, so their rows did not either). OLD, NEW and FILE may each be several
+files joined by commas (``A-n4.jsonl.gz,A-n816.jsonl.gz``), gzipped or not; ``--seed N`` keeps
+the cells of seed N only (the failure axis has three). So Round 25's axis C, seed 2::
+
+    python -m bench.compare_rules matrix \
+        bench/round24/final-C-n4.jsonl.gz,bench/round24/final-C-n816.jsonl.gz \
+        bench/round25/C-n4.jsonl.gz,bench/round25/C-n816.jsonl.gz \
+        --others-from bench/round22/C.jsonl.gz --seed 2
+
 Matrix clauses (contended cells only: naive's overall p95 wait above 0; classes with ≥ 20 pods):
 
 * ``re-carves``: ≥ 5× fewer than naive where naive re-carves at least once per 10 hours, else no more;
@@ -25,6 +37,7 @@ Matrix clauses (contended cells only: naive's overall p95 wait above 0; classes 
 from __future__ import annotations
 
 import argparse
+import gzip
 import json
 from collections.abc import Sequence
 from pathlib import Path
@@ -48,7 +61,16 @@ MATRIX_CLAUSES = (
 
 
 def _cells(path: Path) -> list[dict[str, Any]]:
-    return [json.loads(t) for t in path.read_text(encoding="utf-8").splitlines() if t.strip()]
+    """The cells of ``path``: one JSON line each, gzipped when the name ends in .gz; a path whose
+    name holds commas is several files, read in turn."""
+    if "," in path.name or "," in str(path):
+        return [c for part in str(path).split(",") if part for c in _cells(Path(part))]
+    if path.suffix == ".gz":
+        with gzip.open(path, "rt", encoding="utf-8") as fh:
+            text = fh.read()
+    else:
+        text = path.read_text(encoding="utf-8")
+    return [json.loads(t) for t in text.splitlines() if t.strip()]
 
 
 def _key(cell: dict[str, Any]) -> tuple[Any, ...]:
@@ -133,9 +155,30 @@ def with_naive(cells: dict[tuple[Any, ...], dict[str, Any]], naive_from: Path) -
             cell["results"] = [row if r["baseline"] == "naive" else r for r in cell["results"]]
 
 
-def compare(kind: str, old: Path, new: Path, naive_from: Path | None = None) -> str:
-    olds = {_key(c): c for c in _cells(old)}
-    news = {_key(c): c for c in _cells(new)}
+def with_others(cells: dict[tuple[Any, ...], dict[str, Any]], others_from: Path) -> None:
+    """Give each of ``cells`` the rows of the baselines it lacks from ``others_from``'s same cell
+    (module docstring); a cell ``others_from`` lacks keeps what it has."""
+    others = {_key(c): c["results"] for c in _cells(others_from)}
+    for k, cell in cells.items():
+        have = {r["baseline"] for r in cell["results"]}
+        extra = [r for r in others.get(k, ()) if r["baseline"] not in have]
+        if extra:
+            cell["results"] = [*cell["results"], *extra]
+
+
+def compare(
+    kind: str,
+    old: Path,
+    new: Path,
+    naive_from: Path | None = None,
+    others_from: Path | None = None,
+    seed: int | None = None,
+) -> str:
+    olds = {_key(c): c for c in _cells(old) if seed is None or c.get("seed") == seed}
+    news = {_key(c): c for c in _cells(new) if seed is None or c.get("seed") == seed}
+    if others_from is not None:
+        with_others(olds, others_from)
+        with_others(news, others_from)
     if naive_from is not None:
         with_naive(news, naive_from)
     keys = [k for k in olds if k in news]
@@ -202,8 +245,15 @@ def main(argv: Sequence[str] | None = None) -> None:
         default=None,
         help="judge NEW's cells against this file's naive rows (same cells) instead of their own",
     )
+    ap.add_argument(
+        "--others-from",
+        type=Path,
+        default=None,
+        help="rows of the baselines a cell lacks (both sides) from this file's same cells",
+    )
+    ap.add_argument("--seed", type=int, default=None, help="only the cells of this seed")
     args = ap.parse_args(argv)
-    print(compare(args.kind, args.old, args.new, args.naive_from))
+    print(compare(args.kind, args.old, args.new, args.naive_from, args.others_from, args.seed))
 
 
 if __name__ == "__main__":

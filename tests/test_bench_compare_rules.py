@@ -82,3 +82,53 @@ def test_naive_from_judges_the_new_cells_against_another_runs_naive(tmp_path: Pa
     assert "| default | new | 1 | 1 | 0 |" in compare("matrix", old, new)
     text = compare("matrix", old, new, naive_from=other)
     assert "| default | old | 1 | 1 | 0 |" in text and "| default | new | 1 | 1 | 1 |" in text
+
+
+def test_others_from_gives_both_sides_the_baselines_they_did_not_rerun(tmp_path: Path) -> None:
+    """A round re-runs naive and default only; ``--others-from`` takes per-pod and MIG off from the
+    run that has them, for OLD and NEW alike. Without it there is no ``vs per-pod`` column and
+    ``vs static`` has no static row to be judged against (the old loop's 1g 1,100 s misses 5 min);
+    with it the old loop meets ``vs static`` (1g 1,100 s ≤ MIG off's 2,000 s, 7g 0) and misses
+    ``vs per-pod`` (1g 1,100 s > 5 min of per-pod's 0 s), the new loop (1g 200 s, 7g 4,000 s)
+    misses ``vs static`` (7g > max(5 min, MIG off's 100 s)) and meets ``vs per-pod`` (7g ≤ 1.2 ×
+    per-pod's 5,000 s)."""
+    old, new, full = tmp_path / "old.jsonl", tmp_path / "new.jsonl", tmp_path / "full.jsonl"
+
+    def rerun(default: dict[str, Any]) -> dict[str, Any]:
+        c = cell(default)
+        c["results"] = [r for r in c["results"] if r["baseline"] in ("naive", "default")]
+        return c
+
+    old.write_text(json.dumps(rerun(row("default", 10, {"all": 1100.0, "1g": 1100.0, "7g": 0.0}))) + "\n")
+    new.write_text(json.dumps(rerun(row("default", 10, {"all": 200.0, "1g": 200.0, "7g": 4000.0}))) + "\n")
+    full.write_text(json.dumps(cell(row("default", 99, {"all": 9.0e9}))) + "\n")  # its default is not used
+    # clauses: re-carves, p95 all, p95 classes, never served, held 0, target, vs static[, vs per-pod]
+    alone = compare("matrix", old, new)
+    assert "vs per-pod" not in alone.splitlines()[0]
+    assert "| default | old | 1 | 1 | 1 | 1 | 1 | 1 | 1 | 0 |" in alone
+    text = compare("matrix", old, new, others_from=full)
+    assert "| default | old | 1 | 1 | 1 | 1 | 1 | 1 | 1 | 1 | 0 |" in text
+    assert "| default | new | 1 | 1 | 1 | 0 | 1 | 1 | 0 | 0 | 1 |" in text
+    # the loop's own rows stay (not the other run's default)
+    assert "| t 8 1.0 60 0.0 0 | default | new | all 200, 1g 200, 7g 4000 | 10 |" in text
+
+
+def test_several_gzipped_files_per_side_and_one_seed(tmp_path: Path) -> None:
+    """OLD and NEW may each be files joined by commas, gzipped or not; ``--seed`` keeps one seed."""
+    import gzip
+
+    def seeded(seed: int, p95_all: float) -> dict[str, Any]:
+        return cell(row("default", 10, {"all": p95_all, "1g": p95_all, "7g": 0.0})) | {"seed": seed}
+
+    parts = []
+    for name, seed in (("a.jsonl.gz", 1), ("b.jsonl.gz", 2)):
+        path = tmp_path / name
+        with gzip.open(path, "wt", encoding="utf-8") as fh:
+            fh.write(json.dumps(seeded(seed, 900.0)) + "\n")
+        parts.append(str(path))
+    new = tmp_path / "new.jsonl"
+    new.write_text("".join(json.dumps(seeded(s, 5000.0)) + "\n" for s in (1, 2)))
+    both = compare("matrix", Path(",".join(parts)), new)
+    assert "| default | old | 2 | 2 | 2 |" in both and "| default | new | 2 | 2 | 0 |" in both
+    one = compare("matrix", Path(",".join(parts)), new, seed=2)
+    assert "| default | old | 1 | 1 | 1 |" in one and "| t 8 1.0 60 0.0 1 |" not in one

@@ -14,12 +14,14 @@ naive,default``) takes the other baselines' rows from the run that has them with
 FILE``: each cell of OLD and NEW gets, for every baseline it lacks, the row of FILE's same cell
 (their code did not change, so their rows did not either). OLD, NEW and FILE may each be several
 files joined by commas (``A-n4.jsonl.gz,A-n816.jsonl.gz``), gzipped or not; ``--seed N`` keeps
-the cells of seed N only (the failure axis has three). So Round 25's axis C, seed 2::
+the cells of seed N only (the failure axis has three); ``--moved`` adds what moved (the rows
+that differ, sums of re-carves, evictions and held pods over the contended cells, p95 ratios,
+:func:`moved`). So Round 25's axis C, seed 2::
 
     python -m bench.compare_rules matrix \
         bench/round24/final-C-n4.jsonl.gz,bench/round24/final-C-n816.jsonl.gz \
         bench/round25/C-n4.jsonl.gz,bench/round25/C-n816.jsonl.gz \
-        --others-from bench/round22/C.jsonl.gz --seed 2
+        --others-from bench/round22/C.jsonl.gz --seed 2 --moved
 
 Matrix clauses (contended cells only: naive's overall p95 wait above 0; classes with ≥ 20 pods):
 
@@ -140,6 +142,74 @@ def per_class(
     return out
 
 
+def _same(a: dict[str, Any], b: dict[str, Any]) -> bool:
+    """Two rows equal field for field, wall seconds aside."""
+    return {k: v for k, v in a.items() if k != "wallSeconds"} == {
+        k: v for k, v in b.items() if k != "wallSeconds"
+    }
+
+
+def _moves(new: float, old: float) -> int:
+    """+1 when ``new`` is better (lower) than ``old`` beyond a 1 % band, −1 when worse, else 0."""
+    if new < old * 0.99:
+        return 1
+    return -1 if new > old * 1.01 else 0
+
+
+def moved(
+    olds: dict[tuple[Any, ...], dict[str, Any]], news: dict[tuple[Any, ...], dict[str, Any]], keys: list[Any]
+) -> list[str]:
+    """What moved between OLD and NEW (``--moved``): per loop, the rows that differ, and over the
+    cells OLD's naive contends (its overall p95 above 0) the sums of the loop's re-carves, evictions
+    and heldOnIdleGpu, the median of its overall p95 new / old (cells where old is above 0) with the
+    cells better / worse beyond 1 %, its classes (≥ 20 pods in OLD) better / worse / same, and
+    naive's re-carves and overall p95 the same way."""
+    out = [
+        "| loop | cells | loop rows differ | naive rows differ | contended (old naive) "
+        "| loop re-carves old → new | loop evictions old → new | loop heldOnIdleGpu old → new "
+        "| loop p95 all: median new/old, better / worse | loop classes better / worse / same "
+        "| naive re-carves old → new | naive p95 all: better / worse |",
+        "|---|---:|---:|---:|---:|---|---|---|---|---|---|---|",
+    ]
+    for loop in LOOPS:
+        pairs = [(_rows(olds[k]), _rows(news[k])) for k in keys]
+        pairs = [(o, n) for o, n in pairs if loop in o and loop in n]
+        if not pairs:
+            continue
+        differ = sum(not _same(o[loop], n[loop]) for o, n in pairs)
+        naive_differ = sum(not _same(o["naive"], n["naive"]) for o, n in pairs)
+        hot = [(o, n) for o, n in pairs if p95(o["naive"], "all") > 0]
+
+        def total(side: int, who: str, field: str, cells: list[Any] = hot) -> str:
+            return f"{sum((pair[side][who].get(field) or 0) for pair in cells):,}"
+
+        ratios = sorted(p95(n[loop], "all") / p95(o[loop], "all") for o, n in hot if p95(o[loop], "all") > 0)
+        median = (
+            "–"
+            if not ratios
+            else f"{(ratios[len(ratios) // 2] + ratios[(len(ratios) - 1) // 2]) / 2:.3f}"
+        )
+        ups = [_moves(p95(n[loop], "all"), p95(o[loop], "all")) for o, n in hot]
+        cls = [
+            _moves(p95(n[loop], c), p95(o[loop], c))
+            for o, n in hot
+            for c, w in o[loop]["waitSeconds"].items()
+            if c != "all" and w["pods"] >= 20
+        ]
+        naive_ups = [_moves(p95(n["naive"], "all"), p95(o["naive"], "all")) for o, n in hot]
+        out.append(
+            f"| {loop} | {len(pairs)} | {differ} | {naive_differ} | {len(hot)} "
+            f"| {total(0, loop, 'reconfigurations')} → {total(1, loop, 'reconfigurations')} "
+            f"| {total(0, loop, 'evictions')} → {total(1, loop, 'evictions')} "
+            f"| {total(0, loop, 'heldOnIdleGpu')} → {total(1, loop, 'heldOnIdleGpu')} "
+            f"| {median}, {ups.count(1)} / {ups.count(-1)} "
+            f"| {cls.count(1)} / {cls.count(-1)} / {cls.count(0)} "
+            f"| {total(0, 'naive', 'reconfigurations')} → {total(1, 'naive', 'reconfigurations')} "
+            f"| {naive_ups.count(1)} / {naive_ups.count(-1)} |"
+        )
+    return out
+
+
 def _rows(cell: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return {r["baseline"]: r for r in cell["results"]}
 
@@ -173,6 +243,7 @@ def compare(
     naive_from: Path | None = None,
     others_from: Path | None = None,
     seed: int | None = None,
+    show_moved: bool = False,
 ) -> str:
     olds = {_key(c): c for c in _cells(old) if seed is None or c.get("seed") == seed}
     news = {_key(c): c for c in _cells(new) if seed is None or c.get("seed") == seed}
@@ -204,6 +275,8 @@ def compare(
         lines.append(f"| {loop} | {label} | {len(cells_judged)} | " + " | ".join(map(str, counts)) + " |")
     if kind == "matrix":
         lines += ["", *per_class(olds, news, keys)]
+        if show_moved:
+            lines += ["", *moved(olds, news, keys)]
     lines += [
         "",
         "| cell | loop | rule | p95 per class s | re-carves | evictions | heldOnIdleGpu | "
@@ -252,8 +325,13 @@ def main(argv: Sequence[str] | None = None) -> None:
         help="rows of the baselines a cell lacks (both sides) from this file's same cells",
     )
     ap.add_argument("--seed", type=int, default=None, help="only the cells of this seed")
+    ap.add_argument(
+        "--moved",
+        action="store_true",
+        help="matrix: also what moved (rows that differ, sums over the contended cells, p95 ratios)",
+    )
     args = ap.parse_args(argv)
-    print(compare(args.kind, args.old, args.new, args.naive_from, args.others_from, args.seed))
+    print(compare(args.kind, args.old, args.new, args.naive_from, args.others_from, args.seed, args.moved))
 
 
 if __name__ == "__main__":

@@ -132,3 +132,39 @@ def test_several_gzipped_files_per_side_and_one_seed(tmp_path: Path) -> None:
     assert "| default | old | 2 | 2 | 2 |" in both and "| default | new | 2 | 2 | 0 |" in both
     one = compare("matrix", Path(",".join(parts)), new, seed=2)
     assert "| default | old | 1 | 1 | 1 |" in one and "| t 8 1.0 60 0.0 1 |" not in one
+
+
+def test_moved_sums_the_loop_and_naive_over_the_contended_cells(tmp_path: Path) -> None:
+    """``--moved``: two contended cells and one quiet one (naive p95 0, left out of the sums). The
+    loop's re-carves 10 + 20 → 5 + 20, its overall p95 2,000 → 1,000 s (better) and 1,000 →
+    1,005 s (within 1 %: neither): median ratio (0.5 + 1.005) / 2; its classes on those cells: 1g
+    better, 7g the same on the first, both the same on the second (the second's 1g moves by 0.5 %)."""
+    old, new = tmp_path / "old.jsonl", tmp_path / "new.jsonl"
+
+    def at(seed: int, default: dict[str, Any], naive_all: float = 1000.0) -> dict[str, Any]:
+        c = cell(default) | {"seed": seed}
+        c["results"][0] = row("naive", 50, {"all": naive_all, "1g": naive_all, "7g": 0.0})
+        return c
+
+    old.write_text(
+        json.dumps(at(1, row("default", 10, {"all": 2000.0, "1g": 2000.0, "7g": 0.0}, held=3)))
+        + "\n"
+        + json.dumps(at(2, row("default", 20, {"all": 1000.0, "1g": 1000.0, "7g": 0.0})))
+        + "\n"
+        + json.dumps(at(3, row("default", 7, {"all": 0.0, "1g": 0.0, "7g": 0.0}), naive_all=0.0))
+        + "\n"
+    )
+    new.write_text(
+        json.dumps(at(1, row("default", 5, {"all": 1000.0, "1g": 1000.0, "7g": 0.0})))
+        + "\n"
+        + json.dumps(at(2, row("default", 20, {"all": 1005.0, "1g": 1005.0, "7g": 0.0})))
+        + "\n"
+        + json.dumps(at(3, row("default", 9, {"all": 0.0, "1g": 0.0, "7g": 0.0}), naive_all=0.0))
+        + "\n"
+    )
+    assert "loop rows differ" not in compare("matrix", old, new)
+    text = compare("matrix", old, new, show_moved=True)
+    assert (
+        "| default | 3 | 3 | 0 | 2 | 30 → 25 | 0 → 0 | 3 → 0 | 0.752, 1 / 0 | 1 / 0 / 3 | 100 → 100 | 0 / 0 |"
+        in text
+    )

@@ -41,6 +41,7 @@ from __future__ import annotations
 import argparse
 import gzip
 import json
+import statistics
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -65,7 +66,7 @@ MATRIX_CLAUSES = (
 def _cells(path: Path) -> list[dict[str, Any]]:
     """The cells of ``path``: one JSON line each, gzipped when the name ends in .gz; a path whose
     name holds commas is several files, read in turn."""
-    if "," in path.name or "," in str(path):
+    if "," in str(path):
         return [c for part in str(path).split(",") if part for c in _cells(Path(part))]
     if path.suffix == ".gz":
         with gzip.open(path, "rt", encoding="utf-8") as fh:
@@ -142,18 +143,17 @@ def per_class(
     return out
 
 
-def _same(a: dict[str, Any], b: dict[str, Any]) -> bool:
-    """Two rows equal field for field, wall seconds aside."""
-    return {k: v for k, v in a.items() if k != "wallSeconds"} == {
-        k: v for k, v in b.items() if k != "wallSeconds"
-    }
-
-
 def _moves(new: float, old: float) -> int:
     """+1 when ``new`` is better (lower) than ``old`` beyond a 1 % band, −1 when worse, else 0."""
     if new < old * 0.99:
         return 1
     return -1 if new > old * 1.01 else 0
+
+
+def _totals(pairs: list[Any], who: str, field: str) -> str:
+    """"old → new": Σ of ``field`` of row ``who`` over the (old rows, new rows) ``pairs``."""
+    old, new = (sum((pair[side][who].get(field) or 0) for pair in pairs) for side in (0, 1))
+    return f"{old:,} → {new:,}"
 
 
 def moved(
@@ -176,19 +176,11 @@ def moved(
         pairs = [(o, n) for o, n in pairs if loop in o and loop in n]
         if not pairs:
             continue
-        differ = sum(not _same(o[loop], n[loop]) for o, n in pairs)
-        naive_differ = sum(not _same(o["naive"], n["naive"]) for o, n in pairs)
+        differ = sum(o[loop] != n[loop] for o, n in pairs)
+        naive_differ = sum(o["naive"] != n["naive"] for o, n in pairs)
         hot = [(o, n) for o, n in pairs if p95(o["naive"], "all") > 0]
-
-        def total(side: int, who: str, field: str, cells: list[Any] = hot) -> str:
-            return f"{sum((pair[side][who].get(field) or 0) for pair in cells):,}"
-
-        ratios = sorted(p95(n[loop], "all") / p95(o[loop], "all") for o, n in hot if p95(o[loop], "all") > 0)
-        median = (
-            "–"
-            if not ratios
-            else f"{(ratios[len(ratios) // 2] + ratios[(len(ratios) - 1) // 2]) / 2:.3f}"
-        )
+        ratios = [p95(n[loop], "all") / p95(o[loop], "all") for o, n in hot if p95(o[loop], "all") > 0]
+        median = f"{statistics.median(ratios):.3f}" if ratios else "–"
         ups = [_moves(p95(n[loop], "all"), p95(o[loop], "all")) for o, n in hot]
         cls = [
             _moves(p95(n[loop], c), p95(o[loop], c))
@@ -199,12 +191,12 @@ def moved(
         naive_ups = [_moves(p95(n["naive"], "all"), p95(o["naive"], "all")) for o, n in hot]
         out.append(
             f"| {loop} | {len(pairs)} | {differ} | {naive_differ} | {len(hot)} "
-            f"| {total(0, loop, 'reconfigurations')} → {total(1, loop, 'reconfigurations')} "
-            f"| {total(0, loop, 'evictions')} → {total(1, loop, 'evictions')} "
-            f"| {total(0, loop, 'heldOnIdleGpu')} → {total(1, loop, 'heldOnIdleGpu')} "
+            f"| {_totals(hot, loop, 'reconfigurations')} "
+            f"| {_totals(hot, loop, 'evictions')} "
+            f"| {_totals(hot, loop, 'heldOnIdleGpu')} "
             f"| {median}, {ups.count(1)} / {ups.count(-1)} "
             f"| {cls.count(1)} / {cls.count(-1)} / {cls.count(0)} "
-            f"| {total(0, 'naive', 'reconfigurations')} → {total(1, 'naive', 'reconfigurations')} "
+            f"| {_totals(hot, 'naive', 'reconfigurations')} "
             f"| {naive_ups.count(1)} / {naive_ups.count(-1)} |"
         )
     return out
@@ -214,13 +206,18 @@ def _rows(cell: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return {r["baseline"]: r for r in cell["results"]}
 
 
+def _rows_by_cell(path: Path) -> dict[tuple[Any, ...], dict[str, dict[str, Any]]]:
+    """Each cell of ``path`` (by its key) with its rows by baseline."""
+    return {_key(c): _rows(c) for c in _cells(path)}
+
+
 def with_naive(cells: dict[tuple[Any, ...], dict[str, Any]], naive_from: Path) -> None:
     """Judge ``cells`` against another run's naive: each cell's ``naive`` row becomes the row of the
     same cell in ``naive_from`` (a cell it lacks keeps its own). For a change to what naive shares
     with the loop (the admission, Round 23), so the loop is also held to the naive it was held to."""
-    others = {_key(c): _rows(c).get("naive") for c in _cells(naive_from)}
+    others = _rows_by_cell(naive_from)
     for k, cell in cells.items():
-        row = others.get(k)
+        row = others.get(k, {}).get("naive")
         if row is not None:
             cell["results"] = [row if r["baseline"] == "naive" else r for r in cell["results"]]
 
@@ -228,10 +225,10 @@ def with_naive(cells: dict[tuple[Any, ...], dict[str, Any]], naive_from: Path) -
 def with_others(cells: dict[tuple[Any, ...], dict[str, Any]], others_from: Path) -> None:
     """Give each of ``cells`` the rows of the baselines it lacks from ``others_from``'s same cell
     (module docstring); a cell ``others_from`` lacks keeps what it has."""
-    others = {_key(c): c["results"] for c in _cells(others_from)}
+    others = _rows_by_cell(others_from)
     for k, cell in cells.items():
         have = {r["baseline"] for r in cell["results"]}
-        extra = [r for r in others.get(k, ()) if r["baseline"] not in have]
+        extra = [r for b, r in others.get(k, {}).items() if b not in have]
         if extra:
             cell["results"] = [*cell["results"], *extra]
 

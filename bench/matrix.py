@@ -3,7 +3,7 @@
 ``python -m bench.matrix [--traces default,gpushare20,gpushare40,gpushare60,gpuspec10] [--nodes 4,8,16]
 [--time-scales 1,2,4,8] [--reconf 60,90+300] [--failure-rates 0,0.2] [--seeds 1,2,3]
 [--baselines all] [--no-idle-pass] [--outage node|busy] [--surplus last|kept] [--drain-scope node|gpu]
-[--layouts fewest|maximal] [--idle-surge N] [--out FILE.jsonl]``;
+[--whole-gpu mig-disabled|full-instance] [--layouts fewest|maximal] [--idle-surge N] [--out FILE.jsonl]``;
 ``python -m bench.matrix --table FILE.jsonl`` prints the Markdown table of the cells a file holds,
 with the issue's verdict per cell.
 
@@ -15,6 +15,8 @@ with rate 0 is run once, seed 0). ``--no-idle-pass`` adds the loop without its i
 ``--outage busy`` charges the disruption rule's outage on the busy share of the node
 (``Settings.outage``); ``--drain-scope gpu`` drains only the pods on GPUs that change
 (``Settings.drain_scope``: static DRA nodes; ``node``, the default, is the device plugin's);
+``--whole-gpu full-instance`` (with ``--drain-scope gpu``) keeps every GPU in MIG mode, a whole GPU
+being a full-profile instance (``Settings.whole_gpu``, Round 26);
 ``--layouts maximal`` carves maximal layouts with spare room (``Settings.layouts``, Round 12). Each
 cell appends one JSON line (the cell, its scope, its wall time and the per-baseline rows of
 ``migc simulate -o json``) to ``--out``, so a partial run keeps what it measured. A cell is
@@ -36,7 +38,15 @@ from bench.openb import shared_dir
 from compiler.catalog import load_catalog
 from compiler.model import PartitionPolicy
 from compiler.recommend.disruption import OUTAGE_CHARGES
-from compiler.simulate.engine import BASELINES, DRAIN_SCOPES, LAYOUT_RULES, SURPLUS_MODELS, Settings, simulate
+from compiler.simulate.engine import (
+    BASELINES,
+    DRAIN_SCOPES,
+    LAYOUT_RULES,
+    SURPLUS_MODELS,
+    WHOLE_GPU_MODES,
+    Settings,
+    simulate,
+)
 from compiler.simulate.report import result_dict
 from compiler.simulate.trace import MAX_NODE_RESOURCE, read_trace
 
@@ -65,6 +75,7 @@ def run(args: argparse.Namespace) -> None:
             outage=args.outage,
             surplus=args.surplus,
             drain_scope=args.drain_scope,
+            whole_gpu=args.whole_gpu,
             layouts=args.layouts,
             idle_surge=args.idle_surge,
             node_cpu_milli=args.node_cpu_milli,
@@ -102,6 +113,7 @@ def run(args: argparse.Namespace) -> None:
                 outage=args.outage,
                 surplus=args.surplus,
                 drain_scope=args.drain_scope,
+                whole_gpu=args.whole_gpu,
                 layouts=args.layouts,
                 idle_surge=args.idle_surge,
                 **resources,
@@ -125,6 +137,7 @@ def run(args: argparse.Namespace) -> None:
                 "failureRate": rate,
                 "seed": seed,
                 "drainScope": args.drain_scope,
+                "wholeGpu": args.whole_gpu,  # Round 26 on; absent from older files: mig-disabled
                 "layouts": args.layouts,
                 "idlePass": s.idle_pass,  # the default row's (Round 21 on; absent from older files)
                 "idleSurge": s.idle_surge,  # every row's admission (Round 23 on; absent: 0)
@@ -271,6 +284,13 @@ def main() -> None:
         "(Settings.drain_scope)",
     )
     ap.add_argument(
+        "--whole-gpu",
+        choices=WHOLE_GPU_MODES,
+        default="mig-disabled",
+        help="what a whole GPU is on the loop's fleet: MIG disabled, or a full-profile instance of a GPU "
+        "kept in MIG mode (Settings.whole_gpu; full-instance only with --drain-scope gpu)",
+    )
+    ap.add_argument(
         "--idle-surge",
         type=_surge,
         metavar="N",
@@ -306,6 +326,8 @@ def main() -> None:
     unknown = [b for b in args.baselines.split(",") if args.baselines != "all" and b not in BASELINES]
     if unknown:
         ap.error(f"unknown baseline(s) {', '.join(unknown)}; known: {', '.join(BASELINES)}")
+    if args.whole_gpu != "mig-disabled" and (args.drain_scope != "gpu" or args.recommend):
+        ap.error(f"--whole-gpu {args.whole_gpu}: only with --drain-scope gpu, and not with --recommend")
     run(args)
 
 

@@ -11,7 +11,8 @@ Commands (``python -m bench.report_workload ...``)::
     generate [--nodes 1,4] [--seeds 1,2,3] [--dir DIR]   # DIR/report_<n>node_seed<s>.csv
     calibrate [--nodes 1,4] [--seeds 1,2,3]              # re-derive RATES (runs mig-off only)
     run [--nodes 1,4] [--seeds 1,2,3] [--reconf 60,90+300] [--no-idle-pass] [--recommend] [--outage node|busy]
-        [--dir DIR] [--surplus last|kept] [--drain-scope node|gpu] [--out FILE.jsonl]
+        [--dir DIR] [--surplus last|kept] [--drain-scope node|gpu] [--whole-gpu mig-disabled|full-instance]
+        [--out FILE.jsonl]
         [--baselines all]                                 # every baseline on every trace
     table FILE.jsonl                                     # the Markdown tables and verdicts
 
@@ -102,7 +103,7 @@ from typing import Any
 from compiler.catalog import GpuModel, load_catalog
 from compiler.model import PartitionPolicy
 from compiler.recommend.disruption import DRAIN_SCOPES, OUTAGE_CHARGES
-from compiler.simulate.engine import BASELINES, SURPLUS_MODELS, Result, Settings, simulate
+from compiler.simulate.engine import BASELINES, SURPLUS_MODELS, WHOLE_GPU_MODES, Result, Settings, simulate
 from compiler.simulate.report import result_dict
 from compiler.simulate.trace import TracePod, read_trace
 
@@ -364,6 +365,7 @@ def replay(
     surplus: str = "kept",
     recommend: bool = False,
     drain_scope: str = "node",
+    whole_gpu: str = "mig-disabled",
 ) -> dict[str, Any]:
     """One trace (written to ``directory``, read back by the replay's reader) under every baseline, at
     the replay's defaults but the reconfiguration model (``60``: 60 s per GPU; ``90+300``: 90 s per GPU
@@ -383,6 +385,7 @@ def replay(
         outage=outage,
         surplus=surplus,
         drain_scope=drain_scope,
+        whole_gpu=whole_gpu,
     )
     started = time.perf_counter()
     rows = [_report_row(simulate(trace.pods, model, s, b, policy), b) for b in baselines]
@@ -398,6 +401,7 @@ def replay(
         "seed": seed,
         "reconf": reconf,
         "drainScope": drain_scope,
+        "wholeGpu": whole_gpu,
         "rate": RATES[(nodes, seed)],
         "pods": len(trace.pods),
         "wallSeconds": round(time.perf_counter() - started, 1),
@@ -499,6 +503,13 @@ def main(argv: Sequence[str] | None = None) -> None:
                 default="node",
                 help="Settings.drain_scope: node (device plugin) or gpu (static DRA nodes)",
             )
+            p.add_argument(
+                "--whole-gpu",
+                choices=WHOLE_GPU_MODES,
+                default="mig-disabled",
+                help="Settings.whole_gpu: a whole GPU has MIG disabled, or is a full-profile instance "
+                "(full-instance: only with --drain-scope gpu, not with --recommend)",
+            )
     t = sub.add_parser("table")
     t.add_argument("file")
     args = ap.parse_args(argv)
@@ -517,6 +528,9 @@ def main(argv: Sequence[str] | None = None) -> None:
                 f"{'' if known == rate else ' (differs)'}"
             )
         return
+    full = args.cmd == "run" and args.whole_gpu != "mig-disabled"
+    if full and (args.drain_scope != "gpu" or args.recommend):
+        ap.error(f"--whole-gpu {args.whole_gpu}: only with --drain-scope gpu, and not with --recommend")
     missing = [p for p in pairs if p not in RATES]
     if missing:
         ap.error(f"no calibrated rate for (nodes, seed) {missing}: run calibrate first")
@@ -537,6 +551,7 @@ def main(argv: Sequence[str] | None = None) -> None:
             outage=args.outage,
             surplus=args.surplus,
             drain_scope=args.drain_scope,
+            whole_gpu=args.whole_gpu,
         ),
         file=sys.stderr,
     )
@@ -555,6 +570,7 @@ def main(argv: Sequence[str] | None = None) -> None:
             args.surplus,
             args.recommend,
             args.drain_scope,
+            args.whole_gpu,
         )
         with out.open("a", encoding="utf-8") as fh:
             fh.write(json.dumps(cell, sort_keys=True) + "\n")

@@ -47,6 +47,7 @@ from compiler.simulate.engine import (
     EVICTION_MODELS,
     LAYOUT_RULES,
     SYNC_SECONDS,
+    WHOLE_GPU_MODES,
     Result,
     Settings,
     Snapshot,
@@ -103,6 +104,7 @@ REPLAY_ONLY = (
     "max_wait",
     "idle_pass",
     "drain_scope",
+    "whole_gpu",
     "layouts",
     "decision",
     "snapshot_at",
@@ -268,6 +270,17 @@ REPLAY_ONLY = (
     "DRA nodes; the MIG manager skips unchanged GPUs). The node is cordoned either way (docs/simulate.md).",
 )
 @click.option(
+    "--whole-gpu",
+    default="mig-disabled",
+    show_default=True,
+    type=click.Choice(WHOLE_GPU_MODES),
+    help="What a whole GPU is on the loop's fleet (naive and default): mig-disabled, a GPU with MIG "
+    "off, so turning MIG on or off re-carves every GPU of the node; full-instance, every GPU stays "
+    "in MIG mode and a whole-GPU pod takes a full-profile instance (7g.80gb on A100-80GB), so no "
+    "change turns MIG on or off. Only with --drain-scope gpu and --decision cover (docs/simulate.md, "
+    "Whole GPUs).",
+)
+@click.option(
     "--layouts",
     default="fewest",
     show_default=True,
@@ -330,6 +343,7 @@ def command(
     max_wait: str | None,
     idle_pass: bool | None,
     drain_scope: str,
+    whole_gpu: str,
     layouts: str,
     decision: str,
     snapshot_at: str | None,
@@ -362,6 +376,7 @@ def command(
         return _fill(trace_path, catalog, model, nodes, gpus_per_node, mapping, seed, fmt)
     if decision == "recommend":
         _recommend_options(baseline, bool(idle_pass), demand_model, demand_window, layouts)
+    _whole_gpu_options(whole_gpu, drain_scope, decision)
     idle = decision == "cover" if idle_pass is None else idle_pass
     snap = _snapshot(snapshot_at, snapshot_dir, decision, baseline)
     wait_s = _duration(max_wait, "--max-wait")
@@ -396,6 +411,7 @@ def command(
         max_wait_seconds=wait_s,
         idle_pass=idle,
         drain_scope=drain_scope,
+        whole_gpu=whole_gpu,
         layouts=layouts,
         decision=decision,
         node_cpu_milli=node_cpu_milli,
@@ -527,6 +543,25 @@ def _recommend_options(
             f"{', '.join(ignored)}: not with --decision recommend (migc recommend's decision sizes "
             "from the demand history and carves the solver's layouts in the default loop; the "
             "baseline must be default or all)"
+        )
+
+
+def _whole_gpu_options(whole_gpu: str, drain_scope: str, decision: str) -> None:
+    """``--whole-gpu full-instance`` changes which GPUs a change re-carves, which only a per-GPU drain
+    sees (under ``--drain-scope node`` every pod of a changed node is drained whatever the MIG mode),
+    and recommend's inputs model a whole GPU as MIG disabled: with either it would be accepted and
+    ignored, so it is a usage error."""
+    if whole_gpu == "mig-disabled":
+        return
+    if drain_scope != "gpu":
+        raise click.UsageError(
+            f"--whole-gpu {whole_gpu}: only with --drain-scope gpu (under --drain-scope node every GPU pod "
+            "of a changed node is drained, whatever the GPUs' MIG mode)"
+        )
+    if decision != "cover":
+        raise click.UsageError(
+            f"--whole-gpu {whole_gpu}: not with --decision recommend (recommend's inputs model a whole GPU "
+            "as one with MIG disabled)"
         )
 
 

@@ -138,6 +138,8 @@ SURPLUS_MODELS = h.SURPLUS_MODELS  # Settings.surplus
 DRAIN_SCOPES = dis.DRAIN_SCOPES  # Settings.drain_scope
 LAYOUT_RULES = ("fewest", "maximal")  # Settings.layouts
 DECISIONS = ("cover", "recommend")  # Settings.decision
+# Settings.whole_gpu: what a whole GPU is on the loop's fleet (docs/simulate.md, *Whole GPUs*)
+WHOLE_GPU_MODES = ("mig-disabled", "full-instance")
 # controller/settings.py Settings.drain.grace_timeout (one constant, shared with migc recommend)
 DRAIN_GRACE_SECONDS = dis.DRAIN_GRACE_SECONDS
 # controller/settings.py Settings.failures' defaults, read from the one module both sides import:
@@ -203,6 +205,16 @@ class Settings:
     # NVIDIA/mig-parted@bd7160f4 cmd/nvidia-mig-parted/apply/config.go:92-95). Both cordon the node
     # from admission until it is Idle again (_Run._blocking)
     drain_scope: str = "node"
+    # what a whole GPU is on the loop's fleet (naive and default; docs/simulate.md, *Whole GPUs*):
+    # "mig-disabled", a GPU with MIG mode off (pods ask nvidia.com/gpu), so a change between it and a
+    # carved layout turns MIG on or off, which mig-parted applies to the whole node: it clears every
+    # GPU in MIG mode and resets all GPUs (NVIDIA/mig-parted@bd7160f4
+    # cmd/nvidia-mig-parted/apply/mode.go:88-94, :119-129); "full-instance", every GPU stays in MIG
+    # mode and a pod of k whole GPUs takes k instances of the full profile (7g.80gb on A100-80GB) on one
+    # node, so no change turns MIG on or off and only the GPUs whose layout changes are re-carved. It
+    # changes what a change re-carves only under drain_scope "gpu" (under "node" every pod of the node
+    # is drained anyway), so it is refused with "node"
+    whole_gpu: str = "mig-disabled"
     # which layout the replay's cover carves on a GPU for its need (docs/simulate.md): "fewest", the
     # catalog layout serving the most of the need, ties to fewer slices (may leave slices dark, e.g. a
     # lone 4g.40gb); "maximal", a maximal layout whose extra instances are spare room (_carve_layout;
@@ -389,9 +401,11 @@ class _Fleet:
         then clears every GPU in MIG mode and resets all GPUs of the node
         (NVIDIA/mig-parted@bd7160f4 cmd/nvidia-mig-parted/apply/mode.go:88-94, :119-129), and the
         controller drains every pod (controller/reconciler/migparted.py ``changing_gpus``). Under
-        ``"node"`` every pod is drained anyway and the outage counts the GPUs whose layout changes."""
+        ``"node"`` every pod is drained anyway and the outage counts the GPUs whose layout changes.
+        With ``whole_gpu="full-instance"`` a whole GPU is a full-profile instance of a GPU in MIG
+        mode: no change turns MIG on or off, so only the GPUs that change are re-carved."""
         whole = self.whole
-        if self.s.drain_scope == "gpu" and any(
+        if self.s.drain_scope == "gpu" and self.s.whole_gpu == "mig-disabled" and any(
             (self.layout[gi] == whole) != (dict(new) == whole) for gi, new in changes.items()
         ):
             return self.gpus(node)
@@ -1894,7 +1908,7 @@ class _Run:
         # evict it); the idle GPUs of a busy node are re-carved like an idle node's, unless one turns
         # MIG on or off: mig-parted then re-carves every GPU of the node (_Fleet.redone) and the pods
         # on its busy GPUs are drained, so that node is left to the gated loop and the cover is run
-        # again without it
+        # again without it (with whole_gpu "full-instance" no change turns MIG on or off)
         found = self._idle_cover(idle, mix, self._not_in_flight(self.big_pods(now)))
         if found is None:
             return False
@@ -2211,10 +2225,13 @@ class _Run:
         (``drain_scope="node"``: the controller drains whole nodes, so only then), or with
         ``drain_scope="gpu"`` those without a pod on them. ``whole``: for a pod asking whole GPUs
         (True) or MIG instances (False), the re-carve must leave the GPU's MIG mode as deployed — on a
-        busy node a mode change re-carves every GPU and drains its pods (:meth:`_Fleet.redone`)."""
+        busy node a mode change re-carves every GPU and drains its pods (:meth:`_Fleet.redone`); with
+        ``whole_gpu="full-instance"`` there is no mode change, so ``whole`` does not matter."""
         if self.s.drain_scope == "node" or not self.node_pods[node]:
             return 0 if self.node_pods[node] else self.s.gpus_per_node
         fleet = self.fleet
+        if self.s.whole_gpu == "full-instance":
+            whole = None  # every GPU is in MIG mode: no re-carve turns MIG on or off (_Fleet.redone)
         return sum(
             1
             for gi in fleet.gpus(node)
@@ -2628,6 +2645,12 @@ def _check(s: Settings) -> None:
         raise ValueError(f"layouts {s.layouts!r}: expected one of {', '.join(LAYOUT_RULES)}")
     if s.decision not in DECISIONS:
         raise ValueError(f"decision {s.decision!r}: expected one of {', '.join(DECISIONS)}")
+    if s.whole_gpu not in WHOLE_GPU_MODES:
+        raise ValueError(f"whole GPU {s.whole_gpu!r}: expected one of {', '.join(WHOLE_GPU_MODES)}")
+    if s.whole_gpu != "mig-disabled" and (s.drain_scope != "gpu" or s.decision != "cover"):
+        # under drain scope "node" every pod of a changed node is drained whatever the GPUs' MIG mode;
+        # recommend's inputs (compiler/simulate/decision.py) model a whole GPU as MIG disabled
+        raise ValueError(f"whole GPU {s.whole_gpu!r}: only with drain scope 'gpu' and decision 'cover'")
     if s.idle_surge < 0 or s.max_unavailable < 1:
         raise ValueError(f"max_unavailable {s.max_unavailable}, idle_surge {s.idle_surge}: expected ≥ 1, ≥ 0")
 

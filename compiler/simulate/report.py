@@ -153,6 +153,7 @@ class Replay:
             "idleSurge": s.idle_surge,
             "idlePass": s.idle_pass and s.decision == "cover",  # the pass is the cover's
             "drainScope": s.drain_scope,
+            "wholeGpu": s.whole_gpu,
             "layouts": s.layouts,
             "decision": s.decision,
             "nodeCpuMilli": s.node_cpu_milli,
@@ -175,6 +176,7 @@ class Replay:
             f"ConfigMap sync {s.sync_seconds:g} s"
             + ("" if not s.pdb_fraction else f"; PDB on {s.pdb_fraction:g} of pods for {s.pdb_seconds:g} s")
             + ("" if s.drain_scope == "node" else f"; drain scope {s.drain_scope}")
+            + ("" if s.whole_gpu == "mig-disabled" else f"; whole GPUs {s.whole_gpu}")
             + ("" if s.layouts == "fewest" else f"; layouts {s.layouts}")
             + ("" if s.decision == "cover" else f"; decision {s.decision}")
             + ("" if s.node_cpu_milli is None else f"; {s.node_cpu_milli} mCPU per node")

@@ -73,6 +73,25 @@ def test_the_idle_pass_recarves_the_idle_gpu_of_a_busy_node_for_a_whole_gpu_pod(
     assert full.waits == {"1g": [(0.0, False)], "7g": [(900.0 - 100.0 + 60.0, False)]}
 
 
+def test_the_disruption_rule_prices_only_the_changing_gpu_of_a_full_instance_fleet() -> None:
+    """The gated loop (no idle pass): ``a`` (a 3g.40gb) runs on GPU 0 from 0 for 400,000 s, ``big`` (a
+    whole GPU) arrives at 100,000 s. Under ``"mig-disabled"`` GPU 1's whole GPU is a mode change that
+    re-carves GPU 0 too, so the rule charges ``a``'s lost work (it has run over a day) and refuses
+    the change until ``big``'s wait outweighs it: ``a`` is then evicted. As a full instance only GPU 1
+    changes: the price is its outage alone, the rule never refuses, nobody is evicted, and ``big``
+    waits for the stabilizationWindow and one GPU's re-carve."""
+    assert A100 is not None
+    trace = [pod("a", 0, 400_000, milli=400), pod("big", 100_000, 500)]
+    s = replace(GPU, idle_pass=False, demand="now")
+    off = simulate(trace, A100, s, "default", POLICY)
+    assert off.blocked.get("disruption", 0) > 0 and off.evictions == 1
+    (wait, _), = off.waits["7g"]
+    assert wait > 86_400
+    full = simulate(trace, A100, replace(s, whole_gpu="full-instance"), "default", POLICY)
+    assert "disruption" not in full.blocked and full.evictions == 0
+    assert full.waits == {"3g": [(0.0, False)], "7g": [(1760.0, False)]}
+
+
 def test_held_on_idle_counts_a_whole_gpu_pod_beside_an_idle_gpu_of_a_busy_node() -> None:
     """Without the idle pass and with a slow loop, ``big`` (a whole GPU) waits while GPU 1 is idle.
     Under ``"mig-disabled"`` its re-carve is a mode change that drains ``a``, so heldOnIdleGpu does not
@@ -113,8 +132,8 @@ def test_settings_it_cannot_honour_are_refused(bad: Settings) -> None:
 
 def test_cli_and_json_carry_the_whole_gpu(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """``migc simulate --whole-gpu`` reaches the replay, its JSON and its text header; it is a usage
-    error (exit 2) without ``--drain-scope gpu``, with ``--decision recommend`` and with ``--mode
-    fill``, where it would change nothing."""
+    error (exit 2) without ``--drain-scope gpu``, with ``--decision recommend``, with a baseline that
+    never re-carves and with ``--mode fill``, where it would change nothing (every reason at once)."""
     rows = (
         "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,"
         "creation_time,deletion_time,scheduled_time\n"
@@ -137,5 +156,9 @@ def test_cli_and_json_carry_the_whole_gpu(tmp_path: Path, capsys: pytest.Capture
     assert "only with --drain-scope gpu" in capsys.readouterr().err
     assert main([*args, "--whole-gpu", "full-instance", "--decision", "recommend"]) == ExitCode.USAGE
     assert "not with --decision recommend" in capsys.readouterr().err
+    per_pod = [*base, "--gpus-per-node", "2", "--baseline", "per-pod", "--whole-gpu", "full-instance"]
+    assert main(per_pod) == ExitCode.USAGE
+    err = capsys.readouterr().err
+    assert "only with --drain-scope gpu" in err and "not with --baseline per-pod" in err
     assert main([*base, "--mode", "fill", "--whole-gpu", "full-instance"]) == ExitCode.USAGE
     assert "--whole-gpu: only for --mode replay" in capsys.readouterr().err

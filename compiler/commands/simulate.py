@@ -376,7 +376,7 @@ def command(
         return _fill(trace_path, catalog, model, nodes, gpus_per_node, mapping, seed, fmt)
     if decision == "recommend":
         _recommend_options(baseline, bool(idle_pass), demand_model, demand_window, layouts)
-    _whole_gpu_options(whole_gpu, drain_scope, decision)
+    _whole_gpu_options(whole_gpu, drain_scope, decision, baseline)
     idle = decision == "cover" if idle_pass is None else idle_pass
     snap = _snapshot(snapshot_at, snapshot_dir, decision, baseline)
     wait_s = _duration(max_wait, "--max-wait")
@@ -546,23 +546,36 @@ def _recommend_options(
         )
 
 
-def _whole_gpu_options(whole_gpu: str, drain_scope: str, decision: str) -> None:
-    """``--whole-gpu full-instance`` changes which GPUs a change re-carves, which only a per-GPU drain
-    sees (under ``--drain-scope node`` every pod of a changed node is drained whatever the MIG mode),
-    and recommend's inputs model a whole GPU as MIG disabled: with either it would be accepted and
-    ignored, so it is a usage error."""
+def _whole_gpu_options(whole_gpu: str, drain_scope: str, decision: str, baseline: str) -> None:
+    """``--whole-gpu full-instance`` changes which GPUs a change of the loop's fleet (naive, default)
+    re-carves, which only a per-GPU drain sees (under ``--drain-scope node`` every pod of a changed
+    node is drained whatever the MIG mode); recommend's inputs model a whole GPU as MIG disabled, and
+    the other baselines never re-carve. Wherever it would be accepted and ignored it is a usage error,
+    every reason named at once."""
     if whole_gpu == "mig-disabled":
         return
-    if drain_scope != "gpu":
-        raise click.UsageError(
-            f"--whole-gpu {whole_gpu}: only with --drain-scope gpu (under --drain-scope node every GPU pod "
-            "of a changed node is drained, whatever the GPUs' MIG mode)"
+    why = [
+        reason
+        for reason, given in (
+            (
+                "only with --drain-scope gpu (under node every GPU pod of a changed node is drained, "
+                "whatever the GPUs' MIG mode)",
+                drain_scope != "gpu",
+            ),
+            (
+                "not with --decision recommend (recommend's inputs model a whole GPU as one with MIG "
+                "disabled)",
+                decision != "cover",
+            ),
+            (
+                f"not with --baseline {baseline} (only naive and default re-carve GPUs)",
+                baseline not in ("naive", "default", "all"),
+            ),
         )
-    if decision != "cover":
-        raise click.UsageError(
-            f"--whole-gpu {whole_gpu}: not with --decision recommend (recommend's inputs model a whole GPU "
-            "as one with MIG disabled)"
-        )
+        if given
+    ]
+    if why:
+        raise click.UsageError(f"--whole-gpu {whole_gpu}: {'; '.join(why)}")
 
 
 def _uncreatable(dest: Path) -> str | None:

@@ -393,7 +393,8 @@ class _Fleet:
         self.busy: list[Layout] = [{} for _ in range(n)]
         self.state = [IDLE] * s.nodes
         self.slices = {p.name: p.compute_slices for p in model.profiles}
-        self.whole: Layout = {full_profile(model).name: 1}  # a whole GPU: MIG off
+        # a whole GPU: MIG off, or with Settings.whole_gpu "full-instance" one full-profile instance
+        self.whole: Layout = {full_profile(model).name: 1}
 
     def redone(self, node: int, changes: Mapping[int, Layout]) -> Collection[int]:
         """The GPUs mig-parted re-carves to give ``node``'s GPUs ``changes``: those that change, or with
@@ -2143,8 +2144,8 @@ class _Run:
                 self.res.held_on_idle = (self.res.held_on_idle or 0) + 1
 
     def _node_room(self, node: int) -> tuple[Layout, int, int, int]:
-        """A node's free instances per profile (deployed, not in use), its free whole GPUs (MIG off,
-        not in use), its empty GPUs (no instance in use) and its compute slices no instance in use
+        """A node's free instances per profile (deployed, not in use), its free whole GPUs (``whole``
+        layout, not in use), its empty GPUs (no instance in use) and its compute slices no instance in use
         holds (on every GPU: what re-carving its GPUs could free)."""
         fleet, whole, empty = self.fleet, 0, 0
         free: Layout = {}

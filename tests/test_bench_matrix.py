@@ -129,3 +129,37 @@ def test_idle_surge_reaches_every_row(
     (zero,), (one,) = cells["0"]["results"], cells["1"]["results"]
     assert zero["reconfigurations"] == one["reconfigurations"] == 2
     assert one["waitSeconds"]["7g"]["p95"] < zero["waitSeconds"]["7g"]["p95"]
+
+
+def test_whole_gpu_reaches_the_rows_and_is_refused_where_it_changes_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``--whole-gpu full-instance`` (with ``--drain-scope gpu``) is every row's Settings.whole_gpu and
+    the cell records it: one node of 8 GPUs (bench.matrix's fleet), a 1g pod running on one of them and
+    a whole-GPU pod arriving later; as a full instance an idle GPU is re-carved alone and the 1g pod is
+    never evicted, with MIG disabled that is a mode change that drains it. Without ``--drain-scope
+    gpu`` it is a usage error (exit 2), as in ``migc simulate``."""
+    from bench import matrix
+
+    (tmp_path / "openb_pod_list_two.csv").write_text(
+        "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_time,deletion_time,"
+        "scheduled_time\na,1,1,1,100,,BE,Running,0,10000,0\nbig,1,1,1,1000,,BE,Running,100,600,100\n"
+    )
+    cells = {}
+    base = ["matrix", "--data", str(tmp_path), "--traces", "two", "--nodes", "1", "--time-scales", "1"]
+    base += ["--reconf", "60", "--failure-rates", "0", "--baselines", "naive"]
+    for mode in ("mig-disabled", "full-instance"):
+        out = tmp_path / f"{mode}.jsonl"
+        args = [*base, "--drain-scope", "gpu", "--whole-gpu", mode, "--out", str(out)]
+        monkeypatch.setattr("sys.argv", args)
+        matrix.main()
+        capsys.readouterr()
+        (cells[mode],) = [json.loads(line) for line in out.read_text().splitlines()]
+    assert cells["mig-disabled"]["wholeGpu"] == "mig-disabled"
+    assert cells["full-instance"]["wholeGpu"] == "full-instance"
+    (off,), (full,) = cells["mig-disabled"]["results"], cells["full-instance"]["results"]
+    assert (off["evictions"], full["evictions"]) == (1, 0)
+    monkeypatch.setattr("sys.argv", [*base, "--whole-gpu", "full-instance", "--out", str(tmp_path / "x")])
+    with pytest.raises(SystemExit) as stop:
+        matrix.main()
+    assert stop.value.code == 2 and "only with --drain-scope gpu" in capsys.readouterr().err

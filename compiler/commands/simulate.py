@@ -277,8 +277,9 @@ REPLAY_ONLY = (
     help="What a whole GPU is on the loop's fleet (naive and default): mig-disabled, a GPU with MIG "
     "off, so turning MIG on or off re-carves every GPU of the node; full-instance, every GPU stays "
     "in MIG mode and a whole-GPU pod takes a full-profile instance (7g.80gb on A100-80GB), so no "
-    "change turns MIG on or off. Only with --drain-scope gpu and --decision cover (docs/simulate.md, "
-    "Whole GPUs).",
+    "change turns MIG on or off (optimistic: the instance's fewer SMs and missing NVLink are not "
+    "modelled). Only with --drain-scope gpu, --decision cover and a baseline that re-carves "
+    "(docs/simulate.md, Whole GPUs).",
 )
 @click.option(
     "--layouts",

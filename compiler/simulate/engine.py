@@ -213,7 +213,9 @@ class Settings:
     # mode and a pod of k whole GPUs takes k instances of the full profile (7g.80gb on A100-80GB) on one
     # node, so no change turns MIG on or off and only the GPUs whose layout changes are re-carved. It
     # changes what a change re-carves only under drain_scope "gpu" (under "node" every pod of the node
-    # is drained anyway), so it is refused with "node"
+    # is drained anyway), so it is refused with "node", and with decision "recommend" (its inputs model
+    # a whole GPU as MIG disabled). Optimistic: a pod runs its trace duration on the instance, whose
+    # fewer SMs (98 of an A100's 108) and missing GPU peer-to-peer are not modelled
     whole_gpu: str = "mig-disabled"
     # which layout the replay's cover carves on a GPU for its need (docs/simulate.md): "fewest", the
     # catalog layout serving the most of the need, ties to fewer slices (may leave slices dark, e.g. a

@@ -26,7 +26,7 @@ from compiler.cli import main
 from compiler.exitcodes import ExitCode
 from compiler.model import PartitionPolicy
 from compiler.simulate.engine import Settings, simulate
-from compiler.simulate.trace import TracePod
+from compiler.simulate.trace import COLUMNS, TracePod
 
 A100 = load_catalog().by_product("NVIDIA-A100-SXM4-80GB")
 POLICY = PartitionPolicy(mode="dynamic")
@@ -134,13 +134,9 @@ def test_cli_and_json_carry_the_whole_gpu(tmp_path: Path, capsys: pytest.Capture
     """``migc simulate --whole-gpu`` reaches the replay, its JSON and its text header; it is a usage
     error (exit 2) without ``--drain-scope gpu``, with ``--decision recommend``, with a baseline that
     never re-carves and with ``--mode fill``, where it would change nothing (every reason at once)."""
-    rows = (
-        "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,"
-        "creation_time,deletion_time,scheduled_time\n"
-        "a,1,1,1,100,,LS,Running,0,10000,0\nbig,1,1,1,1000,,LS,Running,100,600,100\n"
-    )
-    trace = tmp_path / "t.csv"
-    trace.write_text(rows, encoding="utf-8")
+    trace = tmp_path / "t.csv"  # the columns the replay reads (compiler/simulate/trace.py COLUMNS)
+    rows = "a,1,100,LS,0,10000,0\nbig,1,1000,LS,100,600,100\n"
+    trace.write_text(",".join(COLUMNS) + "\n" + rows, encoding="utf-8")
     base = ["simulate", "--trace", str(trace), "--gpu-product", "NVIDIA-A100-SXM4-80GB", "--nodes", "1"]
     args = [*base, "--gpus-per-node", "2", "--baseline", "naive", "--drain-scope", "gpu"]
     assert main([*args, "--whole-gpu", "full-instance", "-o", "json"]) == ExitCode.OK

@@ -46,6 +46,7 @@ from compiler.simulate.engine import (
     WHOLE_GPU_MODES,
     Settings,
     simulate,
+    whole_gpu_conflicts,
 )
 from compiler.simulate.report import result_dict
 from compiler.simulate.trace import MAX_NODE_RESOURCE, read_trace
@@ -326,8 +327,10 @@ def main() -> None:
     unknown = [b for b in args.baselines.split(",") if args.baselines != "all" and b not in BASELINES]
     if unknown:
         ap.error(f"unknown baseline(s) {', '.join(unknown)}; known: {', '.join(BASELINES)}")
-    if args.whole_gpu != "mig-disabled" and (args.drain_scope != "gpu" or args.recommend):
-        ap.error(f"--whole-gpu {args.whole_gpu}: only with --drain-scope gpu, and not with --recommend")
+    decision = "recommend" if args.recommend else "cover"  # --recommend adds the recommend row
+    conflicts = whole_gpu_conflicts(args.whole_gpu, args.drain_scope, decision)
+    if conflicts:
+        ap.error(f"--whole-gpu {args.whole_gpu}: {'; '.join(conflicts)}")
     run(args)
 
 

@@ -103,7 +103,15 @@ from typing import Any
 from compiler.catalog import GpuModel, load_catalog
 from compiler.model import PartitionPolicy
 from compiler.recommend.disruption import DRAIN_SCOPES, OUTAGE_CHARGES
-from compiler.simulate.engine import BASELINES, SURPLUS_MODELS, WHOLE_GPU_MODES, Result, Settings, simulate
+from compiler.simulate.engine import (
+    BASELINES,
+    SURPLUS_MODELS,
+    WHOLE_GPU_MODES,
+    Result,
+    Settings,
+    simulate,
+    whole_gpu_conflicts,
+)
 from compiler.simulate.report import result_dict
 from compiler.simulate.trace import TracePod, read_trace
 
@@ -528,9 +536,11 @@ def main(argv: Sequence[str] | None = None) -> None:
                 f"{'' if known == rate else ' (differs)'}"
             )
         return
-    full = args.cmd == "run" and args.whole_gpu != "mig-disabled"
-    if full and (args.drain_scope != "gpu" or args.recommend):
-        ap.error(f"--whole-gpu {args.whole_gpu}: only with --drain-scope gpu, and not with --recommend")
+    if args.cmd == "run":
+        decision = "recommend" if args.recommend else "cover"  # --recommend adds the recommend row
+        conflicts = whole_gpu_conflicts(args.whole_gpu, args.drain_scope, decision)
+        if conflicts:
+            ap.error(f"--whole-gpu {args.whole_gpu}: {'; '.join(conflicts)}")
     missing = [p for p in pairs if p not in RATES]
     if missing:
         ap.error(f"no calibrated rate for (nodes, seed) {missing}: run calibrate first")

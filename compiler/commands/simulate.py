@@ -53,6 +53,7 @@ from compiler.simulate.engine import (
     Snapshot,
     recommend_policy,
     simulate,
+    whole_gpu_conflicts,
 )
 from compiler.simulate.report import FORMATS, Fill, Replay
 from compiler.simulate.snapshot import SnapshotRefused, check_policy, write_inputs
@@ -548,33 +549,9 @@ def _recommend_options(
 
 
 def _whole_gpu_options(whole_gpu: str, drain_scope: str, decision: str, baseline: str) -> None:
-    """``--whole-gpu full-instance`` changes which GPUs a change of the loop's fleet (naive, default)
-    re-carves, which only a per-GPU drain sees (under ``--drain-scope node`` every pod of a changed
-    node is drained whatever the MIG mode); recommend's inputs model a whole GPU as MIG disabled, and
-    the other baselines never re-carve. Wherever it would be accepted and ignored it is a usage error,
-    every reason named at once."""
-    if whole_gpu == "mig-disabled":
-        return
-    why = [
-        reason
-        for reason, given in (
-            (
-                "only with --drain-scope gpu (under node every GPU pod of a changed node is drained, "
-                "whatever the GPUs' MIG mode)",
-                drain_scope != "gpu",
-            ),
-            (
-                "not with --decision recommend (recommend's inputs model a whole GPU as one with MIG "
-                "disabled)",
-                decision != "cover",
-            ),
-            (
-                f"not with --baseline {baseline} (only naive and default re-carve GPUs)",
-                baseline not in ("naive", "default", "all"),
-            ),
-        )
-        if given
-    ]
+    """``--whole-gpu`` where it would be accepted and ignored is a usage error naming every reason at
+    once (:func:`compiler.simulate.engine.whole_gpu_conflicts`)."""
+    why = whole_gpu_conflicts(whole_gpu, drain_scope, decision, baseline)
     if why:
         raise click.UsageError(f"--whole-gpu {whole_gpu}: {'; '.join(why)}")
 

@@ -2640,6 +2640,39 @@ class _Recommend:
             run.last_proposal = t
 
 
+def whole_gpu_conflicts(
+    whole_gpu: str, drain_scope: str, decision: str, baseline: str | None = None
+) -> list[str]:
+    """Why ``Settings.whole_gpu`` would be accepted and ignored with these settings (none: it is
+    honoured), for the replay, ``migc simulate`` and the bench drivers alike. ``full-instance``
+    changes which GPUs a change of the loop's fleet re-carves, which only a per-GPU drain sees (under
+    drain scope "node" every pod of a changed node is drained whatever the MIG mode); recommend's
+    inputs (compiler/simulate/decision.py) model a whole GPU as MIG disabled; and only naive and
+    default re-carve GPUs (``baseline``, where one is chosen; "all" holds them)."""
+    if whole_gpu == "mig-disabled":
+        return []
+    return [
+        reason
+        for reason, given in (
+            (
+                "only with --drain-scope gpu (under node every GPU pod of a changed node is drained, "
+                "whatever the GPUs' MIG mode)",
+                drain_scope != "gpu",
+            ),
+            (
+                "not with --decision recommend (recommend's inputs model a whole GPU as one with MIG "
+                "disabled)",
+                decision != "cover",
+            ),
+            (
+                f"not with --baseline {baseline} (only naive and default re-carve GPUs)",
+                baseline is not None and baseline not in (*RECARVING, "all"),
+            ),
+        )
+        if given
+    ]
+
+
 def _check(s: Settings) -> None:
     """Refuse settings no replay can run (the CLI's choices and ranges keep a user from them)."""
     if s.drain_scope not in DRAIN_SCOPES:
@@ -2650,10 +2683,9 @@ def _check(s: Settings) -> None:
         raise ValueError(f"decision {s.decision!r}: expected one of {', '.join(DECISIONS)}")
     if s.whole_gpu not in WHOLE_GPU_MODES:
         raise ValueError(f"whole GPU {s.whole_gpu!r}: expected one of {', '.join(WHOLE_GPU_MODES)}")
-    if s.whole_gpu != "mig-disabled" and (s.drain_scope != "gpu" or s.decision != "cover"):
-        # under drain scope "node" every pod of a changed node is drained whatever the GPUs' MIG mode;
-        # recommend's inputs (compiler/simulate/decision.py) model a whole GPU as MIG disabled
-        raise ValueError(f"whole GPU {s.whole_gpu!r}: only with drain scope 'gpu' and decision 'cover'")
+    conflicts = whole_gpu_conflicts(s.whole_gpu, s.drain_scope, s.decision)
+    if conflicts:
+        raise ValueError(f"whole GPU {s.whole_gpu!r}: {'; '.join(conflicts)}")
     if s.idle_surge < 0 or s.max_unavailable < 1:
         raise ValueError(f"max_unavailable {s.max_unavailable}, idle_surge {s.idle_surge}: expected ≥ 1, ≥ 0")
 
